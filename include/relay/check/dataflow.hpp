@@ -1,0 +1,263 @@
+// The dataflow property: every output element is produced exactly once, with exactly the right
+// contributions, finalized (AVG's single division) exactly when the collective reduces.
+//
+// The check runs the concrete program on intervals instead of elements. Each interval of each
+// memory space carries what its elements hold: a set of contributing ranks R and one shift s,
+// meaning the element at position x holds the sum over r in R of input_r[x + s]. A copy moves an
+// interval and adjusts the shift; a reduction unions the rank sets of its sources, which must
+// agree on the shift and be disjoint (every collective here combines the same index of every
+// input, and a rank counted twice is a wrong result). At the end every active rank's output must
+// hold, interval by interval, the ranks and shift the collective defines, and an out-of-place
+// input must be untouched. Nothing is counted: a schedule that moves the right number of bytes
+// to the wrong place fails.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "relay/check/memory_model.hpp"
+
+namespace relay::detail {
+
+struct content {
+  std::uint64_t ranks = 0;     // contributing ranks, one bit each
+  std::int64_t shift = 0;      // element x holds the inputs of those ranks at x + shift
+  std::uint8_t finalized = 0;  // produced by a finalizing reduction (AVG's one division)
+  bool garbage = true;         // nothing meaningful was ever written here
+
+  static constexpr content of_ranks(std::uint64_t ranks, std::int64_t shift, bool finalized) {
+    return {ranks, shift, static_cast<std::uint8_t>(finalized ? 1 : 0), false};
+  }
+  // The same values seen from `delta` elements further along.
+  constexpr content moved(std::int64_t delta) const {
+    content c = *this;
+    c.shift -= delta;
+    return c;
+  }
+  friend constexpr bool operator==(const content& a, const content& b) {
+    if (a.garbage || b.garbage) return a.garbage == b.garbage;
+    return a.ranks == b.ranks && a.shift == b.shift && a.finalized == b.finalized;
+  }
+};
+
+constexpr std::uint64_t rank_bit(int rank) {
+  return std::uint64_t{1} << rank;
+}
+
+struct segment {
+  std::int64_t lo = 0, hi = 0;
+  content value{};
+};
+
+// Interval maps, one per memory space; gaps are garbage.
+class interval_memory {
+ public:
+  constexpr explicit interval_memory(int spaces) : spaces_(static_cast<std::size_t>(spaces)) {}
+
+  constexpr std::vector<segment> read(int space, std::int64_t lo, std::int64_t hi) const {
+    std::vector<segment> out;
+    std::int64_t at = lo;
+    for (const segment& s : spaces_[static_cast<std::size_t>(space)]) {
+      if (s.hi <= at) continue;
+      if (s.lo >= hi) break;
+      if (s.lo > at) out.push_back({at, s.lo, content{}});
+      out.push_back({std::max(at, s.lo), std::min(hi, s.hi), s.value});
+      at = std::min(hi, s.hi);
+    }
+    if (at < hi) out.push_back({at, hi, content{}});
+    return out;
+  }
+
+  // `pieces` are contiguous and sorted; they replace whatever was there. Only the overlapped
+  // stretch of the space is rebuilt (a full rebuild per write dominates compile-time checks).
+  constexpr void write(int space, const std::vector<segment>& pieces) {
+    if (pieces.empty()) return;
+    const std::int64_t lo = pieces.front().lo, hi = pieces.back().hi;
+    auto& v = spaces_[static_cast<std::size_t>(space)];
+    std::size_t first = 0;
+    while (first < v.size() && v[first].hi <= lo)
+      ++first;
+    std::size_t last = first;
+    while (last < v.size() && v[last].lo < hi)
+      ++last;
+    std::vector<segment> mid;
+    auto push = [&](segment s) {
+      if (s.lo >= s.hi) return;
+      if (!mid.empty() && mid.back().hi == s.lo && mid.back().value == s.value)
+        mid.back().hi = s.hi;  // the same values at adjacent positions: one interval
+      else
+        mid.push_back(s);
+    };
+    if (first > 0) push(v[first - 1]);  // merge with the left neighbour where possible
+    if (first < last && v[first].lo < lo) push({v[first].lo, lo, v[first].value});
+    for (const segment& p : pieces)
+      push(p);
+    if (first < last && v[last - 1].hi > hi) push({hi, v[last - 1].hi, v[last - 1].value});
+    if (last < v.size()) push(v[last]);  // and with the right one
+    const std::size_t from = first > 0 ? first - 1 : first;
+    const std::size_t to = last < v.size() ? last + 1 : last;
+    v.erase(v.begin() + static_cast<std::ptrdiff_t>(from),
+            v.begin() + static_cast<std::ptrdiff_t>(to));
+    v.insert(v.begin() + static_cast<std::ptrdiff_t>(from), mid.begin(), mid.end());
+  }
+
+ private:
+  std::vector<std::vector<segment>> spaces_;
+};
+
+// The sources of one reduction, intersected: each output interval with the union of the ranks
+// its sources hold there. Sets `error` where they cannot be summed into a right answer.
+constexpr std::vector<segment> combine(const std::vector<std::vector<segment>>& sources,
+                                       bool finalize, const char*& error) {
+  std::vector<std::int64_t> cuts;
+  for (const auto& list : sources)
+    for (const segment& s : list)
+      cuts.push_back(s.lo), cuts.push_back(s.hi);
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::vector<std::size_t> cursor(sources.size(), 0);
+  std::vector<segment> out;
+  for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
+    segment piece{cuts[c], cuts[c + 1], content::of_ranks(0, 0, finalize)};
+    for (std::size_t k = 0; k < sources.size(); ++k) {
+      while (sources[k][cursor[k]].hi <= piece.lo)
+        ++cursor[k];
+      const content& v = sources[k][cursor[k]].value;
+      if (v.finalized)
+        error = "a reduction sums a value that was already finalized (AVG would divide twice)";
+      else if (k > 0 && v.shift != piece.value.shift)
+        error = "a reduction sums different elements of its contributors' inputs";
+      else if ((piece.value.ranks & v.ranks) != 0)
+        error = "a reduction counts one rank's contribution twice";
+      if (error != nullptr) return out;
+      piece.value.ranks |= v.ranks;
+      piece.value.shift = v.shift;
+    }
+    out.push_back(piece);
+  }
+  return out;
+}
+
+}  // namespace relay::detail
+
+namespace relay::detail {
+
+constexpr check_failure check_dataflow_of(const schedule_header& header, const concrete_program& p,
+                                          std::span<const std::int64_t> counts, bool in_place,
+                                          std::int64_t alignment) {
+  const schedule_spec& spec = header.spec;
+  const memory_model mem(header, counts, in_place, alignment);
+  interval_memory m(mem.space_count());
+  check_failure fail{};
+  fail.in_place = in_place;
+  auto failed = [&](const char* what, int group, int rank, int step, std::int64_t position) {
+    fail.what = what;
+    fail.group = group;
+    fail.rank = rank;
+    fail.step = step;
+    fail.count = group >= 0 ? mem.count(group) : -1;
+    fail.position = position;
+    return fail;
+  };
+
+  for (int r = 0; r < spec.ranks; ++r) {
+    const int g = mem.home_group(r);
+    if (g < 0 || mem.input_extent(g) == 0) continue;
+    const std::int64_t b = mem.input_base(r);
+    m.write(mem.user_space(r),
+            {{b, b + mem.input_extent(g), content::of_ranks(rank_bit(r), -b, false)}});
+  }
+
+  for (std::size_t first = 0; first < p.ops.size();) {
+    std::size_t last = first;
+    while (last < p.ops.size() && p.ops[last].step == p.ops[first].step &&
+           p.ops[last].phase == p.ops[first].phase)
+      ++last;
+    // Every operation of a phase reads before any of them writes: they run concurrently.
+    std::vector<std::pair<int, std::vector<segment>>> writes;
+    for (std::size_t i = first; i < last; ++i) {
+      const concrete_op& op = p.ops[i];
+      const placement dst = mem.place(op.dst, op.group);
+      if (dst.space < 0)
+        return failed("an operation writes the input or output of a rank outside its group",
+                      op.group, op.dst.rank, op.step, op.dst.offset);
+      const std::int64_t at = dst.base + op.dst.offset;
+      std::vector<std::vector<segment>> sources;
+      for (const concrete_operand& src : p.sources_of(op)) {
+        const placement from = mem.place(src, op.group);
+        if (from.space < 0)
+          return failed("an operation reads the input or output of a rank outside its group",
+                        op.group, src.rank, op.step, src.offset);
+        const std::int64_t delta = at - (from.base + src.offset);
+        std::vector<segment> pieces =
+            m.read(from.space, from.base + src.offset, from.base + src.offset + op.length);
+        for (segment& piece : pieces) {
+          if (piece.value.garbage)
+            return failed("an operation reads memory that nothing has written", op.group, src.rank,
+                          op.step, piece.lo);
+          piece = {piece.lo + delta, piece.hi + delta, piece.value.moved(delta)};
+        }
+        sources.push_back(pieces);
+      }
+      if (op.phase == phase::transfer) {
+        writes.push_back({dst.space, sources.front()});
+      } else {
+        const char* error = nullptr;
+        writes.push_back({dst.space, combine(sources, op.finalize, error)});
+        if (error != nullptr) return failed(error, op.group, op.dst.rank, op.step, at);
+      }
+    }
+    for (const auto& [space, pieces] : writes)
+      m.write(space, pieces);
+    first = last;
+  }
+
+  // What every active rank must hold.
+  for (int r = 0; r < spec.ranks; ++r) {
+    const int g = mem.home_group(r);
+    if (g < 0) continue;
+    const int k = r - g * spec.active;
+    const std::int64_t n = mem.count(g), out_base = mem.output_base(r);
+    const bool reduced = reduces(spec.coll);
+    const int slots = reduced ? 1 : spec.active;
+    // Output slot `slot` (one slot when reducing) holds, at position x, the inputs of the
+    // contributing actives at x - slot*n + block, where block = k*n for the collectives that send
+    // rank k its own block of every input.
+    const bool blocked =
+        spec.coll == collective::reduce_scatter || spec.coll == collective::all_to_all;
+    for (int slot = 0; slot < slots && n > 0; ++slot) {
+      const std::uint64_t group_ranks = ((rank_bit(spec.active) - 1) << (g * spec.active));
+      const content want =
+          content::of_ranks(reduced ? group_ranks : rank_bit(g * spec.active + slot),
+                            (blocked ? k * n : 0) - out_base - slot * n, reduced);
+      const std::int64_t lo = out_base + slot * n;
+      for (const segment& piece : m.read(mem.user_space(r), lo, lo + n))
+        if (!(piece.value == want))
+          return failed(piece.value.garbage ? "an output element is never written"
+                                            : "an output element holds the wrong contributions",
+                        g, r, -1, piece.lo - out_base);
+    }
+    if (!in_place && mem.input_extent(g) > 0) {
+      const std::int64_t b = mem.input_base(r);
+      for (const segment& piece : m.read(mem.user_space(r), b, b + mem.input_extent(g)))
+        if (!(piece.value == content::of_ranks(rank_bit(r), -b, false)))
+          return failed("an out-of-place input was modified", g, r, -1, piece.lo - b);
+    }
+  }
+  return fail;
+}
+
+}  // namespace relay::detail
+
+namespace relay {
+
+// One run at per-group `counts`, out of place or in place.
+constexpr check_failure check_dataflow_at(const schedule_view& s,
+                                          std::span<const std::int64_t> counts, bool in_place,
+                                          std::int64_t alignment = default_alignment) {
+  return detail::check_dataflow_of(*s.header, evaluate(s, counts, alignment), counts, in_place,
+                                   alignment);
+}
+
+}  // namespace relay

@@ -1,0 +1,106 @@
+// The vocabulary shared by every layer: which collective, how groups share the node, and which
+// family of schedule carries it.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string_view>
+
+namespace relay {
+
+enum class collective : unsigned char { allreduce, reduce_scatter, all_gather, all_to_all };
+
+// fused:  N/A groups run at once; every rank is active in one group and a helper for the others.
+// single: one group of A ranks is active; the other N-A ranks are idle helpers.
+enum class mode : unsigned char { fused, single };
+
+// relay:  the link-balanced helper schedules (the default, and the reason relay exists).
+// direct: what NCCL/RCCL do over the active-to-active links only; the baseline of every ceiling.
+// legacy: the spec's original three-step A=2 schedule (numChunks = H+1), kept as a reference.
+enum class route : unsigned char { relay, direct, legacy };
+
+inline constexpr std::array<collective, 4> all_collectives{
+    collective::allreduce, collective::reduce_scatter, collective::all_gather,
+    collective::all_to_all};
+
+constexpr std::string_view name(collective c) {
+  switch (c) {
+    case collective::allreduce:
+      return "allreduce";
+    case collective::reduce_scatter:
+      return "reduce-scatter";
+    case collective::all_gather:
+      return "all-gather";
+    case collective::all_to_all:
+      return "all-to-all";
+  }
+  return "?";
+}
+constexpr std::string_view name(mode m) {
+  return m == mode::fused ? "fused" : "single";
+}
+constexpr std::string_view name(route r) {
+  switch (r) {
+    case route::relay:
+      return "relay";
+    case route::direct:
+      return "direct";
+    case route::legacy:
+      return "legacy";
+  }
+  return "?";
+}
+
+constexpr std::optional<collective> parse_collective(std::string_view s) {
+  for (collective c : all_collectives)
+    if (name(c) == s) return c;
+  return std::nullopt;
+}
+constexpr std::optional<mode> parse_mode(std::string_view s) {
+  if (s == "fused") return mode::fused;
+  if (s == "single") return mode::single;
+  return std::nullopt;
+}
+constexpr std::optional<route> parse_route(std::string_view s) {
+  for (route r : {route::relay, route::direct, route::legacy})
+    if (name(r) == s) return r;
+  return std::nullopt;
+}
+
+// True when the collective combines contributions (and so takes a reduction operator).
+constexpr bool reduces(collective c) {
+  return c == collective::allreduce || c == collective::reduce_scatter;
+}
+
+// Element counts of one active rank's buffers, for the per-group count n the collective is sized
+// by (count, recvCount, sendCount or segmentCount).
+constexpr long long input_elements(collective c, int active, long long n) {
+  return (c == collective::reduce_scatter || c == collective::all_to_all) ? active * n : n;
+}
+constexpr long long output_elements(collective c, int active, long long n) {
+  return (c == collective::all_gather || c == collective::all_to_all) ? active * n : n;
+}
+
+// Where In and Out sit in a rank's memory when a collective runs in place (NCCL's conventions):
+// allreduce   Out == In;
+// reduce-scatter Out is the rank's own block of In (In + k*n);
+// all-gather  In is the rank's own slot of Out (Out + k*n);
+// all-to-all  has no in-place form.
+struct in_place_offsets {
+  long long input = 0, output = 0;
+};
+constexpr in_place_offsets in_place_layout(collective c, int active_index, long long n) {
+  switch (c) {
+    case collective::reduce_scatter:
+      return {0, active_index * n};
+    case collective::all_gather:
+      return {active_index * n, 0};
+    default:
+      return {0, 0};
+  }
+}
+constexpr bool has_in_place(collective c) {
+  return c != collective::all_to_all;
+}
+
+}  // namespace relay

@@ -1,0 +1,112 @@
+// Element types and reduction operators, as run-time values (plans and executors are chosen at
+// run time) with a compile-time mapping to C++ types.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "relay/core/half.hpp"
+
+namespace relay {
+
+enum class dtype : unsigned char {
+  int8,
+  uint8,
+  int32,
+  uint32,
+  int64,
+  uint64,
+  float16,
+  bfloat16,
+  float32,
+  float64
+};
+inline constexpr std::array<dtype, 10> all_dtypes{
+    dtype::int8,   dtype::uint8,   dtype::int32,    dtype::uint32,  dtype::int64,
+    dtype::uint64, dtype::float16, dtype::bfloat16, dtype::float32, dtype::float64};
+
+// sum, or avg: the sum divided once, at the final reduction, by the number of contributions.
+enum class reduce_op : unsigned char { sum, avg };
+
+constexpr int size_of(dtype t) {
+  switch (t) {
+    case dtype::int8:
+    case dtype::uint8:
+      return 1;
+    case dtype::float16:
+    case dtype::bfloat16:
+      return 2;
+    case dtype::int32:
+    case dtype::uint32:
+    case dtype::float32:
+      return 4;
+    case dtype::int64:
+    case dtype::uint64:
+    case dtype::float64:
+      return 8;
+  }
+  return 0;
+}
+
+constexpr std::string_view name(dtype t) {
+  constexpr std::array<std::string_view, 10> names{"int8",    "uint8",  "int32",   "uint32",
+                                                   "int64",   "uint64", "float16", "bfloat16",
+                                                   "float32", "float64"};
+  return names[static_cast<std::size_t>(t)];
+}
+constexpr std::string_view name(reduce_op op) {
+  return op == reduce_op::sum ? "sum" : "avg";
+}
+
+// Accepts the names above and the short ones nccl-tests uses (half, bf16, float, double, ...).
+constexpr std::optional<dtype> parse_dtype(std::string_view s) {
+  for (dtype t : all_dtypes)
+    if (name(t) == s) return t;
+  if (s == "half" || s == "fp16") return dtype::float16;
+  if (s == "bf16") return dtype::bfloat16;
+  if (s == "float" || s == "fp32") return dtype::float32;
+  if (s == "double" || s == "fp64") return dtype::float64;
+  if (s == "int") return dtype::int32;
+  return std::nullopt;
+}
+constexpr std::optional<reduce_op> parse_reduce_op(std::string_view s) {
+  if (s == "sum") return reduce_op::sum;
+  if (s == "avg") return reduce_op::avg;
+  return std::nullopt;
+}
+
+constexpr bool is_floating(dtype t) {
+  return t == dtype::float16 || t == dtype::bfloat16 || t == dtype::float32 || t == dtype::float64;
+}
+
+// Calls f(T{}) with the C++ type of `t`.
+template <class F>
+constexpr decltype(auto) visit_dtype(dtype t, F&& f) {
+  switch (t) {
+    case dtype::int8:
+      return f(std::int8_t{});
+    case dtype::uint8:
+      return f(std::uint8_t{});
+    case dtype::int32:
+      return f(std::int32_t{});
+    case dtype::uint32:
+      return f(std::uint32_t{});
+    case dtype::int64:
+      return f(std::int64_t{});
+    case dtype::uint64:
+      return f(std::uint64_t{});
+    case dtype::float16:
+      return f(float16{});
+    case dtype::bfloat16:
+      return f(bfloat16{});
+    case dtype::float32:
+      return f(float{});
+    case dtype::float64:
+      break;
+  }
+  return f(double{});
+}
+
+}  // namespace relay

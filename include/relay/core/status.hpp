@@ -1,0 +1,62 @@
+// Run-time errors: a code a program can branch on and a message a person can act on.
+// Nothing in relay throws across its API; every fallible call returns a status.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace relay {
+
+enum class errc : unsigned char {
+  ok,
+  invalid_schedule,  // A, N, mode or route has no schedule (spec_error says why)
+  invalid_group,     // a rank out of range, duplicated, active in two groups, ...
+  invalid_count,     // counts do not match the groups, or are negative
+  invalid_buffer,    // a null, too small or wrongly overlapping buffer
+  unsupported,       // a dtype, operator or in-place form the collective does not have
+  gpu_error,         // the GPU runtime reported an error
+  out_of_memory,
+};
+
+constexpr std::string_view name(errc e) {
+  switch (e) {
+    case errc::ok:
+      return "ok";
+    case errc::invalid_schedule:
+      return "invalid schedule";
+    case errc::invalid_group:
+      return "invalid group";
+    case errc::invalid_count:
+      return "invalid count";
+    case errc::invalid_buffer:
+      return "invalid buffer";
+    case errc::unsupported:
+      return "unsupported";
+    case errc::gpu_error:
+      return "gpu error";
+    case errc::out_of_memory:
+      return "out of memory";
+  }
+  return "?";
+}
+
+class [[nodiscard]] status {
+ public:
+  status() = default;
+  status(errc code, std::string message) : code_(code), message_(std::move(message)) {}
+  static status success() { return {}; }
+
+  bool ok() const { return code_ == errc::ok; }
+  explicit operator bool() const { return ok(); }
+  errc code() const { return code_; }
+  const std::string& message() const { return message_; }
+  // "invalid buffer: recv of rank 3 is null"
+  std::string to_string() const { return ok() ? "ok" : std::string(name(code_)) + ": " + message_; }
+
+ private:
+  errc code_ = errc::ok;
+  std::string message_;
+};
+
+}  // namespace relay

@@ -1,0 +1,85 @@
+// A plan: one call of a collective made concrete. Physical ranks, byte offsets, scratch sizes;
+// every input validated. Executors run plans and know nothing about collectives.
+//
+// A plan does not hold buffer addresses, so one plan serves every call with the same groups,
+// counts, dtype, operator and in-place form: executors bind the caller's buffers when they run.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "relay/core/dtype.hpp"
+#include "relay/schedule/schedule.hpp"
+
+namespace relay {
+
+// A place in one rank's memory. `offset` is in bytes from the start of that rank's input, output
+// or scratch area. In place, every operand of an active rank names one user buffer (input for
+// allreduce and reduce-scatter, output for all-gather), so equal operands mean equal addresses.
+struct plan_operand {
+  std::uint16_t rank = 0;
+  buffer buf = buffer::input;
+  std::uint64_t offset = 0;
+  friend constexpr bool operator==(const plan_operand&, const plan_operand&) = default;
+};
+
+// A copy (one source, `count` elements, issued by the source's rank) or a reduction (1..16
+// sources on the destination's rank, issued there). `finalize`: divide by the plan's divisor.
+struct plan_op {
+  std::uint16_t step = 0;
+  relay::phase phase = phase::transfer;
+  std::uint8_t source_count = 0;
+  std::uint32_t first_source = 0;
+  plan_operand dst{};
+  std::uint64_t count = 0;
+  bool finalize = false;
+
+  // The rank that runs the operation: a copy's source rank (it pushes), a reduction's own rank.
+  constexpr int issuer(std::span<const plan_operand> sources) const {
+    return phase == phase::transfer ? sources[first_source].rank : dst.rank;
+  }
+};
+
+// Operations [first, first + size) of `ops`: one phase of one step. Phases run in order; the
+// operations of one phase are independent of each other and may run concurrently.
+struct plan_phase {
+  std::uint16_t step = 0;
+  relay::phase phase = phase::transfer;
+  std::uint32_t first = 0, size = 0;
+};
+
+struct plan {
+  schedule_spec spec{};
+  dtype type = dtype::float32;
+  reduce_op op = reduce_op::sum;
+  bool in_place = false;
+  std::int64_t alignment = 128;
+  int divisor = 1;  // what a finalizing reduction divides by: A for AVG, 1 for SUM
+
+  std::vector<std::vector<int>> groups;  // physical ranks, group by group, in active order
+  std::vector<std::int64_t> counts;      // per group
+  std::vector<plan_phase> phases;
+  std::vector<plan_op> ops;
+  std::vector<plan_operand> sources;
+  // Per physical rank: bytes of input and output it must provide (0 where it is no group's
+  // active rank), and bytes of scratch the executor provides.
+  std::vector<std::uint64_t> input_bytes, output_bytes, scratch_bytes;
+
+  int ranks() const { return spec.ranks; }
+  int element_size() const { return size_of(type); }
+  std::span<const plan_operand> sources_of(const plan_op& o) const {
+    return std::span<const plan_operand>(sources).subspan(o.first_source, o.source_count);
+  }
+  std::span<const plan_op> ops_of(const plan_phase& p) const {
+    return std::span<const plan_op>(ops).subspan(p.first, p.size);
+  }
+};
+
+// A caller's buffer: device or host memory, by executor.
+struct buffer_view {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+}  // namespace relay

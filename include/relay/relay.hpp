@@ -1,0 +1,21 @@
+// relay: link-balanced relay collectives for GPU nodes where every pair has one link.
+//
+// The layers, in the order data flows through them:
+//   schedule/  what moves where, symbolic in the count (compile-time or run-time values)
+//   check/     the properties a schedule must satisfy (dataflow, hazards, scratch bounds)
+//   topology/  the machines the cost model knows
+//   cost/      link loads, beta and alpha-beta cost, ceilings, lower bounds, route choice
+//   plan/      one call made concrete: physical ranks, byte offsets, validation
+//   exec/      executors that run plans (the host reference executor here; gpu/ for GPUs)
+//   api/       the collective calls a communication library makes
+#pragma once
+
+#include "relay/check/verify.hpp"
+#include "relay/core/affine.hpp"
+#include "relay/core/collective.hpp"
+#include "relay/core/dtype.hpp"
+#include "relay/core/ratio.hpp"
+#include "relay/cost/link_cost.hpp"
+#include "relay/schedule/evaluate.hpp"
+#include "relay/schedule/generate.hpp"
+#include "relay/topology/topology.hpp"

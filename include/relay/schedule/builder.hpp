@@ -1,0 +1,122 @@
+// The small vocabulary the schedule generators are written in.
+//
+// A generator runs twice at compile time: once into a counting sink (to size the arrays), once
+// into an array sink. At run time it writes into a vector sink. The same code serves all three.
+#pragma once
+
+#include <array>
+#include <cstddef>
+
+#include "relay/schedule/schedule.hpp"
+
+namespace relay::detail {
+
+struct counting_sink {
+  std::size_t op_count = 0, source_count = 0;
+  constexpr void add(operation, const operand*, int n) {
+    ++op_count;
+    source_count += static_cast<std::size_t>(n);
+  }
+};
+
+struct vector_sink {
+  schedule* out;
+  constexpr void add(operation op, const operand* src, int n) {
+    op.first_source = static_cast<std::uint32_t>(out->sources.size());
+    for (int i = 0; i < n; ++i)
+      out->sources.push_back(src[i]);
+    out->ops.push_back(op);
+  }
+};
+
+template <std::size_t OpCount, std::size_t SourceCount>
+struct array_sink {
+  static_schedule<OpCount, SourceCount>* out;
+  std::size_t next_op = 0, next_source = 0;
+  constexpr void add(operation op, const operand* src, int n) {
+    op.first_source = static_cast<std::uint32_t>(next_source);
+    for (int i = 0; i < n; ++i)
+      out->sources[next_source++] = src[i];
+    out->ops[next_op++] = op;
+  }
+};
+
+// Up to max_reduce_inputs operands, in summation order.
+struct operand_list {
+  std::array<operand, max_reduce_inputs> items{};
+  int size = 0;
+  constexpr void push(operand o) { items[static_cast<std::size_t>(size++)] = o; }
+};
+
+constexpr operand in(int rank, affine off) {
+  return {static_cast<std::uint8_t>(rank), buffer::input, off};
+}
+constexpr operand out(int rank, affine off) {
+  return {static_cast<std::uint8_t>(rank), buffer::output, off};
+}
+constexpr operand scr(int rank, affine off) {
+  return {static_cast<std::uint8_t>(rank), buffer::scratch, off};
+}
+
+// Emits operations of one group; `step` is set by the generator as it goes.
+template <class Sink>
+struct builder {
+  Sink* sink;
+  int group = 0;
+  int step = 0;
+
+  constexpr void copy(operand src, operand dst, affine length) {
+    operation op{};
+    op.step = static_cast<std::uint16_t>(step);
+    op.phase = phase::transfer;
+    op.group = static_cast<std::uint8_t>(group);
+    op.source_count = 1;
+    op.dst = dst;
+    op.length = length;
+    sink->add(op, &src, 1);
+  }
+  constexpr void reduce(const operand_list& srcs, operand dst, affine length, bool finalize) {
+    operation op{};
+    op.step = static_cast<std::uint16_t>(step);
+    op.phase = phase::reduce;
+    op.group = static_cast<std::uint8_t>(group);
+    op.source_count = static_cast<std::uint8_t>(srcs.size);
+    op.dst = dst;
+    op.length = length;
+    op.finalize = finalize;
+    sink->add(op, srcs.items.data(), srcs.size);
+  }
+};
+
+// Index of source j among the A-1 ranks that are not k (the slot a k-bound piece from j takes).
+constexpr int other_index(int j, int k) {
+  return j < k ? j : j - 1;
+}
+
+// Shorthands for affine terms.
+constexpr affine K(int v) {
+  return affine::constant(v);
+}
+constexpr affine N(int k = 1) {
+  return affine::n(k);
+}
+constexpr affine Q(int i, int k = 1) {
+  return affine::q(i, k);
+}
+
+// c = align_down(n/den) and the first direct region d1 = k*c, or n/2 when c is zero (the
+// spec's phase-symmetric direct fallback: both steps keep their share of the direct link).
+constexpr void relay_chunk_quanta(schedule_header& h, int den, int first_direct_chunks,
+                                  const char* chunk_name) {
+  h.quantum_count = 2;
+  h.quanta[0].base = N();
+  h.quanta[0].den = den;
+  h.quanta[0].align_units = 1;
+  h.quanta[1].base = Q(0, first_direct_chunks);
+  h.quanta[1].fallback_if_zero = 0;
+  h.quanta[1].fallback = N();
+  h.quanta[1].fallback_den = 2;
+  h.quantum_names = {chunk_name, "first direct region d1", nullptr, nullptr};
+}
+
+}  // namespace relay::detail

@@ -1,0 +1,124 @@
+// The schedule: what moves where, step by step, with every size symbolic.
+//
+// A schedule is a list of operations over canonical ranks. Group g's active ranks are
+// g*A .. g*A+A-1 (single mode has group 0 only); its helpers are every other rank, in increasing
+// order. The plan maps canonical ranks onto the caller's groups.
+//
+// Each step has two phases, in this order:
+//   transfer: copies, all concurrent (a copy whose source and destination rank differ rides the
+//             link between them; a copy within one rank is a local copy);
+//   reduce:   multi-input reductions on one rank each, all concurrent, after every transfer of the
+//             step has landed.
+// The ordering is explicit in the data (step, phase), never implied by position in the list.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "relay/core/affine.hpp"
+#include "relay/core/collective.hpp"
+
+namespace relay {
+
+inline constexpr int max_ranks = 64;
+inline constexpr int max_reduce_inputs = 16;
+
+enum class buffer : unsigned char { input, output, scratch };
+enum class phase : unsigned char { transfer, reduce };
+
+// What a caller asks for. `permille` only shapes the allreduce offload (0: the link-balanced
+// default, 1000*H/N); it is how the spec's 780 and 500 permille schedules are both expressible.
+struct schedule_spec {
+  collective coll = collective::allreduce;
+  int active = 2;
+  int ranks = 8;
+  relay::mode mode = mode::fused;
+  relay::route route = route::relay;
+  int permille = 0;
+
+  constexpr int helpers() const { return ranks - active; }
+  constexpr int groups() const { return mode == mode::fused ? ranks / active : 1; }
+  friend constexpr bool operator==(const schedule_spec&, const schedule_spec&) = default;
+};
+
+// A place in a rank's memory. Scratch is the rank's scratch area for the operation's group.
+struct operand {
+  std::uint8_t rank = 0;
+  buffer buf = buffer::input;
+  affine offset{};
+};
+
+// One copy (one source operand) or one reduction (1..max_reduce_inputs source operands) into
+// `dst`, `length` elements. Sources live in the schedule's operand pool at [first, first + count).
+// `finalize` marks the reduction that produces a final value: the one place AVG divides.
+struct operation {
+  std::uint16_t step = 0;
+  relay::phase phase = phase::transfer;
+  std::uint8_t group = 0;
+  std::uint8_t source_count = 0;
+  std::uint32_t first_source = 0;
+  operand dst{};
+  affine length{};
+  bool finalize = false;
+};
+
+// Everything about a schedule except its operations.
+struct schedule_header {
+  schedule_spec spec{};
+  int steps = 0;
+  int quantum_count = 0;
+  std::array<quantum_rule, max_quanta> quanta{};
+  // Scratch each rank needs per group, by its role in that group.
+  affine active_scratch{};
+  affine helper_scratch{};
+  // Short human-readable names of the quanta, for printers ("chunk", "offload piece", ...).
+  std::array<const char*, max_quanta> quantum_names{};
+  const char* description = "";
+};
+
+// A read-only view that every algorithm takes: built from a compile-time `static_schedule` or a
+// run-time `schedule` alike.
+struct schedule_view {
+  const schedule_header* header = nullptr;
+  std::span<const operation> ops{};
+  std::span<const operand> sources{};
+
+  constexpr const schedule_spec& spec() const { return header->spec; }
+  constexpr std::span<const operand> sources_of(const operation& op) const {
+    return sources.subspan(op.first_source, op.source_count);
+  }
+};
+
+// Run-time storage (a printer choosing A and N from flags).
+struct schedule {
+  schedule_header header{};
+  std::vector<operation> ops;
+  std::vector<operand> sources;
+  constexpr schedule_view view() const { return {&header, ops, sources}; }
+  constexpr operator schedule_view() const { return view(); }  // NOLINT: a view of itself
+};
+
+// Compile-time storage, exactly sized; see make_schedule in schedule/generate.hpp.
+template <std::size_t OpCount, std::size_t SourceCount>
+struct static_schedule {
+  schedule_header header{};
+  std::array<operation, OpCount> ops{};
+  std::array<operand, SourceCount> sources{};
+  constexpr schedule_view view() const { return {&header, ops, sources}; }
+  constexpr operator schedule_view() const { return view(); }  // NOLINT: a view of itself
+};
+
+// Canonical rank layout.
+struct group_layout {
+  int group = 0, active = 2, ranks = 8;
+  constexpr int active_rank(int j) const { return group * active + j; }
+  constexpr int helper_rank(int i) const { return i < group * active ? i : i + active; }
+  constexpr int helper_count() const { return ranks - active; }
+  constexpr bool is_active(int rank) const {
+    return rank >= group * active && rank < (group + 1) * active;
+  }
+};
+
+}  // namespace relay

@@ -1,0 +1,115 @@
+// Topologies the cost model prices schedules on.
+//
+//   mesh      N GPUs, one full-duplex link per pair, `link_bandwidth` each way (AMD MI300X/MI350X).
+//   switched  every GPU has one port of `link_bandwidth` each way into a non-blocking switch
+//             (NVSwitch): pairs are not the limit, a GPU's total egress and ingress are.
+//   matrix    an arbitrary count of links per pair, each of `link_bandwidth` (MI250X: 1 or 4);
+//             a pair with no link cannot carry traffic.
+//
+// Latency terms: `step_latency` per serialized step (a group boundary: launch plus cross-GPU
+// synchronization) and `op_latency` per operation a rank issues within a step.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "relay/schedule/schedule.hpp"
+
+namespace relay {
+
+enum class fabric : unsigned char { mesh, switched, matrix };
+
+struct topology {
+  const char* name = "";
+  fabric kind = fabric::mesh;
+  int ranks = 8;
+  double link_bandwidth = 48e9;  // bytes/s per direction: per link (mesh, matrix) or per port
+  double step_latency = 10e-6;   // seconds per serialized step
+  double op_latency = 0.0;       // seconds per operation issued by one rank within one step
+  std::array<std::array<std::uint8_t, max_ranks>, max_ranks> links{};  // matrix only
+
+  // Links from a to b (per direction); 1 on a mesh, unlimited (0 = not a per-pair limit) on a
+  // switch.
+  constexpr int link_count(int a, int b) const {
+    if (kind == fabric::matrix)
+      return links[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)];
+    return kind == fabric::mesh ? 1 : 0;
+  }
+};
+
+constexpr topology mesh(int ranks, double link_bandwidth, double step_latency = 10e-6,
+                        double op_latency = 0.0, const char* name = "mesh") {
+  topology t{};
+  t.name = name;
+  t.kind = fabric::mesh;
+  t.ranks = ranks;
+  t.link_bandwidth = link_bandwidth;
+  t.step_latency = step_latency;
+  t.op_latency = op_latency;
+  return t;
+}
+
+constexpr topology switched(int ranks, double port_bandwidth, double step_latency = 10e-6,
+                            double op_latency = 0.0, const char* name = "switched") {
+  topology t = mesh(ranks, port_bandwidth, step_latency, op_latency, name);
+  t.kind = fabric::switched;
+  return t;
+}
+
+// `counts[a][b]`: links between a and b (made symmetric: the larger of the two entries).
+template <std::size_t R>
+constexpr topology link_matrix(const std::array<std::array<int, R>, R>& counts,
+                               double link_bandwidth, double step_latency = 10e-6,
+                               double op_latency = 0.0, const char* name = "matrix") {
+  topology t = mesh(static_cast<int>(R), link_bandwidth, step_latency, op_latency, name);
+  t.kind = fabric::matrix;
+  for (std::size_t a = 0; a < R; ++a)
+    for (std::size_t b = 0; b < R; ++b) {
+      const int c = counts[a][b] > counts[b][a] ? counts[a][b] : counts[b][a];
+      t.links[a][b] = static_cast<std::uint8_t>(a == b ? 0 : c);
+    }
+  return t;
+}
+
+// AMD Instinct MI300X: 8 GPUs, one xGMI link per pair, ~48 GB/s usable per direction (64 rated).
+// The step latency is a launch plus a cross-GPU synchronization, of the order the spec's
+// crossovers imply.
+inline constexpr topology mi300x = mesh(8, 48e9, 10e-6, 0.0, "mi300x");
+// AMD Instinct MI350X: 8 GPUs, one link per pair, ~56 GB/s measured per direction (spec).
+inline constexpr topology mi350x = mesh(8, 56e9, 10e-6, 0.0, "mi350x");
+// NVIDIA H200 HGX: 8 GPUs on NVSwitch, 450 GB/s per direction per GPU (18 NVLink4 links).
+inline constexpr topology h200_nvswitch = switched(8, 450e9, 10e-6, 0.0, "h200-nvswitch");
+// An MI250X-shaped node: 8 GCDs, 4 links between the two GCDs of a package, 1 or 2 between some
+// GCDs of different packages and none between others. An example of an uneven link matrix, not
+// a calibrated machine.
+inline constexpr topology mi250x = link_matrix<8>({{{0, 4, 1, 1, 0, 0, 2, 0},
+                                                    {4, 0, 1, 1, 0, 0, 0, 2},
+                                                    {1, 1, 0, 4, 2, 0, 0, 0},
+                                                    {1, 1, 4, 0, 0, 2, 0, 0},
+                                                    {0, 0, 2, 0, 0, 4, 1, 1},
+                                                    {0, 0, 0, 2, 4, 0, 1, 1},
+                                                    {2, 0, 0, 0, 1, 1, 0, 4},
+                                                    {0, 2, 0, 0, 1, 1, 4, 0}}},
+                                                  50e9, 10e-6, 0.0, "mi250x");
+
+// The named presets, for command-line tools.
+inline constexpr std::array<const topology*, 4> topology_presets{&mi300x, &mi350x, &h200_nvswitch,
+                                                                 &mi250x};
+
+// A preset by name, resized to `ranks` where it is a mesh or a switch (same link, same latency).
+constexpr std::optional<topology> preset_topology(std::string_view name, int ranks) {
+  for (const topology* t : topology_presets) {
+    if (name != t->name) continue;
+    if (t->kind != fabric::matrix) {
+      topology r = *t;
+      r.ranks = ranks;
+      return r;
+    }
+    if (t->ranks == ranks) return *t;
+  }
+  return std::nullopt;
+}
+
+}  // namespace relay

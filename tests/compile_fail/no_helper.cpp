@@ -1,0 +1,7 @@
+// expect: at least one helper
+#include "relay/schedule/generate.hpp"
+
+constexpr auto& s = relay::schedule_v<relay::collective::allreduce, 8, 8>;
+int main() {
+  return static_cast<int>(s.ops.size());
+}

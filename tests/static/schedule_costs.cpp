@@ -1,0 +1,55 @@
+// The spec's cost claims, proved by the compiler: this file builds only if every one holds.
+#include "relay/cost/link_cost.hpp"
+
+namespace {
+using namespace relay;
+using C = collective;
+
+template <C c, int A, route r = route::relay, mode m = mode::fused>
+constexpr ratio beta = beta_cost(schedule_v<c, A, 8, m, r>, mi300x);
+template <C c, int A, route r = route::relay, int permille = 0>
+constexpr ratio ceil = ceiling(schedule_v<c, A, 8, mode::fused, r, permille>, mi300x);
+
+// A=2, all four collectives: old three-step 3n/7 (2.33x), new two-step n/4 (4.0x).
+static_assert(beta<C::allreduce, 2, route::legacy> == ratio{3, 7});
+static_assert(beta<C::reduce_scatter, 2, route::legacy> == ratio{3, 7});
+static_assert(beta<C::all_gather, 2, route::legacy> == ratio{3, 7});
+static_assert(beta<C::all_to_all, 2, route::legacy> == ratio{3, 7});
+static_assert(ceil<C::allreduce, 2, route::legacy> == ratio{7, 3});
+static_assert(beta<C::allreduce, 2> == ratio{1, 4});
+static_assert(beta<C::reduce_scatter, 2> == ratio{1, 4});
+static_assert(beta<C::all_gather, 2> == ratio{1, 4});
+static_assert(beta<C::all_to_all, 2> == ratio{1, 4});
+static_assert(ceil<C::allreduce, 2> == 4 && ceil<C::reduce_scatter, 2> == 4);
+static_assert(ceil<C::all_gather, 2> == 4 && ceil<C::all_to_all, 2> == 4);
+static_assert(beta<C::all_gather, 2, route::relay, mode::single> == ratio{1, 4});
+
+// A=2 fused: every link direction carries exactly one chunk (n/8) in each of the two steps.
+constexpr bool one_chunk_per_link_per_step(const schedule_view& s) {
+  for (int step = 1; step <= 2; ++step)
+    for (int a = 0; a < 8; ++a)
+      for (int b = 0; b < 8; ++b)
+        if (link_load(s, step, a, b) != (a == b ? ratio{0} : ratio{1, 8})) return false;
+  return true;
+}
+static_assert(one_chunk_per_link_per_step(schedule_v<C::allreduce, 2, 8>));
+static_assert(one_chunk_per_link_per_step(schedule_v<C::reduce_scatter, 2, 8>));
+static_assert(one_chunk_per_link_per_step(schedule_v<C::all_gather, 2, 8>));
+static_assert(one_chunk_per_link_per_step(schedule_v<C::all_to_all, 2, 8>));
+
+// A=4 allreduce: 780 permille gives 1.28x, 500 permille 2.0x.
+static_assert(ceil<C::allreduce, 4, route::relay, 780> == ratio{50, 39});
+static_assert(ceil<C::allreduce, 4, route::relay, 500> == 2);
+// A=4 reduce-scatter and all-gather: 2.0x; reduce-scatter helper scratch A*(A-1) chunks.
+static_assert(ceil<C::reduce_scatter, 4> == 2 && ceil<C::all_gather, 4> == 2);
+static_assert(scratch_elements(schedule_v<C::reduce_scatter, 4, 8>.header, false, 1024000) ==
+              1536000);  // 12 chunks of 128000 = 1.5x recvCount
+// A=4 all-to-all: pure-direct 1.0x, helper offload 5/3.
+static_assert(ceil<C::all_to_all, 4, route::direct> == 1);
+static_assert(ceil<C::all_to_all, 4> == ratio{5, 3});
+
+// Relaying does not pay on a switched fabric.
+static_assert(beta_cost(schedule_v<C::all_gather, 2, 8>, h200_nvswitch) >
+              beta_cost(schedule_v<C::all_gather, 2, 8, mode::fused, route::direct>,
+                        h200_nvswitch));
+}  // namespace

@@ -1,0 +1,158 @@
+// Every schedule satisfies every property; broken ones fail with the reason.
+#include "relay/check/verify.hpp"
+
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "relay/schedule/generate.hpp"
+
+using namespace relay;
+
+namespace {
+
+std::string describe(const schedule_spec& s, const check_failure& f) {
+  return std::string(name(s.coll)) + " A=" + std::to_string(s.active) +
+         " N=" + std::to_string(s.ranks) + " " + std::string(name(s.mode)) + " " +
+         std::string(name(s.route)) + ": " + (f.ok() ? "ok" : f.what) + " (group " +
+         std::to_string(f.group) + ", rank " + std::to_string(f.rank) + ", step " +
+         std::to_string(f.step) + ", count " + std::to_string(f.count) + ", in place " +
+         std::to_string(f.in_place) + ")";
+}
+
+schedule broken(const schedule_spec& s, auto&& edit) {
+  schedule out = *build_schedule(s);
+  edit(out);
+  detail::sort_ops(out.ops);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every schedule passes every check", "[check]") {
+  int checked = 0;
+  for (collective c : all_collectives)
+    for (int A : {2, 4, 8})
+      for (int N : {4, 6, 8, 12, 16})
+        for (mode m : {mode::fused, mode::single})
+          for (route r : {route::relay, route::direct, route::legacy}) {
+            const schedule_spec s{c, A, N, m, r};
+            if (spec_error(s) != nullptr) continue;
+            const check_failure f = verify(*build_schedule(s));
+            INFO(describe(s, f));
+            CHECK(f.ok());
+            ++checked;
+          }
+  CHECK(checked == 200);  // 50 valid (A, N, mode, route) per collective
+  for (int permille : {250, 500, 780, 900}) {
+    const schedule_spec s{collective::allreduce, 4, 8, mode::fused, route::relay, permille};
+    const check_failure f = verify(*build_schedule(s));
+    INFO(describe(s, f));
+    CHECK(f.ok());
+  }
+}
+
+TEST_CASE("the dataflow check fails a schedule that misplaces one element", "[check]") {
+  const schedule_spec s{collective::allreduce, 2, 8};
+  const schedule bad = broken(s, [](schedule& x) {
+    for (operation& op : x.ops)
+      if (op.step == 2 && op.phase == phase::transfer && op.dst.buf == buffer::output) {
+        op.dst.offset = op.dst.offset + affine::constant(1);  // one element to the right
+        break;
+      }
+  });
+  const check_failure f = check_dataflow(bad);
+  REQUIRE_FALSE(f.ok());
+  CHECK(std::string(f.what) == "an output element is never written");  // the first one
+}
+
+TEST_CASE("the dataflow check fails a schedule that reduces the wrong elements", "[check]") {
+  const schedule_spec s{collective::reduce_scatter, 2, 8, mode::single};
+  const schedule bad = broken(s, [](schedule& x) {
+    // Rank 1 sends the block one further along than rank 0's: wrong data, right sizes and places.
+    for (operation& op : x.ops)
+      if (op.step == 1 && op.phase == phase::transfer && x.sources[op.first_source].rank == 1) {
+        x.sources[op.first_source].offset = x.sources[op.first_source].offset + affine::n();
+        break;
+      }
+  });
+  const check_failure f = check_dataflow(bad);
+  REQUIRE_FALSE(f.ok());
+  CHECK(std::string(f.what) == "a reduction sums different elements of its contributors' inputs");
+}
+
+TEST_CASE("the dataflow check fails an AVG that never divides", "[check]") {
+  const schedule_spec s{collective::allreduce, 2, 8, mode::single};
+  const schedule bad = broken(s, [](schedule& x) {
+    for (operation& op : x.ops)
+      op.finalize = false;
+  });
+  const check_failure f = check_dataflow(bad);
+  REQUIRE_FALSE(f.ok());
+  CHECK(std::string(f.what) == "an output element holds the wrong contributions");
+}
+
+TEST_CASE("the dataflow check fails a schedule that drops a transfer", "[check]") {
+  const schedule_spec s{collective::all_to_all, 4, 8};
+  const schedule bad = broken(s, [](schedule& x) {
+    for (std::size_t i = 0; i < x.ops.size(); ++i)
+      if (x.ops[i].step == 2 && x.view().sources_of(x.ops[i])[0].buf == buffer::scratch) {
+        x.ops.erase(x.ops.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+  });
+  const check_failure f = check_dataflow(bad);
+  REQUIRE_FALSE(f.ok());
+  CHECK(std::string(f.what) == "an output element is never written");
+}
+
+TEST_CASE("the dataflow check fails a double AVG division", "[check]") {
+  const schedule_spec s{collective::reduce_scatter, 4, 8};
+  const schedule bad = broken(s, [](schedule& x) {
+    for (operation& op : x.ops)
+      if (op.phase == phase::reduce && !op.finalize) op.finalize = true;  // helper partials
+  });
+  const check_failure f = check_dataflow(bad);
+  REQUIRE_FALSE(f.ok());
+  CHECK_THAT(f.what, Catch::Contains("already finalized"));
+}
+
+TEST_CASE("the dataflow check fails a contribution counted twice", "[check]") {
+  const schedule_spec s{collective::allreduce, 4, 8, mode::single};
+  const schedule bad = broken(s, [](schedule& x) {
+    for (operation& op : x.ops)
+      if (op.phase == phase::reduce && op.source_count == 4) {
+        x.sources[op.first_source + 1] = x.sources[op.first_source];
+        break;
+      }
+  });
+  const check_failure f = check_dataflow(bad);
+  REQUIRE_FALSE(f.ok());
+  CHECK_THAT(f.what, Catch::Contains("twice"));
+}
+
+TEST_CASE("the structure check finds hazards and scratch overruns", "[check]") {
+  const schedule_spec s{collective::all_gather, 2, 8};
+  const schedule twice = broken(s, [](schedule& x) { x.ops.push_back(x.ops.back()); });
+  const check_failure f1 = check_structure(twice);
+  REQUIRE_FALSE(f1.ok());
+  CHECK(std::string(f1.what) == "two operations of one phase write overlapping memory");
+
+  const schedule overrun = broken(s, [](schedule& x) {
+    x.header.helper_scratch = x.header.helper_scratch - affine::q(0);  // one chunk short
+  });
+  const check_failure f2 = check_structure(overrun);
+  REQUIRE_FALSE(f2.ok());
+  CHECK(std::string(f2.what) == "an operand reaches past the declared scratch size");
+
+  const schedule remote = broken(schedule_spec{collective::allreduce, 2, 8}, [](schedule& x) {
+    for (operation& op : x.ops)
+      if (op.phase == phase::reduce) {
+        x.sources[op.first_source].rank = static_cast<std::uint8_t>((op.dst.rank + 1) % 8);
+        break;
+      }
+  });
+  const check_failure f3 = check_structure(remote);
+  REQUIRE_FALSE(f3.ok());
+  CHECK(std::string(f3.what) == "a reduction reads another rank's memory");
+}

@@ -1,0 +1,122 @@
+// The spec's numbers and the link model's bounds, as constants worked out by hand
+// (../shared/design/cost-model.md has the derivations).
+#include "relay/cost/link_cost.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace relay;
+
+namespace {
+ratio cost(collective c, int A, int N, mode m = mode::fused, route r = route::relay,
+           int permille = 0, const topology& t = mi300x) {
+  return beta_cost(*build_schedule({c, A, N, m, r, permille}), t);
+}
+}  // namespace
+
+TEST_CASE("A=2, every collective: legacy 3n/7, relay n/4", "[cost]") {
+  for (collective c : all_collectives) {
+    INFO(name(c));
+    CHECK(cost(c, 2, 8, mode::fused, route::legacy) == ratio{3, 7});
+    CHECK(cost(c, 2, 8) == ratio{1, 4});
+    CHECK(cost(c, 2, 8, mode::single) == ratio{1, 4});
+    CHECK(cost(c, 2, 8, mode::fused, route::direct) == ratio{1});
+    CHECK(ceiling(*build_schedule({c, 2, 8, mode::fused, route::legacy}), mi300x) == ratio{7, 3});
+    CHECK(ceiling(*build_schedule({c, 2, 8}), mi300x) == ratio{4});
+  }
+}
+
+TEST_CASE("A=2 fused: every link carries exactly one chunk per direction per step", "[cost]") {
+  for (collective c : all_collectives) {
+    const schedule s = *build_schedule({c, 2, 8});
+    for (int step = 1; step <= 2; ++step) {
+      const std::vector<ratio> loads = link_loads(s, step);
+      for (int a = 0; a < 8; ++a)
+        for (int b = 0; b < 8; ++b) {
+          INFO(name(c) << " step " << step << " link " << a << "->" << b);
+          CHECK(loads[static_cast<std::size_t>(a * 8 + b)] == (a == b ? ratio{0} : ratio{1, 8}));
+        }
+    }
+  }
+}
+
+TEST_CASE("A=4 allreduce: 780 permille 1.28x, 500 permille 2.0x", "[cost]") {
+  CHECK(cost(collective::allreduce, 4, 8, mode::fused, route::relay, 780) == ratio{39, 100});
+  CHECK(ceiling(*build_schedule({collective::allreduce, 4, 8, mode::fused, route::relay, 780}),
+                mi300x) == ratio{50, 39});
+  CHECK(cost(collective::allreduce, 4, 8, mode::fused, route::relay, 500) == ratio{1, 4});
+  CHECK(cost(collective::allreduce, 4, 8) == ratio{1, 4});  // the default is the balanced one
+  CHECK(cost(collective::allreduce, 4, 8, mode::fused, route::direct) == ratio{1, 2});
+}
+
+TEST_CASE("A=4 reduce-scatter and all-gather: 2.0x; helper scratch 1.5x n", "[cost]") {
+  for (collective c : {collective::reduce_scatter, collective::all_gather}) {
+    CHECK(cost(c, 4, 8) == ratio{1, 2});
+    CHECK(ceiling(*build_schedule({c, 4, 8}), mi300x) == ratio{2});
+  }
+  const schedule rs = *build_schedule({collective::reduce_scatter, 4, 8});
+  const std::int64_t n = 8 * 128 * 1000;                         // c = n/8 exactly
+  CHECK(scratch_elements(rs.header, false, n) == 12 * (n / 8));  // A*(A-1) chunks
+  CHECK(scratch_elements(rs.header, false, n) * 2 == 3 * n);     // 1.5x recvCount
+}
+
+TEST_CASE("A=4 all-to-all: direct 1.0x, helper offload 5/3 with 0.3n per link per step", "[cost]") {
+  CHECK(ceiling(*build_schedule({collective::all_to_all, 4, 8, mode::fused, route::direct}),
+                mi300x) == ratio{1});
+  const schedule s = *build_schedule({collective::all_to_all, 4, 8});
+  CHECK(ceiling(s, mi300x) == ratio{5, 3});
+  for (int step = 1; step <= 2; ++step) {
+    const std::vector<ratio> loads = link_loads(s, step);
+    for (int a = 0; a < 8; ++a)
+      for (int b = 0; b < 8; ++b)
+        CHECK(loads[static_cast<std::size_t>(a * 8 + b)] == (a == b ? ratio{0} : ratio{3, 10}));
+  }
+}
+
+TEST_CASE("fused schedules reach the lower bounds for any N", "[cost]") {
+  // all four at A=2: 2n/N; all-gather and reduce-scatter: A*n/N; all-to-all: 2(A-1)n/(N+A-2);
+  // allreduce: 2n/N.
+  for (int N : {4, 8, 16}) {
+    const topology t = mesh(N, 1e9);
+    for (collective c : all_collectives)
+      CHECK(cost(c, 2, N, mode::fused, route::relay, 0, t) == ratio{2, N});
+    CHECK(cost(collective::all_gather, 4, N == 4 ? 8 : N, mode::fused, route::relay, 0,
+               mesh(N == 4 ? 8 : N, 1e9)) == ratio{4, N == 4 ? 8 : N});
+  }
+  CHECK(cost(collective::all_to_all, 4, 16, mode::fused, route::relay, 0, mesh(16, 1e9)) ==
+        ratio{6, 18});
+  CHECK(cost(collective::allreduce, 4, 16, mode::fused, route::relay, 0, mesh(16, 1e9)) ==
+        ratio{2, 16});
+}
+
+TEST_CASE("a switched fabric does not reward relaying", "[cost]") {
+  // Each GPU's port carries all its traffic: relaying sends the same bytes twice.
+  for (collective c : all_collectives) {
+    INFO(name(c));
+    const ratio relay_cost = cost(c, 2, 8, mode::fused, route::relay, 0, h200_nvswitch);
+    const ratio direct_cost = cost(c, 2, 8, mode::fused, route::direct, 0, h200_nvswitch);
+    CHECK(direct_cost == ratio{1});
+    CHECK(relay_cost > direct_cost);
+  }
+  // A=2 all-gather relay on a switch: 7 chunks leave each rank per step: 2 * 7/8 = 7/4.
+  CHECK(cost(collective::all_gather, 2, 8, mode::fused, route::relay, 0, h200_nvswitch) ==
+        ratio{7, 4});
+}
+
+TEST_CASE("a link matrix divides load by links and refuses missing links", "[cost]") {
+  std::array<std::array<int, 4>, 4> two{};
+  for (auto& row : two)
+    row.fill(2);
+  CHECK(cost(collective::all_gather, 2, 4, mode::fused, route::direct, 0, link_matrix(two, 1e9)) ==
+        ratio{1, 2});
+  std::array<std::array<int, 4>, 4> sparse{
+      {{0, 1, 1, 0}, {1, 0, 0, 1}, {1, 0, 0, 1}, {0, 1, 1, 0}}};
+  CHECK(cost(collective::all_gather, 2, 4, mode::fused, route::relay, 0,
+             link_matrix(sparse, 1e9)) == unroutable_cost);
+}
+
+TEST_CASE("alpha-beta time adds step latency to the link time", "[cost]") {
+  const schedule s = *build_schedule({collective::allreduce, 2, 8});
+  const topology t = mesh(8, 50e9, 10e-6);
+  // 2 steps of 10 us + n/4 * 2 bytes / 50 GB/s, n = 100e6 bf16 elements: 20 us + 1 ms.
+  CHECK(alpha_beta_seconds(s, t, 100'000'000, 2) == Approx(20e-6 + 1e-3));
+}
