@@ -50,8 +50,10 @@
 
 #include "relay/core/dtype.hpp"
 #include "relay/core/status.hpp"
+#include "relay/exec/executor.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
+#include "relay/plan/buffers.hpp"
 #include "relay/plan/plan.hpp"
 
 namespace relay {
@@ -421,27 +423,18 @@ class gpu_executor {
                                        " ranks, the executor maps " + std::to_string(ranks())};
     if (p.input_bytes.size() != n || p.output_bytes.size() != n || p.scratch_bytes.size() != n)
       return {errc::invalid_schedule, "the plan's per-rank sizes do not have one entry per rank"};
-    if (in.size() != n || out.size() != n)
-      return {errc::invalid_buffer,
-              "expected " + std::to_string(n) + " input and output buffers (one per rank), got " +
-                  std::to_string(in.size()) + " and " + std::to_string(out.size())};
     if (p.divisor < 1) return {errc::invalid_schedule, "the plan's divisor must be at least 1"};
     const auto esize = static_cast<std::uintptr_t>(p.element_size());
     if (esize == 0) return {errc::unsupported, "unknown dtype"};
-    for (std::size_t r = 0; r < n; ++r) {
+    // Presence, size, alignment, in-place layout and overlaps: the checks every executor makes.
+    if (status s = validate_buffers(p, in, out); !s) return s;
+    // What only a GPU executor must know: the memory is the rank's device's (or managed).
+    for (std::size_t r = 0; r < n; ++r)
       for (int b = 0; b < 2; ++b) {
         const buffer_view& v = b == 0 ? in[r] : out[r];
-        const std::uint64_t need = b == 0 ? p.input_bytes[r] : p.output_bytes[r];
+        if ((b == 0 ? p.input_bytes[r] : p.output_bytes[r]) == 0) continue;
         const std::string what =
-            std::string(b == 0 ? "input" : "output") + " of rank " + std::to_string(r);
-        if (need == 0) continue;
-        if (v.data == nullptr) return {errc::invalid_buffer, what + " is null"};
-        if (v.bytes < need)
-          return {errc::invalid_buffer, what + " holds " + std::to_string(v.bytes) +
-                                            " bytes; the plan needs " + std::to_string(need)};
-        if (reinterpret_cast<std::uintptr_t>(v.data) % esize != 0)
-          return {errc::invalid_buffer, what + " is not aligned to its element size (" +
-                                            std::to_string(esize) + " bytes)"};
+            std::string(b == 0 ? "the input" : "the output") + " of rank " + std::to_string(r);
         int dev = -1;
         const gpu::rt::pointer_kind kind = gpu::rt::classify(v.data, &dev);
         if (kind == gpu::rt::pointer_kind::other)
@@ -451,7 +444,6 @@ class gpu_executor {
                                             ", but the rank runs on device " +
                                             std::to_string(device_of(static_cast<int>(r)))};
       }
-    }
     for (std::size_t i = 0; i < p.phases.size(); ++i) {
       const plan_phase& ph = p.phases[i];
       if (std::uint64_t{ph.first} + ph.size > p.ops.size())
@@ -859,5 +851,7 @@ class gpu_executor {
 
   status init_;  // last: initialize() runs in its initializer, after every member above exists
 };
+
+static_assert(executor<gpu_executor>);
 
 }  // namespace relay
