@@ -188,21 +188,11 @@ __global__ void __launch_bounds__(Block)
     const copy_desc& c = descs[detail::find_desc(descs, n, t)];
     const std::uint64_t tile = t - c.first_tile;
     switch (c.width) {
-      case 16:
-        detail::copy_tile<16, Block, Unroll>(c, tile);
-        break;
-      case 8:
-        detail::copy_tile<8, Block, Unroll>(c, tile);
-        break;
-      case 4:
-        detail::copy_tile<4, Block, Unroll>(c, tile);
-        break;
-      case 2:
-        detail::copy_tile<2, Block, Unroll>(c, tile);
-        break;
-      default:
-        detail::copy_tile<1, Block, Unroll>(c, tile);
-        break;
+      case 16: detail::copy_tile<16, Block, Unroll>(c, tile); break;
+      case 8: detail::copy_tile<8, Block, Unroll>(c, tile); break;
+      case 4: detail::copy_tile<4, Block, Unroll>(c, tile); break;
+      case 2: detail::copy_tile<2, Block, Unroll>(c, tile); break;
+      default: detail::copy_tile<1, Block, Unroll>(c, tile); break;
     }
     if (tile == 0) {
       if (threadIdx.x < c.head) c.dst[threadIdx.x] = c.src[threadIdx.x];
