@@ -43,6 +43,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -150,6 +151,29 @@ inline bool same_views(std::span<const buffer_view> a, const std::vector<buffer_
 
 constexpr std::size_t round_up(std::size_t x, std::size_t a) {
   return (x + a - 1) / a * a;
+}
+
+// Peer access belongs to the process, not to an executor: each pair is enabled once. Enabling it
+// again returns "already enabled", which the runtime also reports to tools (compute-sanitizer
+// lists it as an API error). A cudaDeviceReset/hipDeviceReset by the program forgets the
+// runtime's side of this; executors must not outlive one.
+struct peer_registry {
+  std::mutex lock;
+  std::vector<std::pair<int, int>> enabled;
+};
+inline peer_registry& peers() {
+  static peer_registry r;
+  return r;
+}
+inline bool peer_enabled(int a, int b) {
+  peer_registry& r = peers();
+  const std::lock_guard<std::mutex> hold(r.lock);
+  return std::find(r.enabled.begin(), r.enabled.end(), std::pair{a, b}) != r.enabled.end();
+}
+inline void note_peer_enabled(int a, int b) {
+  peer_registry& r = peers();
+  const std::lock_guard<std::mutex> hold(r.lock);
+  r.enabled.emplace_back(a, b);
 }
 
 constexpr const char* buffer_name(buffer b) {
@@ -368,10 +392,13 @@ class gpu_executor {
         if (gpu::rt::error_t e = gpu::rt::can_access_peer(&can, a, b); e != gpu::rt::success)
           return gpu_failure("querying peer access", a, e);
         if (can == 0) continue;  // copies between a and b fall back to peer memcpy
-        if (gpu::rt::error_t e = gpu::rt::set_device(a); e != gpu::rt::success)
-          return gpu_failure("selecting the device", a, e);
-        if (gpu::rt::error_t e = gpu::rt::enable_peer_access(b); e != gpu::rt::success)
-          return gpu_failure("enabling peer access", a, e);
+        if (!gpu::detail::peer_enabled(a, b)) {
+          if (gpu::rt::error_t e = gpu::rt::set_device(a); e != gpu::rt::success)
+            return gpu_failure("selecting the device", a, e);
+          if (gpu::rt::error_t e = gpu::rt::enable_peer_access(b); e != gpu::rt::success)
+            return gpu_failure("enabling peer access", a, e);
+          gpu::detail::note_peer_enabled(a, b);
+        }
         peer_[static_cast<std::size_t>(a * count + b)] = true;
       }
     device_count_ = count;
@@ -540,7 +567,7 @@ class gpu_executor {
       for (const plan_op& o : p.ops_of(p.phases[ph])) {
         if (o.count == 0) continue;
         const std::span<const plan_operand> srcs = p.sources_of(o);
-        const int issuer = o.issuer(srcs);
+        const int issuer = o.issuer(p.sources);  // the whole pool: issuer() indexes it
         const int l = lane_of(issuer);
         if (slot[static_cast<std::size_t>(l)] < 0) {
           slot[static_cast<std::size_t>(l)] = static_cast<int>(phases[ph].size());
