@@ -251,6 +251,10 @@ void bench_batched_copy(rt::stream_t s) {
     const double b256 = batched_ms<256, 4>(s, descs);
     const double b512 = batched_ms<512, 4>(s, descs);
     const double b256x8 = batched_ms<256, 8>(s, descs);
+    // Smaller tiles: more of them per resident block, so less of a half-empty last wave.
+    const double b256x2 = batched_ms<256, 2>(s, descs);
+    const double b256x1 = batched_ms<256, 1>(s, descs);
+    const double b128x4 = batched_ms<128, 4>(s, descs);
     const double ref = copy_gbps(static_cast<double>(total), one_ms);
     auto row = [&](const char* what, double ms) {
       const double rate = copy_gbps(static_cast<double>(total), ms);
@@ -262,6 +266,9 @@ void bench_batched_copy(rt::stream_t s) {
     row("batched kernel 256x4 (executor)", b256);
     row("batched kernel 512x4", b512);
     row("batched kernel 256x8", b256x8);
+    row("batched kernel 256x2", b256x2);
+    row("batched kernel 256x1", b256x1);
+    row("batched kernel 128x4", b128x4);
   }
   // The copy kernel moves the bytes it was given and no others.
   std::vector<unsigned char> a(4096), b(4096);
