@@ -1,6 +1,7 @@
 #include "data.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -56,24 +57,38 @@ void for_slices(std::int64_t count, F&& body) {
     t.join();
 }
 
+// Rank `rank`'s draws: one mix per element, the rank's key mixed once.
+struct draws {
+  std::uint64_t key;
+  bool unsigned_values;
+  draws(dtype type, std::uint64_t seed, int rank)
+      : key(mix(seed ^ (static_cast<std::uint64_t>(rank) << 56))),
+        unsigned_values(is_unsigned(type)) {}
+  std::int64_t operator()(std::int64_t index) const {
+    const std::uint64_t top = mix(key ^ static_cast<std::uint64_t>(index)) >> 32;
+    return unsigned_values ? static_cast<std::int64_t>((top * 8) >> 32)
+                           : static_cast<std::int64_t>((top * 9) >> 32) - 4;
+  }
+};
+
 }  // namespace
 
 std::int64_t input_value(dtype type, std::uint64_t seed, int rank, std::int64_t index) {
-  const std::uint64_t h =
-      mix(mix(seed ^ (static_cast<std::uint64_t>(rank) << 56)) ^ static_cast<std::uint64_t>(index));
-  const std::uint64_t top = h >> 32;
-  return is_unsigned(type) ? static_cast<std::int64_t>((top * 8) >> 32)
-                           : static_cast<std::int64_t>((top * 9) >> 32) - 4;
+  return draws(type, seed, rank)(index);
 }
 
 void fill_input(dtype type, std::uint64_t seed, int rank, std::int64_t elements, std::byte* dst) {
   visit_dtype(type, [&](auto zero) {
     using T = decltype(zero);
+    const draws draw(type, seed, rank);
+    std::array<T, 9> table{};  // value v at v + 4 (signed) or v (unsigned)
+    const std::int64_t low = draw.unsigned_values ? 0 : -4;
+    for (std::int64_t v = low; v < low + 9; ++v)
+      table[static_cast<std::size_t>(v - low)] = from_double<T>(static_cast<double>(v));
     for_slices(elements, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i) {
-        const T x = from_double<T>(static_cast<double>(input_value(type, seed, rank, i)));
-        std::memcpy(dst + i * static_cast<std::int64_t>(sizeof(T)), &x, sizeof(T));
-      }
+      for (std::int64_t i = begin; i < end; ++i)
+        std::memcpy(dst + i * static_cast<std::int64_t>(sizeof(T)),
+                    &table[static_cast<std::size_t>(draw(i) - low)], sizeof(T));
     });
   });
 }
@@ -86,60 +101,59 @@ check_result check_output(collective c, dtype type, reduce_op op, std::span<cons
                           std::int64_t n, std::uint64_t seed, const std::byte* out) {
   const int A = static_cast<int>(ranks.size());
   const std::int64_t length = output_elements(c, A, n);
-  // The exact right value of output element x.
-  auto expected = [&](std::int64_t x) -> std::int64_t {
-    switch (c) {
-      case collective::all_gather:
-        return input_value(type, seed, ranks[static_cast<std::size_t>(x / n)], x % n);
-      case collective::all_to_all:
-        return input_value(type, seed, ranks[static_cast<std::size_t>(x / n)], k * n + x % n);
-      case collective::allreduce:
-      case collective::reduce_scatter: break;
+  std::vector<draws> rank_draws;
+  for (int r : ranks)
+    rank_draws.emplace_back(type, seed, r);
+  const bool sums = reduces(c);
+  const bool average = op == reduce_op::avg && sums;
+  // What output element x must hold comes from one draw (all-gather, all-to-all) or the sum of
+  // A draws; `total(x)` is that integer, and `table` maps it to the element's exact bits.
+  auto total = [&](std::int64_t x) -> std::int64_t {
+    if (!sums) {
+      const std::int64_t j = x / n, y = x % n;
+      return rank_draws[static_cast<std::size_t>(j)](c == collective::all_to_all ? k * n + y : y);
     }
     const std::int64_t at = c == collective::reduce_scatter ? k * n + x : x;
     std::int64_t sum = 0;
-    for (int rank : ranks)
-      sum += input_value(type, seed, rank, at);
+    for (const draws& d : rank_draws)
+      sum += d(at);
     return sum;
   };
-  const bool average = op == reduce_op::avg && reduces(c);
+  const std::int64_t low = is_unsigned(type) ? 0 : -4 * (sums ? A : 1);
+  const std::int64_t high = (is_unsigned(type) ? 7 : 4) * (sums ? A : 1);
 
   check_result result;
   visit_dtype(type, [&](auto zero) {
     using T = decltype(zero);
-    auto describe = [&](std::int64_t x, T got, double want) {
-      return "rank " + std::to_string(ranks[static_cast<std::size_t>(k)]) + " element " +
-             std::to_string(x) + ": got " + std::to_string(to_double(got)) + ", want " +
-             std::to_string(want);
+    // Integers: AVG truncates toward zero. Floating: exact, a small integer over A.
+    auto want_value = [&](std::int64_t t) {
+      return !average                ? static_cast<double>(t)
+             : std::is_integral_v<T> ? static_cast<double>(t / A)
+                                     : static_cast<double>(t) / A;
     };
+    std::vector<T> table;
+    for (std::int64_t t = low; t <= high; ++t)
+      table.push_back(from_double<T>(want_value(t)));
     std::mutex lock;
     std::int64_t first_at = length;
     for_slices(length, [&](std::int64_t begin, std::int64_t end) {
       std::int64_t wrong = 0, first = -1;
-      T first_got{};
-      double first_want = 0;
       for (std::int64_t x = begin; x < end; ++x) {
-        const std::int64_t sum = expected(x);
-        // Integers: AVG truncates toward zero. Floating: exact, a small integer over A.
-        const double want_value = !average                ? static_cast<double>(sum)
-                                  : std::is_integral_v<T> ? static_cast<double>(sum / A)
-                                                          : static_cast<double>(sum) / A;
-        const T want = from_double<T>(want_value);
-        T got;
-        std::memcpy(&got, out + x * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
-        if (std::memcmp(&got, &want, sizeof(T)) == 0) continue;
-        if (wrong++ == 0) {
-          first = x;
-          first_got = got;
-          first_want = want_value;
-        }
+        const T& want = table[static_cast<std::size_t>(total(x) - low)];
+        if (std::memcmp(out + x * static_cast<std::int64_t>(sizeof(T)), &want, sizeof(T)) == 0)
+          continue;
+        if (wrong++ == 0) first = x;
       }
       if (wrong == 0) return;
       std::lock_guard guard(lock);
       result.wrong += wrong;
       if (first < first_at) {
         first_at = first;
-        result.first = describe(first, first_got, first_want);
+        T got;
+        std::memcpy(&got, out + first * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
+        result.first = "rank " + std::to_string(ranks[static_cast<std::size_t>(k)]) + " element " +
+                       std::to_string(first) + ": got " + std::to_string(to_double(got)) +
+                       ", want " + std::to_string(want_value(total(first)));
       }
     });
   });
