@@ -8,10 +8,15 @@
 
 namespace relay::bench {
 
-int rotation_sets(std::int64_t per_set, std::int64_t rotate_bytes, int runs) {
+int rotation_sets(std::int64_t per_set, std::int64_t rotate_bytes, int iterations) {
   if (per_set <= 0 || rotate_bytes <= per_set) return 1;
   const std::int64_t wanted = (rotate_bytes + per_set - 1) / per_set;
-  return static_cast<int>(std::clamp<std::int64_t>(wanted, 1, std::max(runs, 1)));
+  return static_cast<int>(
+      std::clamp<std::int64_t>(wanted, 1, std::min(std::max(iterations, 1), max_rotation_sets)));
+}
+
+int warmup_runs(int warmup, int sets) {
+  return std::max(warmup, sets);
 }
 
 double median(std::vector<double> v) {
@@ -169,12 +174,14 @@ class form_measurer {
     if (options_.check) {
       if (status s = checked_run(jobs[0], out); !s) return s;
     }
-    for (int i = 0; i < options_.warmup; ++i)
+    // Warm-up runs every set at least once: nothing a first run does (page faults, an executor's
+    // preparation of a plan for new buffers) falls into the timed runs.
+    for (int i = 0; i < warmup_runs(options_.warmup, sets); ++i)
       if (status s = backend_.run(jobs[static_cast<std::size_t>(i % sets)]); !s) return s;
     std::vector<double> times;
     timer& clock = backend_.clock();
     for (int i = 0; i < options_.iterations; ++i) {
-      const auto& call = jobs[static_cast<std::size_t>((options_.warmup + i) % sets)];
+      const auto& call = jobs[static_cast<std::size_t>(i % sets)];
       clock.start();
       status s = backend_.run(call);
       clock.stop();
@@ -238,7 +245,7 @@ status row_runner::measure(row& r) {
     std::int64_t per_set = 0;
     for (const rank_layout& l : ranks)
       per_set += static_cast<std::int64_t>(l.region);
-    const int sets = rotation_sets(per_set, rotate, options_.warmup + options_.iterations);
+    const int sets = rotation_sets(per_set, rotate, options_.iterations);
     r.sets = sets;
     buffer_sets buffers(backend_, std::move(ranks), sets);
     if (status s = buffers.allocate(); !s) return s;

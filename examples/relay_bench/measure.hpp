@@ -39,7 +39,11 @@ std::vector<rank_layout> buffer_layout(const call_shape& s,
 double median(std::vector<double> v);
 
 // The buffer sets that rotation uses for `per_set` bytes of every rank's buffers together: as
-// many as span `rotate_bytes`, at least 1, at most the number of runs that use them.
-int rotation_sets(std::int64_t per_set, std::int64_t rotate_bytes, int runs);
+// many as span `rotate_bytes`, at least 1, at most one per timed iteration and
+// max_rotation_sets (an executor that prepares each (plan, buffers) pair once keeps them all).
+inline constexpr int max_rotation_sets = 32;
+int rotation_sets(std::int64_t per_set, std::int64_t rotate_bytes, int iterations);
+// Untimed runs before the timed ones: `warmup`, and at least one per buffer set.
+int warmup_runs(int warmup, int sets);
 
 }  // namespace relay::bench

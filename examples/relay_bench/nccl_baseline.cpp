@@ -130,8 +130,7 @@ class nccl_runner final : public nccl_baseline {
     }
     int l2 = 0;
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, memory.front().device);
-    const int sets =
-        rotation_sets(per_device_set, 2 * std::int64_t{l2}, settings.warmup + settings.iterations);
+    const int sets = rotation_sets(per_device_set, 2 * std::int64_t{l2}, settings.iterations);
     struct release {
       std::vector<rank_memory>& m;
       ~release() {
@@ -195,14 +194,14 @@ class nccl_runner final : public nccl_baseline {
         out.wrong += r.wrong;
       }
     }
-    for (int w = 0; w < settings.warmup; ++w)
+    for (int w = 0; w < warmup_runs(settings.warmup, sets); ++w)
       if (status s = call(w % sets); !s) return s;
     std::vector<double> times;
     for (int it = 0; it < settings.iterations; ++it) {
       for (communicator* comm : comms)
         for (std::size_t k = 0; k < comm->streams.size(); ++k)
           RELAY_BENCH_CUDA(cudaEventRecord(comm->starts[k], comm->streams[k]));
-      if (status s = call((settings.warmup + it) % sets); !s) return s;
+      if (status s = call(it % sets); !s) return s;
       for (communicator* comm : comms)
         for (std::size_t k = 0; k < comm->streams.size(); ++k)
           RELAY_BENCH_CUDA(cudaEventRecord(comm->stops[k], comm->streams[k]));

@@ -153,7 +153,8 @@ void print_table_header(std::FILE* f, const options& o, const call_shape& s, bas
                                          : std::string_view("none");
   fmt::print(f, "#   baseline: {}; speedup = baseline time / relay time\n", base_text);
   fmt::print(f,
-             "#   timing: median of {} iterations after {} warm-up; check: {}; "
+             "#   timing: median of {} iterations after {} warm-up runs (and one per rotated "
+             "buffer set); check: {}; "
              "busbw = algbw * {:.3f}; m/p = measured / predicted\n#\n",
              o.iterations, o.warmup, o.check ? "every element" : "off",
              bus_factor(s.coll, s.active));

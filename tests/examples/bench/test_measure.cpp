@@ -61,13 +61,19 @@ class damaging_backend : public backend {
 
 }  // namespace
 
-TEST_CASE("rotation_sets: enough sets to span the cache twice, no more than the runs", "[bench]") {
-  CHECK(rotation_sets(64 << 10, 120 << 20, 25) == 25);
-  CHECK(rotation_sets(1 << 20, 4 << 20, 25) == 4);
-  CHECK(rotation_sets(3 << 20, 4 << 20, 25) == 2);
-  CHECK(rotation_sets(std::int64_t{1} << 30, 120 << 20, 25) == 1);
-  CHECK(rotation_sets(4096, 0, 25) == 1);
-  CHECK(rotation_sets(0, 120 << 20, 25) == 1);
+TEST_CASE("rotation_sets: enough sets to span the cache twice, one per timed run at most",
+          "[bench]") {
+  CHECK(rotation_sets(64 << 10, 120 << 20, 20) == 20);
+  CHECK(rotation_sets(64 << 10, 120 << 20, 100) == 32);  // max_rotation_sets
+  CHECK(rotation_sets(1 << 20, 4 << 20, 20) == 4);
+  CHECK(rotation_sets(3 << 20, 4 << 20, 20) == 2);
+  CHECK(rotation_sets(std::int64_t{1} << 30, 120 << 20, 20) == 1);
+  CHECK(rotation_sets(4096, 0, 20) == 1);
+  CHECK(rotation_sets(0, 120 << 20, 20) == 1);
+  // Warm-up visits every set before the timed runs.
+  CHECK(warmup_runs(5, 20) == 20);
+  CHECK(warmup_runs(5, 1) == 5);
+  CHECK(warmup_runs(0, 3) == 3);
 }
 
 TEST_CASE("row_runner: every collective and mode checks right on the CPU", "[bench]") {
