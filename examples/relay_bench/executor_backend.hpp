@@ -35,9 +35,10 @@ class executor_backend : public backend {
     if (jobs.size() == 1) return run_one(*executors_.front(), jobs.front());
     std::vector<status> results(jobs.size());
     std::vector<std::thread> threads;
+    // (void): nvcc warns of the status& that operator= returns (status is [[nodiscard]]).
     for (std::size_t j = 1; j < jobs.size(); ++j)
-      threads.emplace_back([&, j] { results[j] = run_one(*executors_[j], jobs[j]); });
-    results[0] = run_one(*executors_[0], jobs[0]);
+      threads.emplace_back([&, j] { (void)(results[j] = run_one(*executors_[j], jobs[j])); });
+    (void)(results[0] = run_one(*executors_[0], jobs[0]));
     for (std::thread& t : threads)
       t.join();
     for (status& s : results)
