@@ -194,7 +194,10 @@ int main(int argc, char** argv) {
         print_table_row(out.table, o, r);
         std::fflush(out.table);
       }
-      if (out.csv != nullptr) print_csv_rows(out.csv, o, r);
+      if (out.csv != nullptr) {
+        print_csv_rows(out.csv, o, r);
+        std::fflush(out.csv);  // a sweep cut short keeps every row it finished
+      }
       rows.push_back(r);
     }
     exec->release_scratch();
