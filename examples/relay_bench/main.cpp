@@ -100,7 +100,9 @@ int main(int argc, char** argv) {
   // The vendor library runs on GPUs: it is the baseline of the gpu executor only.
   std::unique_ptr<nccl_baseline> vendor;
   std::string vendor_text =
-      "NCCL/RCCL: n/a (the cpu executor is compared with relay's direct route)";
+      o.executor == executor_kind::cpu
+          ? "NCCL/RCCL: n/a (the cpu executor is compared with relay's direct route)"
+          : "NCCL/RCCL: not used (--baseline " + std::string(name(o.baseline)) + ")";
   if (o.executor == executor_kind::gpu &&
       (o.baseline == baseline_kind::automatic || o.baseline == baseline_kind::nccl)) {
     vendor = make_nccl_baseline(o.ranks, o.devices, error);

@@ -94,18 +94,16 @@ class nccl_runner final : public nccl_baseline {
   }
 
   bool supports(const std::vector<std::vector<int>>& groups, std::string& why) const override {
-    for (const auto& g : groups) {
-      std::vector<int> devices;
-      for (int r : g)
-        devices.push_back(device_of_[static_cast<std::size_t>(r)]);
-      std::sort(devices.begin(), devices.end());
-      if (std::adjacent_find(devices.begin(), devices.end()) != devices.end()) {
-        why = "NCCL cannot put two ranks of one communicator on one device, and " +
-              std::to_string(g.size()) + " ranks share " + std::to_string(device_count_) +
-              " device(s) here";
-        return false;
-      }
-    }
+    for (const auto& g : groups)
+      for (std::size_t a = 0; a < g.size(); ++a)
+        for (std::size_t b = a + 1; b < g.size(); ++b) {
+          const int d = device_of_[static_cast<std::size_t>(g[a])];
+          if (d != device_of_[static_cast<std::size_t>(g[b])]) continue;
+          why = "ranks " + std::to_string(g[a]) + " and " + std::to_string(g[b]) +
+                " of one group share device " + std::to_string(d) +
+                ", and NCCL cannot put two ranks of a communicator on one device";
+          return false;
+        }
     return true;
   }
 
