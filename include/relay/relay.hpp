@@ -16,6 +16,7 @@
 #include "relay/core/collective.hpp"
 #include "relay/core/dtype.hpp"
 #include "relay/core/ratio.hpp"
+#include "relay/cost/bounds.hpp"
 #include "relay/cost/link_cost.hpp"
 #include "relay/exec/host_executor.hpp"
 #include "relay/plan/buffers.hpp"
