@@ -111,7 +111,9 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "relay-bench: --baseline nccl needs --executor gpu\n");
     return exit_usage;
   }
+  // Per configuration: the baseline, and the words the table's header gives it.
   std::vector<base_source> bases;
+  std::vector<std::string> base_texts;
   for (const call_shape& s : shapes) {
     std::string why = error;
     const bool vendor_runs = vendor && vendor->supports(call_groups(s), why);
@@ -119,12 +121,16 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "relay-bench: --baseline nccl: {}\n", why);
       return exit_usage;
     }
-    if (!vendor_runs && vendor && o.baseline == baseline_kind::automatic)
-      vendor_text = "NCCL/RCCL: n/a (" + why + ")";
     bases.push_back(o.baseline == baseline_kind::none     ? base_source::none
                     : o.baseline == baseline_kind::direct ? base_source::direct
                     : vendor_runs                         ? base_source::nccl
                                                           : base_source::direct);
+    const std::string direct = "relay's direct route on this executor";
+    base_texts.push_back(bases.back() == base_source::none   ? "none"
+                         : bases.back() == base_source::nccl ? vendor_text
+                         : o.baseline == baseline_kind::automatic && vendor
+                             ? direct + " (NCCL: " + why + ")"
+                             : direct);
   }
 
   output_files out;
@@ -156,7 +162,7 @@ int main(int argc, char** argv) {
   int step = 0;
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     const call_shape& s = shapes[k];
-    if (out.table != nullptr) print_table_header(out.table, o, s, bases[k], info);
+    if (out.table != nullptr) print_table_header(out.table, o, s, base_texts[k], info);
     for (std::int64_t size : sizes) {
       row r;
       r.shape = s;

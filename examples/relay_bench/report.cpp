@@ -139,19 +139,15 @@ std::string block_cells(const row& r, const form_pair& fp) {
 
 }  // namespace
 
-void print_table_header(std::FILE* f, const options& o, const call_shape& s, base_source base,
-                        const run_info& info) {
+void print_table_header(std::FILE* f, const options& o, const call_shape& s,
+                        std::string_view baseline, const run_info& info) {
   fmt::print(f, "#\n# relay-bench: {}  A={}  N={}  mode={}  route={}{}  dtype={}  op={}\n",
              name(s.coll), s.active, s.ranks, name(s.mode), name(o.route),
              s.permille != 0 ? fmt::format(" ({} permille)", s.permille) : std::string(),
              name(o.type), redop(o, s.coll));
   fmt::print(f, "#   executor: {}\n", info.executor);
   fmt::print(f, "#   predicted: the alpha-beta cost model on {}\n", topology_text(o.topo));
-  const std::string_view base_text = base == base_source::nccl ? std::string_view(info.baseline)
-                                     : base == base_source::direct
-                                         ? std::string_view("relay's direct route on this executor")
-                                         : std::string_view("none");
-  fmt::print(f, "#   baseline: {}; speedup = baseline time / relay time\n", base_text);
+  fmt::print(f, "#   baseline: {}; speedup = baseline time / relay time\n", baseline);
   fmt::print(f,
              "#   timing: median of {} iterations after {} warm-up runs (and one per rotated "
              "buffer set); check: {}; "

@@ -26,8 +26,8 @@ run_info describe_run(const options& o, std::string executor, std::string baseli
 std::string_view name(base_source b);
 
 // Table: a header per configuration, a line per size, a summary at the end.
-void print_table_header(std::FILE* f, const options& o, const call_shape& s, base_source base,
-                        const run_info& info);
+void print_table_header(std::FILE* f, const options& o, const call_shape& s,
+                        std::string_view baseline, const run_info& info);
 void print_table_row(std::FILE* f, const options& o, const row& r);
 
 // CSV: one header line, then a line per size and form.
