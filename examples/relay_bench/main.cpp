@@ -27,7 +27,7 @@ std::vector<call_shape> shapes_of(const options& o, std::string& error) {
   for (collective c : o.collectives)
     for (int a : o.actives)
       for (run_mode m : o.modes) {
-        const call_shape s{c, a, o.ranks, m, o.permille};
+        const call_shape s{c, a, o.ranks, m, o.permille, o.tiles};
         std::vector<route> routes;
         if (o.route == route_choice::automatic)
           routes = {route::relay, route::direct};

@@ -108,6 +108,7 @@ status make_plans(const call_shape& s, const options& o, std::int64_t n, route r
   q.mode = s.mode == run_mode::fused ? mode::fused : mode::single;
   q.route = r;
   q.permille = r == route::relay ? s.permille : 0;
+  q.tiles = r == route::pipelined ? s.tiles : 0;
   q.ranks = s.ranks;
   q.type = o.type;
   q.op = reduces(s.coll) ? o.op : reduce_op::sum;

@@ -26,6 +26,7 @@ std::string_view name(route_choice r) {
     case route_choice::relay: return "relay";
     case route_choice::direct: return "direct";
     case route_choice::legacy: return "legacy";
+    case route_choice::pipelined: return "pipelined";
   }
   return "?";
 }
@@ -119,8 +120,10 @@ sweep
   -A, --active LIST       active ranks per group, A (default 2)
   -N, --ranks N           ranks on the node, N (default 8)
   -m, --mode LIST         fused, parallel, single (default fused)
-  -r, --route R           auto, relay, direct, legacy (default auto: the route the cost
-                          model predicts faster, per size)
+  -r, --route R           auto, relay, direct, legacy, pipelined (default auto: relay or
+                          direct, whichever the cost model predicts faster, per size)
+      --tiles T           pipeline depth of the pipelined route (single-group A=2), 2..64
+                          (default 4)
   -p, --permille P        allreduce offload share of the relay route, 1..999 (default:
                           the link-balanced one)
       --alignment E       chunk alignment in elements (default 128)
@@ -222,12 +225,14 @@ parse_outcome parse_options(int argc, const char* const* argv) {
       {"-r", "--route",
        [&](std::string_view v) {
          constexpr route_choice all[] = {route_choice::automatic, route_choice::relay,
-                                         route_choice::direct, route_choice::legacy};
+                                         route_choice::direct, route_choice::legacy,
+                                         route_choice::pipelined};
          auto r = parse_enum(v, all);
          if (r) o.route = *r;
          return r.has_value();
        }},
       {"-p", "--permille", int_into(o.permille, 1, 999)},
+      {nullptr, "--tiles", int_into(o.tiles, 2, 64)},
       {nullptr, "--alignment",
        [&](std::string_view v) {
          const auto a = parse_number<std::int64_t>(v);

@@ -20,7 +20,7 @@ enum class executor_kind : unsigned char { cpu, gpu };
 std::string_view name(executor_kind e);
 
 // auto: the route the cost model predicts faster, per size.
-enum class route_choice : unsigned char { automatic, relay, direct, legacy };
+enum class route_choice : unsigned char { automatic, relay, direct, legacy, pipelined };
 std::string_view name(route_choice r);
 
 // What the speedup column divides by. automatic: NCCL (or RCCL) where it can run these ranks,
@@ -42,6 +42,7 @@ struct options {
   reduce_op op = reduce_op::sum;
   route_choice route = route_choice::automatic;
   int permille = 0;
+  int tiles = 4;  // pipeline depth of the pipelined route
   std::int64_t alignment = 128;
   // Measurement.
   int iterations = 20;

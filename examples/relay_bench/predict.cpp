@@ -8,7 +8,10 @@ namespace relay::bench {
 
 schedule_spec plan_spec(const call_shape& shape, route r) {
   const mode m = shape.mode == run_mode::fused ? mode::fused : mode::single;
-  return {shape.coll, shape.active, shape.ranks, m, r, r == route::relay ? shape.permille : 0};
+  schedule_spec s{shape.coll, shape.active, shape.ranks, m, r};
+  if (r == route::relay) s.permille = shape.permille;
+  if (r == route::pipelined) s.tiles = shape.tiles;
+  return s;
 }
 
 std::vector<std::vector<int>> call_groups(const call_shape& shape) {
@@ -64,6 +67,7 @@ route resolve_route(const call_shape& shape, route_choice choice, const topology
     case route_choice::relay: return route::relay;
     case route_choice::direct: return route::direct;
     case route_choice::legacy: return route::legacy;
+    case route_choice::pipelined: return route::pipelined;
     case route_choice::automatic: break;
   }
   if (shape.mode != run_mode::parallel)

@@ -17,6 +17,7 @@ struct call_shape {
   int ranks = 8;
   run_mode mode = run_mode::fused;
   int permille = 0;
+  int tiles = 0;  // the pipelined route's depth
 };
 
 // The spec of the plan(s) one call runs: parallel runs N/A plans of the single-group spec.

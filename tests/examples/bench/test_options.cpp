@@ -91,6 +91,15 @@ TEST_CASE("options: a full command line", "[bench]") {
   CHECK(o.baseline == baseline_kind::direct);
 }
 
+TEST_CASE("options: the pipelined route and its depth", "[bench]") {
+  const parse_outcome p = parse({"-r", "pipelined", "--tiles", "8", "-m", "single"});
+  REQUIRE(p.error.empty());
+  CHECK(p.opts.route == route_choice::pipelined);
+  CHECK(p.opts.tiles == 8);
+  CHECK(parse({}).opts.tiles == 4);
+  CHECK_THAT(parse({"--tiles", "1"}).error, Catch::Contains("--tiles"));
+}
+
 TEST_CASE("options: collective names as NCCL and nccl-tests spell them", "[bench]") {
   const parse_outcome p = parse({"-C", "alltoall,reduce_scatter,allgather,all-reduce"});
   REQUIRE(p.error.empty());
