@@ -1,0 +1,40 @@
+// The data a benchmark run moves, and the check of every element it produced.
+//
+// Rank r's input element i is a small integer drawn from (seed, r, i): -4..4 for signed and
+// floating types, 0..7 for unsigned ones. Every dtype holds such values exactly, and so every
+// sum of up to 16 of them and every average by a power of two A: the right output is one exact
+// value whatever order a schedule reduces in, and the check compares exactly. Outputs are
+// poisoned (bytes 0x7F: a value no right output holds, NaN for float16) before a checked run, so
+// an element nothing wrote is counted wrong too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "relay/core/collective.hpp"
+#include "relay/core/dtype.hpp"
+
+namespace relay::bench {
+
+// The value of rank `rank`'s input element `index`.
+std::int64_t input_value(dtype type, std::uint64_t seed, int rank, std::int64_t index);
+
+// Writes `elements` input elements of `rank` to `dst` (host memory), on every core.
+void fill_input(dtype type, std::uint64_t seed, int rank, std::int64_t elements, std::byte* dst);
+
+inline constexpr unsigned char poison_byte = 0x7F;
+void poison(std::byte* dst, std::size_t bytes);
+
+struct check_result {
+  std::int64_t wrong = 0;
+  std::string first;  // where the first wrong element is, and what it holds
+};
+
+// Checks the output of the active rank with index k in `ranks` (the group, in active order) for
+// per-group count n: output_elements(c, A, n) elements at `out` (host memory), on every core.
+check_result check_output(collective c, dtype type, reduce_op op, std::span<const int> ranks, int k,
+                          std::int64_t n, std::uint64_t seed, const std::byte* out);
+
+}  // namespace relay::bench

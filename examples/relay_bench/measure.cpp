@@ -1,0 +1,285 @@
+#include "measure.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "data.hpp"
+#include "relay/plan/make_plan.hpp"
+
+namespace relay::bench {
+
+int rotation_sets(std::int64_t per_set, std::int64_t rotate_bytes, int iterations) {
+  if (per_set <= 0 || rotate_bytes <= per_set) return 1;
+  const std::int64_t wanted = (rotate_bytes + per_set - 1) / per_set;
+  return static_cast<int>(
+      std::clamp<std::int64_t>(wanted, 1, std::min(std::max(iterations, 1), max_rotation_sets)));
+}
+
+int warmup_runs(int warmup, int sets) {
+  return std::max(warmup, sets);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+namespace {
+
+constexpr std::uint64_t align_up(std::uint64_t x, std::uint64_t a) {
+  return (x + a - 1) / a * a;
+}
+
+}  // namespace
+
+std::vector<rank_layout> buffer_layout(const call_shape& s,
+                                       const std::vector<std::vector<int>>& groups, std::int64_t n,
+                                       int es, bool in_place) {
+  std::vector<rank_layout> out;
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (std::size_t k = 0; k < groups[g].size(); ++k) {
+      rank_layout l;
+      l.rank = groups[g][k];
+      l.group = static_cast<int>(g);
+      l.index = static_cast<int>(k);
+      l.in_bytes = static_cast<std::uint64_t>(input_elements(s.coll, s.active, n) * es);
+      l.out_bytes = static_cast<std::uint64_t>(output_elements(s.coll, s.active, n) * es);
+      if (in_place) {
+        const in_place_offsets at = in_place_layout(s.coll, l.index, n);
+        l.in_at = static_cast<std::uint64_t>(at.input * es);
+        l.out_at = static_cast<std::uint64_t>(at.output * es);
+      } else {
+        l.out_at = align_up(l.in_bytes, 256);
+      }
+      l.region = align_up(std::max(l.in_at + l.in_bytes, l.out_at + l.out_bytes), 256);
+      out.push_back(l);
+    }
+  return out;
+}
+
+namespace {
+
+// Every active rank's buffers, `sets` times over, in one allocation per rank.
+class buffer_sets {
+ public:
+  buffer_sets(backend& b, std::vector<rank_layout> ranks, int sets)
+      : backend_(b), ranks_(std::move(ranks)), sets_(sets) {}
+  buffer_sets(const buffer_sets&) = delete;
+  buffer_sets& operator=(const buffer_sets&) = delete;
+  ~buffer_sets() {
+    for (std::size_t i = 0; i < arenas_.size(); ++i)
+      if (arenas_[i] != nullptr) backend_.deallocate(ranks_[i].rank, arenas_[i]);
+  }
+
+  status allocate() {
+    for (const rank_layout& l : ranks_) {
+      const std::uint64_t bytes = l.region * static_cast<std::uint64_t>(sets_);
+      arenas_.push_back(backend_.allocate(l.rank, bytes));
+      if (arenas_.back() == nullptr)
+        return {errc::out_of_memory, "no memory for " + std::to_string(bytes) +
+                                         " bytes of buffers on rank " + std::to_string(l.rank)};
+    }
+    return {};
+  }
+
+  const std::vector<rank_layout>& ranks() const { return ranks_; }
+  int sets() const { return sets_; }
+  std::byte* input(std::size_t i, int set) const { return base(i, set) + ranks_[i].in_at; }
+  std::byte* output(std::size_t i, int set) const { return base(i, set) + ranks_[i].out_at; }
+
+ private:
+  std::byte* base(std::size_t i, int set) const {
+    return static_cast<std::byte*>(arenas_[i]) + ranks_[i].region * static_cast<std::uint64_t>(set);
+  }
+
+  backend& backend_;
+  std::vector<rank_layout> ranks_;
+  int sets_;
+  std::vector<void*> arenas_;
+};
+
+// The plans of one call: one for fused and single, one per group for parallel.
+status make_plans(const call_shape& s, const options& o, std::int64_t n, route r, bool in_place,
+                  std::vector<plan>& plans) {
+  const std::vector<std::vector<int>> groups = call_groups(s);
+  plan_request q;
+  q.coll = s.coll;
+  q.mode = s.mode == run_mode::fused ? mode::fused : mode::single;
+  q.route = r;
+  q.permille = r == route::relay ? s.permille : 0;
+  q.tiles = r == route::pipelined ? s.tiles : 0;
+  q.ranks = s.ranks;
+  q.type = o.type;
+  q.op = reduces(s.coll) ? o.op : reduce_op::sum;
+  q.in_place = in_place;
+  q.alignment = o.alignment;
+  const std::size_t count = s.mode == run_mode::parallel ? groups.size() : 1;
+  plans.assign(count, plan{});
+  for (std::size_t i = 0; i < count; ++i) {
+    q.groups = s.mode == run_mode::parallel ? std::vector<std::vector<int>>{groups[i]} : groups;
+    q.counts.assign(q.groups.size(), n);
+    if (status st = make_plan(q, plans[i]); !st) return st;
+  }
+  return {};
+}
+
+// The jobs of one call on buffer set `set`: each plan gets the buffers of the ranks it runs.
+std::vector<job> jobs_for(const std::vector<plan>& plans, const buffer_sets& buffers, int set,
+                          int ranks) {
+  std::vector<job> jobs(plans.size());
+  for (std::size_t j = 0; j < plans.size(); ++j) {
+    jobs[j].p = &plans[j];
+    jobs[j].inputs.assign(static_cast<std::size_t>(ranks), buffer_view{});
+    jobs[j].outputs.assign(static_cast<std::size_t>(ranks), buffer_view{});
+  }
+  const std::vector<rank_layout>& ranks_of = buffers.ranks();
+  for (std::size_t i = 0; i < ranks_of.size(); ++i) {
+    const rank_layout& l = ranks_of[i];
+    job& jb = jobs[plans.size() == 1 ? 0 : static_cast<std::size_t>(l.group)];
+    const auto r = static_cast<std::size_t>(l.rank);
+    jb.inputs[r] = {buffers.input(i, set), l.in_bytes};
+    jb.outputs[r] = {buffers.output(i, set), l.out_bytes};
+  }
+  return jobs;
+}
+
+class form_measurer {
+ public:
+  form_measurer(backend& b, const options& o, const row& r, buffer_sets& buffers, bool in_place)
+      : backend_(b), options_(o), row_(r), buffers_(buffers), in_place_(in_place) {}
+
+  // Writes every set's inputs (the same data in each).
+  status write_inputs(int first_set, int last_set) {
+    std::vector<std::byte> host;
+    for (std::size_t i = 0; i < buffers_.ranks().size(); ++i) {
+      const rank_layout& l = buffers_.ranks()[i];
+      host.resize(l.in_bytes);
+      fill_input(options_.type, options_.seed, l.rank,
+                 static_cast<std::int64_t>(l.in_bytes) / size_of(options_.type), host.data());
+      for (int set = first_set; set < last_set; ++set)
+        if (status s = backend_.write(l.rank, buffers_.input(i, set), host.data(), l.in_bytes); !s)
+          return s;
+    }
+    return {};
+  }
+
+  // The checked run on set 0, then warm-up and timed runs rotating through the sets.
+  status measure(const std::vector<plan>& plans, form_result& out) {
+    const int sets = buffers_.sets();
+    std::vector<std::vector<job>> jobs;
+    for (int set = 0; set < sets; ++set)
+      jobs.push_back(jobs_for(plans, buffers_, set, row_.shape.ranks));
+    out = form_result{};
+    out.ran = true;
+    if (options_.check) {
+      if (status s = checked_run(jobs[0], out); !s) return s;
+    }
+    // Warm-up runs every set at least once: nothing a first run does (page faults, an executor's
+    // preparation of a plan for new buffers) falls into the timed runs.
+    for (int i = 0; i < warmup_runs(options_.warmup, sets); ++i)
+      if (status s = backend_.run(jobs[static_cast<std::size_t>(i % sets)]); !s) return s;
+    std::vector<double> times;
+    timer& clock = backend_.clock();
+    for (int i = 0; i < options_.iterations; ++i) {
+      const auto& call = jobs[static_cast<std::size_t>(i % sets)];
+      clock.start();
+      status s = backend_.run(call);
+      clock.stop();
+      if (!s) return s;
+      times.push_back(clock.seconds());
+    }
+    out.seconds = median(std::move(times));
+    return {};
+  }
+
+ private:
+  // Poisons set 0's outputs (where they are not the input itself), writes its inputs afresh (in
+  // place, earlier runs changed them), runs once and counts the wrong elements.
+  status checked_run(const std::vector<job>& call, form_result& out) {
+    const bool output_holds_input = in_place_ && row_.shape.coll != collective::all_gather;
+    std::vector<std::byte> host;
+    for (std::size_t i = 0; i < buffers_.ranks().size(); ++i) {
+      const rank_layout& l = buffers_.ranks()[i];
+      if (output_holds_input) continue;
+      host.assign(l.out_bytes, std::byte{poison_byte});
+      if (status s = backend_.write(l.rank, buffers_.output(i, 0), host.data(), l.out_bytes); !s)
+        return s;
+    }
+    if (in_place_)
+      if (status s = write_inputs(0, 1); !s) return s;
+    if (status s = backend_.run(call); !s) return s;
+    const std::vector<std::vector<int>> groups = call_groups(row_.shape);
+    out.wrong = 0;
+    for (std::size_t i = 0; i < buffers_.ranks().size(); ++i) {
+      const rank_layout& l = buffers_.ranks()[i];
+      host.resize(l.out_bytes);
+      if (status s = backend_.read(l.rank, host.data(), buffers_.output(i, 0), l.out_bytes); !s)
+        return s;
+      const check_result c = check_output(row_.shape.coll, options_.type, options_.op,
+                                          groups[static_cast<std::size_t>(l.group)], l.index,
+                                          row_.n, options_.seed, host.data());
+      if (c.wrong > 0 && out.wrong == 0) out.first_wrong = c.first;
+      out.wrong += c.wrong;
+    }
+    return {};
+  }
+
+  backend& backend_;
+  const options& options_;
+  const row& row_;
+  buffer_sets& buffers_;
+  bool in_place_;
+};
+
+}  // namespace
+
+status row_runner::measure(row& r) {
+  const int es = size_of(options_.type);
+  const std::vector<std::vector<int>> groups = call_groups(r.shape);
+  const std::int64_t rotate =
+      options_.rotate_bytes >= 0 ? options_.rotate_bytes : 2 * backend_.cache_bytes();
+  for (bool in_place : {false, true}) {
+    if (in_place && !has_in_place(r.shape.coll)) continue;
+    form_pair& result = in_place ? r.in_place : r.out_of_place;
+    std::vector<rank_layout> ranks = buffer_layout(r.shape, groups, r.n, es, in_place);
+    std::int64_t per_set = 0;
+    for (const rank_layout& l : ranks)
+      per_set += static_cast<std::int64_t>(l.region);
+    const int sets = rotation_sets(per_set, rotate, options_.iterations);
+    r.sets = sets;
+    buffer_sets buffers(backend_, std::move(ranks), sets);
+    if (status s = buffers.allocate(); !s) return s;
+    form_measurer m(backend_, options_, r, buffers, in_place);
+    if (status s = m.write_inputs(0, sets); !s) return s;
+
+    std::vector<plan> plans;
+    if (status s = make_plans(r.shape, options_, r.n, r.chosen, in_place, plans); !s) return s;
+    if (status s = m.measure(plans, result.relay); !s) return s;
+
+    switch (r.base) {
+      case base_source::none: break;
+      case base_source::direct:
+        if (r.chosen == route::direct) {
+          result.base = result.relay;  // the route taken is the baseline itself
+          break;
+        }
+        if (status s = make_plans(r.shape, options_, r.n, route::direct, in_place, plans); !s)
+          return s;
+        if (status s = m.measure(plans, result.base); !s) return s;
+        break;
+      case base_source::nccl: {
+        const measure_settings settings{options_.warmup, options_.iterations, options_.check,
+                                        options_.seed};
+        if (status s = vendor_->measure(r.shape.coll, options_.type, options_.op, groups, r.n,
+                                        in_place, settings, result.base);
+            !s)
+          return s;
+        break;
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace relay::bench

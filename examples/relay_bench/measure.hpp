@@ -1,0 +1,49 @@
+// One row of the sweep: a size of one configuration, relay and its baseline, out of place and in
+// place. Buffers are laid out per rank in sets that the timed runs rotate through, so a rerun
+// does not find its data in a cache the next real call would not have warmed.
+#pragma once
+
+#include "backend.hpp"
+#include "nccl_baseline.hpp"
+#include "options.hpp"
+#include "results.hpp"
+
+namespace relay::bench {
+
+class row_runner {
+ public:
+  // `vendor` may be null when no row uses base_source::nccl.
+  row_runner(backend& b, const options& o, nccl_baseline* vendor)
+      : backend_(b), options_(o), vendor_(vendor) {}
+
+  // Fills `r` (whose shape, n, chosen route and base are set) with measurements.
+  status measure(row& r);
+
+ private:
+  backend& backend_;
+  const options& options_;
+  nccl_baseline* vendor_;
+};
+
+// Where each active rank's input and output sit in one set of its buffers, in bytes. In place,
+// input and output share one buffer, placed as NCCL places them. Regions are 256-byte aligned.
+struct rank_layout {
+  int rank = 0, group = 0, index = 0;  // index: the rank's active index in its group
+  std::uint64_t in_bytes = 0, out_bytes = 0, in_at = 0, out_at = 0, region = 0;
+};
+std::vector<rank_layout> buffer_layout(const call_shape& s,
+                                       const std::vector<std::vector<int>>& groups, std::int64_t n,
+                                       int es, bool in_place);
+
+// The median of the timed iterations.
+double median(std::vector<double> v);
+
+// The buffer sets that rotation uses for `per_set` bytes of every rank's buffers together: as
+// many as span `rotate_bytes`, at least 1, at most one per timed iteration and
+// max_rotation_sets (an executor that prepares each (plan, buffers) pair once keeps them all).
+inline constexpr int max_rotation_sets = 32;
+int rotation_sets(std::int64_t per_set, std::int64_t rotate_bytes, int iterations);
+// Untimed runs before the timed ones: `warmup`, and at least one per buffer set.
+int warmup_runs(int warmup, int sets);
+
+}  // namespace relay::bench

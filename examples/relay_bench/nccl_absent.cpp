@@ -1,0 +1,11 @@
+// The vendor baseline where this relay-bench was built without NCCL or RCCL.
+#include "nccl_baseline.hpp"
+
+namespace relay::bench {
+
+std::unique_ptr<nccl_baseline> make_nccl_baseline(int, const std::vector<int>&, std::string& why) {
+  why = "this relay-bench was built without NCCL/RCCL";
+  return nullptr;
+}
+
+}  // namespace relay::bench

@@ -1,0 +1,79 @@
+// relay-bench's command line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "relay/core/collective.hpp"
+#include "relay/core/dtype.hpp"
+#include "relay/topology/topology.hpp"
+
+namespace relay::bench {
+
+// fused and single are plan modes; parallel runs N/A independent single-group plans at once
+// (each group its own plan and its own helpers), as the spec's parallel independent-comm sweep.
+enum class run_mode : unsigned char { fused, parallel, single };
+std::string_view name(run_mode m);
+
+enum class executor_kind : unsigned char { cpu, gpu };
+std::string_view name(executor_kind e);
+
+// auto: the route the cost model predicts faster, per size.
+enum class route_choice : unsigned char { automatic, relay, direct, legacy, pipelined };
+std::string_view name(route_choice r);
+
+// What the speedup column divides by. automatic: NCCL (or RCCL) where it can run these ranks,
+// else relay's direct route on the same executor.
+enum class baseline_kind : unsigned char { automatic, nccl, direct, none };
+std::string_view name(baseline_kind b);
+
+struct options {
+  // The sweep.
+  std::int64_t min_bytes = 4 << 10;
+  std::int64_t max_bytes = std::int64_t{1} << 30;
+  double step_factor = 2;
+  std::int64_t step_bytes = 0;  // > 0: additive steps instead of the factor
+  std::vector<collective> collectives{collective::allreduce};
+  std::vector<int> actives{2};
+  std::vector<run_mode> modes{run_mode::fused};
+  int ranks = 8;
+  dtype type = dtype::bfloat16;
+  reduce_op op = reduce_op::sum;
+  route_choice route = route_choice::automatic;
+  int permille = 0;
+  int tiles = 4;  // pipeline depth of the pipelined route
+  std::int64_t alignment = 128;
+  // Measurement.
+  int iterations = 20;
+  int warmup = 5;
+  bool check = true;
+  std::int64_t rotate_bytes = -1;  // -1: twice the executor's cache; 0: never rotate
+  std::uint64_t seed = 1;
+  // Where it runs.
+  executor_kind executor = executor_kind::cpu;
+  std::vector<int> devices;  // rank -> device (gpu); empty: ranks round-robin over all devices
+  baseline_kind baseline = baseline_kind::automatic;
+  std::string topology_text = "mi300x";
+  topology topo{};
+  // Output.
+  std::string csv_path, json_path;  // "-": standard output (instead of the table)
+  int progress = -1;                // -1: on when stderr is a terminal
+  std::string command_line;         // as given, for the records
+};
+
+struct parse_outcome {
+  options opts;
+  bool help = false;
+  bool version = false;
+  std::string error;  // non-empty: the command line is invalid, and why
+};
+
+parse_outcome parse_options(int argc, const char* const* argv);
+std::string usage();
+
+// "mi300x", "h200-nvswitch", ... (the presets), or "mesh:GBPS[:LATENCY_US]" and
+// "switched:GBPS[:LATENCY_US]" for a machine of your own. The preset is resized to `ranks`.
+std::optional<topology> parse_topology(std::string_view text, int ranks);
+
+}  // namespace relay::bench

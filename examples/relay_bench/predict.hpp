@@ -1,0 +1,41 @@
+// The cost model's side of each row: which route a size takes, and how long the model says one
+// call lasts on the chosen topology.
+#pragma once
+
+#include <cstdint>
+
+#include "options.hpp"
+#include "relay/schedule/schedule.hpp"
+#include "relay/topology/topology.hpp"
+
+namespace relay::bench {
+
+// One swept configuration (a table of the report).
+struct call_shape {
+  collective coll = collective::allreduce;
+  int active = 2;
+  int ranks = 8;
+  run_mode mode = run_mode::fused;
+  int permille = 0;
+  int tiles = 0;  // the pipelined route's depth
+};
+
+// The spec of the plan(s) one call runs: parallel runs N/A plans of the single-group spec.
+schedule_spec plan_spec(const call_shape& shape, route r);
+
+// The groups one call covers, in active order: fused and parallel N/A groups of consecutive
+// ranks ({0,1}, {2,3}, ...), single the first of them.
+std::vector<std::vector<int>> call_groups(const call_shape& shape);
+
+// Seconds of one call for per-group count n. Parallel prices its N/A single-group schedules as
+// one schedule whose steps carry every group's traffic (the groups start together and keep
+// step with each other), so the links they share add up as they would on the machine.
+double predict_seconds(const call_shape& shape, route r, const topology& t, std::int64_t n,
+                       int element_size);
+
+// The route a size takes: the one asked for, or for auto the one predicted faster (relay or
+// direct; direct on a tie), as relay::choose_route decides it for a plan.
+route resolve_route(const call_shape& shape, route_choice choice, const topology& t, std::int64_t n,
+                    int element_size);
+
+}  // namespace relay::bench

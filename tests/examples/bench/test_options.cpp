@@ -1,0 +1,131 @@
+// The command line: what it accepts and what it refuses, with a message that says why.
+#include "options.hpp"
+
+#include <catch2/catch.hpp>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+using namespace relay;
+using namespace relay::bench;
+
+namespace {
+parse_outcome parse(std::initializer_list<const char*> args) {
+  std::vector<const char*> argv{"relay-bench"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return parse_options(static_cast<int>(argv.size()), argv.data());
+}
+}  // namespace
+
+TEST_CASE("options: defaults are the spec's sweep", "[bench]") {
+  const parse_outcome p = parse({});
+  REQUIRE(p.error.empty());
+  CHECK(p.opts.min_bytes == 4096);
+  CHECK(p.opts.max_bytes == std::int64_t{1} << 30);
+  CHECK(p.opts.type == dtype::bfloat16);
+  CHECK(p.opts.executor == executor_kind::cpu);
+  CHECK(p.opts.route == route_choice::automatic);
+  CHECK(p.opts.check);
+  CHECK(std::string(p.opts.topo.name) == "mi300x");
+}
+
+TEST_CASE("options: a full command line", "[bench]") {
+  const parse_outcome p = parse({"-b",
+                                 "8K",
+                                 "-e1M",
+                                 "--maxbytes=2M",
+                                 "-f",
+                                 "4",
+                                 "-C",
+                                 "all",
+                                 "-A",
+                                 "2,4",
+                                 "-m",
+                                 "fused,single",
+                                 "-N",
+                                 "8",
+                                 "-d",
+                                 "float",
+                                 "-o",
+                                 "avg",
+                                 "-n50",
+                                 "-w",
+                                 "2",
+                                 "-c",
+                                 "0",
+                                 "-x",
+                                 "gpu",
+                                 "--devices",
+                                 "0,0,0,0,1,1,1,1",
+                                 "-t",
+                                 "switched:450:5",
+                                 "--route",
+                                 "relay",
+                                 "-p",
+                                 "500",
+                                 "--csv",
+                                 "out.csv",
+                                 "--baseline",
+                                 "direct"});
+  REQUIRE(p.error == "");
+  const options& o = p.opts;
+  CHECK(o.min_bytes == 8192);
+  CHECK(o.max_bytes == 2 << 20);
+  CHECK(o.step_factor == 4);
+  CHECK(o.collectives.size() == 4);
+  CHECK(o.actives == std::vector<int>{2, 4});
+  CHECK(o.modes == std::vector<run_mode>{run_mode::fused, run_mode::single});
+  CHECK(o.type == dtype::float32);
+  CHECK(o.op == reduce_op::avg);
+  CHECK(o.iterations == 50);
+  CHECK(o.warmup == 2);
+  CHECK_FALSE(o.check);
+  CHECK(o.executor == executor_kind::gpu);
+  CHECK(o.devices == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1});
+  CHECK(o.topo.kind == fabric::switched);
+  CHECK(o.topo.link_bandwidth == 450e9);
+  CHECK(o.topo.step_latency == Approx(5e-6));
+  CHECK(o.route == route_choice::relay);
+  CHECK(o.permille == 500);
+  CHECK(o.csv_path == "out.csv");
+  CHECK(o.baseline == baseline_kind::direct);
+}
+
+TEST_CASE("options: the pipelined route and its depth", "[bench]") {
+  const parse_outcome p = parse({"-r", "pipelined", "--tiles", "8", "-m", "single"});
+  REQUIRE(p.error.empty());
+  CHECK(p.opts.route == route_choice::pipelined);
+  CHECK(p.opts.tiles == 8);
+  CHECK(parse({}).opts.tiles == 4);
+  CHECK_THAT(parse({"--tiles", "1"}).error, Catch::Contains("--tiles"));
+}
+
+TEST_CASE("options: collective names as NCCL and nccl-tests spell them", "[bench]") {
+  const parse_outcome p = parse({"-C", "alltoall,reduce_scatter,allgather,all-reduce"});
+  REQUIRE(p.error.empty());
+  CHECK(p.opts.collectives ==
+        std::vector<collective>{collective::all_to_all, collective::reduce_scatter,
+                                collective::all_gather, collective::allreduce});
+}
+
+TEST_CASE("options: refusals name the problem", "[bench]") {
+  auto error_of = [](std::initializer_list<const char*> args) { return parse(args).error; };
+  CHECK_THAT(error_of({"--bogus"}), Catch::Contains("unknown option '--bogus'"));
+  CHECK_THAT(error_of({"-b"}), Catch::Contains("needs a value"));
+  CHECK_THAT(error_of({"-b", "4X"}), Catch::Contains("invalid value '4X' for --minbytes"));
+  CHECK_THAT(error_of({"-b", "2G", "-e", "1G"}), Catch::Contains("larger than --maxbytes"));
+  CHECK_THAT(error_of({"-A", "8"}), Catch::Contains("active count must be 2..7"));
+  CHECK_THAT(error_of({"-C", "broadcast"}), Catch::Contains("--collective"));
+  CHECK_THAT(error_of({"-m", "fused,bogus"}), Catch::Contains("--mode"));
+  CHECK_THAT(error_of({"-d", "float8"}), Catch::Contains("--datatype"));
+  CHECK_THAT(error_of({"-n", "0"}), Catch::Contains("--iters"));
+  CHECK_THAT(error_of({"-c", "2"}), Catch::Contains("--check"));
+  CHECK_THAT(error_of({"-t", "dgx"}), Catch::Contains("unknown topology 'dgx'"));
+  CHECK_THAT(error_of({"-t", "mesh:-3"}), Catch::Contains("unknown topology"));
+  CHECK_THAT(error_of({"-t", "mi250x", "-N", "4", "-A", "2"}), Catch::Contains("N=8 only"));
+  CHECK_THAT(error_of({"--devices", "0,1"}), Catch::Contains("2 devices for 8 ranks"));
+  CHECK_THAT(error_of({"-r", "direct", "-p", "500"}), Catch::Contains("relay route only"));
+  CHECK_THAT(error_of({"--csv", "-", "--json", "-"}), Catch::Contains("both want standard output"));
+  CHECK(parse({"--help"}).help);
+  CHECK(parse({"-b", "4K", "--version"}).version);
+}

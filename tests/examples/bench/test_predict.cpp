@@ -1,0 +1,53 @@
+// The prediction column: the cost model's alpha-beta time, worked out by hand for MI300X
+// (48 GB/s a link, 10 us a step, no per-operation latency).
+#include "predict.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace relay;
+using namespace relay::bench;
+
+TEST_CASE("call_groups: consecutive ranks, one group in single mode", "[bench]") {
+  CHECK(call_groups({collective::allreduce, 2, 8, run_mode::fused}) ==
+        std::vector<std::vector<int>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}});
+  CHECK(call_groups({collective::allreduce, 4, 8, run_mode::parallel}) ==
+        std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
+  CHECK(call_groups({collective::allreduce, 4, 8, run_mode::single}) ==
+        std::vector<std::vector<int>>{{0, 1, 2, 3}});
+}
+
+// A=2 relay: 2 steps, and every link direction carries one chunk of n/8 per step in fused mode.
+// Four single-group relays at once (parallel) load each link the same way: a rank's scatter in
+// step 1 goes to its helpers, their forwards in step 2 come back, and the direction a->b carries
+// one group's chunk per step. So all three modes predict 2*10 us + 2*(n/8)*2 B / 48 GB/s, which
+// for n = 960000 is 20 us + 10 us.
+TEST_CASE("predict_seconds: A=2 allreduce on MI300X", "[bench]") {
+  for (run_mode m : {run_mode::fused, run_mode::parallel, run_mode::single}) {
+    const call_shape s{collective::allreduce, 2, 8, m};
+    INFO(name(m));
+    CHECK(predict_seconds(s, route::relay, mi300x, 960000, 2) == Approx(30e-6));
+    // direct: 1 step, n on the active-to-active link: 10 us + 960000*2 B / 48 GB/s = 50 us.
+    CHECK(predict_seconds(s, route::direct, mi300x, 960000, 2) == Approx(50e-6));
+  }
+}
+
+// Parallel on a switch: each GPU's port carries every group's traffic. All-gather A=2, direct:
+// each active sends n to its partner; four groups at once still give each port n in and n out:
+// 10 us + 2n B / 450 GB/s.
+TEST_CASE("predict_seconds: parallel direct on a switched fabric", "[bench]") {
+  const call_shape s{collective::all_gather, 2, 8, run_mode::parallel};
+  CHECK(predict_seconds(s, route::direct, h200_nvswitch, 450000000, 2) == Approx(10e-6 + 2e-3));
+}
+
+TEST_CASE("resolve_route: auto follows the prediction, the rest as asked", "[bench]") {
+  const call_shape fused{collective::allreduce, 2, 8, run_mode::fused};
+  const call_shape parallel{collective::allreduce, 2, 8, run_mode::parallel};
+  // The crossover is at n = 320000 (see tests/unit/cost/test_route.cpp).
+  for (const call_shape& s : {fused, parallel}) {
+    CHECK(resolve_route(s, route_choice::automatic, mi300x, 300000, 2) == route::direct);
+    CHECK(resolve_route(s, route_choice::automatic, mi300x, 340000, 2) == route::relay);
+    CHECK(resolve_route(s, route_choice::relay, mi300x, 1, 2) == route::relay);
+    CHECK(resolve_route(s, route_choice::legacy, mi300x, 1, 2) == route::legacy);
+  }
+  CHECK(resolve_route(fused, route_choice::automatic, h200_nvswitch, 1 << 28, 2) == route::direct);
+}

@@ -1,0 +1,27 @@
+# relay-bench refuses invalid input with exit status 2 and a message that names the problem.
+# Run as: cmake -DBENCH=<relay-bench> -P bench_usage.cmake
+function(expect code text)
+  execute_process(COMMAND ${BENCH} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL code)
+    message(FATAL_ERROR "relay-bench ${ARGN}: exit ${rc}, expected ${code}\n${out}${err}")
+  endif()
+  string(FIND "${out}${err}" "${text}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "relay-bench ${ARGN}: no '${text}' in:\n${out}${err}")
+  endif()
+endfunction()
+
+expect(0 "usage: relay-bench" --help)
+expect(0 "relay-bench " --version)
+expect(2 "unknown option '--sizes'" --sizes 4K)
+expect(2 "invalid value '4Q' for --minbytes" -b 4Q)
+expect(2 "is larger than --maxbytes" -b 1M -e 4K)
+expect(2 "A must be a power of two" -A 3)
+expect(2 "fused mode needs A to divide N" -A 4 -N 6)
+expect(2 "parallel mode runs N/A groups" -A 4 -N 6 -m parallel)
+expect(2 "legacy three-step schedule exists for A=2 only" -A 4 -r legacy)
+expect(2 "--baseline nccl needs --executor gpu" --baseline nccl)
+expect(2 "pipelined schedule exists for single-group A=2 only" -r pipelined -m fused)
+expect(2 "unknown topology 'dgx'" -t dgx)
+expect(2 "cannot write" -b 4K -e 4K --csv /nonexistent/dir/out.csv)

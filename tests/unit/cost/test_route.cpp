@@ -1,0 +1,42 @@
+// choose_route against crossovers worked out by hand on the link model.
+#include "relay/cost/route.hpp"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+using namespace relay;
+
+// MI300X (48 GB/s a link, 10 us a step), allreduce A=2 N=8 fused, bf16 (2 bytes):
+//   relay  2 steps, n/4 on the busiest link:  20 us + (n/4)*2 B / 48 GB/s = 20 us + n / 96e9 s
+//   direct 1 step,  n on the busiest link:    10 us +  n*2 B    / 48 GB/s = 10 us + n / 24e9 s
+// equal where 10 us = n/24e9 - n/96e9 = n/32e9, at n = 320000.
+TEST_CASE("choose_route: the allreduce A=2 crossover on MI300X", "[cost][route]") {
+  const schedule_spec s{collective::allreduce, 2, 8, mode::fused, route::legacy};
+  CHECK(choose_route(s, mi300x, 300000, 2) == route::direct);
+  CHECK(choose_route(s, mi300x, 340000, 2) == route::relay);
+  CHECK(choose_route(s, mi300x, 1 << 28, 2) == route::relay);
+  CHECK(choose_route(s, mi300x, 0, 2) == route::direct);
+
+  schedule_spec relay_spec = s, direct_spec = s;
+  relay_spec.route = route::relay;
+  direct_spec.route = route::direct;
+  CHECK(predicted_seconds(relay_spec, mi300x, 960000, 2) == Approx(30e-6));
+  CHECK(predicted_seconds(direct_spec, mi300x, 960000, 2) == Approx(50e-6));
+}
+
+// On NVSwitch a GPU's port is the limit: the A=2 relay sends 7 chunks of n/8 in each of its two
+// steps (7n/4 in all) where direct sends n, so relaying never pays there.
+TEST_CASE("choose_route: direct at every size on a switched fabric", "[cost][route]") {
+  const schedule_spec s{collective::all_gather, 2, 8};
+  for (std::int64_t n : {std::int64_t{1024}, std::int64_t{1} << 20, std::int64_t{1} << 30})
+    CHECK(choose_route(s, h200_nvswitch, n, 2) == route::direct);
+}
+
+TEST_CASE("choose_route: a spec with no schedule", "[cost][route]") {
+  const schedule_spec bad{collective::allreduce, 3, 8};  // A must be a power of two
+  CHECK(std::isinf(predicted_seconds(bad, mi300x, 1 << 20, 4)));
+  CHECK(choose_route(bad, mi300x, 1 << 20, 4) == route::direct);
+}
+
+// Usable in constant expressions, as the rest of the cost layer.
+static_assert(choose_route({collective::reduce_scatter, 2, 8}, mi350x, 1 << 26, 2) == route::relay);
