@@ -10,12 +10,18 @@
 //   api/       the collective calls a communication library makes
 #pragma once
 
+#include "relay/api/collectives.hpp"
 #include "relay/check/verify.hpp"
 #include "relay/core/affine.hpp"
 #include "relay/core/collective.hpp"
 #include "relay/core/dtype.hpp"
 #include "relay/core/ratio.hpp"
+#include "relay/cost/bounds.hpp"
 #include "relay/cost/link_cost.hpp"
+#include "relay/exec/host_executor.hpp"
+#include "relay/plan/buffers.hpp"
+#include "relay/plan/make_plan.hpp"
+#include "relay/plan/scratch.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
 #include "relay/topology/topology.hpp"

@@ -25,14 +25,10 @@ inline constexpr std::array<collective, 4> all_collectives{
 
 constexpr std::string_view name(collective c) {
   switch (c) {
-    case collective::allreduce:
-      return "allreduce";
-    case collective::reduce_scatter:
-      return "reduce-scatter";
-    case collective::all_gather:
-      return "all-gather";
-    case collective::all_to_all:
-      return "all-to-all";
+    case collective::allreduce: return "allreduce";
+    case collective::reduce_scatter: return "reduce-scatter";
+    case collective::all_gather: return "all-gather";
+    case collective::all_to_all: return "all-to-all";
   }
   return "?";
 }
@@ -41,12 +37,9 @@ constexpr std::string_view name(mode m) {
 }
 constexpr std::string_view name(route r) {
   switch (r) {
-    case route::relay:
-      return "relay";
-    case route::direct:
-      return "direct";
-    case route::legacy:
-      return "legacy";
+    case route::relay: return "relay";
+    case route::direct: return "direct";
+    case route::legacy: return "legacy";
   }
   return "?";
 }
@@ -91,12 +84,9 @@ struct in_place_offsets {
 };
 constexpr in_place_offsets in_place_layout(collective c, int active_index, long long n) {
   switch (c) {
-    case collective::reduce_scatter:
-      return {0, active_index * n};
-    case collective::all_gather:
-      return {active_index * n, 0};
-    default:
-      return {0, 0};
+    case collective::reduce_scatter: return {0, active_index * n};
+    case collective::all_gather: return {active_index * n, 0};
+    default: return {0, 0};
   }
 }
 constexpr bool has_in_place(collective c) {

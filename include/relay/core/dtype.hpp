@@ -33,19 +33,15 @@ enum class reduce_op : unsigned char { sum, avg };
 constexpr int size_of(dtype t) {
   switch (t) {
     case dtype::int8:
-    case dtype::uint8:
-      return 1;
+    case dtype::uint8: return 1;
     case dtype::float16:
-    case dtype::bfloat16:
-      return 2;
+    case dtype::bfloat16: return 2;
     case dtype::int32:
     case dtype::uint32:
-    case dtype::float32:
-      return 4;
+    case dtype::float32: return 4;
     case dtype::int64:
     case dtype::uint64:
-    case dtype::float64:
-      return 8;
+    case dtype::float64: return 8;
   }
   return 0;
 }
@@ -85,26 +81,16 @@ constexpr bool is_floating(dtype t) {
 template <class F>
 constexpr decltype(auto) visit_dtype(dtype t, F&& f) {
   switch (t) {
-    case dtype::int8:
-      return f(std::int8_t{});
-    case dtype::uint8:
-      return f(std::uint8_t{});
-    case dtype::int32:
-      return f(std::int32_t{});
-    case dtype::uint32:
-      return f(std::uint32_t{});
-    case dtype::int64:
-      return f(std::int64_t{});
-    case dtype::uint64:
-      return f(std::uint64_t{});
-    case dtype::float16:
-      return f(float16{});
-    case dtype::bfloat16:
-      return f(bfloat16{});
-    case dtype::float32:
-      return f(float{});
-    case dtype::float64:
-      break;
+    case dtype::int8: return f(std::int8_t{});
+    case dtype::uint8: return f(std::uint8_t{});
+    case dtype::int32: return f(std::int32_t{});
+    case dtype::uint32: return f(std::uint32_t{});
+    case dtype::int64: return f(std::int64_t{});
+    case dtype::uint64: return f(std::uint64_t{});
+    case dtype::float16: return f(float16{});
+    case dtype::bfloat16: return f(bfloat16{});
+    case dtype::float32: return f(float{});
+    case dtype::float64: break;
   }
   return f(double{});
 }

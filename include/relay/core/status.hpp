@@ -14,6 +14,7 @@ enum class errc : unsigned char {
   invalid_group,     // a rank out of range, duplicated, active in two groups, ...
   invalid_count,     // counts do not match the groups, or are negative
   invalid_buffer,    // a null, too small or wrongly overlapping buffer
+  invalid_argument,  // any other argument out of its range (an alignment of 0, ...)
   unsupported,       // a dtype, operator or in-place form the collective does not have
   gpu_error,         // the GPU runtime reported an error
   out_of_memory,
@@ -21,22 +22,15 @@ enum class errc : unsigned char {
 
 constexpr std::string_view name(errc e) {
   switch (e) {
-    case errc::ok:
-      return "ok";
-    case errc::invalid_schedule:
-      return "invalid schedule";
-    case errc::invalid_group:
-      return "invalid group";
-    case errc::invalid_count:
-      return "invalid count";
-    case errc::invalid_buffer:
-      return "invalid buffer";
-    case errc::unsupported:
-      return "unsupported";
-    case errc::gpu_error:
-      return "gpu error";
-    case errc::out_of_memory:
-      return "out of memory";
+    case errc::ok: return "ok";
+    case errc::invalid_schedule: return "invalid schedule";
+    case errc::invalid_group: return "invalid group";
+    case errc::invalid_count: return "invalid count";
+    case errc::invalid_buffer: return "invalid buffer";
+    case errc::invalid_argument: return "invalid argument";
+    case errc::unsupported: return "unsupported";
+    case errc::gpu_error: return "gpu error";
+    case errc::out_of_memory: return "out of memory";
   }
   return "?";
 }

@@ -54,12 +54,8 @@ constexpr schedule_header direct_baseline(const schedule_spec& s, Sink& sink) {
           case collective::reduce_scatter:
             if (k != j) b.copy(in(rj, N(k)), scr(rk, N(other_index(j, k))), N());
             break;
-          case collective::all_gather:
-            b.copy(in(rj, K(0)), out(rk, N(j)), N());
-            break;
-          case collective::all_to_all:
-            b.copy(in(rj, N(k)), out(rk, N(j)), N());
-            break;
+          case collective::all_gather: b.copy(in(rj, K(0)), out(rk, N(j)), N()); break;
+          case collective::all_to_all: b.copy(in(rj, N(k)), out(rk, N(j)), N()); break;
         }
       }
     }

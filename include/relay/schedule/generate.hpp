@@ -48,14 +48,10 @@ constexpr schedule_header generate(const schedule_spec& s, Sink& sink) {
   if (s.route == route::direct) return direct_baseline(s, sink);
   if (s.route == route::legacy) return legacy_three_step(s, sink);
   switch (s.coll) {
-    case collective::allreduce:
-      return allreduce_relay(s, sink);
-    case collective::reduce_scatter:
-      return reduce_scatter_relay(s, sink);
-    case collective::all_gather:
-      return all_gather_relay(s, sink);
-    case collective::all_to_all:
-      return all_to_all_relay(s, sink);
+    case collective::allreduce: return allreduce_relay(s, sink);
+    case collective::reduce_scatter: return reduce_scatter_relay(s, sink);
+    case collective::all_gather: return all_gather_relay(s, sink);
+    case collective::all_to_all: return all_to_all_relay(s, sink);
   }
   return {};
 }

@@ -1,0 +1,168 @@
+// The reference executor: every rank is a thread over host memory. It runs anywhere, and every
+// other executor is checked against it.
+//
+// Step semantics (shared with the GPU executor): the phases of a plan run in order, with a
+// barrier between them; within a phase each rank runs the operations it issues (a copy by its
+// source rank, a reduction by its own rank), concurrently with the other ranks.
+#pragma once
+
+#include <barrier>
+#include <condition_variable>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include "relay/exec/host_ops.hpp"
+#include "relay/plan/buffers.hpp"
+
+namespace relay {
+
+class host_executor {
+ public:
+  host_executor() = default;
+  host_executor(const host_executor&) = delete;
+  host_executor& operator=(const host_executor&) = delete;
+  ~host_executor() { stop_workers(); }
+
+  status run(const plan& p, std::span<const buffer_view> inputs,
+             std::span<const buffer_view> outputs) {
+    if (status s = validate_buffers(p, inputs, outputs); !s) return s;
+    const auto R = static_cast<std::size_t>(p.ranks());
+    if (scratch_.size() < R) scratch_.resize(R);
+    for (std::size_t r = 0; r < R; ++r)
+      if (scratch_[r].size() < p.scratch_bytes[r]) {
+        scratch_[r] = buffer_holder(p.scratch_bytes[r]);
+        if (scratch_[r].data() == nullptr)
+          return {errc::out_of_memory, "no host memory for " + std::to_string(p.scratch_bytes[r]) +
+                                           " bytes of scratch on rank " + std::to_string(r)};
+      }
+    job_ = {&p, inputs, outputs};
+    start_workers(static_cast<int>(R));
+    {
+      std::unique_lock lock(mutex_);
+      ++generation_;
+      pending_ = static_cast<int>(R);
+      wake_.notify_all();
+      done_.wait(lock, [&] { return pending_ == 0; });
+    }
+    return {};
+  }
+
+  void* allocate(int /*rank*/, std::size_t bytes) {
+    return ::operator new (bytes == 0 ? 1 : bytes, std::align_val_t{64}, std::nothrow);
+  }
+  void deallocate(int /*rank*/, void* p) { ::operator delete (p, std::align_val_t{64}); }
+  status write(int /*rank*/, void* dst, const void* src, std::size_t bytes) {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+    return {};
+  }
+  status read(int /*rank*/, void* dst, const void* src, std::size_t bytes) {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+    return {};
+  }
+  void release_scratch() { scratch_.clear(); }
+
+ private:
+  class buffer_holder {
+   public:
+    buffer_holder() = default;
+    explicit buffer_holder(std::size_t bytes)
+        : data_(static_cast<std::byte*>(
+              ::operator new (bytes == 0 ? 1 : bytes, std::align_val_t{256}, std::nothrow))),
+          size_(data_ ? bytes : 0) {}
+    std::byte* data() const { return data_.get(); }
+    std::size_t size() const { return size_; }
+
+   private:
+    struct free_aligned {
+      void operator()(std::byte* p) const { ::operator delete (p, std::align_val_t{256}); }
+    };
+    std::unique_ptr<std::byte, free_aligned> data_;
+    std::size_t size_ = 0;
+  };
+
+  struct job {
+    const plan* p = nullptr;
+    std::span<const buffer_view> inputs, outputs;
+  };
+
+  std::byte* address(const plan_operand& o) const {
+    const std::size_t r = o.rank;
+    std::byte* base = o.buf == buffer::scratch ? scratch_[r].data()
+                      : o.buf == buffer::input ? static_cast<std::byte*>(job_.inputs[r].data)
+                                               : static_cast<std::byte*>(job_.outputs[r].data);
+    return base + o.offset;
+  }
+
+  // One rank's share of the plan: its operations of every phase, a barrier after each.
+  void run_rank(int rank) {
+    const plan& p = *job_.p;
+    const auto es = static_cast<std::size_t>(p.element_size());
+    for (const plan_phase& ph : p.phases) {
+      for (const plan_op& op : p.ops_of(ph)) {
+        if (op.issuer(p.sources) != rank) continue;
+        const auto sources = p.sources_of(op);
+        if (op.phase == phase::transfer) {
+          detail::host_copy(address(op.dst), address(sources[0]), op.count * es);
+        } else {
+          std::array<const std::byte*, max_reduce_inputs> src{};
+          for (std::size_t s = 0; s < sources.size(); ++s)
+            src[s] = address(sources[s]);
+          detail::host_reduce(p.type, address(op.dst), src.data(), op.source_count, op.count,
+                              op.finalize ? p.divisor : 1);
+        }
+      }
+      barrier_->arrive_and_wait();
+    }
+  }
+
+  void start_workers(int ranks) {
+    if (static_cast<int>(workers_.size()) == ranks) return;
+    stop_workers();
+    barrier_ = std::make_unique<std::barrier<>>(ranks);
+    stopping_ = false;
+    const unsigned long current = generation_;  // new workers wait for the next job
+    for (int r = 0; r < ranks; ++r)
+      workers_.emplace_back([this, r, current] { worker(r, current); });
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      wake_.notify_all();
+    }
+    for (std::thread& t : workers_)
+      t.join();
+    workers_.clear();
+  }
+
+  void worker(int rank, unsigned long seen) {
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_) return;
+        seen = generation_;
+      }
+      run_rank(rank);
+      std::lock_guard lock(mutex_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  std::vector<buffer_holder> scratch_;
+  job job_{};
+  std::vector<std::thread> workers_;
+  std::unique_ptr<std::barrier<>> barrier_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  unsigned long generation_ = 0;
+  int pending_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace relay

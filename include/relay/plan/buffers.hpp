@@ -1,0 +1,118 @@
+// The caller's buffers against a plan: present, large enough, laid out in place exactly as NCCL
+// lays them out, and otherwise not overlapping. Checked before anything is written, so a call
+// that fails leaves every buffer as it was.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "relay/core/status.hpp"
+#include "relay/plan/plan.hpp"
+
+namespace relay {
+
+namespace detail {
+
+inline std::uintptr_t address(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p);
+}
+
+inline bool overlap(const buffer_view& a, std::uint64_t a_bytes, const buffer_view& b,
+                    std::uint64_t b_bytes) {
+  return a_bytes > 0 && b_bytes > 0 && address(a.data) < address(b.data) + b_bytes &&
+         address(b.data) < address(a.data) + a_bytes;
+}
+
+// Where NCCL's in-place layout puts the output relative to the input, in bytes, for the active
+// rank with index k of a group of count n (all-gather: the input inside the output instead).
+inline std::int64_t in_place_output_offset(const plan& p, int k, std::int64_t n) {
+  const in_place_offsets at = in_place_layout(p.spec.coll, k, n);
+  return (at.output - at.input) * p.element_size();
+}
+
+}  // namespace detail
+
+// For every active rank: is `recv` where NCCL's in-place form puts it relative to `send`
+// (allreduce: the same; reduce-scatter: send + k*n; all-gather: send == recv + k*n)? The
+// collective calls use this to choose between the in-place and out-of-place plans.
+inline bool buffers_in_place(collective c, const std::vector<std::vector<int>>& groups,
+                             std::span<const std::int64_t> counts, int element_size,
+                             std::span<const buffer_view> send, std::span<const buffer_view> recv) {
+  if (!has_in_place(c) || groups.empty()) return false;
+  for (std::size_t g = 0; g < groups.size() && g < counts.size(); ++g)
+    for (std::size_t k = 0; k < groups[g].size(); ++k) {
+      const auto rank = static_cast<std::size_t>(groups[g][k]);
+      if (rank >= send.size() || rank >= recv.size()) return false;
+      const in_place_offsets at = in_place_layout(c, static_cast<int>(k), counts[g]);
+      const std::int64_t delta = (at.output - at.input) * element_size;
+      if (static_cast<std::int64_t>(detail::address(recv[rank].data) -
+                                    detail::address(send[rank].data)) != delta)
+        return false;
+    }
+  return true;
+}
+
+// Checks the buffers for a run of `p`; the message names the rank and the buffer.
+inline status validate_buffers(const plan& p, std::span<const buffer_view> inputs,
+                               std::span<const buffer_view> outputs) {
+  const auto R = static_cast<std::size_t>(p.ranks());
+  if (inputs.size() != R || outputs.size() != R)
+    return {errc::invalid_buffer, "the plan has " + std::to_string(R) + " ranks but " +
+                                      std::to_string(inputs.size()) + " inputs and " +
+                                      std::to_string(outputs.size()) + " outputs were given"};
+  auto check = [&](const char* what, std::size_t rank, const buffer_view& b,
+                   std::uint64_t needed) -> status {
+    if (needed == 0) return {};
+    if (b.data == nullptr)
+      return {errc::invalid_buffer,
+              std::string(what) + " of rank " + std::to_string(rank) + " is null"};
+    if (detail::address(b.data) % static_cast<std::uintptr_t>(p.element_size()) != 0)
+      return {errc::invalid_buffer, std::string(what) + " of rank " + std::to_string(rank) +
+                                        " is not aligned to its " +
+                                        std::to_string(p.element_size()) + "-byte elements"};
+    if (b.bytes < needed)
+      return {errc::invalid_buffer, std::string(what) + " of rank " + std::to_string(rank) +
+                                        " holds " + std::to_string(b.bytes) +
+                                        " bytes; the call needs " + std::to_string(needed)};
+    return {};
+  };
+  for (std::size_t r = 0; r < R; ++r) {
+    if (status s = check("the input", r, inputs[r], p.input_bytes[r]); !s) return s;
+    if (status s = check("the output", r, outputs[r], p.output_bytes[r]); !s) return s;
+  }
+  // In place: recv must sit where NCCL's layout puts it. Out of place: no output may overlap
+  // any input or another output (a reduction would read what another rank already wrote).
+  for (std::size_t g = 0; g < p.groups.size(); ++g)
+    for (std::size_t k = 0; k < p.groups[g].size(); ++k) {
+      const auto r = static_cast<std::size_t>(p.groups[g][k]);
+      const std::int64_t delta =
+          detail::in_place_output_offset(p, static_cast<int>(k), p.counts[g]);
+      const bool placed = static_cast<std::int64_t>(detail::address(outputs[r].data) -
+                                                    detail::address(inputs[r].data)) == delta;
+      if (p.in_place && !placed && p.output_bytes[r] > 0)
+        return {errc::invalid_buffer, "in place, the output of rank " + std::to_string(r) +
+                                          " must start " + std::to_string(delta) +
+                                          " bytes from its input (NCCL's in-place layout)"};
+    }
+  for (std::size_t a = 0; a < R; ++a)
+    for (std::size_t b = 0; b < R; ++b) {
+      if (a == b && p.spec.coll == collective::all_to_all &&
+          detail::overlap(outputs[a], p.output_bytes[a], inputs[a], p.input_bytes[a]))
+        return {errc::unsupported, "all-to-all has no in-place form: the output of rank " +
+                                       std::to_string(a) + " overlaps its input"};
+      if (!p.in_place || a != b)
+        if (detail::overlap(outputs[a], p.output_bytes[a], inputs[b], p.input_bytes[b]))
+          return {errc::invalid_buffer,
+                  "the output of rank " + std::to_string(a) + " overlaps the input of rank " +
+                      std::to_string(b) +
+                      (a == b ? " (out of place; pass the in-place layout for in place)" : "")};
+      if (a < b && detail::overlap(outputs[a], p.output_bytes[a], outputs[b], p.output_bytes[b]))
+        return {errc::invalid_buffer, "the outputs of ranks " + std::to_string(a) + " and " +
+                                          std::to_string(b) + " overlap"};
+    }
+  return {};
+}
+
+}  // namespace relay

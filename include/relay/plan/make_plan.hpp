@@ -1,0 +1,213 @@
+// From a caller's request to a plan: validation (once, for every executor), the schedule made
+// concrete at the caller's counts, canonical ranks mapped onto the caller's groups, offsets in
+// bytes, scratch laid out per rank.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "relay/core/status.hpp"
+#include "relay/plan/plan.hpp"
+#include "relay/schedule/evaluate.hpp"
+#include "relay/schedule/generate.hpp"
+
+namespace relay {
+
+struct plan_request {
+  collective coll = collective::allreduce;
+  relay::mode mode = mode::fused;
+  relay::route route = route::relay;
+  int permille = 0;
+  int ranks = 8;
+  // The active ranks of each group, in active order. Fused: N/A groups covering every rank once.
+  // Single: one group; the ranks outside it help.
+  std::vector<std::vector<int>> groups;
+  std::vector<std::int64_t> counts;  // per group: count, recvCount, sendCount or segmentCount
+  dtype type = dtype::float32;
+  reduce_op op = reduce_op::sum;
+  bool in_place = false;
+  std::int64_t alignment = default_alignment;  // elements; chunk sizes are multiples of it
+};
+
+// Bytes from one scratch area to the next on a rank, so every area starts 256-byte aligned.
+inline constexpr std::uint64_t scratch_area_alignment = 256;
+
+namespace detail {
+
+inline status check_request(const plan_request& r) {
+  auto fail = [](errc code, std::string message) { return status{code, std::move(message)}; };
+  if (r.ranks < 2 || r.ranks > max_ranks)
+    return fail(errc::invalid_group,
+                "the node size N must be 2..64, not " + std::to_string(r.ranks));
+  if (r.groups.empty()) return fail(errc::invalid_group, "no groups were given");
+  const std::size_t A = r.groups.front().size();
+  std::vector<int> owner(static_cast<std::size_t>(r.ranks), -1);
+  for (std::size_t g = 0; g < r.groups.size(); ++g) {
+    if (r.groups[g].size() != A)
+      return fail(errc::invalid_group,
+                  "group " + std::to_string(g) + " has " + std::to_string(r.groups[g].size()) +
+                      " ranks; every group needs the same active count A = " + std::to_string(A));
+    for (int rank : r.groups[g]) {
+      if (rank < 0 || rank >= r.ranks)
+        return fail(errc::invalid_group, "rank " + std::to_string(rank) + " in group " +
+                                             std::to_string(g) + " is outside 0.." +
+                                             std::to_string(r.ranks - 1));
+      int& o = owner[static_cast<std::size_t>(rank)];
+      if (o == static_cast<int>(g))
+        return fail(errc::invalid_group, "rank " + std::to_string(rank) +
+                                             " appears twice in group " + std::to_string(g));
+      if (o >= 0)
+        return fail(errc::invalid_group, "rank " + std::to_string(rank) +
+                                             " is active in two groups (" + std::to_string(o) +
+                                             " and " + std::to_string(g) + ")");
+      o = static_cast<int>(g);
+    }
+  }
+  const schedule_spec spec{r.coll, static_cast<int>(A), r.ranks, r.mode, r.route, r.permille};
+  if (const char* why = spec_error(spec)) return fail(errc::invalid_schedule, why);
+  if (r.mode == mode::single && r.groups.size() != 1)
+    return fail(errc::invalid_group,
+                "single mode takes exactly one group, not " + std::to_string(r.groups.size()));
+  if (r.mode == mode::fused && r.groups.size() * A != static_cast<std::size_t>(r.ranks))
+    return fail(errc::invalid_group, "fused mode needs N/A = " + std::to_string(r.ranks / A) +
+                                         " groups covering every rank, not " +
+                                         std::to_string(r.groups.size()));
+  if (r.counts.size() != r.groups.size())
+    return fail(errc::invalid_count, std::to_string(r.counts.size()) + " counts for " +
+                                         std::to_string(r.groups.size()) +
+                                         " groups; give one count per group");
+  if (static_cast<unsigned>(r.type) >= all_dtypes.size())
+    return fail(errc::unsupported, "unknown dtype " + std::to_string(static_cast<int>(r.type)));
+  if (r.op != reduce_op::sum && r.op != reduce_op::avg)
+    return fail(errc::unsupported, "unknown reduction operator " +
+                                       std::to_string(static_cast<int>(r.op)) + " (sum or avg)");
+  if (r.in_place && !has_in_place(r.coll))
+    return fail(errc::unsupported, "all-to-all has no in-place form (as in NCCL)");
+  if (r.alignment < 1 || r.alignment > (std::int64_t{1} << 30))
+    return fail(errc::invalid_argument,
+                "the alignment must be 1..2^30 elements, not " + std::to_string(r.alignment));
+  // Offsets are affine in n with coefficients up to about A*N: keep every byte offset in range.
+  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / (64 * 64 * 8 * 16);
+  for (std::size_t g = 0; g < r.counts.size(); ++g)
+    if (r.counts[g] < 0 || r.counts[g] > limit)
+      return fail(errc::invalid_count, "count " + std::to_string(r.counts[g]) + " of group " +
+                                           std::to_string(g) + " is negative or too large");
+  return {};
+}
+
+// Canonical rank (the schedule's numbering) -> physical rank (the caller's).
+inline std::vector<int> physical_ranks(const plan_request& r) {
+  const int A = static_cast<int>(r.groups.front().size());
+  std::vector<int> physical(static_cast<std::size_t>(r.ranks), -1);
+  std::vector<bool> active(static_cast<std::size_t>(r.ranks), false);
+  for (std::size_t g = 0; g < r.groups.size(); ++g)
+    for (int j = 0; j < A; ++j) {
+      const int rank = r.groups[g][static_cast<std::size_t>(j)];
+      physical[g * static_cast<std::size_t>(A) + static_cast<std::size_t>(j)] = rank;
+      active[static_cast<std::size_t>(rank)] = true;
+    }
+  // Single mode: canonical helpers A..N-1 are the remaining ranks, in increasing order.
+  std::size_t next = r.groups.size() * static_cast<std::size_t>(A);
+  for (int rank = 0; rank < r.ranks; ++rank)
+    if (!active[static_cast<std::size_t>(rank)]) physical[next++] = rank;
+  return physical;
+}
+
+}  // namespace detail
+
+// Builds `out` for `r`, or returns the first problem and leaves `out` as it was.
+inline status make_plan(const plan_request& r, plan& out) {
+  if (status s = detail::check_request(r); !s) return s;
+  const int A = static_cast<int>(r.groups.front().size());
+  const schedule_spec spec{r.coll, A, r.ranks, r.mode, r.route, r.permille};
+  const schedule sched = *build_schedule(spec);
+  const concrete_program program = evaluate(sched, r.counts, r.alignment);
+  const std::vector<int> physical = detail::physical_ranks(r);
+  const auto es = static_cast<std::uint64_t>(size_of(r.type));
+  const auto R = static_cast<std::size_t>(r.ranks);
+
+  plan p;
+  p.spec = spec;
+  p.type = r.type;
+  p.op = r.op;
+  p.in_place = r.in_place;
+  p.alignment = r.alignment;
+  p.divisor = r.op == reduce_op::avg ? A : 1;
+  p.groups = r.groups;
+  p.counts = r.counts;
+  p.input_bytes.assign(R, 0);
+  p.output_bytes.assign(R, 0);
+  p.scratch_bytes.assign(R, 0);
+
+  // Per physical rank: its home group and active index, and where each group's scratch starts.
+  std::vector<int> home(R, -1), index(R, -1);
+  for (std::size_t g = 0; g < r.groups.size(); ++g)
+    for (int j = 0; j < A; ++j) {
+      const auto rank = static_cast<std::size_t>(r.groups[g][static_cast<std::size_t>(j)]);
+      home[rank] = static_cast<int>(g);
+      index[rank] = j;
+      const std::int64_t n = r.counts[g];
+      p.input_bytes[rank] = static_cast<std::uint64_t>(input_elements(r.coll, A, n)) * es;
+      p.output_bytes[rank] = static_cast<std::uint64_t>(output_elements(r.coll, A, n)) * es;
+    }
+  std::vector<std::uint64_t> area(R * r.groups.size(), 0);
+  for (std::size_t rank = 0; rank < R; ++rank)
+    for (std::size_t g = 0; g < r.groups.size(); ++g) {
+      const bool is_active = home[rank] == static_cast<int>(g);
+      const auto bytes = static_cast<std::uint64_t>(
+                             scratch_elements(sched.header, is_active, r.counts[g], r.alignment)) *
+                         es;
+      area[rank * r.groups.size() + g] = p.scratch_bytes[rank];
+      p.scratch_bytes[rank] +=
+          (bytes + scratch_area_alignment - 1) / scratch_area_alignment * scratch_area_alignment;
+    }
+
+  // In place, an active rank's input and output are one buffer: name it once (input for
+  // allreduce and reduce-scatter, output for all-gather) so equal operands are equal addresses.
+  auto convert = [&](const concrete_operand& o, int group) {
+    const auto rank = static_cast<std::size_t>(physical[o.rank]);
+    plan_operand x{static_cast<std::uint16_t>(rank), o.buf, static_cast<std::uint64_t>(o.offset)};
+    if (o.buf == buffer::scratch) {
+      x.offset = area[rank * r.groups.size() + static_cast<std::size_t>(group)] + x.offset * es;
+      return x;
+    }
+    if (r.in_place) {
+      const in_place_offsets at =
+          in_place_layout(r.coll, index[rank], r.counts[static_cast<std::size_t>(group)]);
+      const buffer user = r.coll == collective::all_gather ? buffer::output : buffer::input;
+      if (x.buf != user)
+        x.offset += static_cast<std::uint64_t>(x.buf == buffer::input ? at.input : at.output);
+      x.buf = user;
+    }
+    x.offset *= es;
+    return x;
+  };
+
+  for (const concrete_op& op : program.ops) {
+    plan_op q{};
+    q.step = op.step;
+    q.phase = op.phase;
+    q.source_count = op.source_count;
+    q.first_source = static_cast<std::uint32_t>(p.sources.size());
+    q.dst = convert(op.dst, op.group);
+    q.count = static_cast<std::uint64_t>(op.length);
+    q.finalize = op.finalize;
+    for (const concrete_operand& src : program.sources_of(op))
+      p.sources.push_back(convert(src, op.group));
+    if (op.phase == phase::transfer && p.sources.back() == q.dst) {  // in place: nothing to do
+      p.sources.pop_back();
+      continue;
+    }
+    if (p.phases.empty() || p.phases.back().step != q.step || p.phases.back().phase != q.phase)
+      p.phases.push_back({q.step, q.phase, static_cast<std::uint32_t>(p.ops.size()), 0});
+    ++p.phases.back().size;
+    p.ops.push_back(q);
+  }
+  out = std::move(p);
+  return {};
+}
+
+}  // namespace relay

@@ -1,0 +1,142 @@
+// Naive reference collectives, for tests only: plain loops over every output element, no
+// schedule, no chunking, and none of the library's arithmetic. Integers are exact (the sum wraps
+// in the type's own width, as NCCL's does; AVG divides that sum once, truncating); floating
+// results are computed in long double and compared within a bound derived from the dtype and
+// the number of contributions.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "relay/core/collective.hpp"
+#include "relay/core/dtype.hpp"
+
+namespace relay::testing {
+
+struct mismatch_report {
+  std::int64_t wrong = 0;  // elements outside the bound
+  std::string first;       // where the first one is, and what it holds
+};
+
+namespace detail {
+
+template <class T>
+long double as_number(T x) {
+  if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>)
+    return x.to_float();
+  else
+    return static_cast<long double>(x);
+}
+
+// Unit roundoff of the storage type and of the arithmetic relay reduces in.
+template <class T>
+long double storage_roundoff() {
+  if constexpr (std::is_same_v<T, float16>) return std::ldexp(1.0L, -11);
+  if constexpr (std::is_same_v<T, bfloat16>) return std::ldexp(1.0L, -8);
+  if constexpr (std::is_same_v<T, float>) return std::ldexp(1.0L, -24);
+  return std::ldexp(1.0L, -53);
+}
+template <class T>
+long double accumulator_roundoff() {
+  return std::is_same_v<T, double> ? std::ldexp(1.0L, -53) : std::ldexp(1.0L, -24);
+}
+
+// The smallest positive value of the storage type: slack for results near zero.
+template <class T>
+long double smallest_step() {
+  if constexpr (std::is_same_v<T, float16>) return std::ldexp(1.0L, -24);
+  if constexpr (std::is_same_v<T, bfloat16>) return std::ldexp(1.0L, -133);
+  if constexpr (std::is_same_v<T, float>) return std::ldexp(1.0L, -149);
+  return std::ldexp(1.0L, -1074);
+}
+
+template <class T>
+T load(const std::byte* base, std::int64_t index) {
+  T x;
+  std::memcpy(&x, base + index * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
+  return x;
+}
+
+}  // namespace detail
+
+// Checks `outputs` (host copies, indexed by rank) of one call against `inputs` (the host data
+// the call started from). Every active rank's output is compared element by element.
+inline mismatch_report check_outputs(collective c, dtype type, reduce_op op,
+                                     const std::vector<std::vector<int>>& groups,
+                                     std::span<const std::int64_t> counts,
+                                     const std::vector<std::vector<std::byte>>& inputs,
+                                     const std::vector<std::vector<std::byte>>& outputs) {
+  mismatch_report report;
+  visit_dtype(type, [&](auto zero) {
+    using T = decltype(zero);
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const auto& ranks = groups[g];
+      const auto A = static_cast<std::int64_t>(ranks.size());
+      const std::int64_t n = counts[g];
+      for (std::int64_t k = 0; k < A; ++k) {
+        const int me = ranks[static_cast<std::size_t>(k)];
+        const std::byte* out = outputs[static_cast<std::size_t>(me)].data();
+        const std::int64_t length = output_elements(c, static_cast<int>(A), n);
+        for (std::int64_t x = 0; x < length; ++x) {
+          const T got = detail::load<T>(out, x);
+          bool ok = true;
+          long double want = 0;
+          if (!reduces(c)) {  // one contribution: exact, bit for bit
+            const std::int64_t j = x / n, y = x % n;
+            const std::int64_t from = c == collective::all_to_all ? k * n + y : y;
+            const T expected = detail::load<T>(
+                inputs[static_cast<std::size_t>(ranks[static_cast<std::size_t>(j)])].data(), from);
+            ok = std::memcmp(&got, &expected, sizeof(T)) == 0;
+            want = detail::as_number(expected);
+          } else {
+            const std::int64_t from = c == collective::reduce_scatter ? k * n + x : x;
+            if constexpr (std::is_integral_v<T>) {
+              using U = std::make_unsigned_t<T>;
+              U sum = 0;
+              for (std::int64_t j = 0; j < A; ++j)
+                sum = static_cast<U>(
+                    sum +
+                    static_cast<U>(detail::load<T>(
+                        inputs[static_cast<std::size_t>(ranks[static_cast<std::size_t>(j)])].data(),
+                        from)));
+              T expected = static_cast<T>(sum);
+              if (op == reduce_op::avg) expected = static_cast<T>(expected / static_cast<T>(A));
+              ok = got == expected;
+              want = static_cast<long double>(expected);
+            } else {
+              long double magnitude = 0;
+              for (std::int64_t j = 0; j < A; ++j) {
+                const long double v = detail::as_number(detail::load<T>(
+                    inputs[static_cast<std::size_t>(ranks[static_cast<std::size_t>(j)])].data(),
+                    from));
+                want += v;
+                magnitude += std::fabs(v);
+              }
+              if (op == reduce_op::avg) want /= A, magnitude /= A;
+              // Each of the A-1 additions and the division may round in the accumulator; a
+              // helper's partial sum and the final store each round once to the storage type.
+              const long double bound = magnitude * ((A + 1) * detail::accumulator_roundoff<T>() +
+                                                     2 * detail::storage_roundoff<T>()) +
+                                        detail::smallest_step<T>();
+              const long double value = detail::as_number(got);
+              ok = std::isfinite(static_cast<double>(value)) && std::fabs(value - want) <= bound;
+            }
+          }
+          if (!ok && report.wrong++ == 0)
+            report.first = "group " + std::to_string(g) + " rank " + std::to_string(me) +
+                           " element " + std::to_string(x) + ": got " +
+                           std::to_string(static_cast<double>(detail::as_number(got))) + ", want " +
+                           std::to_string(static_cast<double>(want));
+        }
+      }
+    }
+  });
+  return report;
+}
+
+}  // namespace relay::testing

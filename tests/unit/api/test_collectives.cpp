@@ -1,0 +1,163 @@
+// Small calls whose results are worked out by hand, and every validation error leaving the
+// caller's buffers exactly as they were.
+#include "relay/api/collectives.hpp"
+
+#include <cstring>
+
+#include <catch2/catch.hpp>
+
+#include "relay/exec/host_executor.hpp"
+
+using namespace relay;
+
+namespace {
+
+template <class T>
+std::vector<buffer_view> views(std::vector<std::vector<T>>& buffers) {
+  std::vector<buffer_view> v;
+  for (auto& b : buffers)
+    v.push_back({b.data(), b.size() * sizeof(T)});
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("allreduce of small integers, by hand", "[api]") {
+  host_executor ex;
+  // Fused, N=4, A=2: groups {0,1} and {2,3}; count 3 and 2 (heterogeneous, below any chunk).
+  std::vector<std::vector<std::int32_t>> send{{1, 2, 3}, {10, 20, 30}, {-5, 7}, {5, 1}};
+  std::vector<std::vector<std::int32_t>> recv{{-1, -1, -1}, {-1, -1, -1}, {-1, -1}, {-1, -1}};
+  const std::vector<std::int64_t> counts{3, 2};
+  REQUIRE(allreduce(ex, {{0, 1}, {2, 3}}, views(send), views(recv), counts, dtype::int32,
+                    reduce_op::sum)
+              .ok());
+  CHECK(recv[0] == std::vector<std::int32_t>{11, 22, 33});
+  CHECK(recv[1] == std::vector<std::int32_t>{11, 22, 33});
+  CHECK(recv[2] == std::vector<std::int32_t>{0, 8});
+  CHECK(recv[3] == std::vector<std::int32_t>{0, 8});
+  CHECK(send[0] == std::vector<std::int32_t>{1, 2, 3});  // out of place: inputs untouched
+}
+
+TEST_CASE("integer AVG wraps in the type's width, then divides once (NCCL's semantics)", "[api]") {
+  host_executor ex;
+  // int8: 100 + 100 = 200 wraps to -56; -56 / 2 = -28. 7 + 2 = 9; 9 / 2 = 4 (truncated).
+  std::vector<std::vector<std::int8_t>> send{{100, 7}, {100, 2}, {}, {}};
+  std::vector<std::vector<std::int8_t>> recv{{0x5a, 0x5a}, {0x5a, 0x5a}, {}, {}};
+  const std::vector<std::int64_t> counts{2};
+  REQUIRE(
+      allreduce(ex, {{0, 1}}, views(send), views(recv), counts, dtype::int8, reduce_op::avg).ok());
+  CHECK(recv[0] == std::vector<std::int8_t>{-28, 4});
+  CHECK(recv[1] == std::vector<std::int8_t>{-28, 4});
+}
+
+TEST_CASE("reduce-scatter, all-gather and all-to-all in place, by hand", "[api]") {
+  host_executor ex;
+  const std::vector<std::int64_t> one{2};
+  {  // reduce-scatter A=2 (single, N=3): rank k's output is its own block of its input.
+    std::vector<std::vector<float>> buf{{1, 2, 3, 4}, {10, 20, 30, 40}, {}};
+    std::vector<buffer_view> send = views(buf), recv = views(buf);
+    recv[1].data = buf[1].data() + 2;  // rank 1's block is the second
+    REQUIRE(reduce_scatter(ex, {{0, 1}}, send, recv, one, dtype::float32, reduce_op::sum).ok());
+    CHECK(buf[0][0] == 11);
+    CHECK(buf[0][1] == 22);
+    CHECK(buf[1][2] == 33);
+    CHECK(buf[1][3] == 44);
+  }
+  {  // all-gather A=2 in place: the input is the rank's own slot of the output.
+    std::vector<std::vector<double>> buf{{1.5, 2.5, -7, -7}, {-7, -7, 3.25, 4.25}, {}};
+    std::vector<buffer_view> recv = views(buf), send = views(buf);
+    send[1].data = buf[1].data() + 2;
+    REQUIRE(all_gather(ex, {{0, 1}}, send, recv, one, dtype::float64).ok());
+    CHECK(buf[0] == std::vector<double>{1.5, 2.5, 3.25, 4.25});
+    CHECK(buf[1] == std::vector<double>{1.5, 2.5, 3.25, 4.25});
+  }
+  {  // all-to-all A=2: segment j of rank k's output is segment k of rank j's input.
+    std::vector<std::vector<std::uint8_t>> send{{1, 2, 3, 4}, {5, 6, 7, 8}, {}};
+    std::vector<std::vector<std::uint8_t>> recv{{9, 9, 9, 9}, {9, 9, 9, 9}, {}};
+    REQUIRE(all_to_all(ex, {{0, 1}}, views(send), views(recv), one, dtype::uint8).ok());
+    CHECK(recv[0] == std::vector<std::uint8_t>{1, 2, 5, 6});
+    CHECK(recv[1] == std::vector<std::uint8_t>{3, 4, 7, 8});
+  }
+}
+
+TEST_CASE("a failed call leaves every buffer as it was", "[api]") {
+  host_executor ex;
+  const std::int64_t n = 3000;
+  auto fresh = [&] {
+    std::vector<std::vector<float>> b(8, std::vector<float>(2 * n));
+    for (std::size_t r = 0; r < 8; ++r)
+      for (std::size_t i = 0; i < b[r].size(); ++i)
+        b[r][i] = static_cast<float>(r * 10000 + i) + 0.5f;
+    return b;
+  };
+  const group_list fused{{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+  const std::vector<std::int64_t> counts(4, n);
+  struct bad_call {
+    const char* what;
+    errc code;
+    std::function<status(std::vector<std::vector<float>>&, std::vector<std::vector<float>>&)> call;
+  };
+  const std::vector<bad_call> calls{
+      {"power of two", errc::invalid_schedule,
+       [&](auto& s, auto& r) {
+         return allreduce(ex, {{0, 1, 2}}, views(s), views(r), std::vector<std::int64_t>{n},
+                          dtype::float32, reduce_op::sum);
+       }},
+      {"active in two groups", errc::invalid_group,
+       [&](auto& s, auto& r) {
+         return allreduce(ex, {{0, 1}, {1, 3}, {4, 5}, {6, 7}}, views(s), views(r), counts,
+                          dtype::float32, reduce_op::sum);
+       }},
+      {"appears twice", errc::invalid_group,
+       [&](auto& s, auto& r) {
+         return allreduce(ex, {{2, 2}}, views(s), views(r), std::vector<std::int64_t>{n},
+                          dtype::float32, reduce_op::sum);
+       }},
+      {"outside", errc::invalid_group,
+       [&](auto& s, auto& r) {
+         return allreduce(ex, {{0, 9}}, views(s), views(r), std::vector<std::int64_t>{n},
+                          dtype::float32, reduce_op::sum);
+       }},
+      {"is null", errc::invalid_buffer,
+       [&](auto& s, auto& r) {
+         auto send = views(s);
+         send[5].data = nullptr;
+         return allreduce(ex, fused, send, views(r), counts, dtype::float32, reduce_op::sum);
+       }},
+      {"holds", errc::invalid_buffer,
+       [&](auto& s, auto& r) {
+         auto recv = views(r);
+         recv[6].bytes = 4;
+         return allreduce(ex, fused, views(s), recv, counts, dtype::float32, reduce_op::sum);
+       }},
+      {"no in-place form", errc::unsupported,
+       [&](auto& s, auto&) {
+         return all_to_all(ex, fused, views(s), views(s), counts, dtype::float32);
+       }},
+      {"unknown dtype", errc::unsupported,
+       [&](auto& s, auto& r) {
+         return allreduce(ex, fused, views(s), views(r), counts, static_cast<dtype>(42),
+                          reduce_op::sum);
+       }},
+      {"unknown reduction operator", errc::unsupported,
+       [&](auto& s, auto& r) {
+         return reduce_scatter(ex, fused, views(s), views(r), counts, dtype::float32,
+                               static_cast<reduce_op>(9));
+       }},
+      {"one count per group", errc::invalid_count,
+       [&](auto& s, auto& r) {
+         return allreduce(ex, fused, views(s), views(r), std::vector<std::int64_t>{n},
+                          dtype::float32, reduce_op::sum);
+       }},
+  };
+  for (const bad_call& c : calls) {
+    auto send = fresh(), recv = fresh();
+    const auto send_before = send, recv_before = recv;
+    const status s = c.call(send, recv);
+    INFO(c.what << " -> " << s.to_string());
+    CHECK(s.code() == c.code);
+    CHECK_THAT(s.message(), Catch::Contains(c.what));
+    CHECK(send == send_before);
+    CHECK(recv == recv_before);
+  }
+}

@@ -1,0 +1,147 @@
+#include "relay/plan/make_plan.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "relay/plan/buffers.hpp"
+
+using namespace relay;
+
+namespace {
+
+plan_request request(collective c, int A, int N, mode m = mode::fused) {
+  plan_request r;
+  r.coll = c;
+  r.mode = m;
+  r.ranks = N;
+  const int groups = m == mode::fused ? N / A : 1;
+  for (int g = 0; g < groups; ++g) {
+    r.groups.emplace_back();
+    for (int j = 0; j < A; ++j)
+      r.groups.back().push_back(g * A + j);
+    r.counts.push_back(4096);
+  }
+  return r;
+}
+
+status fails(const plan_request& r) {
+  plan p;
+  p.divisor = 42;  // a marker: a failed make_plan must leave the plan as it was
+  const status s = make_plan(r, p);
+  CHECK(p.divisor == 42);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("make_plan names every invalid request", "[plan]") {
+  auto expect = [](plan_request r, errc code, const char* text) {
+    const status s = fails(r);
+    INFO(s.to_string());
+    CHECK(s.code() == code);
+    CHECK_THAT(s.message(), Catch::Contains(text));
+  };
+  plan_request r = request(collective::allreduce, 2, 8);
+  r.groups = {{0, 1, 2}, {3, 4, 5}};  // A = 3
+  r.counts = {1, 1};
+  r.mode = mode::single;
+  r.groups.pop_back();
+  r.counts.pop_back();
+  expect(r, errc::invalid_schedule, "power of two");
+  expect(request(collective::allreduce, 8, 8, mode::single), errc::invalid_schedule,
+         "at least one helper");
+  r = request(collective::allreduce, 4, 8);
+  r.ranks = 6;
+  r.groups = {{0, 1, 2, 3}};
+  r.counts = {1};
+  r.mode = mode::fused;
+  expect(r, errc::invalid_schedule, "divide N");
+  r = request(collective::allreduce, 2, 8);
+  r.groups[1] = {1, 2};
+  expect(r, errc::invalid_group, "active in two groups");
+  r = request(collective::allreduce, 2, 8);
+  r.groups[1] = {2, 2};
+  expect(r, errc::invalid_group, "appears twice");
+  r = request(collective::allreduce, 2, 8);
+  r.groups[3] = {6, 8};
+  expect(r, errc::invalid_group, "outside 0..7");
+  r = request(collective::allreduce, 2, 8);
+  r.groups.pop_back();
+  r.counts.pop_back();
+  expect(r, errc::invalid_group, "covering every rank");
+  r = request(collective::allreduce, 2, 8);
+  r.counts.pop_back();
+  expect(r, errc::invalid_count, "one count per group");
+  r = request(collective::allreduce, 2, 8);
+  r.counts[2] = -1;
+  expect(r, errc::invalid_count, "negative");
+  r = request(collective::all_to_all, 2, 8);
+  r.in_place = true;
+  expect(r, errc::unsupported, "no in-place form");
+  r = request(collective::allreduce, 2, 8);
+  r.type = static_cast<dtype>(99);
+  expect(r, errc::unsupported, "unknown dtype");
+  r = request(collective::allreduce, 2, 8);
+  r.op = static_cast<reduce_op>(7);
+  expect(r, errc::unsupported, "unknown reduction operator");
+  r = request(collective::allreduce, 2, 8);
+  r.alignment = 0;
+  expect(r, errc::invalid_argument, "alignment");
+}
+
+TEST_CASE("a single-mode plan maps helpers onto the ranks outside the group", "[plan]") {
+  plan_request r = request(collective::all_gather, 2, 4, mode::single);
+  r.groups = {{3, 1}};  // active 0 is rank 3, active 1 is rank 1; helpers are 0 and 2
+  r.counts = {4 * 128};
+  plan p;
+  REQUIRE(make_plan(r, p).ok());
+  CHECK(p.input_bytes == std::vector<std::uint64_t>{0, 4 * 128 * 4, 0, 4 * 128 * 4});
+  CHECK(p.scratch_bytes[0] == 2 * 128 * 4);  // two slices of c = n/4 = 128 floats
+  CHECK(p.scratch_bytes[2] == 2 * 128 * 4);
+  CHECK(p.scratch_bytes[1] == 0);
+  for (const plan_op& op : p.ops)
+    for (const plan_operand& src : p.sources_of(op))
+      if (src.buf == buffer::scratch) CHECK((src.rank == 0 || src.rank == 2));
+}
+
+TEST_CASE("an in-place all-gather drops the copy of a rank onto itself", "[plan]") {
+  plan_request r = request(collective::all_gather, 2, 8);
+  plan out_of_place, in_place;
+  REQUIRE(make_plan(r, out_of_place).ok());
+  r.in_place = true;
+  REQUIRE(make_plan(r, in_place).ok());
+  CHECK(out_of_place.ops.size() == in_place.ops.size() + 8);  // one self-copy per rank
+  // In place, the all-gather's input is named as the output it sits in.
+  for (const plan_op& op : in_place.ops) {
+    CHECK(op.dst.buf != buffer::input);
+    for (const plan_operand& src : in_place.sources_of(op))
+      CHECK(src.buf != buffer::input);
+  }
+}
+
+TEST_CASE("validate_buffers names the rank and the problem", "[plan]") {
+  plan_request r = request(collective::allreduce, 2, 4);
+  r.counts = {100, 100};
+  plan p;
+  REQUIRE(make_plan(r, p).ok());
+  std::vector<float> storage(4 * 200 + 16);
+  std::vector<buffer_view> in(4), out(4);
+  for (std::size_t k = 0; k < 4; ++k) {
+    in[k] = {storage.data() + k * 200, 400};
+    out[k] = {storage.data() + k * 200 + 100, 400};
+  }
+  CHECK(validate_buffers(p, in, out).ok());
+  auto expect = [&](auto edit, const char* text) {
+    auto i = in, o = out;
+    edit(i, o);
+    const status s = validate_buffers(p, i, o);
+    INFO(s.to_string());
+    CHECK(s.code() == errc::invalid_buffer);
+    CHECK_THAT(s.message(), Catch::Contains(text));
+  };
+  expect([](auto& i, auto&) { i[2].data = nullptr; }, "input of rank 2 is null");
+  expect([](auto&, auto& o) { o[1].bytes = 399; }, "output of rank 1 holds 399 bytes");
+  expect([](auto&, auto& o) { o[3].data = static_cast<char*>(o[3].data) + 1; }, "not aligned");
+  expect([](auto& i, auto& o) { o[0].data = i[1].data; }, "overlaps the input of rank 1");
+  expect([](auto&, auto& o) { o[0] = o[1]; }, "outputs of ranks 0 and 1 overlap");
+  expect([](auto& i, auto&) { i.pop_back(); }, "3 inputs");
+}
