@@ -1,7 +1,6 @@
-// The beta lower bounds the link model knows (../shared/design/cost-model.md derives them: linear
-// programs for all-gather, reduce-scatter and all-to-all, link counting and a cut for allreduce),
-// for a mesh with one link per pair. They bound every schedule of the collective, not just
-// relay's, so the printer can say how far a schedule is from the physical limit.
+// The link model's lower bound for a schedule's collective (relay::beta_lower_bound), with what
+// a reader needs to know about reaching it. The bounds hold for one link per pair, so only mesh
+// topologies get one.
 #pragma once
 
 #include <optional>
@@ -18,7 +17,7 @@ struct known_bound {
   std::string note;    // empty, or why the bound may not be reachable
 };
 
-// nullopt where the model knows none (a switch or a link matrix).
+// nullopt where the model knows none (a switch, a link matrix, some A/N/mode combinations).
 std::optional<known_bound> lower_bound(const relay::schedule_spec& s, const relay::topology& t);
 
 }  // namespace relay_plan

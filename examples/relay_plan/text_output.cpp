@@ -19,12 +19,9 @@ using out_it = std::back_insert_iterator<std::string>;
 
 const char* buffer_name(relay::buffer b) {
   switch (b) {
-    case relay::buffer::input:
-      return "input";
-    case relay::buffer::output:
-      return "output";
-    case relay::buffer::scratch:
-      return "scratch";
+    case relay::buffer::input: return "input";
+    case relay::buffer::output: return "output";
+    case relay::buffer::scratch: return "scratch";
   }
   return "?";
 }
