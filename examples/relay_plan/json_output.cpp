@@ -42,6 +42,8 @@ void header(json_writer& w, const plan_report& r) {
   w.member("dtype", relay::name(r.opts.type));
   w.member("element_size", r.element_size());
   w.member("alignment", r.opts.alignment);
+  w.member("op", relay::name(r.opts.op));
+  w.member("in_place", r.opts.in_place);
   w.member("steps", r.sched.header.steps);
   w.key("quanta");
   w.begin_array();
@@ -152,8 +154,28 @@ void concrete(json_writer& w, const plan_report& r) {
   }
   w.end_array();
   w.inline_array("scratch_bytes", c.scratch_bytes);
+  w.member("plan_operations", std::uint64_t{c.plan_operations});
+  w.member("plan_phases", std::uint64_t{c.plan_phases});
   w.member("predicted_seconds", c.predicted_seconds);
   w.member("direct_predicted_seconds", c.direct_predicted_seconds);
+}
+
+// `wrong` at the top level (what scripts check first), the details under `run`.
+void run(json_writer& w, const run_result& run) {
+  std::optional<std::int64_t> wrong;
+  if (run.status.ok()) wrong = run.wrong;
+  w.member("wrong", wrong);
+  w.key("run");
+  w.begin_object();
+  w.member("ok", run.ok());
+  w.member("status", run.status.to_string());
+  w.member("checked", run.checked);
+  w.member("wrong", wrong);
+  std::optional<std::string> first;
+  if (run.wrong > 0) first = run.first_wrong;
+  w.member("first_wrong", first);
+  w.member("seconds", run.seconds);
+  w.end_object();
 }
 
 void verification(json_writer& w, const relay::check_failure& f) {
@@ -185,6 +207,7 @@ std::string render_json(const plan_report& r) {
   timings(w, r);
   if (r.concrete) concrete(w, r);
   if (r.verified) verification(w, *r.verified);
+  if (r.run) run(w, *r.run);
   w.end_object();
   return w.str();
 }

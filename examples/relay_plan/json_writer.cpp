@@ -103,6 +103,9 @@ void json_writer::value(double x) {
 void json_writer::value(std::int64_t x) {
   raw(std::to_string(x));
 }
+void json_writer::value(std::uint64_t x) {
+  raw(std::to_string(x));
+}
 void json_writer::value(bool b) {
   raw(b ? "true" : "false");
 }

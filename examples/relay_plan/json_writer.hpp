@@ -31,6 +31,7 @@ class json_writer {
   void value(const std::string& s) { value(std::string_view(s)); }
   void value(double x);
   void value(std::int64_t x);
+  void value(std::uint64_t x);
   void value(int x) { value(static_cast<std::int64_t>(x)); }
   void value(bool b);
   void null();

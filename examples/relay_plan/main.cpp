@@ -1,5 +1,5 @@
 // relay-plan: prints a relay schedule, its link loads and costs (see options.cpp for the flags).
-// Exit status: 0 success, 1 --verify found a failure, 2 a usage error.
+// Exit status: 0 success, 1 --verify or --run found a failure, 2 a usage error.
 #include <cstdio>
 #include <string_view>
 #include <vector>
@@ -24,10 +24,17 @@ int main(int argc, char** argv) {
     return exit_usage;
   }
   const plan_report report = make_report(parsed.opts);
-  fmt::print("{}", parsed.opts.json ? render_json(report) : render_text(report));
-  if (report.failed()) {
-    fmt::print(stderr, "relay-plan: verify failed: {}\n", describe_check(*report.verified));
-    return exit_check_failed;
+  if (!report.plan_error.empty()) {
+    fmt::print(stderr, "relay-plan: {}\n", report.plan_error);
+    return exit_usage;
   }
-  return exit_ok;
+  fmt::print("{}", parsed.opts.json ? render_json(report) : render_text(report));
+  if (report.verified && !report.verified->ok())
+    fmt::print(stderr, "relay-plan: verify failed: {}\n", describe_check(*report.verified));
+  if (report.run && !report.run->status.ok())
+    fmt::print(stderr, "relay-plan: run failed: {}\n", report.run->status.to_string());
+  else if (report.run && report.run->wrong > 0)
+    fmt::print(stderr, "relay-plan: run found {} wrong elements (first: {})\n", report.run->wrong,
+               report.run->first_wrong);
+  return report.failed() ? exit_check_failed : exit_ok;
 }

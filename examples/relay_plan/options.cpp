@@ -16,9 +16,11 @@ namespace {
 
 using namespace std::string_literals;
 
-// Largest accepted count and alignment: far beyond any real message, small enough that the
-// affine evaluation (coefficient * count) cannot overflow 64 bits.
-constexpr std::int64_t max_count = std::int64_t{1} << 48;
+// Largest accepted count and alignment: far beyond any real message, small enough that no byte
+// offset of a plan (coefficients up to about A*N, times the element size) overflows 64 bits.
+constexpr std::int64_t max_count = std::int64_t{1} << 40;
+// --run allocates every active rank's buffers (and copies of them) in this process.
+constexpr std::int64_t max_run_bytes = std::int64_t{4} << 30;
 constexpr std::int64_t max_alignment = std::int64_t{1} << 20;
 // The usage text's right column.
 constexpr std::size_t help_width = 72;
@@ -102,6 +104,10 @@ std::string set_dtype(options& o, std::string_view v) {
   return set_enum(
       v, relay::parse_dtype, [&](auto x) { o.type = x; }, dtype_names());
 }
+std::string set_op(options& o, std::string_view v) {
+  return set_enum(
+      v, relay::parse_reduce_op, [&](auto x) { o.op = x; }, "sum, avg");
+}
 std::string set_topology(options& o, std::string_view v) {
   const bool known = std::any_of(relay::topology_presets.begin(), relay::topology_presets.end(),
                                  [&](const relay::topology* t) { return v == t->name; });
@@ -134,16 +140,10 @@ std::string set_counts(options& o, std::string_view v) {
   return {};
 }
 
-std::string set_json(options& o, std::string_view) {
-  o.json = true;
-  return {};
-}
-std::string set_verify(options& o, std::string_view) {
-  o.verify = true;
-  return {};
-}
-std::string set_full(options& o, std::string_view) {
-  o.full = true;
+// A switch: present means true.
+template <bool options::*Field>
+std::string set_switch(options& o, std::string_view) {
+  o.*Field = true;
   return {};
 }
 
@@ -174,10 +174,17 @@ const std::vector<flag>& flags() {
       {"--count", "n", false, set_count, "every group's count: show concrete sizes and time"},
       {"--counts", "c0,c1,...", false, set_counts, "one count per group (heterogeneous groups)"},
       {"--alignment", "E", false, set_alignment, "chunk alignment in elements (default 128)"},
-      {"--json", "", false, set_json, "print one JSON object instead of text"},
-      {"--verify", "", false, set_verify,
+      {"--op", "O", false, set_op,
+       "sum, avg (default sum): the reduction of allreduce and reduce-scatter"},
+      {"--in-place", "", false, set_switch<&options::in_place>,
+       "the call runs in place, in NCCL's layout (not for all-to-all)"},
+      {"--run", "", false, set_switch<&options::run>,
+       "execute the plan on the CPU executor with random data and check it against a naive "
+       "reference (needs --count or --counts); exit 1 on any wrong element"},
+      {"--json", "", false, set_switch<&options::json>, "print one JSON object instead of text"},
+      {"--verify", "", false, set_switch<&options::verify>,
        "check dataflow and structure at representative counts; exit 1 on failure"},
-      {"--full", "", false, set_full, "list every operation of every group"},
+      {"--full", "", false, set_switch<&options::full>, "list every operation of every group"},
   };
   return table;
 }
@@ -208,6 +215,21 @@ std::string validate(const options& o, const std::vector<std::string_view>& seen
   if (o.counts_per_group && o.counts.size() != groups)
     return fmt::format("--counts gives {} counts; {} has {} group{}", o.counts.size(),
                        describe(o.spec), groups, groups == 1 ? "" : "s");
+  if (o.in_place && !relay::has_in_place(o.spec.coll))
+    return fmt::format("--in-place: {} has no in-place form", relay::name(o.spec.coll));
+  if (o.run && o.counts.empty()) return "--run needs --count or --counts";
+  if (o.run) {
+    // Each active rank's input and output, plus the copies the check keeps of them.
+    std::int64_t bytes = 0;
+    for (std::int64_t n : group_counts(o))
+      bytes += 2 * o.spec.active *
+               (relay::input_elements(o.spec.coll, o.spec.active, n) +
+                relay::output_elements(o.spec.coll, o.spec.active, n)) *
+               relay::size_of(o.type);
+    if (bytes > max_run_bytes)
+      return fmt::format("--run would need about {} bytes of host memory; the limit is {}", bytes,
+                         max_run_bytes);
+  }
   return {};
 }
 
@@ -292,8 +314,8 @@ std::string usage() {
   out +=
       "  --help, -h                print this and exit\n"
       "\n"
-      "Exit status: 0 success, 1 --verify found a failure, 2 a usage error (the reason is on\n"
-      "stderr, one line).\n";
+      "Exit status: 0 success, 1 --verify or --run found a failure, 2 a usage error (the reason\n"
+      "is on stderr, one line).\n";
   return out;
 }
 

@@ -18,7 +18,8 @@
 
 namespace relay_plan {
 
-// Exit codes: 0 success (and --help), 1 a check failed (--verify), 2 a usage error.
+// Exit codes: 0 success (and --help), 1 a check failed (--verify, or --run found a wrong element
+// or an error), 2 a usage error.
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_check_failed = 1;
 inline constexpr int exit_usage = 2;
@@ -32,6 +33,9 @@ struct options {
   std::vector<std::int64_t> counts;
   bool counts_per_group = false;
   std::int64_t alignment = relay::default_alignment;  // elements
+  relay::reduce_op op = relay::reduce_op::sum;
+  bool in_place = false;  // NCCL's in-place layout, for the plan and --run
+  bool run = false;       // execute on the host executor and check against a naive reference
   bool json = false;
   bool verify = false;
   bool full = false;  // list every operation of every group, not just group 0's
@@ -47,8 +51,9 @@ struct parse_result {
 };
 
 // Parses the arguments after the program name and validates them (every flag's value, the
-// required flags, that A/N/mode/route have a schedule, that the topology fits N and that
-// --counts has one count per group). --help short-circuits everything else.
+// required flags, that A/N/mode/route have a schedule, that the topology fits N, that --counts has
+// one count per group, that --in-place has an in-place form and that --run has counts and fits
+// in memory). --help short-circuits everything else.
 parse_result parse_arguments(std::span<const std::string_view> args);
 
 // The --help text.

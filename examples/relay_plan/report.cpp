@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "call.hpp"
 #include "relay/cost/link_cost.hpp"
+#include "relay/plan/make_plan.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
 
@@ -75,21 +77,15 @@ std::optional<double> seconds(const relay::schedule& s, const beta_figure& beta,
   return relay::alpha_beta_seconds(s, t, count, element_size);
 }
 
-concrete_info make_concrete(const plan_report& r, const std::vector<std::int64_t>& counts) {
-  const relay::schedule_header& h = r.sched.header;
-  const relay::schedule_spec& spec = h.spec;
+concrete_info make_concrete(const plan_report& r, const std::vector<std::int64_t>& counts,
+                            const relay::plan& p) {
   concrete_info c;
   c.counts = counts;
-  c.scratch_bytes.assign(static_cast<std::size_t>(spec.ranks), 0);
-  for (int g = 0; g < spec.groups(); ++g) {
-    const std::int64_t n = counts[static_cast<std::size_t>(g)];
-    c.symbol_values.push_back(relay::evaluate_symbols(h, n, r.opts.alignment));
-    const relay::group_layout layout{g, spec.active, spec.ranks};
-    for (int rank = 0; rank < spec.ranks; ++rank)
-      c.scratch_bytes[static_cast<std::size_t>(rank)] +=
-          relay::scratch_elements(h, layout.is_active(rank), n, r.opts.alignment) *
-          r.element_size();
-  }
+  for (std::int64_t n : counts)
+    c.symbol_values.push_back(relay::evaluate_symbols(r.sched.header, n, r.opts.alignment));
+  c.scratch_bytes = p.scratch_bytes;
+  c.plan_operations = p.ops.size();
+  c.plan_phases = p.phases.size();
   // The cost model prices one count for every group: the largest, since the slowest group
   // finishes last.
   const std::int64_t largest = *std::max_element(counts.begin(), counts.end());
@@ -128,9 +124,16 @@ plan_report make_report(const options& o) {
     r.timings.push_back({bytes, count, seconds(r.sched, r.beta, r.topo, count, r.element_size()),
                          seconds(r.direct, r.direct_beta, r.topo, count, r.element_size())});
   }
-  if (const std::vector<std::int64_t> counts = group_counts(o); !counts.empty())
-    r.concrete = make_concrete(r, counts);
+  if (const std::vector<std::int64_t> counts = group_counts(o); !counts.empty()) {
+    relay::plan p;
+    if (const relay::status s = relay::make_plan(make_request(o, counts), p); !s.ok()) {
+      r.plan_error = s.to_string();
+      return r;
+    }
+    r.concrete = make_concrete(r, counts, p);
+  }
   if (o.verify) r.verified = relay::verify(r.sched, o.alignment);
+  if (o.run) r.run = run_on_host(o);
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "host_run.hpp"
 #include "lower_bound.hpp"
 #include "options.hpp"
 #include "relay/check/verify.hpp"
@@ -50,11 +51,12 @@ struct timing {
   std::optional<double> relay_seconds, direct_seconds;
 };
 
-// The schedule made concrete for the counts of --count/--counts.
+// The call of --count/--counts, planned by relay::make_plan.
 struct concrete_info {
   std::vector<std::int64_t> counts;                 // per group
   std::vector<relay::symbol_values> symbol_values;  // per group: 1, n and each quantum
-  std::vector<std::int64_t> scratch_bytes;          // per rank, over every group
+  std::vector<std::uint64_t> scratch_bytes;         // per rank, as the plan lays it out
+  std::size_t plan_operations = 0, plan_phases = 0;
   std::optional<double> predicted_seconds, direct_predicted_seconds;
 };
 
@@ -80,9 +82,11 @@ struct plan_report {
   std::vector<timing> timings;
   std::optional<concrete_info> concrete;
   std::optional<relay::check_failure> verified;  // with --verify
+  std::optional<run_result> run;                 // with --run
+  std::string plan_error;  // make_plan refused the call (the parser's checks should prevent it)
 
   int element_size() const { return relay::size_of(opts.type); }
-  bool failed() const { return verified && !verified->ok(); }
+  bool failed() const { return (verified && !verified->ok()) || (run && !run->ok()); }
 };
 
 // `o` must have passed parse_arguments (a schedule exists and the topology fits).

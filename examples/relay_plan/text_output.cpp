@@ -272,8 +272,11 @@ void concrete(out_it out, const plan_report& r) {
   const concrete_info& c = *r.concrete;
   const bool uniform =
       std::adjacent_find(c.counts.begin(), c.counts.end(), std::not_equal_to<>()) == c.counts.end();
-  fmt::format_to(out, "\nthis call ({}, {} bytes per element, alignment {})\n", name(r.opts.type),
-                 r.element_size(), r.opts.alignment);
+  const relay::collective coll = r.sched.header.spec.coll;
+  fmt::format_to(out, "\nthis call ({}, {} byte{} per element, alignment {}{}, {})\n",
+                 name(r.opts.type), r.element_size(), r.element_size() == 1 ? "" : "s",
+                 r.opts.alignment, relay::reduces(coll) ? fmt::format(", {}", name(r.opts.op)) : "",
+                 r.opts.in_place ? "in place" : "out of place");
   for (std::size_t g = 0; g < c.counts.size(); ++g) {
     std::string sizes;
     for (std::size_t i = 0; i < r.quanta.size(); ++i)
@@ -285,10 +288,11 @@ void concrete(out_it out, const plan_report& r) {
       fmt::format_to(out, "  group {} n = {}{}\n", g, c.counts[g], sizes);
     if (uniform) break;
   }
+  fmt::format_to(out, "  plan: {} operations in {} phases\n", c.plan_operations, c.plan_phases);
   const auto& bytes = c.scratch_bytes;
   if (std::adjacent_find(bytes.begin(), bytes.end(), std::not_equal_to<>()) == bytes.end()) {
     fmt::format_to(out, "  scratch bytes, every rank: {} ({})\n", bytes.front(),
-                   format_bytes(bytes.front()));
+                   format_bytes(static_cast<std::int64_t>(bytes.front())));
   } else {
     fmt::format_to(out, "  scratch bytes per rank:");
     for (std::size_t rank = 0; rank < bytes.size(); ++rank)
@@ -302,6 +306,18 @@ void concrete(out_it out, const plan_report& r) {
                    *c.direct_predicted_seconds / *c.predicted_seconds);
   else
     fmt::format_to(out, "  predicted time: none (unroutable on {})\n", r.topo.name);
+}
+
+void run(out_it out, const run_result& run) {
+  fmt::format_to(out, "\nrun on the host executor: ");
+  if (!run.status.ok())
+    fmt::format_to(out, "the call failed: {}\n", run.status.to_string());
+  else if (run.wrong > 0)
+    fmt::format_to(out, "{} wrong of {} output elements (first: {}); {} per call\n", run.wrong,
+                   run.checked, run.first_wrong, format_seconds(run.seconds));
+  else
+    fmt::format_to(out, "ok, {} output elements match the reference; {} per call\n", run.checked,
+                   format_seconds(run.seconds));
 }
 
 }  // namespace
@@ -337,6 +353,7 @@ std::string render_text(const plan_report& r) {
                    r.verified->ok() ? "ok (dataflow and structure at the representative counts, "
                                       "in place and out of place)"
                                     : fmt::format("FAILED: {}", describe_check(*r.verified)));
+  if (r.run) run(out, *r.run);
   return text;
 }
 
