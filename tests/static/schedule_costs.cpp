@@ -1,4 +1,5 @@
 // The spec's cost claims, proved by the compiler: this file builds only if every one holds.
+#include "relay/check/verify.hpp"
 #include "relay/cost/link_cost.hpp"
 
 namespace {
@@ -52,4 +53,17 @@ static_assert(ceil<C::all_to_all, 4> == ratio{5, 3});
 static_assert(beta_cost(schedule_v<C::all_gather, 2, 8>, h200_nvswitch) >
               beta_cost(schedule_v<C::all_gather, 2, 8, mode::fused, route::direct>,
                         h200_nvswitch));
+}  // namespace
+
+namespace {
+// A pipelined single group of A=2 at depth 4: 5 steps of n/29, beyond the spec's n/4.
+constexpr auto& pipelined4 =
+    relay::schedule_for<relay::schedule_spec{.coll = relay::collective::all_to_all,
+                                             .active = 2,
+                                             .ranks = 8,
+                                             .mode = relay::mode::single,
+                                             .route = relay::route::pipelined,
+                                             .tiles = 4}>;
+static_assert(relay::beta_cost(pipelined4, relay::mi300x) == relay::ratio{5, 29});
+static_assert(relay::verify(pipelined4).ok());
 }  // namespace

@@ -26,6 +26,7 @@ struct property_case {
   reduce_op op = reduce_op::sum;
   bool in_place = false;
   std::int64_t alignment = 128;
+  int tiles = 0;
   std::vector<std::vector<int>> groups;
   std::vector<std::int64_t> counts;
   std::uint64_t seed = 0;  // the data's seed (and the case's, when drawn by random_case)
@@ -33,8 +34,9 @@ struct property_case {
   std::string describe() const {
     std::string s = std::string(name(coll)) + " A=" + std::to_string(active) +
                     " N=" + std::to_string(ranks) + " " + std::string(name(mode)) + " " +
-                    std::string(name(route)) + " " + std::string(name(type)) + " " +
-                    std::string(name(op)) + (in_place ? " in-place" : " out-of-place") +
+                    std::string(name(route)) + (tiles ? " tiles=" + std::to_string(tiles) : "") +
+                    " " + std::string(name(type)) + " " + std::string(name(op)) +
+                    (in_place ? " in-place" : " out-of-place") +
                     " alignment=" + std::to_string(alignment) + " counts=";
     for (std::size_t g = 0; g < counts.size(); ++g)
       s += (g ? "," : "") + std::to_string(counts[g]);
@@ -89,6 +91,10 @@ inline property_case random_case(std::mt19937_64& rng) {
   c.mode = one_of(mode::fused, mode::single);
   c.route = one_of(route::relay, route::relay, route::relay, route::direct, route::legacy);
   if (c.route == route::legacy && c.active != 2) c.route = route::relay;
+  if (c.active == 2 && c.mode == mode::single && one_of(false, false, true)) {
+    c.route = route::pipelined;
+    c.tiles = one_of(2, 3, 4, 7);
+  }
   c.type = all_dtypes[std::uniform_int_distribution<std::size_t>(0, all_dtypes.size() - 1)(r)];
   c.op = one_of(reduce_op::sum, reduce_op::avg);
   c.in_place = has_in_place(c.coll) && one_of(false, true);
@@ -193,6 +199,7 @@ property_result run_case(E& ex, const property_case& c) {
     options opt;
     opt.route = c.route;
     opt.alignment = c.alignment;
+    opt.tiles = c.tiles;
     const status s = run_collective(ex, c.coll, c.groups, send, recv, c.counts, c.type, c.op, opt);
     if (!s) fail("the call failed: " + s.to_string());
   }

@@ -27,6 +27,7 @@ namespace relay {
 struct options {
   relay::route route = route::relay;
   int permille = 0;  // allreduce offload share (relay route); 0: the link-balanced default
+  int tiles = 0;     // pipeline depth (pipelined route)
   std::int64_t alignment = default_alignment;
 };
 
@@ -43,6 +44,7 @@ status run_collective(E& ex, collective c, const group_list& groups,
   request.mode = groups.size() == 1 ? mode::single : mode::fused;
   request.route = opt.route;
   request.permille = opt.permille;
+  request.tiles = opt.tiles;
   request.ranks = static_cast<int>(send.size());
   request.groups = groups;
   request.counts.assign(counts.begin(), counts.end());

@@ -17,7 +17,8 @@ enum class mode : unsigned char { fused, single };
 // relay:  the link-balanced helper schedules (the default, and the reason relay exists).
 // direct: what NCCL/RCCL do over the active-to-active links only; the baseline of every ceiling.
 // legacy: the spec's original three-step A=2 schedule (numChunks = H+1), kept as a reference.
-enum class route : unsigned char { relay, direct, legacy };
+// pipelined: single-group A=2 relay cut into T tiles, T+1 steps; tends to the n/(N-1) bound.
+enum class route : unsigned char { relay, direct, legacy, pipelined };
 
 inline constexpr std::array<collective, 4> all_collectives{
     collective::allreduce, collective::reduce_scatter, collective::all_gather,
@@ -40,6 +41,7 @@ constexpr std::string_view name(route r) {
     case route::relay: return "relay";
     case route::direct: return "direct";
     case route::legacy: return "legacy";
+    case route::pipelined: return "pipelined";
   }
   return "?";
 }
@@ -55,7 +57,7 @@ constexpr std::optional<mode> parse_mode(std::string_view s) {
   return std::nullopt;
 }
 constexpr std::optional<route> parse_route(std::string_view s) {
-  for (route r : {route::relay, route::direct, route::legacy})
+  for (route r : {route::relay, route::direct, route::legacy, route::pipelined})
     if (name(r) == s) return r;
   return std::nullopt;
 }

@@ -21,6 +21,7 @@ struct plan_request {
   relay::mode mode = mode::fused;
   relay::route route = route::relay;
   int permille = 0;
+  int tiles = 0;  // pipeline depth of the pipelined route
   int ranks = 8;
   // The active ranks of each group, in active order. Fused: N/A groups covering every rank once.
   // Single: one group; the ranks outside it help.
@@ -66,7 +67,8 @@ inline status check_request(const plan_request& r) {
       o = static_cast<int>(g);
     }
   }
-  const schedule_spec spec{r.coll, static_cast<int>(A), r.ranks, r.mode, r.route, r.permille};
+  const schedule_spec spec{r.coll,  static_cast<int>(A), r.ranks, r.mode,
+                           r.route, r.permille,          r.tiles};
   if (const char* why = spec_error(spec)) return fail(errc::invalid_schedule, why);
   if (r.mode == mode::single && r.groups.size() != 1)
     return fail(errc::invalid_group,
@@ -122,7 +124,7 @@ inline std::vector<int> physical_ranks(const plan_request& r) {
 inline status make_plan(const plan_request& r, plan& out) {
   if (status s = detail::check_request(r); !s) return s;
   const int A = static_cast<int>(r.groups.front().size());
-  const schedule_spec spec{r.coll, A, r.ranks, r.mode, r.route, r.permille};
+  const schedule_spec spec{r.coll, A, r.ranks, r.mode, r.route, r.permille, r.tiles};
   const schedule sched = *build_schedule(spec);
   const concrete_program program = evaluate(sched, r.counts, r.alignment);
   const std::vector<int> physical = detail::physical_ranks(r);

@@ -15,6 +15,7 @@
 #include "relay/schedule/allreduce.hpp"
 #include "relay/schedule/direct.hpp"
 #include "relay/schedule/legacy.hpp"
+#include "relay/schedule/pipelined.hpp"
 #include "relay/schedule/reduce_scatter.hpp"
 
 namespace relay {
@@ -38,6 +39,14 @@ constexpr const char* spec_error(const schedule_spec& s) {
   if (s.permille != 0 && (s.coll != collective::allreduce || s.route != route::relay))
     return "an offload permille applies to the allreduce relay route only";
   if (s.permille < 0 || s.permille >= 1000) return "the offload permille must be in 1..999";
+  if (s.route == route::pipelined) {
+    if (s.active != 2 || s.mode != mode::single)
+      return "the pipelined schedule exists for single-group A=2 only (fused links are already "
+             "busy both ways)";
+    if (s.tiles < 2 || s.tiles > 64) return "the pipelined schedule needs 2..64 tiles";
+  } else if (s.tiles != 0) {
+    return "a tile count applies to the pipelined route only";
+  }
   return nullptr;
 }
 
@@ -47,6 +56,7 @@ template <class Sink>
 constexpr schedule_header generate(const schedule_spec& s, Sink& sink) {
   if (s.route == route::direct) return direct_baseline(s, sink);
   if (s.route == route::legacy) return legacy_three_step(s, sink);
+  if (s.route == route::pipelined) return pipelined_pair(s, sink);
   switch (s.coll) {
     case collective::allreduce: return allreduce_relay(s, sink);
     case collective::reduce_scatter: return reduce_scatter_relay(s, sink);
@@ -85,38 +95,53 @@ constexpr std::optional<schedule> build_schedule(const schedule_spec& s) {
   return out;
 }
 
-template <collective C, int A, int N, mode M = mode::fused, route R = route::relay,
-          int Permille = 0>
+// The compile-time path. Each rule of spec_error is a static_assert here, so a spec without a
+// schedule stops the build with the reason.
+template <schedule_spec S>
 consteval auto make_schedule() {
-  static_assert(A >= 2, "relay: the active count A must be at least 2");
-  static_assert(is_power_of_two(A), "relay: the active count A must be a power of two");
-  static_assert(A <= max_reduce_inputs, "relay: the active count A must be at most 16");
-  static_assert(N <= max_ranks, "relay: the node size N must be at most 64");
-  static_assert(A < N, "relay: A must be smaller than N: a relay needs at least one helper");
-  static_assert(M != mode::fused || N % A == 0,
+  static_assert(S.active >= 2, "relay: the active count A must be at least 2");
+  static_assert(is_power_of_two(S.active), "relay: the active count A must be a power of two");
+  static_assert(S.active <= max_reduce_inputs, "relay: the active count A must be at most 16");
+  static_assert(S.ranks <= max_ranks, "relay: the node size N must be at most 64");
+  static_assert(S.active < S.ranks,
+                "relay: A must be smaller than N: a relay needs at least one helper");
+  static_assert(S.mode != mode::fused || S.ranks % S.active == 0,
                 "relay: fused mode needs A to divide N: every rank is active in exactly one group");
-  static_assert(R != route::legacy || A == 2,
+  static_assert(S.route != route::legacy || S.active == 2,
                 "relay: the legacy three-step schedule exists for A=2 only");
-  static_assert(Permille == 0 || (C == collective::allreduce && R == route::relay),
+  static_assert(S.permille == 0 || (S.coll == collective::allreduce && S.route == route::relay),
                 "relay: an offload permille applies to the allreduce relay route only");
-  static_assert(Permille >= 0 && Permille < 1000, "relay: the offload permille must be in 1..999");
-  constexpr schedule_spec s{C, A, N, M, R, Permille};
-  if constexpr (spec_error(s) != nullptr) {
+  static_assert(S.permille >= 0 && S.permille < 1000,
+                "relay: the offload permille must be in 1..999");
+  static_assert(S.route != route::pipelined || (S.active == 2 && S.mode == mode::single),
+                "relay: the pipelined schedule exists for single-group A=2 only");
+  static_assert(S.route != route::pipelined || (S.tiles >= 2 && S.tiles <= 64),
+                "relay: the pipelined schedule needs 2..64 tiles");
+  static_assert(S.route == route::pipelined || S.tiles == 0,
+                "relay: a tile count applies to the pipelined route only");
+  if constexpr (spec_error(S) != nullptr) {
     return static_schedule<0, 0>{};  // unreachable after the assertions; keeps errors to those
   } else {
-    constexpr detail::counting_sink counts = detail::count_schedule(s);
+    constexpr detail::counting_sink counts = detail::count_schedule(S);
     static_schedule<counts.op_count, counts.source_count> out{};
     detail::array_sink<counts.op_count, counts.source_count> sink{&out};
-    out.header = detail::generate(s, sink);
+    out.header = detail::generate(S, sink);
     detail::sort_ops(out.ops);
     return out;
   }
 }
 
-// The schedule as a compile-time constant. Take it by reference: `constexpr auto& s = ...`.
+// The schedule for a spec, as a compile-time constant. Take it by reference:
+//   constexpr auto& s = relay::schedule_for<relay::schedule_spec{
+//       .coll = relay::collective::all_gather, .active = 2, .ranks = 8,
+//       .mode = relay::mode::single, .route = relay::route::pipelined, .tiles = 4}>;
+template <schedule_spec S>
+inline constexpr auto schedule_for = make_schedule<S>();
+
+// The same, by template parameters: schedule_v<collective, A, N [, mode, route, permille]>.
 template <collective C, int A, int N, mode M = mode::fused, route R = route::relay,
           int Permille = 0>
-inline constexpr auto schedule_v = make_schedule<C, A, N, M, R, Permille>();
+inline constexpr const auto& schedule_v = schedule_for<schedule_spec{C, A, N, M, R, Permille, 0}>;
 
 // The same, parameterized on the helper count H instead of the node size N = A + H.
 template <collective C, int A, int H, mode M = mode::fused, route R = route::relay>

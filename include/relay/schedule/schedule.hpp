@@ -30,6 +30,7 @@ enum class phase : unsigned char { transfer, reduce };
 
 // What a caller asks for. `permille` only shapes the allreduce offload (0: the link-balanced
 // default, 1000*H/N); it is how the spec's 780 and 500 permille schedules are both expressible.
+// `tiles` is the pipeline depth T of the pipelined route (2..64).
 struct schedule_spec {
   collective coll = collective::allreduce;
   int active = 2;
@@ -37,6 +38,7 @@ struct schedule_spec {
   relay::mode mode = mode::fused;
   relay::route route = route::relay;
   int permille = 0;
+  int tiles = 0;
 
   constexpr int helpers() const { return ranks - active; }
   constexpr int groups() const { return mode == mode::fused ? ranks / active : 1; }

@@ -44,6 +44,14 @@ TEST_CASE("every schedule passes every check", "[check]") {
             ++checked;
           }
   CHECK(checked == 200);  // 50 valid (A, N, mode, route) per collective
+  for (collective c : all_collectives)
+    for (int N : {3, 4, 8, 16})
+      for (int tiles : {2, 3, 5, 16}) {
+        const schedule_spec s{c, 2, N, mode::single, route::pipelined, 0, tiles};
+        const check_failure f = verify(*build_schedule(s));
+        INFO(describe(s, f) << " tiles " << tiles);
+        CHECK(f.ok());
+      }
   for (int permille : {250, 500, 780, 900}) {
     const schedule_spec s{collective::allreduce, 4, 8, mode::fused, route::relay, permille};
     const check_failure f = verify(*build_schedule(s));

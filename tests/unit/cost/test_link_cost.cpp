@@ -120,3 +120,26 @@ TEST_CASE("alpha-beta time adds step latency to the link time", "[cost]") {
   // 2 steps of 10 us + n/4 * 2 bytes / 50 GB/s, n = 100e6 bf16 elements: 20 us + 1 ms.
   CHECK(alpha_beta_seconds(s, t, 100'000'000, 2) == Approx(20e-6 + 1e-3));
 }
+
+TEST_CASE("pipelined single-group A=2: (T+1)n/(H*T+T+1), towards n/7", "[cost]") {
+  auto pipelined = [](collective c, int tiles) {
+    return beta_cost(*build_schedule({c, 2, 8, mode::single, route::pipelined, 0, tiles}), mi300x);
+  };
+  for (collective c : all_collectives) {
+    INFO(name(c));
+    CHECK(pipelined(c, 2) == ratio{1, 5});   // 3 steps of n/15
+    CHECK(pipelined(c, 4) == ratio{5, 29});  // 5 steps of n/29
+    CHECK(pipelined(c, 16) == ratio{17, 113});
+    CHECK(pipelined(c, 16) > ratio{1, 7});  // the single-group bound
+  }
+  // Every step of a full pipeline keeps all 7 links of both actives busy both ways.
+  const schedule s =
+      *build_schedule({collective::allreduce, 2, 8, mode::single, route::pipelined, 0, 4});
+  const std::vector<ratio> loads = link_loads(s, 3);
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 8; ++b)
+      if (a != b) {
+        CHECK(loads[static_cast<std::size_t>(a * 8 + b)] == ratio{1, 29});
+        CHECK(loads[static_cast<std::size_t>(b * 8 + a)] == ratio{1, 29});
+      }
+}
