@@ -16,6 +16,7 @@ relay::plan_request make_request(const options& o, const std::vector<std::int64_
   r.mode = o.spec.mode;
   r.route = o.spec.route;
   r.permille = o.spec.permille;
+  r.tiles = o.spec.tiles;
   r.ranks = o.spec.ranks;
   r.groups = canonical_groups(o.spec);
   r.counts = counts;

@@ -115,7 +115,10 @@ run_result run_on_host(const options& o) {
   call_memory m = allocate(o, counts);
   const std::vector<bytes> inputs = regions(m.send);
   relay::host_executor executor;
-  const relay::options call_options{o.spec.route, o.spec.permille, o.alignment};
+  const relay::options call_options{.route = o.spec.route,
+                                    .permille = o.spec.permille,
+                                    .tiles = o.spec.tiles,
+                                    .alignment = o.alignment};
   auto call = [&] {
     return relay::run_collective(executor, o.spec.coll, groups, m.send, m.recv, counts, o.type,
                                  o.op, call_options);

@@ -35,6 +35,7 @@ void header(json_writer& w, const plan_report& r) {
   w.member("groups", s.groups());
   w.member("schedule", relay::name(s.route));
   w.member("permille", s.permille);
+  w.member("tiles", s.tiles);
   w.member("description", r.sched.header.description);
   w.member("topology", r.topo.name);
   w.member("link_bandwidth", r.topo.link_bandwidth);

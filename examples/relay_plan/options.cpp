@@ -45,7 +45,8 @@ std::string mode_names() {
                     [](relay::mode m) { return relay::name(m); });
 }
 std::string route_names() {
-  return join_names(std::array{relay::route::relay, relay::route::direct, relay::route::legacy},
+  return join_names(std::array{relay::route::relay, relay::route::direct, relay::route::legacy,
+                               relay::route::pipelined},
                     [](relay::route r) { return relay::name(r); });
 }
 std::string topology_names() {
@@ -169,6 +170,8 @@ const std::vector<flag>& flags() {
       {"--topology", "T", false, set_topology, topology_names() + " (default mi300x)"},
       {"--permille", "P", false, set_spec_int<&relay::schedule_spec::permille>,
        "allreduce relay offload fraction, 1..999 (default: balanced, 1000*H/N)"},
+      {"--tiles", "T", false, set_spec_int<&relay::schedule_spec::tiles>,
+       "pipeline depth of --schedule pipelined (single-group A=2 only), 2..64"},
       {"--dtype", "D", false, set_dtype,
        fmt::format("element type (default float32): {}", dtype_names())},
       {"--count", "n", false, set_count, "every group's count: show concrete sizes and time"},
@@ -196,8 +199,9 @@ const flag* find_flag(std::string_view name) {
 }
 
 std::string describe(const relay::schedule_spec& s) {
-  return fmt::format("{} A={} N={} {} {}", relay::name(s.coll), s.active, s.ranks,
-                     relay::name(s.mode), relay::name(s.route));
+  return fmt::format("{} A={} N={} {} {}{}", relay::name(s.coll), s.active, s.ranks,
+                     relay::name(s.mode), relay::name(s.route),
+                     s.tiles != 0 ? fmt::format(" T={}", s.tiles) : "");
 }
 
 // The checks that need every flag: required flags, a schedule for the spec, a topology that

@@ -101,7 +101,12 @@ plan_report make_report(const options& o) {
   r.opts = o;
   r.topo = *relay::preset_topology(o.topology, o.spec.ranks);
   r.sched = *relay::build_schedule(o.spec);
-  r.direct = relay::direct_counterpart(r.sched);
+  // The baseline of the same collective, A, N and mode (no offload, no tiles: direct has none).
+  relay::schedule_spec direct = o.spec;
+  direct.route = relay::route::direct;
+  direct.permille = 0;
+  direct.tiles = 0;
+  r.direct = *relay::build_schedule(direct);
   const relay::schedule_header& h = r.sched.header;
   r.symbols = symbols_of(h);
   r.quanta = describe_quanta(h, r.symbols, o.alignment);

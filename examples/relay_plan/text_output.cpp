@@ -58,7 +58,9 @@ void header(out_it out, const plan_report& r) {
     fmt::format_to(out, " (one group; {} idle helpers)\n", s.helpers());
   fmt::format_to(out, "schedule:   {}, {} steps{}\n            {}\n", name(s.route),
                  r.sched.header.steps,
-                 s.permille > 0 ? fmt::format(", offload {} permille", s.permille) : "",
+                 s.permille > 0 ? fmt::format(", offload {} permille", s.permille)
+                 : s.tiles > 0  ? fmt::format(", T={} tiles", s.tiles)
+                                : "",
                  r.sched.header.description);
   fmt::format_to(out, "topology:   {}\n", topology_line(r.topo));
   fmt::format_to(out, "n:          {} of each group\n",

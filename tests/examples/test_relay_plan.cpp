@@ -61,8 +61,8 @@ TEST_CASE("the usage text lists every flag within 100 columns", "[relay_plan]") 
   const std::string text = usage();
   for (const char* flag :
        {"--collective", "--active", "--ranks", "--mode", "--schedule", "--topology", "--permille",
-        "--dtype", "--count", "--counts", "--alignment", "--op", "--in-place", "--run", "--json",
-        "--verify", "--full", "--help"})
+        "--tiles", "--dtype", "--count", "--counts", "--alignment", "--op", "--in-place", "--run",
+        "--json", "--verify", "--full", "--help"})
     CHECK(text.find(flag) != std::string::npos);
   std::size_t start = 0;
   for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
