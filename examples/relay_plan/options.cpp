@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -13,8 +14,6 @@
 
 namespace relay_plan {
 namespace {
-
-using namespace std::string_literals;
 
 // Largest accepted count and alignment: far beyond any real message, small enough that no byte
 // offset of a plan (coefficients up to about A*N, times the element size) overflows 64 bits.
@@ -76,7 +75,9 @@ std::optional<std::int64_t> to_integer(std::string_view s, std::int64_t lo, std:
 template <int relay::schedule_spec::*Field>
 std::string set_spec_int(options& o, std::string_view v) {
   std::string error;
-  if (auto x = to_integer(v, INT32_MIN, INT32_MAX, error)) o.spec.*Field = static_cast<int>(*x);
+  if (auto x =
+          to_integer(v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(), error))
+    o.spec.*Field = static_cast<int>(*x);
   return error;
 }
 
