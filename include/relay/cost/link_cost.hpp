@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "relay/core/config.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
 #include "relay/topology/topology.hpp"
@@ -101,7 +102,7 @@ constexpr double alpha_beta_seconds(const schedule_view& s, const topology& t, s
 }
 
 // The pure-direct baseline of the same collective, A, N and mode.
-constexpr schedule direct_counterpart(const schedule_view& s) {
+RELAY_CONSTEXPR_SCHEDULE schedule direct_counterpart(const schedule_view& s) {
   schedule_spec d = s.spec();
   d.route = route::direct;
   d.permille = 0;
@@ -109,7 +110,7 @@ constexpr schedule direct_counterpart(const schedule_view& s) {
 }
 
 // How many times faster than the pure-direct baseline the link model says `s` can be.
-constexpr ratio ceiling(const schedule_view& s, const topology& t) {
+RELAY_CONSTEXPR_SCHEDULE ratio ceiling(const schedule_view& s, const topology& t) {
   return beta_cost(direct_counterpart(s), t) / beta_cost(s, t);
 }
 

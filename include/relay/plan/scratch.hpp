@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "relay/core/config.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
 
@@ -24,16 +25,16 @@ constexpr std::int64_t passthrough_helper_elements(std::int64_t n, int active, i
 // Scratch one helper rank needs for one group of count n under relay's schedule for `s`
 // (allreduce: A offload pieces; reduce-scatter: A*(A-1) slices; all-gather: A slices;
 // all-to-all: A*(A-1) pieces; direct: none). -1 when s has no schedule (spec_error says why).
-constexpr std::int64_t helper_scratch_elements(const schedule_spec& s, std::int64_t n,
-                                               std::int64_t alignment = default_alignment) {
+RELAY_CONSTEXPR_SCHEDULE std::int64_t helper_scratch_elements(
+    const schedule_spec& s, std::int64_t n, std::int64_t alignment = default_alignment) {
   const auto sched = build_schedule(s);
   return sched ? scratch_elements(sched->header, false, n, alignment) : -1;
 }
 
 // Scratch one active rank needs for its own group of count n (the direct regions it receives
 // before reducing them); -1 when s has no schedule.
-constexpr std::int64_t active_scratch_elements(const schedule_spec& s, std::int64_t n,
-                                               std::int64_t alignment = default_alignment) {
+RELAY_CONSTEXPR_SCHEDULE std::int64_t active_scratch_elements(
+    const schedule_spec& s, std::int64_t n, std::int64_t alignment = default_alignment) {
   const auto sched = build_schedule(s);
   return sched ? scratch_elements(sched->header, true, n, alignment) : -1;
 }

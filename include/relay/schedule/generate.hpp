@@ -10,6 +10,8 @@
 #include <optional>
 #include <string_view>
 
+#include "relay/core/config.hpp"
+
 #include "relay/schedule/all_gather.hpp"
 #include "relay/schedule/all_to_all.hpp"
 #include "relay/schedule/allreduce.hpp"
@@ -86,7 +88,7 @@ constexpr counting_sink count_schedule(const schedule_spec& s) {
 }  // namespace detail
 
 // The run-time path: nullopt when spec_error(s) names a problem.
-constexpr std::optional<schedule> build_schedule(const schedule_spec& s) {
+RELAY_CONSTEXPR_SCHEDULE std::optional<schedule> build_schedule(const schedule_spec& s) {
   if (spec_error(s) != nullptr) return std::nullopt;
   schedule out;
   detail::vector_sink sink{&out};

@@ -1,0 +1,305 @@
+// The two kernels the GPU executor launches, written once for HIP and CUDA:
+//
+//   batched copy:  every copy of one phase on one stream, in one launch, from a device-side list
+//                  (the spec's open lead: a helper's many small sends cost one launch, not many);
+//   batched reduce: every reduction of one phase on one stream, in one launch: dst = the sum of
+//                  k sources in the listed order, divided once when finalizing (AVG), with the
+//                  arithmetic of core/reduction.hpp so that the bits equal the host executor's.
+//
+// Work is cut into tiles of `Block * Unroll` units (a unit is one 16-byte vector where every
+// operand of an operation shares its misalignment, else one element or one narrower word). A
+// persistent grid walks the tiles; a block finds its operation by binary search over the tiles'
+// prefix sums, so one launch balances operations of any mix of sizes. Each thread keeps Unroll
+// independent 16-byte loads in flight per source before it uses them.
+//
+// The descriptors are plain structs built on the host (make_copy / make_reduce below) and copied
+// to the device once per prepared plan.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "relay/core/reduction.hpp"
+#include "relay/gpu/runtime.hpp"
+#include "relay/schedule/schedule.hpp"
+
+namespace relay::gpu {
+
+inline constexpr int default_block = 256;
+inline constexpr int default_unroll = 4;
+
+// One copy of `head + units * width + tail` bytes. The head and tail (each < width bytes) are the
+// unaligned ends, copied byte by byte by the operation's first tile.
+struct copy_desc {
+  const unsigned char* src = nullptr;
+  unsigned char* dst = nullptr;
+  std::uint64_t units = 0;
+  std::uint64_t first_tile = 0;
+  std::uint32_t head = 0, tail = 0;
+  std::uint32_t width = 1;  // 16, 8, 4, 2 or 1 bytes per unit
+};
+
+// dst[i] = (src[0][i] + ... + src[k-1][i]) [/ divisor] for i < count. When `vector` is set,
+// elements [head, head + units * (16 / element size)) go as 16-byte vectors and the rest one by
+// one; otherwise every element is one unit.
+struct reduce_desc {
+  void* dst = nullptr;
+  const void* src[max_reduce_inputs] = {};
+  std::uint64_t count = 0;
+  std::uint64_t units = 0;
+  std::uint64_t first_tile = 0;
+  std::uint32_t head = 0;
+  std::int32_t k = 0;
+  std::int32_t divisor = 1;
+  std::int32_t vector = 0;
+};
+
+// ---- host side: building descriptor lists -------------------------------------------------------
+
+constexpr std::uint64_t tiles_for(std::uint64_t units, std::uint64_t tile_units) {
+  return units == 0 ? 1 : (units + tile_units - 1) / tile_units;  // >= 1: the ends need a tile
+}
+
+// The widest word both ends can move in after a common head. Returns the descriptor; the caller
+// sets first_tile (see assign_tiles).
+inline copy_desc make_copy(const void* src, void* dst, std::uint64_t bytes) {
+  const auto s = reinterpret_cast<std::uintptr_t>(src);
+  const auto d = reinterpret_cast<std::uintptr_t>(dst);
+  std::uint32_t w = 16;
+  while (w > 1 && (s - d) % w != 0)
+    w /= 2;
+  std::uint64_t head = (w - s % w) % w;
+  if (head > bytes) head = bytes;
+  copy_desc c;
+  c.src = static_cast<const unsigned char*>(src);
+  c.dst = static_cast<unsigned char*>(dst);
+  c.width = w;
+  c.head = static_cast<std::uint32_t>(head);
+  c.units = (bytes - head) / w;
+  c.tail = static_cast<std::uint32_t>(bytes - head - c.units * w);
+  return c;
+}
+
+// `srcs` are k pointers; `esize` the element size. Vectorizes when every operand is element-
+// aligned and all share one misalignment modulo 16.
+inline reduce_desc make_reduce(void* dst, const void* const* srcs, int k, std::uint64_t count,
+                               int esize, int divisor) {
+  reduce_desc r;
+  r.dst = dst;
+  r.k = k;
+  r.count = count;
+  r.divisor = divisor;
+  const auto mis = reinterpret_cast<std::uintptr_t>(dst) % 16;
+  bool same = mis % static_cast<std::uintptr_t>(esize) == 0;
+  for (int i = 0; i < k; ++i) {
+    r.src[i] = srcs[i];
+    same = same && reinterpret_cast<std::uintptr_t>(srcs[i]) % 16 == mis;
+  }
+  if (same) {
+    const std::uint64_t per = 16 / static_cast<std::uint64_t>(esize);
+    std::uint64_t head = ((16 - mis) % 16) / static_cast<std::uint64_t>(esize);
+    if (head > count) head = count;
+    r.vector = 1;
+    r.head = static_cast<std::uint32_t>(head);
+    r.units = (count - head) / per;
+  } else {
+    r.units = count;
+  }
+  return r;
+}
+
+// Sets first_tile of each descriptor; returns the total tile count.
+template <class Desc>
+std::uint64_t assign_tiles(Desc* descs, std::size_t n, std::uint64_t tile_units) {
+  std::uint64_t t = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    descs[i].first_tile = t;
+    t += tiles_for(descs[i].units, tile_units);
+  }
+  return t;
+}
+
+// ---- device side --------------------------------------------------------------------------------
+
+namespace detail {
+
+// The descriptor whose tiles include tile t: the last one with first_tile <= t.
+template <class Desc>
+__device__ inline std::uint32_t find_desc(const Desc* d, std::uint32_t n, std::uint64_t t) {
+  std::uint32_t lo = 0, hi = n;
+  while (hi - lo > 1) {
+    const std::uint32_t mid = (lo + hi) / 2;
+    if (d[mid].first_tile <= t)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// 16 bytes that the compilers move with one vector load or store (ld.global.v4 on NVIDIA,
+// global_load_dwordx4 on AMD). Not the runtimes' uint4: HIP's is not trivially copyable, and
+// both kernels bit-cast it.
+struct alignas(16) vec16 {
+  std::uint32_t w[4];
+};
+
+// The unit a copy of width W moves.
+template <int W>
+using word_t = std::conditional_t<
+    W == 16, vec16,
+    std::conditional_t<
+        W == 8, std::uint64_t,
+        std::conditional_t<W == 4, std::uint32_t,
+                           std::conditional_t<W == 2, std::uint16_t, std::uint8_t>>>>;
+
+template <int W, int Block, int Unroll>
+__device__ inline void copy_tile(const copy_desc& c, std::uint64_t tile) {
+  using word = word_t<W>;
+  const word* src = reinterpret_cast<const word*>(c.src + c.head);
+  word* dst = reinterpret_cast<word*>(c.dst + c.head);
+  const std::uint64_t base = tile * static_cast<std::uint64_t>(Block * Unroll) + threadIdx.x;
+  word v[Unroll] = {};
+#pragma unroll
+  for (int u = 0; u < Unroll; ++u) {
+    const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Block;
+    if (i < c.units) v[u] = src[i];
+  }
+#pragma unroll
+  for (int u = 0; u < Unroll; ++u) {
+    const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Block;
+    if (i < c.units) dst[i] = v[u];
+  }
+}
+
+// E elements of T in one 16-byte vector.
+template <class T>
+struct pack {
+  T v[16 / sizeof(T)];
+};
+
+}  // namespace detail
+
+template <int Block = default_block, int Unroll = default_unroll>
+__global__ void __launch_bounds__(Block)
+    batched_copy_kernel(const copy_desc* descs, std::uint32_t n, std::uint64_t tiles) {
+  for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const copy_desc& c = descs[detail::find_desc(descs, n, t)];
+    const std::uint64_t tile = t - c.first_tile;
+    switch (c.width) {
+      case 16: detail::copy_tile<16, Block, Unroll>(c, tile); break;
+      case 8: detail::copy_tile<8, Block, Unroll>(c, tile); break;
+      case 4: detail::copy_tile<4, Block, Unroll>(c, tile); break;
+      case 2: detail::copy_tile<2, Block, Unroll>(c, tile); break;
+      default: detail::copy_tile<1, Block, Unroll>(c, tile); break;
+    }
+    if (tile == 0) {
+      if (threadIdx.x < c.head) c.dst[threadIdx.x] = c.src[threadIdx.x];
+      const std::uint64_t tail = c.head + c.units * c.width;
+      if (threadIdx.x < c.tail) c.dst[tail + threadIdx.x] = c.src[tail + threadIdx.x];
+    }
+  }
+}
+
+namespace detail {
+
+// One element, one by one: the definition the vector path must agree with.
+template <class T>
+__device__ inline void reduce_one(const reduce_desc& r, std::uint64_t i) {
+  using R = reduction_traits<T>;
+  typename R::accumulator a = R::load(static_cast<const T*>(r.src[0])[i]);
+  for (int s = 1; s < r.k; ++s)
+    a = R::add(a, static_cast<const T*>(r.src[s])[i]);
+  static_cast<T*>(r.dst)[i] = R::store(a, r.divisor);
+}
+
+template <class T, int Block, int Unroll>
+__device__ inline void reduce_vector_tile(const reduce_desc& r, std::uint64_t tile) {
+  using R = reduction_traits<T>;
+  using A = typename R::accumulator;
+  constexpr int E = 16 / sizeof(T);
+  const std::uint64_t base = tile * static_cast<std::uint64_t>(Block * Unroll) + threadIdx.x;
+  const std::size_t head_bytes = static_cast<std::size_t>(r.head) * sizeof(T);
+  bool live[Unroll];
+#pragma unroll
+  for (int u = 0; u < Unroll; ++u)
+    live[u] = base + static_cast<std::uint64_t>(u) * Block < r.units;
+
+  A acc[Unroll][E];
+  vec16 v[Unroll] = {};
+  // Unroll independent 16-byte loads of source s in flight before any is used.
+  auto load = [&](int s) {
+    const vec16* p =
+        reinterpret_cast<const vec16*>(static_cast<const char*>(r.src[s]) + head_bytes);
+#pragma unroll
+    for (int u = 0; u < Unroll; ++u)
+      if (live[u]) v[u] = p[base + static_cast<std::uint64_t>(u) * Block];
+  };
+  load(0);
+#pragma unroll
+  for (int u = 0; u < Unroll; ++u) {
+    const pack<T> x = __builtin_bit_cast(pack<T>, v[u]);
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      acc[u][e] = R::load(x.v[e]);
+  }
+  for (int s = 1; s < r.k; ++s) {  // in the listed order, as reduce_element adds
+    load(s);
+#pragma unroll
+    for (int u = 0; u < Unroll; ++u) {
+      const pack<T> x = __builtin_bit_cast(pack<T>, v[u]);
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        acc[u][e] = R::add(acc[u][e], x.v[e]);
+    }
+  }
+  vec16* out = reinterpret_cast<vec16*>(static_cast<char*>(r.dst) + head_bytes);
+#pragma unroll
+  for (int u = 0; u < Unroll; ++u) {
+    pack<T> y;
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      y.v[e] = R::store(acc[u][e], r.divisor);
+    if (live[u]) out[base + static_cast<std::uint64_t>(u) * Block] = __builtin_bit_cast(vec16, y);
+  }
+}
+
+}  // namespace detail
+
+template <class T, int Block = default_block, int Unroll = default_unroll>
+__global__ void __launch_bounds__(Block)
+    batched_reduce_kernel(const reduce_desc* descs, std::uint32_t n, std::uint64_t tiles) {
+  for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const reduce_desc& r = descs[detail::find_desc(descs, n, t)];
+    const std::uint64_t tile = t - r.first_tile;
+    if (r.vector) {
+      detail::reduce_vector_tile<T, Block, Unroll>(r, tile);
+      if (tile == 0) {  // the unaligned ends, fewer than 16 bytes each
+        constexpr std::uint64_t E = 16 / sizeof(T);
+        const std::uint64_t tail = r.head + r.units * E;
+        if (threadIdx.x < r.head) detail::reduce_one<T>(r, threadIdx.x);
+        if (tail + threadIdx.x < r.count) detail::reduce_one<T>(r, tail + threadIdx.x);
+      }
+    } else {
+      const std::uint64_t base = tile * static_cast<std::uint64_t>(Block * Unroll) + threadIdx.x;
+#pragma unroll
+      for (int u = 0; u < Unroll; ++u) {
+        const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Block;
+        if (i < r.count) detail::reduce_one<T>(r, i);
+      }
+    }
+  }
+}
+
+// The largest grid worth launching for a kernel: every block resident at once.
+template <class Kernel>
+inline rt::error_t resident_blocks(int* blocks, Kernel k, int block, int device) {
+  int sms = 0, per_sm = 0;
+  rt::error_t e = rt::sm_count(&sms, device);
+  if (e == rt::success) e = rt::max_active_blocks(&per_sm, k, block);
+  *blocks = sms * (per_sm > 0 ? per_sm : 1);
+  return e;
+}
+
+}  // namespace relay::gpu

@@ -1,0 +1,198 @@
+// The one place that knows which GPU runtime is underneath: HIP on AMD, the CUDA runtime on
+// NVIDIA. Everything else in relay::gpu calls these wrappers, and kernels are written once (the
+// triple-chevron launch and the __global__/__device__ keywords mean the same in both).
+//
+// The NVIDIA path includes the CUDA runtime directly rather than HIP's NVIDIA headers: HIP's
+// CUDA shim lags CUDA releases (HIP 5.2's does not build against CUDA 13), and nothing here needs
+// more than the handful of calls below. Most calls are spelled alike but for the prefix
+// (hipMalloc, cudaMalloc), which RELAY_RT supplies; the few that differ are written out twice.
+//
+// Only code compiled by nvcc or hipcc may include this header.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
+#include <hip/hip_runtime.h>
+#define RELAY_GPU_HIP 1
+#define RELAY_RT(name) hip##name
+#elif defined(__CUDACC__)
+#include <cuda_runtime.h>
+#define RELAY_GPU_CUDA 1
+#define RELAY_RT(name) cuda##name
+#else
+#error "relay/gpu: compile this translation unit with nvcc (CUDA) or hipcc (HIP)"
+#endif
+
+namespace relay::gpu::rt {
+
+using error_t = RELAY_RT(Error_t);
+using stream_t = RELAY_RT(Stream_t);
+using event_t = RELAY_RT(Event_t);
+inline constexpr error_t success = RELAY_RT(Success);
+
+inline error_t device_count(int* n) {
+  return RELAY_RT(GetDeviceCount)(n);
+}
+inline error_t set_device(int d) {
+  return RELAY_RT(SetDevice)(d);
+}
+inline error_t get_device(int* d) {
+  return RELAY_RT(GetDevice)(d);
+}
+inline error_t malloc(void** p, std::size_t n) {
+  return RELAY_RT(Malloc)(p, n);
+}
+inline error_t free(void* p) {
+  return RELAY_RT(Free)(p);
+}
+// Any direction: both runtimes address host and device memory in one space.
+inline error_t memcpy(void* d, const void* s, std::size_t n) {
+  return RELAY_RT(Memcpy)(d, s, n, RELAY_RT(MemcpyDefault));
+}
+inline error_t memcpy_async(void* d, const void* s, std::size_t n, stream_t st) {
+  return RELAY_RT(MemcpyAsync)(d, s, n, RELAY_RT(MemcpyDefault), st);
+}
+inline error_t memcpy_peer_async(void* d, int dd, const void* s, int sd, std::size_t n,
+                                 stream_t st) {
+  return RELAY_RT(MemcpyPeerAsync)(d, dd, s, sd, n, st);
+}
+inline error_t memset(void* d, int v, std::size_t n) {
+  return RELAY_RT(Memset)(d, v, n);
+}
+// Non-blocking: the legacy default stream (where a caller's plain memcpy runs) does not
+// serialize with the executor's streams.
+inline error_t stream_create(stream_t* s) {
+  return RELAY_RT(StreamCreateWithFlags)(s, RELAY_RT(StreamNonBlocking));
+}
+inline error_t stream_destroy(stream_t s) {
+  return RELAY_RT(StreamDestroy)(s);
+}
+inline error_t stream_synchronize(stream_t s) {
+  return RELAY_RT(StreamSynchronize)(s);
+}
+inline error_t stream_wait_event(stream_t s, event_t e) {
+  return RELAY_RT(StreamWaitEvent)(s, e, 0);
+}
+// Ordering events skip timing, which makes recording them cheaper.
+inline error_t event_create(event_t* e, bool timing = false) {
+  return RELAY_RT(EventCreateWithFlags)(
+      e, timing ? RELAY_RT(EventDefault) : RELAY_RT(EventDisableTiming));
+}
+inline error_t event_destroy(event_t e) {
+  return RELAY_RT(EventDestroy)(e);
+}
+inline error_t event_record(event_t e, stream_t s) {
+  return RELAY_RT(EventRecord)(e, s);
+}
+inline error_t event_synchronize(event_t e) {
+  return RELAY_RT(EventSynchronize)(e);
+}
+inline error_t event_elapsed_ms(float* ms, event_t a, event_t b) {
+  return RELAY_RT(EventElapsedTime)(ms, a, b);
+}
+inline error_t device_synchronize() {
+  return RELAY_RT(DeviceSynchronize)();
+}
+inline error_t can_access_peer(int* can, int d, int peer) {
+  return RELAY_RT(DeviceCanAccessPeer)(can, d, peer);
+}
+// Enables access from the current device to `peer`; "already enabled" counts as success.
+inline error_t enable_peer_access(int peer) {
+  const error_t e = RELAY_RT(DeviceEnablePeerAccess)(peer, 0);
+  if (e == RELAY_RT(ErrorPeerAccessAlreadyEnabled)) {
+    (void)RELAY_RT(GetLastError)();
+    return success;
+  }
+  return e;
+}
+inline error_t get_last_error() {
+  return RELAY_RT(GetLastError)();
+}
+inline const char* error_string(error_t e) {
+  return RELAY_RT(GetErrorString)(e);
+}
+inline const char* error_name(error_t e) {
+  return RELAY_RT(GetErrorName)(e);
+}
+template <class Kernel>
+inline error_t max_active_blocks(int* n, Kernel k, int block) {
+  return RELAY_RT(OccupancyMaxActiveBlocksPerMultiprocessor)(n, k, block, 0);
+}
+#if defined(RELAY_GPU_HIP)
+using device_properties = hipDeviceProp_t;
+#else
+using device_properties = cudaDeviceProp;
+#endif
+inline error_t device_name(std::string& out, int d) {
+  device_properties p{};
+  const error_t e = RELAY_RT(GetDeviceProperties)(&p, d);
+  if (e == success) out = p.name;
+  return e;
+}
+
+enum class pointer_kind : unsigned char { other, device, managed };
+
+#if defined(RELAY_GPU_HIP)
+inline constexpr const char* platform = "HIP";
+inline error_t sm_count(int* n, int d) {
+  return hipDeviceGetAttribute(n, hipDeviceAttributeMultiprocessorCount, d);
+}
+inline bool is_out_of_memory(error_t e) {
+  return e == hipErrorOutOfMemory;
+}
+// What the runtime knows of a pointer: device memory (and of which device), managed memory, or
+// neither (host memory). A failed query also sets the last error, which is cleared here.
+inline pointer_kind classify(const void* p, int* device) {
+  hipPointerAttribute_t a{};
+  if (hipPointerGetAttributes(&a, p) != hipSuccess) {
+    (void)hipGetLastError();
+    return pointer_kind::other;
+  }
+  *device = a.device;
+#if HIP_VERSION_MAJOR >= 6
+  if (a.type == hipMemoryTypeManaged) return pointer_kind::managed;
+  return a.type == hipMemoryTypeDevice ? pointer_kind::device : pointer_kind::other;
+#else
+  if (a.isManaged != 0) return pointer_kind::managed;
+  return a.memoryType == hipMemoryTypeDevice ? pointer_kind::device : pointer_kind::other;
+#endif
+}
+#else
+inline constexpr const char* platform = "CUDA";
+inline error_t sm_count(int* n, int d) {
+  return cudaDeviceGetAttribute(n, cudaDevAttrMultiProcessorCount, d);
+}
+inline bool is_out_of_memory(error_t e) {
+  return e == cudaErrorMemoryAllocation;
+}
+inline pointer_kind classify(const void* p, int* device) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return pointer_kind::other;
+  }
+  *device = a.device;
+  if (a.type == cudaMemoryTypeManaged) return pointer_kind::managed;
+  return a.type == cudaMemoryTypeDevice ? pointer_kind::device : pointer_kind::other;
+}
+#endif
+
+// Launches kernel<<<grid, block, 0, stream>>>(args...) and returns the launch's error, so that no
+// launch goes unchecked.
+template <class... Params, class... Args>
+inline error_t launch(void (*kernel)(Params...), unsigned grid, unsigned block, stream_t stream,
+                      Args&&... args) {
+  kernel<<<grid, block, 0, stream>>>(static_cast<Args&&>(args)...);
+  return get_last_error();
+}
+
+// "cudaErrorInvalidValue (invalid argument)"
+inline std::string describe(error_t e) {
+  return std::string(error_name(e)) + " (" + error_string(e) + ")";
+}
+
+}  // namespace relay::gpu::rt
+
+#undef RELAY_RT
