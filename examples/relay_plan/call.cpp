@@ -1,0 +1,30 @@
+#include "call.hpp"
+
+namespace relay_plan {
+
+std::vector<std::vector<int>> canonical_groups(const relay::schedule_spec& s) {
+  std::vector<std::vector<int>> groups(static_cast<std::size_t>(s.groups()));
+  for (int g = 0; g < s.groups(); ++g)
+    for (int j = 0; j < s.active; ++j)
+      groups[static_cast<std::size_t>(g)].push_back(g * s.active + j);
+  return groups;
+}
+
+relay::plan_request make_request(const options& o, const std::vector<std::int64_t>& counts) {
+  relay::plan_request r;
+  r.coll = o.spec.coll;
+  r.mode = o.spec.mode;
+  r.route = o.spec.route;
+  r.permille = o.spec.permille;
+  r.tiles = o.spec.tiles;
+  r.ranks = o.spec.ranks;
+  r.groups = canonical_groups(o.spec);
+  r.counts = counts;
+  r.type = o.type;
+  r.op = o.op;
+  r.in_place = o.in_place;
+  r.alignment = o.alignment;
+  return r;
+}
+
+}  // namespace relay_plan

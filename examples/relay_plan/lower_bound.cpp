@@ -1,0 +1,21 @@
+#include "lower_bound.hpp"
+
+#include "relay/cost/bounds.hpp"
+
+namespace relay_plan {
+
+std::optional<known_bound> lower_bound(const relay::schedule_spec& s, const relay::topology& t) {
+  if (t.kind != relay::fabric::mesh) return std::nullopt;
+  const auto bound = relay::beta_lower_bound(s.coll, s.active, s.ranks, s.mode);
+  if (!bound) return std::nullopt;
+  // A fused schedule keeps every link direction busy in every step; a single group leaves the
+  // actives' links idle in one direction per step unless tiles are pipelined.
+  std::string note;
+  if (s.mode == relay::mode::single)
+    note = s.coll == relay::collective::allreduce && s.active > 2
+               ? "a cut bound, not known to be reachable (n/6 is, pipelined)"
+               : "reached only by pipelining";
+  return known_bound{*bound, note};
+}
+
+}  // namespace relay_plan

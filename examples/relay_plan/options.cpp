@@ -1,0 +1,327 @@
+#include "options.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "relay/schedule/generate.hpp"
+#include "relay/topology/topology.hpp"
+
+namespace relay_plan {
+namespace {
+
+// Largest accepted count and alignment: far beyond any real message, small enough that no byte
+// offset of a plan (coefficients up to about A*N, times the element size) overflows 64 bits.
+constexpr std::int64_t max_count = std::int64_t{1} << 40;
+// --run allocates every active rank's buffers (and copies of them) in this process.
+constexpr std::int64_t max_run_bytes = std::int64_t{4} << 30;
+constexpr std::int64_t max_alignment = std::int64_t{1} << 20;
+// The usage text's right column.
+constexpr std::size_t help_width = 72;
+
+std::string quoted(std::string_view s) {
+  return fmt::format("'{}'", s);
+}
+
+template <class Range, class Name>
+std::string join_names(const Range& values, Name name_of) {
+  std::string out;
+  for (const auto& v : values)
+    fmt::format_to(std::back_inserter(out), "{}{}", out.empty() ? "" : ", ", name_of(v));
+  return out;
+}
+
+std::string collective_names() {
+  return join_names(relay::all_collectives, [](relay::collective c) { return relay::name(c); });
+}
+std::string mode_names() {
+  return join_names(std::array{relay::mode::fused, relay::mode::single},
+                    [](relay::mode m) { return relay::name(m); });
+}
+std::string route_names() {
+  return join_names(std::array{relay::route::relay, relay::route::direct, relay::route::legacy,
+                               relay::route::pipelined},
+                    [](relay::route r) { return relay::name(r); });
+}
+std::string topology_names() {
+  return join_names(relay::topology_presets, [](const relay::topology* t) { return t->name; });
+}
+std::string dtype_names() {
+  return join_names(relay::all_dtypes, [](relay::dtype t) { return relay::name(t); });
+}
+
+// An integer in [lo, hi], or the reason it is not one.
+std::optional<std::int64_t> to_integer(std::string_view s, std::int64_t lo, std::int64_t hi,
+                                       std::string& error) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || end != s.data() + s.size() || ec == std::errc::invalid_argument) {
+    error = fmt::format("'{}' is not a whole number", s);
+    return std::nullopt;
+  }
+  if (ec == std::errc::result_out_of_range || v < lo || v > hi) {
+    error = fmt::format("'{}' is out of range ({} to {})", s, lo, hi);
+    return std::nullopt;
+  }
+  return v;
+}
+
+// Sets an int field from a whole number; the schedule rules (spec_error) judge its value later.
+template <int relay::schedule_spec::*Field>
+std::string set_spec_int(options& o, std::string_view v) {
+  std::string error;
+  if (auto x =
+          to_integer(v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(), error))
+    o.spec.*Field = static_cast<int>(*x);
+  return error;
+}
+
+template <class Parse>
+std::string set_enum(std::string_view v, Parse parse, auto assign, const std::string& choices) {
+  if (auto x = parse(v)) {
+    assign(*x);
+    return {};
+  }
+  return fmt::format("'{}' is not one of {}", v, choices);
+}
+
+std::string set_collective(options& o, std::string_view v) {
+  return set_enum(
+      v, relay::parse_collective, [&](auto x) { o.spec.coll = x; }, collective_names());
+}
+std::string set_mode(options& o, std::string_view v) {
+  return set_enum(
+      v, relay::parse_mode, [&](auto x) { o.spec.mode = x; }, mode_names());
+}
+std::string set_route(options& o, std::string_view v) {
+  return set_enum(
+      v, relay::parse_route, [&](auto x) { o.spec.route = x; }, route_names());
+}
+std::string set_dtype(options& o, std::string_view v) {
+  return set_enum(
+      v, relay::parse_dtype, [&](auto x) { o.type = x; }, dtype_names());
+}
+std::string set_op(options& o, std::string_view v) {
+  return set_enum(
+      v, relay::parse_reduce_op, [&](auto x) { o.op = x; }, "sum, avg");
+}
+std::string set_topology(options& o, std::string_view v) {
+  const bool known = std::any_of(relay::topology_presets.begin(), relay::topology_presets.end(),
+                                 [&](const relay::topology* t) { return v == t->name; });
+  if (!known) return fmt::format("'{}' is not one of {}", v, topology_names());
+  o.topology = std::string(v);
+  return {};
+}
+
+std::string set_alignment(options& o, std::string_view v) {
+  std::string error;
+  if (auto x = to_integer(v, 1, max_alignment, error)) o.alignment = *x;
+  return error;
+}
+std::string set_count(options& o, std::string_view v) {
+  std::string error;
+  if (auto x = to_integer(v, 0, max_count, error)) o.counts = {*x};
+  return error;
+}
+std::string set_counts(options& o, std::string_view v) {
+  o.counts.clear();
+  o.counts_per_group = true;
+  for (std::size_t at = 0; at <= v.size();) {
+    const std::size_t comma = std::min(v.find(',', at), v.size());
+    std::string error;
+    const auto x = to_integer(v.substr(at, comma - at), 0, max_count, error);
+    if (!x) return fmt::format("count {}: {}", o.counts.size(), error);
+    o.counts.push_back(*x);
+    at = comma + 1;
+  }
+  return {};
+}
+
+// A switch: present means true.
+template <bool options::*Field>
+std::string set_switch(options& o, std::string_view) {
+  o.*Field = true;
+  return {};
+}
+
+struct flag {
+  std::string_view name;
+  std::string_view value_name;  // empty: a switch, which takes no value
+  bool required;
+  std::string (*set)(options&, std::string_view);
+  std::string help;
+};
+
+// The one table of flags: the parser and the usage text both read it.
+const std::vector<flag>& flags() {
+  static const std::vector<flag> table{
+      {"--collective", "C", true, set_collective, collective_names() + " (required)"},
+      {"--active", "A", true, set_spec_int<&relay::schedule_spec::active>,
+       "active ranks per group: 2, 4, 8 or 16 (required)"},
+      {"--ranks", "N", true, set_spec_int<&relay::schedule_spec::ranks>,
+       "GPUs in the node, at most 64; H = N - A are helpers (required)"},
+      {"--mode", "M", true, set_mode,
+       mode_names() + " (required; fused: N/A groups at once, single: one)"},
+      {"--schedule", "S", false, set_route, route_names() + " (default relay)"},
+      {"--topology", "T", false, set_topology, topology_names() + " (default mi300x)"},
+      {"--permille", "P", false, set_spec_int<&relay::schedule_spec::permille>,
+       "allreduce relay offload fraction, 1..999 (default: balanced, 1000*H/N)"},
+      {"--tiles", "T", false, set_spec_int<&relay::schedule_spec::tiles>,
+       "pipeline depth of --schedule pipelined (single-group A=2 only), 2..64"},
+      {"--dtype", "D", false, set_dtype,
+       fmt::format("element type (default float32): {}", dtype_names())},
+      {"--count", "n", false, set_count, "every group's count: show concrete sizes and time"},
+      {"--counts", "c0,c1,...", false, set_counts, "one count per group (heterogeneous groups)"},
+      {"--alignment", "E", false, set_alignment, "chunk alignment in elements (default 128)"},
+      {"--op", "O", false, set_op,
+       "sum, avg (default sum): the reduction of allreduce and reduce-scatter"},
+      {"--in-place", "", false, set_switch<&options::in_place>,
+       "the call runs in place, in NCCL's layout (not for all-to-all)"},
+      {"--run", "", false, set_switch<&options::run>,
+       "execute the plan on the CPU executor with random data and check it against a naive "
+       "reference (needs --count or --counts); exit 1 on any wrong element"},
+      {"--json", "", false, set_switch<&options::json>, "print one JSON object instead of text"},
+      {"--verify", "", false, set_switch<&options::verify>,
+       "check dataflow and structure at representative counts; exit 1 on failure"},
+      {"--full", "", false, set_switch<&options::full>, "list every operation of every group"},
+  };
+  return table;
+}
+
+const flag* find_flag(std::string_view name) {
+  for (const flag& f : flags())
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::string describe(const relay::schedule_spec& s) {
+  return fmt::format("{} A={} N={} {} {}{}", relay::name(s.coll), s.active, s.ranks,
+                     relay::name(s.mode), relay::name(s.route),
+                     s.tiles != 0 ? fmt::format(" T={}", s.tiles) : "");
+}
+
+// The checks that need every flag: required flags, a schedule for the spec, a topology that
+// fits, one count per group.
+std::string validate(const options& o, const std::vector<std::string_view>& seen) {
+  for (const flag& f : flags())
+    if (f.required && std::find(seen.begin(), seen.end(), f.name) == seen.end())
+      return fmt::format("missing required flag {}", f.name);
+  if (const char* why = relay::spec_error(o.spec))
+    return fmt::format("no schedule for {}: {}", describe(o.spec), why);
+  if (!relay::preset_topology(o.topology, o.spec.ranks))
+    return fmt::format("topology {} is a fixed machine and does not have {} ranks", o.topology,
+                       o.spec.ranks);
+  const auto groups = static_cast<std::size_t>(o.spec.groups());
+  if (o.counts_per_group && o.counts.size() != groups)
+    return fmt::format("--counts gives {} counts; {} has {} group{}", o.counts.size(),
+                       describe(o.spec), groups, groups == 1 ? "" : "s");
+  if (o.in_place && !relay::has_in_place(o.spec.coll))
+    return fmt::format("--in-place: {} has no in-place form", relay::name(o.spec.coll));
+  if (o.run && o.counts.empty()) return "--run needs --count or --counts";
+  if (o.run) {
+    // Each active rank's input and output, plus the copies the check keeps of them.
+    std::int64_t bytes = 0;
+    for (std::int64_t n : group_counts(o))
+      bytes += 2 * o.spec.active *
+               (relay::input_elements(o.spec.coll, o.spec.active, n) +
+                relay::output_elements(o.spec.coll, o.spec.active, n)) *
+               relay::size_of(o.type);
+    if (bytes > max_run_bytes)
+      return fmt::format("--run would need about {} bytes of host memory; the limit is {}", bytes,
+                         max_run_bytes);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::int64_t> group_counts(const options& o) {
+  if (o.counts.empty() || o.counts_per_group) return o.counts;
+  return std::vector<std::int64_t>(static_cast<std::size_t>(o.spec.groups()), o.counts.front());
+}
+
+parse_result parse_arguments(std::span<const std::string_view> args) {
+  parse_result r;
+  if (std::any_of(args.begin(), args.end(),
+                  [](std::string_view a) { return a == "--help" || a == "-h"; })) {
+    r.opts.help = true;
+    return r;
+  }
+  std::vector<std::string_view> seen;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i], value;
+    const std::size_t eq = arg.find('=');
+    const bool inline_value = arg.starts_with("--") && eq != std::string_view::npos;
+    if (inline_value) value = arg.substr(eq + 1), arg = arg.substr(0, eq);
+    const flag* f = find_flag(arg);
+    if (f == nullptr) {
+      r.error = fmt::format("{} {}", arg.starts_with("-") ? "unknown flag" : "unexpected argument",
+                            quoted(arg));
+      return r;
+    }
+    if (std::find(seen.begin(), seen.end(), f->name) != seen.end()) {
+      r.error = fmt::format("{} is given twice", f->name);
+      return r;
+    }
+    seen.push_back(f->name);
+    if (f->value_name.empty()) {
+      if (inline_value) {
+        r.error = fmt::format("{} takes no value", f->name);
+        return r;
+      }
+    } else if (!inline_value) {
+      if (i + 1 == args.size() || args[i + 1].starts_with("--")) {
+        r.error = fmt::format("{} needs a value ({})", f->name, f->value_name);
+        return r;
+      }
+      value = args[++i];
+    }
+    if (std::string error = f->set(r.opts, value); !error.empty()) {
+      r.error = fmt::format("{}: {}", f->name, error);
+      return r;
+    }
+  }
+  if (std::find(seen.begin(), seen.end(), "--count") != seen.end() &&
+      std::find(seen.begin(), seen.end(), "--counts") != seen.end()) {
+    r.error = "--count and --counts exclude each other";
+    return r;
+  }
+  r.error = validate(r.opts, seen);
+  return r;
+}
+
+std::string usage() {
+  std::string out =
+      "usage: relay-plan --collective C --active A --ranks N --mode M [options]\n"
+      "\n"
+      "Prints a relay schedule: its quanta, each step's transfers and reductions (symbolic in\n"
+      "the per-group count n), the per-link load, the beta cost against the direct baseline and\n"
+      "the lower bound, scratch per role and alpha-beta times. With --count or --counts it also\n"
+      "shows one call's concrete chunk sizes, scratch bytes per rank and predicted time.\n"
+      "\n";
+  for (const flag& f : flags()) {
+    const std::string left = fmt::format("{} {}", f.name, f.value_name);
+    std::string_view help = f.help;
+    // Word-wrapped into the right column so that no line passes 100 characters.
+    for (bool first = true; !help.empty(); first = false) {
+      std::size_t cut = help.size();
+      if (cut > help_width) cut = help.rfind(' ', help_width);
+      fmt::format_to(std::back_inserter(out), "  {:<25} {}\n", first ? left : "",
+                     help.substr(0, cut));
+      help.remove_prefix(std::min(help.size(), cut + 1));
+    }
+  }
+  out +=
+      "  --help, -h                print this and exit\n"
+      "\n"
+      "Exit status: 0 success, 1 --verify or --run found a failure, 2 a usage error (the reason\n"
+      "is on stderr, one line).\n";
+  return out;
+}
+
+}  // namespace relay_plan

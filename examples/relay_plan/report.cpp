@@ -1,0 +1,159 @@
+#include "report.hpp"
+
+#include <algorithm>
+#include <array>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "call.hpp"
+#include "relay/cost/link_cost.hpp"
+#include "relay/plan/make_plan.hpp"
+#include "relay/schedule/evaluate.hpp"
+#include "relay/schedule/generate.hpp"
+
+namespace relay_plan {
+namespace {
+
+// Message sizes for the alpha-beta table: one group's bytes, from latency-bound to bandwidth-bound
+// (the spec's crossovers lie between 2 MB and 48 MB).
+constexpr std::array<std::int64_t, 5> timing_bytes{std::int64_t{64} << 10, std::int64_t{1} << 20,
+                                                   std::int64_t{16} << 20, std::int64_t{256} << 20,
+                                                   std::int64_t{1} << 30};
+
+beta_figure priced(relay::ratio cost) {
+  if (cost == relay::unroutable_cost) return {};
+  return {cost};
+}
+
+std::vector<quantum_info> describe_quanta(const relay::schedule_header& h,
+                                          const symbol_names& symbols, std::int64_t alignment) {
+  const relay::symbol_shares shares = relay::ideal_shares(h);
+  std::vector<quantum_info> out;
+  for (int i = 0; i < h.quantum_count; ++i) {
+    const char* name = h.quantum_names[static_cast<std::size_t>(i)];
+    out.push_back({symbols[static_cast<std::size_t>(2 + i)], name != nullptr ? name : "",
+                   format_rule(h, i, symbols, alignment), shares[static_cast<std::size_t>(2 + i)]});
+  }
+  return out;
+}
+
+operation_counts count_operations(const relay::schedule& s) {
+  operation_counts c;
+  for (const relay::operation& op : s.ops) {
+    ++c.total;
+    if (op.phase == relay::phase::reduce)
+      ++c.reductions;
+    else if (s.view().sources_of(op)[0].rank == op.dst.rank)
+      ++c.local_copies;
+    else
+      ++c.link_transfers;
+  }
+  for (int step = 1; step <= s.header.steps; ++step)
+    c.max_per_rank.push_back(relay::max_ops_per_rank(s, step));
+  return c;
+}
+
+scratch_info describe_scratch(const relay::schedule_header& h, const symbol_names& symbols) {
+  const relay::symbol_shares shares = relay::ideal_shares(h);
+  scratch_info s;
+  s.active_formula = format_affine(h.active_scratch, symbols);
+  s.helper_formula = format_affine(h.helper_scratch, symbols);
+  s.active_share = h.active_scratch.share(shares);
+  s.helper_share = h.helper_scratch.share(shares);
+  if (h.spec.mode == relay::mode::fused) {
+    s.active_rank_total = s.active_share + relay::ratio{h.spec.groups() - 1} * s.helper_share;
+    s.helper_rank_total = s.active_rank_total;
+  } else {
+    s.active_rank_total = s.active_share;
+    s.helper_rank_total = s.helper_share;
+  }
+  return s;
+}
+
+std::optional<double> seconds(const relay::schedule& s, const beta_figure& beta,
+                              const relay::topology& t, std::int64_t count, int element_size) {
+  if (!beta.routable()) return std::nullopt;
+  return relay::alpha_beta_seconds(s, t, count, element_size);
+}
+
+concrete_info make_concrete(const plan_report& r, const std::vector<std::int64_t>& counts,
+                            const relay::plan& p) {
+  concrete_info c;
+  c.counts = counts;
+  for (std::int64_t n : counts)
+    c.symbol_values.push_back(relay::evaluate_symbols(r.sched.header, n, r.opts.alignment));
+  c.scratch_bytes = p.scratch_bytes;
+  c.plan_operations = p.ops.size();
+  c.plan_phases = p.phases.size();
+  // The cost model prices one count for every group: the largest, since the slowest group
+  // finishes last.
+  const std::int64_t largest = *std::max_element(counts.begin(), counts.end());
+  c.predicted_seconds = seconds(r.sched, r.beta, r.topo, largest, r.element_size());
+  c.direct_predicted_seconds = seconds(r.direct, r.direct_beta, r.topo, largest, r.element_size());
+  return c;
+}
+
+}  // namespace
+
+plan_report make_report(const options& o) {
+  plan_report r;
+  r.opts = o;
+  r.topo = *relay::preset_topology(o.topology, o.spec.ranks);
+  r.sched = *relay::build_schedule(o.spec);
+  // The baseline of the same collective, A, N and mode (no offload, no tiles: direct has none).
+  relay::schedule_spec direct = o.spec;
+  direct.route = relay::route::direct;
+  direct.permille = 0;
+  direct.tiles = 0;
+  r.direct = *relay::build_schedule(direct);
+  const relay::schedule_header& h = r.sched.header;
+  r.symbols = symbols_of(h);
+  r.quanta = describe_quanta(h, r.symbols, o.alignment);
+
+  for (int step = 1; step <= h.steps; ++step) {
+    r.step_beta.push_back(priced(relay::step_beta(r.sched, r.topo, step)));
+    r.step_loads.push_back(relay::link_loads(r.sched, step));
+  }
+  r.loads = relay::link_loads(r.sched);
+  r.beta = priced(relay::beta_cost(r.sched, r.topo));
+  r.direct_beta = priced(relay::beta_cost(r.direct, r.topo));
+  if (r.beta.routable() && r.direct_beta.routable())
+    r.ceiling = *r.direct_beta.value / *r.beta.value;
+  r.bound = lower_bound(o.spec, r.topo);
+
+  r.operations = count_operations(r.sched);
+  r.scratch = describe_scratch(h, r.symbols);
+  for (std::int64_t bytes : timing_bytes) {
+    const std::int64_t count = bytes / r.element_size();
+    r.timings.push_back({bytes, count, seconds(r.sched, r.beta, r.topo, count, r.element_size()),
+                         seconds(r.direct, r.direct_beta, r.topo, count, r.element_size())});
+  }
+  if (const std::vector<std::int64_t> counts = group_counts(o); !counts.empty()) {
+    relay::plan p;
+    if (const relay::status s = relay::make_plan(make_request(o, counts), p); !s.ok()) {
+      r.plan_error = s.to_string();
+      return r;
+    }
+    r.concrete = make_concrete(r, counts, p);
+  }
+  if (o.verify) r.verified = relay::verify(r.sched, o.alignment);
+  if (o.run) r.run = run_on_host(o);
+  return r;
+}
+
+std::string describe_check(const relay::check_failure& f) {
+  if (f.ok()) return "ok";
+  std::string out = fmt::format("{} (", f.what);
+  auto field = [&](const char* label, std::int64_t v) {
+    if (v >= 0) fmt::format_to(std::back_inserter(out), "{} {}, ", label, v);
+  };
+  field("group", f.group);
+  field("rank", f.rank);
+  field("step", f.step);
+  field("count", f.count);
+  field("position", f.position);
+  return out + (f.in_place ? "in place)" : "out of place)");
+}
+
+}  // namespace relay_plan
