@@ -32,6 +32,7 @@ class executor_backend : public backend {
   status run(std::span<const job> jobs) override {
     while (executors_.size() < jobs.size())
       executors_.push_back(make_());
+    last_jobs_ = jobs.size();
     if (jobs.size() == 1) return run_one(*executors_.front(), jobs.front());
     std::vector<status> results(jobs.size());
     std::vector<std::thread> threads;
@@ -51,12 +52,19 @@ class executor_backend : public backend {
       e->release_scratch();
   }
 
+ protected:
+  // The executors of the last run, one per concurrent job (the first also serves memory).
+  std::span<const std::unique_ptr<E>> last_executors() const {
+    return std::span<const std::unique_ptr<E>>(executors_).first(last_jobs_);
+  }
+
  private:
   static status run_one(E& e, const job& j) { return e.run(*j.p, j.inputs, j.outputs); }
 
   factory make_;
   std::unique_ptr<timer> clock_;
   std::vector<std::unique_ptr<E>> executors_;
+  std::size_t last_jobs_ = 0;
 };
 
 }  // namespace relay::bench

@@ -3,6 +3,7 @@
 // cache and scratch cache, and every rejection it makes before touching a caller's buffer.
 #include "relay/gpu/gpu_executor.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
@@ -346,6 +347,40 @@ TEST_CASE("scratch is a grow-only cache with an explicit release", "[gpu][execut
   REQUIRE(gpu.run(p, buf.in, buf.out).ok());
   CHECK(gpu.last_run().prepared);  // the old lists pointed into the released scratch
   check_same(buf.download(), want, 4);
+}
+
+TEST_CASE("time_runs reports the device's time of the last run", "[gpu][executor]") {
+  plan_builder b(2, dtype::float32);
+  const std::uint64_t n = std::uint64_t{1} << 24;  // 64 MiB a copy: far above launch latency
+  b.sizes(0, n * 4, n * 4, 0);
+  b.sizes(1, n * 4, n * 4, 0);
+  using B = buffer;
+  b.copy({0, B::input, 0}, {1, B::output, 0}, n);
+  b.copy({1, B::input, 0}, {0, B::output, 0}, n);
+  const plan& p = b.get();
+  std::mt19937_64 rng(5);
+  const host_memory start = random_memory(p, rng);
+
+  gpu_executor untimed({0, 0});
+  CHECK(untimed.last_run_seconds() == -1);  // timing is off by default
+  gpu_options o;
+  o.time_runs = true;
+  gpu_executor gpu({0, 0}, o);
+  CHECK(gpu.last_run_seconds() == -1);  // nothing ran yet
+  rank_buffers buf(gpu, p);
+  buf.upload(start);
+  for (int i = 0; i < 3; ++i) {
+    const auto before = std::chrono::steady_clock::now();
+    REQUIRE(gpu.run(p, buf.in, buf.out).ok());
+    const double host =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
+    const double device = gpu.last_run_seconds();
+    INFO("device " << device << " s, host " << host << " s");
+    // 2 x 64 MiB read and written: at least 256 MiB of traffic, so well above 10 us on any
+    // GPU of today, and never longer than the host saw.
+    CHECK(device > 10e-6);
+    CHECK(device <= host);
+  }
 }
 
 TEST_CASE("bad arguments are rejected by name, before any buffer is touched", "[gpu][executor]") {

@@ -106,6 +106,7 @@ RELAY_CONSTEXPR_SCHEDULE schedule direct_counterpart(const schedule_view& s) {
   schedule_spec d = s.spec();
   d.route = route::direct;
   d.permille = 0;
+  d.tiles = 0;
   return *build_schedule(d);
 }
 

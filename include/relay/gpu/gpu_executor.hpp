@@ -67,6 +67,9 @@ struct gpu_options {
   stream_mode streams = stream_mode::per_device;
   bool synchronize = true;  // run() waits for the plan to finish and reports kernel errors
   int cached_plans = 8;     // prepared (plan, buffers) pairs kept for reuse, least recent out
+  // Bracket every run with timing events on each lane it uses, for last_run_seconds(): the
+  // device's own measure of a run, free of the host's launch and synchronization latency.
+  bool time_runs = false;
 };
 
 // What the last run issued; for tests and benchmarks.
@@ -195,6 +198,8 @@ class gpu_executor {
       for (gpu::rt::event_t e : l.events)
         (void)gpu::rt::event_destroy(e);
       if (l.fence != nullptr) (void)gpu::rt::event_destroy(l.fence);
+      if (l.timing_start != nullptr) (void)gpu::rt::event_destroy(l.timing_start);
+      if (l.timing_end != nullptr) (void)gpu::rt::event_destroy(l.timing_end);
       if (l.stream != nullptr) (void)gpu::rt::stream_destroy(l.stream);
     }
   }
@@ -227,6 +232,28 @@ class gpu_executor {
       return s;
     }
     return options_.synchronize ? wait_all() : status{};
+  }
+
+  // Seconds the last run took on the devices (gpu_options::time_runs): per lane it used, from
+  // its first operation's start to its last one's end, the longest lane's. Waits for the run.
+  // -1 when timing is off, nothing ran, or the runtime could not say.
+  double last_run_seconds() {
+    if (!init_ || !options_.time_runs) return -1;
+    const device_guard keep;
+    float longest = -1;
+    for (std::size_t l = 0; l < lanes_.size(); ++l) {
+      if (!timed_lane_[l]) continue;
+      float ms = 0;
+      lane& ln = lanes_[l];
+      if (gpu::rt::set_device(ln.device) != gpu::rt::success ||
+          gpu::rt::event_synchronize(ln.timing_end) != gpu::rt::success ||
+          gpu::rt::event_elapsed_ms(&ms, ln.timing_start, ln.timing_end) != gpu::rt::success) {
+        (void)gpu::rt::get_last_error();
+        return -1;
+      }
+      longest = std::max(longest, ms);
+    }
+    return longest < 0 ? -1 : longest * 1e-3;
   }
 
   // Waits for everything issued and reports the first error.
@@ -288,6 +315,7 @@ class gpu_executor {
     int device = 0;
     gpu::rt::stream_t stream = nullptr;
     gpu::rt::event_t fence = nullptr;  // orders this lane against the previous run (async mode)
+    gpu::rt::event_t timing_start = nullptr, timing_end = nullptr;  // gpu_options::time_runs
     std::vector<gpu::rt::event_t> events;
     int copy_blocks = 0;
     std::array<int, all_dtypes.size()> reduce_blocks{};
@@ -375,6 +403,10 @@ class gpu_executor {
         return gpu_failure("creating a stream", l.device, e);
       if (gpu::rt::error_t e = gpu::rt::event_create(&l.fence); e != gpu::rt::success)
         return gpu_failure("creating an event", l.device, e);
+      if (options_.time_runs)
+        for (gpu::rt::event_t* t : {&l.timing_start, &l.timing_end})
+          if (gpu::rt::error_t e = gpu::rt::event_create(t, true); e != gpu::rt::success)
+            return gpu_failure("creating a timing event", l.device, e);
       if (gpu::rt::error_t e = gpu::resident_blocks(&l.copy_blocks, gpu::batched_copy_kernel<>,
                                                     gpu::default_block, l.device);
           e != gpu::rt::success)
@@ -402,6 +434,7 @@ class gpu_executor {
         peer_[static_cast<std::size_t>(a * count + b)] = true;
       }
     device_count_ = count;
+    timed_lane_.assign(lanes_.size(), false);
     return {};
   }
 
@@ -788,6 +821,7 @@ class gpu_executor {
       }
       current = -1;
     }
+    if (status s = mark_timing(prog, &lane::timing_start, current); !s) return s;
     for (const action& a : prog.actions) {
       const auto l = static_cast<std::size_t>(a.lane);
       lane& ln = lanes_[l];
@@ -835,8 +869,28 @@ class gpu_executor {
       }
       if (e != gpu::rt::success) return gpu_failure(what, ln.device, e);
     }
+    if (status s = mark_timing(prog, &lane::timing_end, current); !s) return s;
     for (std::size_t l = 0; l < lanes; ++l)
       stats_.lanes += prog.uses_lane[l] ? 1 : 0;
+    return {};
+  }
+
+  // With gpu_options::time_runs, records one timing event (start or end) on every lane `prog`
+  // uses; `current` tracks the selected device.
+  status mark_timing(const program& prog, gpu::rt::event_t lane::*which, int& current) {
+    if (!options_.time_runs) return {};
+    for (std::size_t l = 0; l < lanes_.size(); ++l) {
+      timed_lane_[l] = prog.uses_lane[l];
+      if (!prog.uses_lane[l]) continue;
+      lane& ln = lanes_[l];
+      if (ln.device != current) {
+        current = ln.device;
+        if (gpu::rt::error_t e = gpu::rt::set_device(current); e != gpu::rt::success)
+          return gpu_failure("selecting the device", current, e);
+      }
+      if (gpu::rt::error_t e = gpu::rt::event_record(ln.*which, ln.stream); e != gpu::rt::success)
+        return gpu_failure("recording a timing event", ln.device, e);
+    }
     return {};
   }
 
@@ -870,6 +924,7 @@ class gpu_executor {
   std::vector<lane> lanes_;
   std::vector<device_scratch> scratch_;
   std::vector<bool> peer_;
+  std::vector<bool> timed_lane_;  // lanes the last run marked with timing events
   int device_count_ = 0;
 
   std::vector<program> programs_;

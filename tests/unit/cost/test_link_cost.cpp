@@ -143,3 +143,9 @@ TEST_CASE("pipelined single-group A=2: (T+1)n/(H*T+T+1), towards n/7", "[cost]")
         CHECK(loads[static_cast<std::size_t>(b * 8 + a)] == ratio{1, 29});
       }
 }
+
+TEST_CASE("the ceiling of a pipelined schedule is against the direct route", "[cost]") {
+  const schedule s =
+      *build_schedule({collective::allreduce, 2, 8, mode::single, route::pipelined, 0, 4});
+  CHECK(ceiling(s, mi300x) == ratio{29, 5});  // direct n over 5n/29
+}
