@@ -18,6 +18,7 @@
 #include "relay/core/ratio.hpp"
 #include "relay/cost/bounds.hpp"
 #include "relay/cost/link_cost.hpp"
+#include "relay/cost/route.hpp"
 #include "relay/exec/host_executor.hpp"
 #include "relay/plan/buffers.hpp"
 #include "relay/plan/make_plan.hpp"

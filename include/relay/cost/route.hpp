@@ -8,6 +8,7 @@
 // route's extra step costs more than its bytes save, go direct, and large ones relay.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -36,6 +37,32 @@ constexpr route choose_route(schedule_spec s, const topology& t, std::int64_t n,
                  predicted_seconds(direct_spec, t, n, element_size)
              ? route::relay
              : route::direct;
+}
+
+// The pipeline depths choose_schedule considers for a single group of A=2.
+inline constexpr std::array<int, 5> pipeline_depths{2, 4, 8, 16, 32};
+
+// The spec the model predicts fastest for `s`'s collective, A, N and mode: direct, relay, and,
+// for a single group of A=2, the pipelined route at each of pipeline_depths (each tile adds a
+// step, so deeper pipelines pay only for larger messages). Ties keep the earlier candidate in
+// that order. `s.route` and `s.tiles` are ignored; `s.permille` shapes the relay candidate.
+constexpr schedule_spec choose_schedule(schedule_spec s, const topology& t, std::int64_t n,
+                                        int element_size) {
+  schedule_spec best = s;
+  best.route = choose_route(s, t, n, element_size);
+  best.tiles = 0;
+  if (best.route == route::direct) best.permille = 0;
+  double best_seconds = predicted_seconds(best, t, n, element_size);
+  if (s.active != 2 || s.mode != mode::single) return best;
+  for (int depth : pipeline_depths) {
+    schedule_spec p = s;
+    p.route = route::pipelined;
+    p.permille = 0;
+    p.tiles = depth;
+    const double seconds = predicted_seconds(p, t, n, element_size);
+    if (seconds < best_seconds) best = p, best_seconds = seconds;
+  }
+  return best;
 }
 
 }  // namespace relay

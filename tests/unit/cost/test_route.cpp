@@ -40,3 +40,28 @@ TEST_CASE("choose_route: a spec with no schedule", "[cost][route]") {
 
 // Usable in constant expressions, as the rest of the cost layer.
 static_assert(choose_route({collective::reduce_scatter, 2, 8}, mi350x, 1 << 26, 2) == route::relay);
+
+TEST_CASE("choose_schedule deepens the pipeline as messages grow", "[cost][route]") {
+  // All-gather, one group of A=2 on MI300X (48 GB/s, 10 us a step), X = n * 2 bytes:
+  //   direct 10 us + X/B; relay 20 us + X/(4B); pipelined T: 10(T+1) us + (T+1)/(7T+1) X/B.
+  // By hand: direct < 640 KB < relay < 9.6 MB < T=2 < 34.8 MB < T=4 < 132 MB < T=8 < 515 MB
+  // < T=16 < 1.74 GB < T=32.
+  const schedule_spec s{collective::all_gather, 2, 8, mode::single};
+  auto pick = [&](std::int64_t bytes) { return choose_schedule(s, mi300x, bytes / 2, 2); };
+  CHECK(pick(64 << 10).route == route::direct);
+  CHECK(pick(2 << 20).route == route::relay);
+  CHECK(pick(2 << 20).tiles == 0);
+  for (auto [bytes, tiles] : {std::pair<std::int64_t, int>{20 << 20, 2},
+                              {64 << 20, 4},
+                              {256 << 20, 8},
+                              {std::int64_t{1} << 30, 16}}) {
+    INFO(bytes << " bytes");
+    CHECK(pick(bytes).route == route::pipelined);
+    CHECK(pick(bytes).tiles == tiles);
+  }
+  // Fused groups never pipeline: every link direction is busy already.
+  const schedule_spec fused{collective::all_gather, 2, 8, mode::fused};
+  CHECK(choose_schedule(fused, mi300x, std::int64_t{1} << 29, 2).route == route::relay);
+  // On a switch nothing beats direct.
+  CHECK(choose_schedule(s, h200_nvswitch, std::int64_t{1} << 29, 2).route == route::direct);
+}
