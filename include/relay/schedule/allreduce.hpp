@@ -54,36 +54,22 @@ constexpr schedule_header allreduce_relay(const schedule_spec& s, Sink& sink) {
   for (int g = 0; g < s.groups(); ++g) {
     const group_layout L{g, A, s.ranks};
     builder<Sink> b{&sink, g, 1};
-    for (int j = 0; j < A; ++j) {
+    for (int j = 0; j < A; ++j)
       for (int i = 0; i < H; ++i)
         b.copy(in(L.active_rank(j), Q(0, i)), scr(L.helper_rank(i), Q(0, j)), Q(0));
-      for (int k = 0; k < A; ++k)
-        if (k != j)
-          b.copy(in(L.active_rank(j), piece_offset(k)),
-                 scr(L.active_rank(k), other_index(j, k) * piece_length(k)), piece_length(k));
-    }
+    scatter_pieces(b, L, piece_offset, piece_length);
     for (int i = 0; i < H; ++i) {
       operand_list src;
       for (int j = 0; j < A; ++j)
         src.push(scr(L.helper_rank(i), Q(0, j)));
       b.reduce(src, scr(L.helper_rank(i), K(0)), Q(0), true);
     }
-    for (int k = 0; k < A; ++k) {
-      operand_list src;  // summed in active order, so every rank rounds identically
-      for (int j = 0; j < A; ++j)
-        src.push(j == k ? in(L.active_rank(k), piece_offset(k))
-                        : scr(L.active_rank(k), other_index(j, k) * piece_length(k)));
-      b.reduce(src, out(L.active_rank(k), piece_offset(k)), piece_length(k), true);
-    }
+    reduce_pieces(b, L, piece_offset, piece_offset, piece_length);
     b.step = 2;
     for (int i = 0; i < H; ++i)
       for (int j = 0; j < A; ++j)
         b.copy(scr(L.helper_rank(i), K(0)), out(L.active_rank(j), Q(0, i)), Q(0));
-    for (int k = 0; k < A; ++k)
-      for (int j = 0; j < A; ++j)
-        if (j != k)
-          b.copy(out(L.active_rank(k), piece_offset(k)), out(L.active_rank(j), piece_offset(k)),
-                 piece_length(k));
+    gather_pieces(b, L, piece_offset, piece_length);
   }
   return h;
 }

@@ -93,6 +93,44 @@ constexpr int other_index(int j, int k) {
   return j < k ? j : j - 1;
 }
 
+// A direct reduce-scatter / all-gather among a group's actives, in A pieces: piece k lies at
+// source(k) in every active's input, `length(k)` elements, and active k reduces it into its output
+// at dst(k). The allreduce relay route runs one over its direct region; the direct baselines of
+// allreduce and reduce-scatter are made of them.
+
+// Transfers: every a_j sends piece k to a_k's scratch slot for j (slot = the index of j among the
+// A-1 others, slots `length(k)` apart).
+template <class Sink, class Source, class Length>
+constexpr void scatter_pieces(builder<Sink>& b, const group_layout& L, Source source,
+                              Length length) {
+  for (int j = 0; j < L.active; ++j)
+    for (int k = 0; k < L.active; ++k)
+      if (k != j)
+        b.copy(in(L.active_rank(j), source(k)),
+               scr(L.active_rank(k), other_index(j, k) * length(k)), length(k));
+}
+
+// Reductions: a_k sums piece k over every active, in active order (a fixed summation order).
+template <class Sink, class Source, class Dst, class Length>
+constexpr void reduce_pieces(builder<Sink>& b, const group_layout& L, Source source, Dst dst,
+                             Length length) {
+  for (int k = 0; k < L.active; ++k) {
+    const int rk = L.active_rank(k);
+    operand_list src;
+    for (int j = 0; j < L.active; ++j)
+      src.push(j == k ? in(rk, source(k)) : scr(rk, other_index(j, k) * length(k)));
+    b.reduce(src, out(rk, dst(k)), length(k), true);
+  }
+}
+
+// Transfers: a_k sends its reduced piece to every other active.
+template <class Sink, class Dst, class Length>
+constexpr void gather_pieces(builder<Sink>& b, const group_layout& L, Dst dst, Length length) {
+  for (int k = 0; k < L.active; ++k)
+    for (int j = 0; j < L.active; ++j)
+      if (j != k) b.copy(out(L.active_rank(k), dst(k)), out(L.active_rank(j), dst(k)), length(k));
+}
+
 // Shorthands for affine terms.
 constexpr affine K(int v) {
   return affine::constant(v);

@@ -38,43 +38,24 @@ constexpr schedule_header direct_baseline(const schedule_spec& s, Sink& sink) {
   auto piece_offset = [&](int k) { return split ? Q(0, k) : K(0); };
   auto piece_length = [&](int k) { return !split ? N() : k < A - 1 ? Q(0) : N() - Q(0, A - 1); };
 
+  // Where piece k starts in every input (reduce-scatter: block k) and in the reducer's output.
+  auto source = [&](int k) { return c == collective::reduce_scatter ? N(k) : piece_offset(k); };
   for (int g = 0; g < s.groups(); ++g) {
     const group_layout L{g, A, s.ranks};
     builder<Sink> b{&sink, g, 1};
-    for (int j = 0; j < A; ++j) {
-      const int rj = L.active_rank(j);
-      for (int k = 0; k < A; ++k) {
-        const int rk = L.active_rank(k);
-        switch (c) {
-          case collective::allreduce:
-            if (k != j)
-              b.copy(in(rj, piece_offset(k)), scr(rk, other_index(j, k) * piece_length(k)),
-                     piece_length(k));
-            break;
-          case collective::reduce_scatter:
-            if (k != j) b.copy(in(rj, N(k)), scr(rk, N(other_index(j, k))), N());
-            break;
-          case collective::all_gather: b.copy(in(rj, K(0)), out(rk, N(j)), N()); break;
-          case collective::all_to_all: b.copy(in(rj, N(k)), out(rk, N(j)), N()); break;
-        }
+    if (reduces(c)) {
+      scatter_pieces(b, L, source, piece_length);
+      reduce_pieces(b, L, source, piece_offset, piece_length);
+      if (split) {
+        b.step = 2;
+        gather_pieces(b, L, piece_offset, piece_length);
       }
+      continue;
     }
-    if (!reduces(c)) continue;
-    for (int k = 0; k < A; ++k) {
-      const int rk = L.active_rank(k);
-      operand_list src;  // in active order: a fixed summation order
-      for (int j = 0; j < A; ++j)
-        src.push(j != k ? scr(rk, other_index(j, k) * piece_length(k))
-                        : in(rk, c == collective::reduce_scatter ? N(k) : piece_offset(k)));
-      b.reduce(src, out(rk, piece_offset(k)), piece_length(k), true);
-    }
-    if (!split) continue;
-    b.step = 2;
-    for (int k = 0; k < A; ++k)
-      for (int j = 0; j < A; ++j)
-        if (j != k)
-          b.copy(out(L.active_rank(k), piece_offset(k)), out(L.active_rank(j), piece_offset(k)),
-                 piece_length(k));
+    for (int j = 0; j < A; ++j)
+      for (int k = 0; k < A; ++k)
+        b.copy(in(L.active_rank(j), c == collective::all_to_all ? N(k) : K(0)),
+               out(L.active_rank(k), N(j)), N());
   }
   return h;
 }
