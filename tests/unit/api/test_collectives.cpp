@@ -103,6 +103,16 @@ TEST_CASE("a failed call leaves every buffer as it was", "[api]") {
          return allreduce(ex, {{0, 1, 2}}, views(s), views(r), std::vector<std::int64_t>{n},
                           dtype::float32, reduce_op::sum);
        }},
+      {"at least one helper", errc::invalid_schedule,
+       [&](auto& s, auto& r) {
+         return allreduce(ex, {{0, 1, 2, 3, 4, 5, 6, 7}}, views(s), views(r),
+                          std::vector<std::int64_t>{n}, dtype::float32, reduce_op::sum);
+       }},
+      {"covering every rank", errc::invalid_group,
+       [&](auto& s, auto& r) {
+         return allreduce(ex, {{0, 1}, {2, 3}}, views(s), views(r), std::vector<std::int64_t>{n, n},
+                          dtype::float32, reduce_op::sum);
+       }},
       {"active in two groups", errc::invalid_group,
        [&](auto& s, auto& r) {
          return allreduce(ex, {{0, 1}, {1, 3}, {4, 5}, {6, 7}}, views(s), views(r), counts,
