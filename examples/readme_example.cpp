@@ -17,9 +17,9 @@ int main() {
   }
   const std::vector<std::int64_t> counts(4, 1000);
   relay::host_executor cpu;
-  relay::status st = relay::allreduce(cpu, {{0, 1}, {2, 3}, {4, 5}, {6, 7}},  // 4 groups: fused
-                                      send, recv, counts, relay::dtype::float32,
-                                      relay::reduce_op::sum);
+  relay::status st =
+      relay::allreduce(cpu, {{0, 1}, {2, 3}, {4, 5}, {6, 7}},  // 4 groups: fused
+                       send, recv, counts, relay::dtype::float32, relay::reduce_op::sum);
   if (!st) std::puts(st.to_string().c_str());
   return st && out[5][999] == 2.0f ? 0 : 1;
 }
