@@ -13,7 +13,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <vector>
 
 #include "relay/check/memory_model.hpp"
@@ -139,10 +138,7 @@ constexpr std::vector<segment> combine(const std::vector<std::vector<segment>>& 
   return out;
 }
 
-}  // namespace relay::detail
-
-namespace relay::detail {
-
+// The whole check on one concrete program (see check_dataflow_at below).
 constexpr check_failure check_dataflow_of(const schedule_header& header, const concrete_program& p,
                                           std::span<const std::int64_t> counts, bool in_place,
                                           std::int64_t alignment) {
