@@ -23,6 +23,7 @@
 #include "relay/gpu/gpu_executor.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
+#include "support/ring_plan.hpp"
 
 namespace rt = relay::gpu::rt;
 using relay::gpu::copy_desc;
@@ -279,55 +280,6 @@ void bench_batched_copy(rt::stream_t s) {
 
 // ---- 4. per-step overhead ----------------------------------------------------------------------
 
-// 8 ranks on device 0; step s: every rank r pushes 64 floats from its output half (s % 2) to
-// rank r+1's other half; with `reduce`, each rank then adds what it received into its input.
-// Every step depends on its neighbours' previous step, as a relay schedule's steps do.
-relay::plan ring_plan(int steps, bool reduce) {
-  constexpr int ranks = 8;
-  constexpr std::uint64_t n = 64, half = n * 4;
-  relay::plan p;
-  p.spec.ranks = ranks;
-  p.type = relay::dtype::float32;
-  p.input_bytes.assign(ranks, 2 * half);
-  p.output_bytes.assign(ranks, 2 * half);
-  p.scratch_bytes.assign(ranks, 0);
-  auto phase = [&](relay::phase ph, int step) {
-    p.phases.push_back(
-        {static_cast<std::uint16_t>(step), ph, static_cast<std::uint32_t>(p.ops.size()), 0});
-  };
-  for (int s = 0; s < steps; ++s) {
-    const std::uint64_t from = (s % 2) * half, to = half - from;
-    phase(relay::phase::transfer, s);
-    for (int r = 0; r < ranks; ++r) {
-      relay::plan_op o;
-      o.step = static_cast<std::uint16_t>(s);
-      o.source_count = 1;
-      o.first_source = static_cast<std::uint32_t>(p.sources.size());
-      p.sources.push_back({static_cast<std::uint16_t>(r), relay::buffer::output, from});
-      o.dst = {static_cast<std::uint16_t>((r + 1) % ranks), relay::buffer::output, to};
-      o.count = n;
-      p.ops.push_back(o);
-      p.phases.back().size++;
-    }
-    if (!reduce) continue;
-    phase(relay::phase::reduce, s);
-    for (int r = 0; r < ranks; ++r) {
-      relay::plan_op o;
-      o.step = static_cast<std::uint16_t>(s);
-      o.phase = relay::phase::reduce;
-      o.source_count = 2;
-      o.first_source = static_cast<std::uint32_t>(p.sources.size());
-      p.sources.push_back({static_cast<std::uint16_t>(r), relay::buffer::input, 0});
-      p.sources.push_back({static_cast<std::uint16_t>(r), relay::buffer::output, to});
-      o.dst = {static_cast<std::uint16_t>(r), relay::buffer::input, 0};
-      o.count = n;
-      p.ops.push_back(o);
-      p.phases.back().size++;
-    }
-  }
-  return p;
-}
-
 // Microseconds per run, runs issued back to back without synchronizing (host clock).
 double run_us(relay::gpu_executor& ex, const relay::plan& p,
               const std::vector<relay::buffer_view>& in,
@@ -380,7 +332,9 @@ void bench_step_overhead(rt::stream_t s) {
         fill<float>(out.back().data, 128, 2);
       }
       CHECK_RT(rt::device_synchronize());
-      const relay::plan one = ring_plan(1, reduce), many = ring_plan(65, reduce);
+      // Ring steps over 8 ranks on device 0 (examples/support/ring_plan.hpp).
+      const relay::plan one = relay::examples::ring_plan(8, 1, reduce),
+                        many = relay::examples::ring_plan(8, 65, reduce);
       const double t1 = run_us(ex, one, in, out);
       const double t65 = run_us(ex, many, in, out);
       const relay::gpu_run_stats st = ex.last_run();

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string_view>
 
+#include "relay/topology/parse.hpp"
 #include "sizes.hpp"
 
 namespace relay::bench {
@@ -88,22 +89,6 @@ std::optional<E> parse_enum(std::string_view s, const E (&values)[K]) {
 
 }  // namespace
 
-std::optional<topology> parse_topology(std::string_view text, int ranks) {
-  if (auto preset = preset_topology(text, ranks)) return preset;
-  const std::size_t colon = text.find(':');
-  if (colon == std::string_view::npos) return std::nullopt;
-  const std::string_view kind = text.substr(0, colon);
-  std::string_view rest = text.substr(colon + 1);
-  const std::size_t second = rest.find(':');
-  const auto gbps = parse_number<double>(rest.substr(0, second));
-  std::optional<double> latency_us = 10.0;
-  if (second != std::string_view::npos) latency_us = parse_number<double>(rest.substr(second + 1));
-  if (!gbps || !latency_us || !(*gbps > 0) || !(*latency_us >= 0)) return std::nullopt;
-  if (kind == "mesh") return mesh(ranks, *gbps * 1e9, *latency_us * 1e-6, 0.0, "mesh");
-  if (kind == "switched") return switched(ranks, *gbps * 1e9, *latency_us * 1e-6, 0.0, "switched");
-  return std::nullopt;
-}
-
 std::string usage() {
   return R"(relay-bench: nccl-tests-style sweep of relay's collectives, with the cost model's
 prediction and a baseline (NCCL/RCCL, or relay's direct route) side by side.
@@ -145,7 +130,8 @@ where
       --devices LIST      gpu: the device of each rank, e.g. 0,0,0,0,1,1,1,1
                           (default: ranks round-robin over the visible devices)
   -t, --topology T        what the prediction prices: mi300x, mi350x, h200-nvswitch,
-                          mi250x, or mesh:GBPS[:US] / switched:GBPS[:US] (default mi300x)
+                          mi250x, or mesh:GBPS[:US[:OPUS]] / switched:GBPS[:US[:OPUS]]
+                          (gpu_calibrate prints one; default mi300x)
       --baseline B        auto, nccl, direct, none (default auto: NCCL/RCCL where it can
                           run these ranks, else relay's direct route on this executor)
 
@@ -378,8 +364,8 @@ parse_outcome parse_options(int argc, const char* const* argv) {
     o.topo = *t;
   } else {
     out.error = "unknown topology '" + o.topology_text +
-                "': use mi300x, mi350x, h200-nvswitch, mi250x (N=8 only), mesh:GBPS[:US] or "
-                "switched:GBPS[:US]";
+                "': use mi300x, mi350x, h200-nvswitch, mi250x (N=8 only), mesh:GBPS[:US[:OPUS]] or "
+                "switched:GBPS[:US[:OPUS]]";
     return out;
   }
   if (!o.devices.empty() && static_cast<int>(o.devices.size()) != o.ranks) {

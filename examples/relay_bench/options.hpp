@@ -72,8 +72,4 @@ struct parse_outcome {
 parse_outcome parse_options(int argc, const char* const* argv);
 std::string usage();
 
-// "mi300x", "h200-nvswitch", ... (the presets), or "mesh:GBPS[:LATENCY_US]" and
-// "switched:GBPS[:LATENCY_US]" for a machine of your own. The preset is resized to `ranks`.
-std::optional<topology> parse_topology(std::string_view text, int ranks);
-
 }  // namespace relay::bench

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "relay/schedule/generate.hpp"
+#include "relay/topology/parse.hpp"
 #include "relay/topology/topology.hpp"
 
 namespace relay_plan {
@@ -111,9 +112,12 @@ std::string set_op(options& o, std::string_view v) {
       v, relay::parse_reduce_op, [&](auto x) { o.op = x; }, "sum, avg");
 }
 std::string set_topology(options& o, std::string_view v) {
+  // The rank count is not known yet (flags come in any order); the text's form is.
   const bool known = std::any_of(relay::topology_presets.begin(), relay::topology_presets.end(),
                                  [&](const relay::topology* t) { return v == t->name; });
-  if (!known) return fmt::format("'{}' is not one of {}", v, topology_names());
+  if (!known && !relay::parse_topology(v, 8))
+    return fmt::format("'{}' is not one of {}, mesh:GBPS[:US[:OPUS]] or switched:GBPS[:US[:OPUS]]",
+                       v, topology_names());
   o.topology = std::string(v);
   return {};
 }
@@ -168,7 +172,8 @@ const std::vector<flag>& flags() {
       {"--mode", "M", true, set_mode,
        mode_names() + " (required; fused: N/A groups at once, single: one)"},
       {"--schedule", "S", false, set_route, route_names() + " (default relay)"},
-      {"--topology", "T", false, set_topology, topology_names() + " (default mi300x)"},
+      {"--topology", "T", false, set_topology,
+       topology_names() + ", mesh:GBPS[:US[:OPUS]] or switched:GBPS[:US[:OPUS]] (default mi300x)"},
       {"--permille", "P", false, set_spec_int<&relay::schedule_spec::permille>,
        "allreduce relay offload fraction, 1..999 (default: balanced, 1000*H/N)"},
       {"--tiles", "T", false, set_spec_int<&relay::schedule_spec::tiles>,
@@ -213,7 +218,7 @@ std::string validate(const options& o, const std::vector<std::string_view>& seen
       return fmt::format("missing required flag {}", f.name);
   if (const char* why = relay::spec_error(o.spec))
     return fmt::format("no schedule for {}: {}", describe(o.spec), why);
-  if (!relay::preset_topology(o.topology, o.spec.ranks))
+  if (!relay::parse_topology(o.topology, o.spec.ranks))
     return fmt::format("topology {} is a fixed machine and does not have {} ranks", o.topology,
                        o.spec.ranks);
   const auto groups = static_cast<std::size_t>(o.spec.groups());

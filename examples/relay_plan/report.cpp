@@ -11,6 +11,7 @@
 #include "relay/plan/make_plan.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
+#include "relay/topology/parse.hpp"
 
 namespace relay_plan {
 namespace {
@@ -99,7 +100,7 @@ concrete_info make_concrete(const plan_report& r, const std::vector<std::int64_t
 plan_report make_report(const options& o) {
   plan_report r;
   r.opts = o;
-  r.topo = *relay::preset_topology(o.topology, o.spec.ranks);
+  r.topo = *relay::parse_topology(o.topology, o.spec.ranks);
   r.sched = *relay::build_schedule(o.spec);
   // The baseline of the same collective, A, N and mode (no offload, no tiles: direct has none).
   relay::schedule_spec direct = o.spec;

@@ -25,4 +25,5 @@
 #include "relay/plan/scratch.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
+#include "relay/topology/parse.hpp"
 #include "relay/topology/topology.hpp"

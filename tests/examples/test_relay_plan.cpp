@@ -57,6 +57,20 @@ TEST_CASE("the parser names what is wrong", "[relay_plan]") {
   CHECK(parse({"--help", "--bogus"}).opts.help);
 }
 
+TEST_CASE("the topology flag takes a measured machine's text form", "[relay_plan]") {
+  const std::vector<std::string_view> base{"--collective", "all-gather", "--active", "2",
+                                           "--ranks",      "4",          "--mode",   "fused"};
+  std::vector<std::string_view> measured = base, fixed = base, bad = base;
+  measured.insert(measured.end(), {"--topology", "switched:362.5:14"});
+  fixed.insert(fixed.end(), {"--topology", "mi250x"});  // a matrix of 8 GPUs, not 4
+  bad.insert(bad.end(), {"--topology", "mesh:fast"});
+  const parse_result r = parse(measured);
+  REQUIRE(r.error.empty());
+  CHECK(r.opts.topology == "switched:362.5:14");
+  CHECK(parse(fixed).error == "topology mi250x is a fixed machine and does not have 4 ranks");
+  CHECK(parse(bad).error.starts_with("--topology: 'mesh:fast' is not one of mi300x"));
+}
+
 TEST_CASE("the usage text lists every flag within 100 columns", "[relay_plan]") {
   const std::string text = usage();
   for (const char* flag :

@@ -1,0 +1,64 @@
+// A plan that is no collective: a ring of steps for measuring what one executor step costs.
+//
+// Step s: every rank r pushes n floats from its output half (s % 2), slot 0, to ranks r+1 ..
+// r+fanout, slot k-1 of their other half; with `reduce`, each rank then adds what it received
+// from r-1 into its input. Every step depends on its neighbours' previous step, as a relay
+// schedule's steps do, so the executor must order them as it orders a relay's.
+//
+// Per rank: input n floats; output 2 halves of `fanout` slots of n floats.
+#pragma once
+
+#include <cstdint>
+
+#include "relay/plan/plan.hpp"
+
+namespace relay::examples {
+
+inline plan ring_plan(int ranks, int steps, bool reduce, int fanout = 1, std::uint64_t n = 64) {
+  const std::uint64_t slot = n * 4, half = slot * static_cast<std::uint64_t>(fanout);
+  plan p;
+  p.spec.ranks = ranks;
+  p.type = dtype::float32;
+  p.input_bytes.assign(static_cast<std::size_t>(ranks), slot);
+  p.output_bytes.assign(static_cast<std::size_t>(ranks), 2 * half);
+  p.scratch_bytes.assign(static_cast<std::size_t>(ranks), 0);
+  auto rank = [&](int r) { return static_cast<std::uint16_t>(r % ranks); };
+  auto phase = [&](relay::phase ph, int step) {
+    p.phases.push_back(
+        {static_cast<std::uint16_t>(step), ph, static_cast<std::uint32_t>(p.ops.size()), 0});
+  };
+  for (int s = 0; s < steps; ++s) {
+    const std::uint64_t from = static_cast<std::uint64_t>(s % 2) * half, to = half - from;
+    phase(relay::phase::transfer, s);
+    for (int r = 0; r < ranks; ++r)
+      for (int k = 1; k <= fanout; ++k) {
+        plan_op o;
+        o.step = static_cast<std::uint16_t>(s);
+        o.source_count = 1;
+        o.first_source = static_cast<std::uint32_t>(p.sources.size());
+        p.sources.push_back({rank(r), buffer::output, from});
+        o.dst = {rank(r + k), buffer::output, to + static_cast<std::uint64_t>(k - 1) * slot};
+        o.count = n;
+        p.ops.push_back(o);
+        p.phases.back().size++;
+      }
+    if (!reduce) continue;
+    phase(relay::phase::reduce, s);
+    for (int r = 0; r < ranks; ++r) {
+      plan_op o;
+      o.step = static_cast<std::uint16_t>(s);
+      o.phase = relay::phase::reduce;
+      o.source_count = 2;
+      o.first_source = static_cast<std::uint32_t>(p.sources.size());
+      p.sources.push_back({rank(r), buffer::input, 0});
+      p.sources.push_back({rank(r), buffer::output, to});
+      o.dst = {rank(r), buffer::input, 0};
+      o.count = n;
+      p.ops.push_back(o);
+      p.phases.back().size++;
+    }
+  }
+  return p;
+}
+
+}  // namespace relay::examples

@@ -1,0 +1,58 @@
+// A topology from its text form, as command-line tools and calibration write it:
+//
+//   a preset name            mi300x, mi350x, h200-nvswitch, mi250x (see topology.hpp)
+//   mesh:GBPS[:US[:OPUS]]    a full mesh, GBPS GB/s per link and direction, US microseconds per
+//                            step (default 10), OPUS microseconds per operation (default 0)
+//   switched:GBPS[:US[:OPUS]] a non-blocking switch, GBPS GB/s per port and direction
+//
+// `gpu_calibrate` (examples/) prints the line for the machine it measured; relay-bench and
+// relay-plan take it with --topology.
+#pragma once
+
+#include <charconv>
+#include <optional>
+#include <string_view>
+#include <system_error>
+
+#include "relay/topology/topology.hpp"
+
+namespace relay {
+
+namespace detail {
+
+inline std::optional<double> parse_double(std::string_view s) {
+  double v = 0;
+  const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || error != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace detail
+
+// `ranks` sizes a mesh, a switch or a resizable preset; nullopt when the text is none of the
+// forms above or a number is out of range (bandwidth > 0, latencies >= 0).
+inline std::optional<topology> parse_topology(std::string_view text, int ranks) {
+  if (auto preset = preset_topology(text, ranks)) return preset;
+  const std::size_t colon = text.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const std::string_view kind = text.substr(0, colon);
+  if (kind != "mesh" && kind != "switched") return std::nullopt;
+  // Up to three numbers after the kind; the latencies default to the presets' 10 us and 0.
+  double values[3] = {0, 10, 0};
+  std::string_view rest = text.substr(colon + 1);
+  for (int i = 0;; ++i) {
+    if (i == 3) return std::nullopt;
+    const std::size_t next = rest.find(':');
+    const auto v = detail::parse_double(rest.substr(0, next));
+    if (!v) return std::nullopt;
+    values[i] = *v;
+    if (next == std::string_view::npos) break;
+    rest = rest.substr(next + 1);
+  }
+  if (!(values[0] > 0) || !(values[1] >= 0) || !(values[2] >= 0)) return std::nullopt;
+  const double bandwidth = values[0] * 1e9, step = values[1] * 1e-6, op = values[2] * 1e-6;
+  return kind == "mesh" ? mesh(ranks, bandwidth, step, op, "mesh")
+                        : switched(ranks, bandwidth, step, op, "switched");
+}
+
+}  // namespace relay
