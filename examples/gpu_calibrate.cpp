@@ -324,14 +324,15 @@ struct step_timing {
   double step = 0, op = 0, call = 0;  // seconds: per step, per extra operation, one 1-step run
 };
 
-// Device-timed seconds of one run of `p`: the median of 31, after 3 to warm up.
+// Device-timed seconds of one run of `p`: the median of 101, after 10 to warm up (a run of 65
+// steps takes about a millisecond; the medians of 31 moved by 3 us per step between calls).
 double run_seconds(relay::gpu_executor& ex, const relay::plan& p,
                    const std::vector<relay::buffer_view>& in,
                    const std::vector<relay::buffer_view>& out) {
   std::vector<double> t;
-  for (int i = 0; i < 34; ++i) {
+  for (int i = 0; i < 111; ++i) {
     if (relay::status st = ex.run(p, in, out); !st) fail("executor run: " + st.to_string());
-    if (i >= 3) t.push_back(ex.last_run_seconds());
+    if (i >= 10) t.push_back(ex.last_run_seconds());
   }
   return median(t);
 }
