@@ -112,7 +112,6 @@ struct rank_state {
   std::vector<unsigned char*> recv;
   std::vector<rt::stream_t> streams;
   std::vector<rt::event_t> done;
-  int copy_blocks = 0;
 };
 
 __global__ void fill_kernel(unsigned char* p, std::uint64_t n, std::uint32_t seed) {
@@ -162,8 +161,6 @@ struct machine {
         CHECK_RT(rt::event_create(&e));
         s.done.push_back(e);
       }
-      CHECK_RT(relay::gpu::resident_blocks(&s.copy_blocks, relay::gpu::batched_copy_kernel<>,
-                                           relay::gpu::default_block, s.device));
       ranks.push_back(s);
     }
     CHECK_RT(rt::set_device(ranks[0].device));
@@ -251,11 +248,9 @@ double time_round(machine& m, const std::vector<transfer>& ts, engine e, int rep
       for (const launch_list& l : lists) {
         const rank_state& s = m.ranks[static_cast<std::size_t>(l.src)];
         CHECK_RT(rt::set_device(s.device));
-        const auto grid = static_cast<unsigned>(
-            std::min<std::uint64_t>(l.tiles, static_cast<std::uint64_t>(s.copy_blocks)));
-        CHECK_RT(rt::launch(relay::gpu::batched_copy_kernel<>, grid, relay::gpu::default_block,
-                            s.streams[0], static_cast<const relay::gpu::copy_desc*>(l.descs),
-                            l.count, l.tiles));
+        CHECK_RT(rt::launch(relay::gpu::batched_copy_kernel<>, relay::gpu::copy_grid(l.tiles),
+                            relay::gpu::default_block, s.streams[0],
+                            static_cast<const relay::gpu::copy_desc*>(l.descs), l.count, l.tiles));
       }
     } else {
       for (const transfer& t : ts) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "relay/check/memory_model.hpp"
@@ -194,10 +195,10 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
                           op.step, piece.lo);
           piece = {piece.lo + delta, piece.hi + delta, piece.value.moved(delta)};
         }
-        sources.push_back(pieces);
+        sources.push_back(std::move(pieces));
       }
       if (op.phase == phase::transfer) {
-        writes.push_back({dst.space, sources.front()});
+        writes.push_back({dst.space, std::move(sources.front())});
       } else {
         const char* error = nullptr;
         writes.push_back({dst.space, combine(sources, op.finalize, error)});

@@ -317,7 +317,6 @@ class gpu_executor {
     gpu::rt::event_t fence = nullptr;  // orders this lane against the previous run (async mode)
     gpu::rt::event_t timing_start = nullptr, timing_end = nullptr;  // gpu_options::time_runs
     std::vector<gpu::rt::event_t> events;
-    int copy_blocks = 0;
     std::array<int, all_dtypes.size()> reduce_blocks{};
     bool busy = false;  // work issued since the last wait
   };
@@ -407,10 +406,6 @@ class gpu_executor {
         for (gpu::rt::event_t* t : {&l.timing_start, &l.timing_end})
           if (gpu::rt::error_t e = gpu::rt::event_create(t, true); e != gpu::rt::success)
             return gpu_failure("creating a timing event", l.device, e);
-      if (gpu::rt::error_t e = gpu::resident_blocks(&l.copy_blocks, gpu::batched_copy_kernel<>,
-                                                    gpu::default_block, l.device);
-          e != gpu::rt::success)
-        return gpu_failure("querying the copy kernel's occupancy", l.device, e);
     }
     // Peer access between every pair of devices in use, where the hardware has it.
     std::vector<int> devices;
@@ -844,7 +839,7 @@ class gpu_executor {
           break;
         case action::kind::copy:
           what = "launching the batched copy kernel";
-          e = gpu::rt::launch(gpu::batched_copy_kernel<>, grid(a.tiles, ln.copy_blocks),
+          e = gpu::rt::launch(gpu::batched_copy_kernel<>, gpu::copy_grid(a.tiles),
                               gpu::default_block, ln.stream,
                               static_cast<const gpu::copy_desc*>(a.descs), a.count, a.tiles);
           stats_.launches++;
