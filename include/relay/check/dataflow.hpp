@@ -51,12 +51,17 @@ struct segment {
 };
 
 // Interval maps, one per memory space; gaps are garbage.
+//
+// Compile-time checks pay for every allocation and every element a vector moves, so reads append
+// to a caller's buffer and writes rebuild only the overlapped stretch through a buffer kept
+// across calls (one evaluation of a fused schedule makes thousands of each).
 class interval_memory {
  public:
   constexpr explicit interval_memory(int spaces) : spaces_(static_cast<std::size_t>(spaces)) {}
 
-  constexpr std::vector<segment> read(int space, std::int64_t lo, std::int64_t hi) const {
-    std::vector<segment> out;
+  // Appends [lo, hi) of `space` to `out`, segment by segment; gaps come out as garbage.
+  constexpr void read(int space, std::int64_t lo, std::int64_t hi,
+                      std::vector<segment>& out) const {
     std::int64_t at = lo;
     for (const segment& s : spaces_[static_cast<std::size_t>(space)]) {
       if (s.hi <= at) continue;
@@ -66,14 +71,12 @@ class interval_memory {
       at = std::min(hi, s.hi);
     }
     if (at < hi) out.push_back({at, hi, content{}});
-    return out;
   }
 
-  // `pieces` are contiguous and sorted; they replace whatever was there. Only the overlapped
-  // stretch of the space is rebuilt (a full rebuild per write dominates compile-time checks).
-  constexpr void write(int space, const std::vector<segment>& pieces) {
-    if (pieces.empty()) return;
-    const std::int64_t lo = pieces.front().lo, hi = pieces.back().hi;
+  // `pieces` [first, last) are contiguous and sorted; they replace whatever was there.
+  constexpr void write(int space, const segment* first_piece, const segment* last_piece) {
+    if (first_piece == last_piece) return;
+    const std::int64_t lo = first_piece->lo, hi = (last_piece - 1)->hi;
     auto& v = spaces_[static_cast<std::size_t>(space)];
     std::size_t first = 0;
     while (first < v.size() && v[first].hi <= lo)
@@ -81,62 +84,71 @@ class interval_memory {
     std::size_t last = first;
     while (last < v.size() && v[last].lo < hi)
       ++last;
-    std::vector<segment> mid;
+    mid_.clear();
     auto push = [&](segment s) {
       if (s.lo >= s.hi) return;
-      if (!mid.empty() && mid.back().hi == s.lo && mid.back().value == s.value)
-        mid.back().hi = s.hi;  // the same values at adjacent positions: one interval
+      if (!mid_.empty() && mid_.back().hi == s.lo && mid_.back().value == s.value)
+        mid_.back().hi = s.hi;  // the same values at adjacent positions: one interval
       else
-        mid.push_back(s);
+        mid_.push_back(s);
     };
     if (first > 0) push(v[first - 1]);  // merge with the left neighbour where possible
     if (first < last && v[first].lo < lo) push({v[first].lo, lo, v[first].value});
-    for (const segment& p : pieces)
-      push(p);
+    for (const segment* p = first_piece; p != last_piece; ++p)
+      push(*p);
     if (first < last && v[last - 1].hi > hi) push({hi, v[last - 1].hi, v[last - 1].value});
     if (last < v.size()) push(v[last]);  // and with the right one
+    // Replace v[from, to) by mid_, overwriting in place and moving the tail only when the
+    // counts differ.
     const std::size_t from = first > 0 ? first - 1 : first;
     const std::size_t to = last < v.size() ? last + 1 : last;
-    v.erase(v.begin() + static_cast<std::ptrdiff_t>(from),
-            v.begin() + static_cast<std::ptrdiff_t>(to));
-    v.insert(v.begin() + static_cast<std::ptrdiff_t>(from), mid.begin(), mid.end());
+    const std::size_t old_size = to - from, common = std::min(old_size, mid_.size());
+    for (std::size_t i = 0; i < common; ++i)
+      v[from + i] = mid_[i];
+    if (mid_.size() < old_size)
+      v.erase(v.begin() + static_cast<std::ptrdiff_t>(from + common),
+              v.begin() + static_cast<std::ptrdiff_t>(to));
+    else if (mid_.size() > old_size)
+      v.insert(v.begin() + static_cast<std::ptrdiff_t>(to),
+               mid_.begin() + static_cast<std::ptrdiff_t>(common), mid_.end());
   }
 
  private:
   std::vector<std::vector<segment>> spaces_;
+  std::vector<segment> mid_;
 };
 
-// The sources of one reduction, intersected: each output interval with the union of the ranks
-// its sources hold there. Sets `error` where they cannot be summed into a right answer.
-constexpr std::vector<segment> combine(const std::vector<std::vector<segment>>& sources,
-                                       bool finalize, const char*& error) {
-  std::vector<std::int64_t> cuts;
-  for (const auto& list : sources)
-    for (const segment& s : list)
-      cuts.push_back(s.lo), cuts.push_back(s.hi);
-  std::sort(cuts.begin(), cuts.end());
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-  std::vector<std::size_t> cursor(sources.size(), 0);
-  std::vector<segment> out;
-  for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
-    segment piece{cuts[c], cuts[c + 1], content::of_ranks(0, 0, finalize)};
-    for (std::size_t k = 0; k < sources.size(); ++k) {
-      while (sources[k][cursor[k]].hi <= piece.lo)
-        ++cursor[k];
-      const content& v = sources[k][cursor[k]].value;
+// The sources of one reduction, source k being sources[bounds[k], bounds[k + 1]), each covering
+// the same stretch of the destination piece by piece: appends to `out` each output interval with
+// the union of the ranks its sources hold there, cutting wherever any source's piece ends. Sets
+// `error` where they cannot be summed into a right answer. `cursor` is scratch.
+constexpr void combine(const std::vector<segment>& sources, const std::vector<std::size_t>& bounds,
+                       bool finalize, const char*& error, std::vector<segment>& out,
+                       std::vector<std::size_t>& cursor) {
+  const std::size_t k_count = bounds.size() - 1;
+  cursor.assign(bounds.begin(), bounds.end() - 1);
+  std::int64_t at = sources[bounds[0]].lo;
+  while (cursor[0] < bounds[1]) {
+    segment piece{at, 0, content::of_ranks(0, 0, finalize)};
+    piece.hi = sources[cursor[0]].hi;
+    for (std::size_t k = 1; k < k_count; ++k)
+      piece.hi = std::min(piece.hi, sources[cursor[k]].hi);
+    for (std::size_t k = 0; k < k_count; ++k) {
+      const content& v = sources[cursor[k]].value;
       if (v.finalized)
         error = "a reduction sums a value that was already finalized (AVG would divide twice)";
       else if (k > 0 && v.shift != piece.value.shift)
         error = "a reduction sums different elements of its contributors' inputs";
       else if ((piece.value.ranks & v.ranks) != 0)
         error = "a reduction counts one rank's contribution twice";
-      if (error != nullptr) return out;
+      if (error != nullptr) return;
       piece.value.ranks |= v.ranks;
       piece.value.shift = v.shift;
+      if (sources[cursor[k]].hi == piece.hi) ++cursor[k];
     }
     out.push_back(piece);
+    at = piece.hi;
   }
-  return out;
 }
 
 // The whole check on one concrete program (see check_dataflow_at below).
@@ -162,17 +174,26 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
     const int g = mem.home_group(r);
     if (g < 0 || mem.input_extent(g) == 0) continue;
     const std::int64_t b = mem.input_base(r);
-    m.write(mem.user_space(r),
-            {{b, b + mem.input_extent(g), content::of_ranks(rank_bit(r), -b, false)}});
+    const segment whole{b, b + mem.input_extent(g), content::of_ranks(rank_bit(r), -b, false)};
+    m.write(mem.user_space(r), &whole, &whole + 1);
   }
 
+  // Buffers reused by every phase and operation (see interval_memory).
+  struct staged_write {
+    int space;
+    std::size_t first, last;  // in `staged`
+  };
+  std::vector<segment> staged, source_pieces, found;
+  std::vector<staged_write> writes;
+  std::vector<std::size_t> bounds, cursor;
   for (std::size_t first = 0; first < p.ops.size();) {
     std::size_t last = first;
     while (last < p.ops.size() && p.ops[last].step == p.ops[first].step &&
            p.ops[last].phase == p.ops[first].phase)
       ++last;
     // Every operation of a phase reads before any of them writes: they run concurrently.
-    std::vector<std::pair<int, std::vector<segment>>> writes;
+    staged.clear();
+    writes.clear();
     for (std::size_t i = first; i < last; ++i) {
       const concrete_op& op = p.ops[i];
       const placement dst = mem.place(op.dst, op.group);
@@ -180,33 +201,38 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
         return failed("an operation writes the input or output of a rank outside its group",
                       op.group, op.dst.rank, op.step, op.dst.offset);
       const std::int64_t at = dst.base + op.dst.offset;
-      std::vector<std::vector<segment>> sources;
+      // A copy's source lands straight in `staged`; a reduction's sources go to source_pieces.
+      const bool copy = op.phase == phase::transfer;
+      std::vector<segment>& into = copy ? staged : source_pieces;
+      const std::size_t staged_from = staged.size();
+      source_pieces.clear();
+      bounds.assign(1, 0);
       for (const concrete_operand& src : p.sources_of(op)) {
         const placement from = mem.place(src, op.group);
         if (from.space < 0)
           return failed("an operation reads the input or output of a rank outside its group",
                         op.group, src.rank, op.step, src.offset);
         const std::int64_t delta = at - (from.base + src.offset);
-        std::vector<segment> pieces =
-            m.read(from.space, from.base + src.offset, from.base + src.offset + op.length);
-        for (segment& piece : pieces) {
+        const std::size_t read_from = into.size();
+        m.read(from.space, from.base + src.offset, from.base + src.offset + op.length, into);
+        for (std::size_t j = read_from; j < into.size(); ++j) {
+          segment& piece = into[j];
           if (piece.value.garbage)
             return failed("an operation reads memory that nothing has written", op.group, src.rank,
                           op.step, piece.lo);
           piece = {piece.lo + delta, piece.hi + delta, piece.value.moved(delta)};
         }
-        sources.push_back(std::move(pieces));
+        bounds.push_back(into.size());
       }
-      if (op.phase == phase::transfer) {
-        writes.push_back({dst.space, std::move(sources.front())});
-      } else {
+      if (!copy) {
         const char* error = nullptr;
-        writes.push_back({dst.space, combine(sources, op.finalize, error)});
+        combine(source_pieces, bounds, op.finalize, error, staged, cursor);
         if (error != nullptr) return failed(error, op.group, op.dst.rank, op.step, at);
       }
+      writes.push_back({dst.space, staged_from, staged.size()});
     }
-    for (const auto& [space, pieces] : writes)
-      m.write(space, pieces);
+    for (const staged_write& w : writes)
+      m.write(w.space, staged.data() + w.first, staged.data() + w.last);
     first = last;
   }
 
@@ -229,7 +255,9 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
           content::of_ranks(reduced ? group_ranks : rank_bit(g * spec.active + slot),
                             (blocked ? k * n : 0) - out_base - slot * n, reduced);
       const std::int64_t lo = out_base + slot * n;
-      for (const segment& piece : m.read(mem.user_space(r), lo, lo + n))
+      found.clear();
+      m.read(mem.user_space(r), lo, lo + n, found);
+      for (const segment& piece : found)
         if (!(piece.value == want))
           return failed(piece.value.garbage ? "an output element is never written"
                                             : "an output element holds the wrong contributions",
@@ -237,7 +265,9 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
     }
     if (!in_place && mem.input_extent(g) > 0) {
       const std::int64_t b = mem.input_base(r);
-      for (const segment& piece : m.read(mem.user_space(r), b, b + mem.input_extent(g)))
+      found.clear();
+      m.read(mem.user_space(r), b, b + mem.input_extent(g), found);
+      for (const segment& piece : found)
         if (!(piece.value == content::of_ranks(rank_bit(r), -b, false)))
           return failed("an out-of-place input was modified", g, r, -1, piece.lo - b);
     }

@@ -78,6 +78,9 @@ constexpr concrete_program evaluate(const schedule_view& s, std::span<const std:
   concrete_program p;
   p.spec = s.spec();
   p.steps = s.header->steps;
+  // At most every operation survives: one allocation each (compile-time checks pay for each).
+  p.ops.reserve(s.ops.size());
+  p.sources.reserve(s.sources.size());
   std::vector<symbol_values> symbols;
   for (int g = 0; g < s.spec().groups(); ++g)
     symbols.push_back(evaluate_symbols(*s.header, counts[static_cast<std::size_t>(g)], alignment));

@@ -153,6 +153,17 @@ TEST_CASE("the structure check finds hazards and scratch overruns", "[check]") {
   REQUIRE_FALSE(f2.ok());
   CHECK(std::string(f2.what) == "an operand reaches past the declared scratch size");
 
+  // Both steps of the relay all-gather in one phase: the helpers forward what the same phase is
+  // still writing into their scratch.
+  const schedule merged = broken(s, [](schedule& x) {
+    for (operation& op : x.ops)
+      op.step = 0;
+  });
+  const check_failure f4 = check_structure(merged);
+  REQUIRE_FALSE(f4.ok());
+  CHECK(std::string(f4.what) == "an operation reads memory another writes in the same phase");
+  CHECK(f4.step == 0);
+
   const schedule remote = broken(schedule_spec{collective::allreduce, 2, 8}, [](schedule& x) {
     for (operation& op : x.ops)
       if (op.phase == phase::reduce) {
