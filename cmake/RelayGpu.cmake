@@ -71,12 +71,13 @@ function(relay_gpu_sources)
   set_source_files_properties(${ARGN} PROPERTIES LANGUAGE CUDA)
 endfunction()
 
-# relay_hip_executable(<name> GPU <files>... [CXX_TARGET <object library>] [INCLUDES <dirs>...]):
+# relay_hip_executable(<name> GPU <files>... [CXX_TARGET <object library>] [INCLUDES <dirs>...]
+#                      [LIBS <libraries>...]):
 # compiles the GPU files with hipcc and links them, with the objects of a host-compiled object
-# library, into <name>; sets <name>_PATH to the executable. Building the target `<name>` is the
-# compile-and-link check.
+# library and the given library files (generator expressions allowed), into <name>; sets
+# <name>_PATH to the executable. Building the target `<name>` is the compile-and-link check.
 function(relay_hip_executable name)
-  cmake_parse_arguments(ARG "" "CXX_TARGET" "GPU;INCLUDES" ${ARGN})
+  cmake_parse_arguments(ARG "" "CXX_TARGET" "GPU;INCLUDES;LIBS" ${ARGN})
   set(objects "")
   set(includes "")
   foreach(dir ${CMAKE_SOURCE_DIR}/include ${ARG_INCLUDES})
@@ -106,8 +107,9 @@ function(relay_hip_executable name)
   set(exe ${CMAKE_CURRENT_BINARY_DIR}/${name}.dir/${name})
   add_custom_command(
     OUTPUT ${exe}
-    COMMAND ${RELAY_HIPCC} --offload-arch=${RELAY_HIP_ARCH} ${objects} ${host_objects} -o ${exe}
-    DEPENDS ${objects} ${depends}
+    COMMAND ${RELAY_HIPCC} --offload-arch=${RELAY_HIP_ARCH} ${objects} ${host_objects} ${ARG_LIBS}
+            -o ${exe}
+    DEPENDS ${objects} ${depends} ${ARG_LIBS}
     COMMENT "hipcc: linking ${name}"
     COMMAND_EXPAND_LISTS VERBATIM)
   add_custom_target(${name} ALL DEPENDS ${exe})
