@@ -202,13 +202,13 @@ void bench_reduce(rt::stream_t s, const char* type, double gib, double copy_rate
 
 // `persistent`: a grid of the resident blocks walking the tiles (the executor's grid before
 // copy_grid), else copy_grid's block per tile.
-template <int Block, int Unroll>
+template <int Block, int Unroll, bool Streaming = true>
 double batched_ms(rt::stream_t s, const std::vector<std::vector<copy_desc>>& sets,
                   bool persistent = false) {
   std::vector<device_list<copy_desc>*> lists;
   for (const auto& d : sets)
     lists.push_back(new device_list<copy_desc>(d, Block * Unroll));
-  auto* kernel = relay::gpu::batched_copy_kernel<Block, Unroll>;
+  auto* kernel = relay::gpu::batched_copy_kernel<Block, Unroll, Streaming>;
   const unsigned cap = resident(kernel, Block);
   const double ms = time_ms(s, 40, [&](int i) {
     const device_list<copy_desc>& l = *lists[static_cast<std::size_t>(i) % lists.size()];
@@ -255,6 +255,7 @@ void bench_batched_copy(rt::stream_t s) {
     });
     const double b256 = batched_ms<256, 4>(s, descs);
     const double persistent = batched_ms<256, 4>(s, descs, true);
+    const double plain = batched_ms<256, 4, false>(s, descs);
     const double b512 = batched_ms<512, 4>(s, descs);
     const double b256x8 = batched_ms<256, 8>(s, descs);
     // Smaller tiles: more of them per resident block, so less of a half-empty last wave.
@@ -271,6 +272,7 @@ void bench_batched_copy(rt::stream_t s) {
     row("one memcpy per copy", many_ms);
     row("batched kernel 256x4 (executor)", b256);
     row("batched kernel 256x4, persistent grid", persistent);
+    row("batched kernel 256x4, no cache hints (plans that reduce)", plain);
     row("batched kernel 512x4", b512);
     row("batched kernel 256x8", b256x8);
     row("batched kernel 256x2", b256x2);

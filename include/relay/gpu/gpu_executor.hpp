@@ -794,6 +794,13 @@ class gpu_executor {
 
   status issue(const program& prog) {
     const dtype type = prog.key.type;
+    // Copies with the evict-first hints where nothing reduces what they bring: side by side on an
+    // H200 the hints made all-gather 1-4% faster at 16-256 MB but allreduce and reduce-scatter
+    // 2-5% slower, their reductions reading what the copies had just pushed out of L2
+    // (bench/results/2026-11-29-h200-copy-kernel/).
+    const bool streaming =
+        std::none_of(prog.key.phases.begin(), prog.key.phases.end(),
+                     [](const plan_phase& ph) { return ph.phase == phase::reduce; });
     using gpu::detail::action;
     const std::size_t lanes = lanes_.size();
     int current = -1;
@@ -839,9 +846,11 @@ class gpu_executor {
           break;
         case action::kind::copy:
           what = "launching the batched copy kernel";
-          e = gpu::rt::launch(gpu::batched_copy_kernel<>, gpu::copy_grid(a.tiles),
-                              gpu::default_block, ln.stream,
-                              static_cast<const gpu::copy_desc*>(a.descs), a.count, a.tiles);
+          e = gpu::rt::launch(
+              streaming ? gpu::batched_copy_kernel<>
+                        : gpu::batched_copy_kernel<gpu::default_block, gpu::default_unroll, false>,
+              gpu::copy_grid(a.tiles), gpu::default_block, ln.stream,
+              static_cast<const gpu::copy_desc*>(a.descs), a.count, a.tiles);
           stats_.launches++;
           break;
         case action::kind::reduce:

@@ -163,25 +163,26 @@ using word_t = std::conditional_t<
         std::conditional_t<W == 4, std::uint32_t,
                            std::conditional_t<W == 2, std::uint16_t, std::uint8_t>>>>;
 
-// A copy's words are read and written once: on NVIDIA, 16-byte words go with the evict-first
-// ("streaming") cache hint both ways, so that a step's copies do not push out of L2 what the
-// next phase reads. Measured on an H200, the hints on loads and stores together lift a batched
-// copy from 86-90% to 89-95% of the runtime's memcpy (either one alone does not help;
-// bench/results/gpu-kernels-h200.md). HIP has no 16-byte form of them: plain accesses there.
-template <class Word>
+// A streaming copy reads and writes each word once: on NVIDIA its 16-byte words go with the
+// evict-first cache hint both ways. Measured on an H200, the hints on loads and stores together
+// lift a batched copy from 86-90% to 89-95% of the runtime's memcpy (either one alone does not
+// help), but make a reduction that reads the copied data next 2-5% slower; the executor streams
+// only plans without reductions (bench/results/2026-11-29-h200-copy-kernel/). HIP has no 16-byte
+// form of the hints: plain accesses there.
+template <bool Streaming, class Word>
 __device__ inline Word load_once(const Word* p) {
 #if defined(RELAY_GPU_CUDA)
-  if constexpr (std::is_same_v<Word, vec16>) {
+  if constexpr (Streaming && std::is_same_v<Word, vec16>) {
     const uint4 v = __ldcs(reinterpret_cast<const uint4*>(p));
     return vec16{{v.x, v.y, v.z, v.w}};
   }
 #endif
   return *p;
 }
-template <class Word>
+template <bool Streaming, class Word>
 __device__ inline void store_once(Word* p, const Word& v) {
 #if defined(RELAY_GPU_CUDA)
-  if constexpr (std::is_same_v<Word, vec16>) {
+  if constexpr (Streaming && std::is_same_v<Word, vec16>) {
     __stcs(reinterpret_cast<uint4*>(p), make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]));
     return;
   }
@@ -189,7 +190,7 @@ __device__ inline void store_once(Word* p, const Word& v) {
   *p = v;
 }
 
-template <int W, int Block, int Unroll>
+template <int W, int Block, int Unroll, bool Streaming>
 __device__ inline void copy_tile(const copy_desc& c, std::uint64_t tile) {
   using word = word_t<W>;
   const word* src = reinterpret_cast<const word*>(c.src + c.head);
@@ -200,21 +201,21 @@ __device__ inline void copy_tile(const copy_desc& c, std::uint64_t tile) {
   if ((tile + 1) * per_tile <= c.units) {  // a whole tile: no bounds to test
 #pragma unroll
     for (int u = 0; u < Unroll; ++u)
-      v[u] = load_once(src + base + static_cast<std::uint64_t>(u) * Block);
+      v[u] = load_once<Streaming>(src + base + static_cast<std::uint64_t>(u) * Block);
 #pragma unroll
     for (int u = 0; u < Unroll; ++u)
-      store_once(dst + base + static_cast<std::uint64_t>(u) * Block, v[u]);
+      store_once<Streaming>(dst + base + static_cast<std::uint64_t>(u) * Block, v[u]);
     return;
   }
 #pragma unroll
   for (int u = 0; u < Unroll; ++u) {
     const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Block;
-    if (i < c.units) v[u] = load_once(src + i);
+    if (i < c.units) v[u] = load_once<Streaming>(src + i);
   }
 #pragma unroll
   for (int u = 0; u < Unroll; ++u) {
     const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Block;
-    if (i < c.units) store_once(dst + i, v[u]);
+    if (i < c.units) store_once<Streaming>(dst + i, v[u]);
   }
 }
 
@@ -226,7 +227,8 @@ struct pack {
 
 }  // namespace detail
 
-template <int Block = default_block, int Unroll = default_unroll>
+// Streaming: the evict-first hints above (for copies whose data no reduction reads next).
+template <int Block = default_block, int Unroll = default_unroll, bool Streaming = true>
 __global__ void __launch_bounds__(Block)
     batched_copy_kernel(const copy_desc* descs, std::uint32_t n, std::uint64_t tiles) {
   for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -234,11 +236,11 @@ __global__ void __launch_bounds__(Block)
     const copy_desc c = descs[detail::find_desc(descs, n, t)];
     const std::uint64_t tile = t - c.first_tile;
     switch (c.width) {
-      case 16: detail::copy_tile<16, Block, Unroll>(c, tile); break;
-      case 8: detail::copy_tile<8, Block, Unroll>(c, tile); break;
-      case 4: detail::copy_tile<4, Block, Unroll>(c, tile); break;
-      case 2: detail::copy_tile<2, Block, Unroll>(c, tile); break;
-      default: detail::copy_tile<1, Block, Unroll>(c, tile); break;
+      case 16: detail::copy_tile<16, Block, Unroll, Streaming>(c, tile); break;
+      case 8: detail::copy_tile<8, Block, Unroll, Streaming>(c, tile); break;
+      case 4: detail::copy_tile<4, Block, Unroll, Streaming>(c, tile); break;
+      case 2: detail::copy_tile<2, Block, Unroll, Streaming>(c, tile); break;
+      default: detail::copy_tile<1, Block, Unroll, Streaming>(c, tile); break;
     }
     if (tile == 0) {
       if (threadIdx.x < c.head) c.dst[threadIdx.x] = c.src[threadIdx.x];
