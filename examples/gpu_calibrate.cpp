@@ -13,10 +13,9 @@
 //      With 3 or more ranks, the same with every rank pushing to all others: the cost of one
 //      more operation in a step.
 //
-// The link bandwidth written is the median pair's, both directions at once, kernel engine. The
-// fabric is a mesh when a GPU's fan-out reaches 60% of (ranks - 1) links, a switch otherwise
-// (port bandwidth: the median of each GPU's fan-out and fan-in, the smaller of the two); with 2
-// ranks the two price alike and a mesh is written. Every copy is checked on a sample of bytes.
+// examples/support/fit_topology.hpp turns the measurements into the topology (mesh or switch,
+// bandwidth, latencies; the rule is written there and unit-tested). Every copy is checked on a
+// sample of bytes.
 //
 // Usage: gpu_calibrate [--devices 0,1,...] [--mib M] [--reps R] [--name NAME] [--json]
 //        (default: every visible device, 256 MiB, 5 copies per trial, 7 trials, median)
@@ -32,6 +31,7 @@
 #include "relay/gpu/gpu_executor.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
+#include "support/fit_topology.hpp"
 #include "support/ring_plan.hpp"
 
 namespace rt = relay::gpu::rt;
@@ -48,11 +48,6 @@ void check(rt::error_t e, const char* what, int line) {
 [[noreturn]] void fail(const std::string& why) {
   std::fprintf(stderr, "gpu_calibrate: %s\n", why.c_str());
   std::exit(1);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
 struct options {
@@ -293,7 +288,7 @@ double time_round(machine& m, const std::vector<transfer>& ts, engine e, int rep
     CHECK_RT(rt::set_device(m.ranks[static_cast<std::size_t>(l.src)].device));
     CHECK_RT(rt::free(l.descs));
   }
-  return median(trials);
+  return relay::examples::median(trials);
 }
 
 // The transfers landed: a sample of bytes of each destination slot equals its source's.
@@ -329,7 +324,7 @@ double run_seconds(relay::gpu_executor& ex, const relay::plan& p,
     if (relay::status st = ex.run(p, in, out); !st) fail("executor run: " + st.to_string());
     if (i >= 10) t.push_back(ex.last_run_seconds());
   }
-  return median(t);
+  return relay::examples::median(t);
 }
 
 step_timing time_steps(const std::vector<int>& devices) {
@@ -449,23 +444,21 @@ int main(int argc, char** argv) {
   }
   const step_timing steps = time_steps(o.devices);
 
-  // The model's numbers.
-  std::vector<double> both, ports;
+  // The model's numbers (examples/support/fit_topology.hpp).
+  relay::examples::link_measurements lm;
+  lm.ranks = n;
   for (const pair_result& p : pairs)
-    both.push_back(p.both_gbps);
-  for (int r = 0; r < n; ++r)
-    ports.push_back(
-        std::min(fan_out[static_cast<std::size_t>(r)], fan_in[static_cast<std::size_t>(r)]));
-  const double link = median(both), port = median(ports);
-  const bool is_mesh = n == 2 || port >= 0.6 * (n - 1) * link;
-  const double bandwidth = is_mesh ? link : port;
+    lm.both_directions_gbps.push_back(p.both_gbps);
+  lm.fan_out_gbps = fan_out;
+  lm.fan_in_gbps = fan_in;
+  lm.step_seconds = steps.step;
+  lm.op_seconds = steps.op;
+  const relay::examples::fitted_topology fit = relay::examples::fit_topology(lm);
+  const bool is_mesh = fit.topo.kind == relay::fabric::mesh;
+  const double bandwidth = fit.topo.link_bandwidth / 1e9, link = fit.link_gbps;
   const char* kind = is_mesh ? "mesh" : "switched";
-  const std::string text = std::string(kind) + ":" + number(bandwidth, 1) + ":" +
-                           number(steps.step * 1e6, 2) + ":" + number(steps.op * 1e6, 2);
-  const std::string cpp = "inline constexpr relay::topology " + o.name + " = relay::" + kind + "(" +
-                          std::to_string(n) + ", " + number(bandwidth, 1) + "e9, " +
-                          number(steps.step * 1e6, 2) + "e-6, " + number(steps.op * 1e6, 2) +
-                          "e-6, \"" + o.name + "\");";
+  const std::string& text = fit.text;
+  const std::string cpp = fit.cpp(o.name);
 
   if (o.json) {
     std::printf("{\"device\": \"%s\", \"platform\": \"%s\", \"ranks\": %d, \"devices\": [",
@@ -512,8 +505,10 @@ int main(int argc, char** argv) {
       "\n## Each rank with all others at once (GB/s, kernel)\n\n| rank | fan-out | fan-in | "
       "of one pair's link |\n|---|---|---|---|\n");
   for (int r = 0; r < n; ++r)
-    std::printf("| %d | %.1f | %.1f | %.2fx |\n", r, fan_out[static_cast<std::size_t>(r)],
-                fan_in[static_cast<std::size_t>(r)], ports[static_cast<std::size_t>(r)] / link);
+    std::printf(
+        "| %d | %.1f | %.1f | %.2fx |\n", r, fan_out[static_cast<std::size_t>(r)],
+        fan_in[static_cast<std::size_t>(r)],
+        std::min(fan_out[static_cast<std::size_t>(r)], fan_in[static_cast<std::size_t>(r)]) / link);
   std::printf(
       "\n## Executor steps (device-timed, one rank per listed device)\n\n"
       "one 1-step run: %.2f us; each further step: %.2f us; each further operation in a "
