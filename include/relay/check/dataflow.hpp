@@ -63,8 +63,9 @@ class interval_memory {
   constexpr void read(int space, std::int64_t lo, std::int64_t hi,
                       std::vector<segment>& out) const {
     std::int64_t at = lo;
-    for (const segment& s : spaces_[static_cast<std::size_t>(space)]) {
-      if (s.hi <= at) continue;
+    const auto& v = spaces_[static_cast<std::size_t>(space)];
+    for (std::size_t i = first_ending_after(v, lo); i < v.size(); ++i) {
+      const segment& s = v[i];
       if (s.lo >= hi) break;
       if (s.lo > at) out.push_back({at, s.lo, content{}});
       out.push_back({std::max(at, s.lo), std::min(hi, s.hi), s.value});
@@ -78,9 +79,7 @@ class interval_memory {
     if (first_piece == last_piece) return;
     const std::int64_t lo = first_piece->lo, hi = (last_piece - 1)->hi;
     auto& v = spaces_[static_cast<std::size_t>(space)];
-    std::size_t first = 0;
-    while (first < v.size() && v[first].hi <= lo)
-      ++first;
+    std::size_t first = first_ending_after(v, lo);
     std::size_t last = first;
     while (last < v.size() && v[last].lo < hi)
       ++last;
@@ -114,6 +113,19 @@ class interval_memory {
   }
 
  private:
+  // The index of the first segment that ends after `at` (segments are sorted and disjoint).
+  static constexpr std::size_t first_ending_after(const std::vector<segment>& v, std::int64_t at) {
+    std::size_t lo = 0, hi = v.size();
+    while (lo < hi) {
+      const std::size_t mid = (lo + hi) / 2;
+      if (v[mid].hi <= at)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  }
+
   std::vector<std::vector<segment>> spaces_;
   std::vector<segment> mid_;
 };

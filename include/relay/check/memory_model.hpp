@@ -33,10 +33,18 @@ class memory_model {
   constexpr memory_model(const schedule_header& h, std::span<const std::int64_t> counts,
                          bool in_place, std::int64_t alignment)
       : spec_(h.spec), counts_(counts), in_place_(in_place) {
+    // Everything place() needs, once: the checks place every operand of every operation.
     for (int g = 0; g < spec_.groups(); ++g) {
-      active_scratch_[static_cast<std::size_t>(g)] = scratch_elements(h, true, count(g), alignment);
-      helper_scratch_[static_cast<std::size_t>(g)] =
-          scratch_elements(h, false, count(g), alignment);
+      const auto i = static_cast<std::size_t>(g);
+      active_scratch_[i] = scratch_elements(h, true, count(g), alignment);
+      helper_scratch_[i] = scratch_elements(h, false, count(g), alignment);
+      input_extent_[i] = input_elements(spec_.coll, spec_.active, count(g));
+      output_extent_[i] = output_elements(spec_.coll, spec_.active, count(g));
+    }
+    for (int r = 0; r < spec_.ranks; ++r) {
+      const in_place_offsets b = user_bases(r);
+      input_base_[static_cast<std::size_t>(r)] = b.input;
+      output_base_[static_cast<std::size_t>(r)] = b.output;
     }
   }
 
@@ -51,13 +59,17 @@ class memory_model {
   }
   constexpr std::int64_t count(int group) const { return counts_[static_cast<std::size_t>(group)]; }
   constexpr std::int64_t input_extent(int group) const {
-    return input_elements(spec_.coll, spec_.active, count(group));
+    return input_extent_[static_cast<std::size_t>(group)];
   }
   constexpr std::int64_t output_extent(int group) const {
-    return output_elements(spec_.coll, spec_.active, count(group));
+    return output_extent_[static_cast<std::size_t>(group)];
   }
-  constexpr std::int64_t input_base(int rank) const { return user_bases(rank).input; }
-  constexpr std::int64_t output_base(int rank) const { return user_bases(rank).output; }
+  constexpr std::int64_t input_base(int rank) const {
+    return input_base_[static_cast<std::size_t>(rank)];
+  }
+  constexpr std::int64_t output_base(int rank) const {
+    return output_base_[static_cast<std::size_t>(rank)];
+  }
 
   constexpr placement place(const concrete_operand& o, int group) const {
     const int rank = o.rank;
@@ -77,13 +89,15 @@ class memory_model {
     const int g = home_group(rank);
     if (g < 0) return {};
     if (in_place_) return in_place_layout(spec_.coll, rank - g * spec_.active, count(g));
-    return {0, input_extent(g)};
+    return {0, input_elements(spec_.coll, spec_.active, count(g))};
   }
 
   schedule_spec spec_;
   std::span<const std::int64_t> counts_;
   bool in_place_;
-  std::array<std::int64_t, max_ranks> active_scratch_{}, helper_scratch_{};
+  std::array<std::int64_t, max_ranks> active_scratch_{}, helper_scratch_{};  // per group
+  std::array<std::int64_t, max_ranks> input_extent_{}, output_extent_{};     // per group
+  std::array<std::int64_t, max_ranks> input_base_{}, output_base_{};         // per rank
 };
 
 }  // namespace detail
