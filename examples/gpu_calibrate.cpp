@@ -32,18 +32,12 @@
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "support/fit_topology.hpp"
+#include "support/gpu_check.hpp"
 #include "support/ring_plan.hpp"
 
 namespace rt = relay::gpu::rt;
 
 namespace {
-
-void check(rt::error_t e, const char* what, int line) {
-  if (e == rt::success) return;
-  std::fprintf(stderr, "gpu_calibrate:%d: %s failed: %s\n", line, what, rt::describe(e).c_str());
-  std::exit(1);
-}
-#define CHECK_RT(call) check((call), #call, __LINE__)
 
 [[noreturn]] void fail(const std::string& why) {
   std::fprintf(stderr, "gpu_calibrate: %s\n", why.c_str());

@@ -24,6 +24,7 @@
 #include "relay/api/collectives.hpp"
 #include "relay/exec/host_executor.hpp"
 #include "relay/gpu/gpu_executor.hpp"
+#include "support/median.hpp"
 
 using namespace relay;
 
@@ -118,11 +119,6 @@ void require(const status& s, const char* what) {
   if (s) return;
   std::fprintf(stderr, "gpu_collective: %s: %s\n", what, s.to_string().c_str());
   std::exit(1);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace
@@ -246,7 +242,7 @@ int main(int argc, char** argv) {
       const auto t1 = std::chrono::steady_clock::now();
       trials.push_back(std::chrono::duration<double>(t1 - t0).count() / a.iters);
     }
-    return median(trials);
+    return relay::examples::median(trials);
   };
   const double api_s = timed(
       [&] { return run_collective(gpu, a.coll, groups, send, recv, counts, a.type, a.op, opt); });

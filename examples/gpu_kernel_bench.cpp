@@ -23,6 +23,8 @@
 #include "relay/gpu/gpu_executor.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
+#include "support/gpu_check.hpp"
+#include "support/median.hpp"
 #include "support/ring_plan.hpp"
 
 namespace rt = relay::gpu::rt;
@@ -30,13 +32,6 @@ using relay::gpu::copy_desc;
 using relay::gpu::reduce_desc;
 
 namespace {
-
-void check(rt::error_t e, const char* what, int line) {
-  if (e == rt::success) return;
-  std::fprintf(stderr, "gpu_kernel_bench:%d: %s failed: %s\n", line, what, rt::describe(e).c_str());
-  std::exit(1);
-}
-#define CHECK_RT(call) check((call), #call, __LINE__)
 
 struct device_memory {
   void* p = nullptr;
@@ -94,8 +89,7 @@ double time_ms(rt::stream_t s, int reps, F&& f) {
   }
   CHECK_RT(rt::event_destroy(a));
   CHECK_RT(rt::event_destroy(b));
-  std::sort(trials.begin(), trials.end());
-  return trials[trials.size() / 2];
+  return relay::examples::median(trials);
 }
 
 template <class Desc>
@@ -308,8 +302,7 @@ double run_us(relay::gpu_executor& ex, const relay::plan& p,
     const auto t1 = std::chrono::steady_clock::now();
     trials.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / reps);
   }
-  std::sort(trials.begin(), trials.end());
-  return trials[trials.size() / 2];
+  return relay::examples::median(trials);
 }
 
 void bench_step_overhead(rt::stream_t s) {

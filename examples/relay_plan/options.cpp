@@ -112,10 +112,9 @@ std::string set_op(options& o, std::string_view v) {
       v, relay::parse_reduce_op, [&](auto x) { o.op = x; }, "sum, avg");
 }
 std::string set_topology(options& o, std::string_view v) {
-  // The rank count is not known yet (flags come in any order); the text's form is.
-  const bool known = std::any_of(relay::topology_presets.begin(), relay::topology_presets.end(),
-                                 [&](const relay::topology* t) { return v == t->name; });
-  if (!known && !relay::parse_topology(v, 8))
+  // The rank count is not known yet (flags come in any order): check the text's form at 8 ranks,
+  // which every preset has; validate() checks it against --ranks.
+  if (!relay::parse_topology(v, 8))
     return fmt::format("'{}' is not one of {}, mesh:GBPS[:US[:OPUS]] or switched:GBPS[:US[:OPUS]]",
                        v, topology_names());
   o.topology = std::string(v);

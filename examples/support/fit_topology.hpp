@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "relay/topology/topology.hpp"
+#include "support/median.hpp"
 
 namespace relay::examples {
 
@@ -23,11 +24,6 @@ struct link_measurements {
   std::vector<double> fan_out_gbps, fan_in_gbps;  // per rank: to (from) all others at once
   double step_seconds = 0, op_seconds = 0;
 };
-
-inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 struct fitted_topology {
   topology topo;

@@ -329,6 +329,11 @@ class gpu_executor {
     std::vector<gpu::detail::action> actions;
     std::vector<bool> uses_lane;
     std::uint64_t last_use = 0;
+    // Copies with the evict-first hints, where nothing reduces what they bring: side by side on
+    // an H200 the hints made all-gather 1-4% faster at 16-256 MB but allreduce and
+    // reduce-scatter 2-5% slower, their reductions reading what the copies had just pushed out
+    // of L2 (bench/results/2026-11-29-h200-copy-kernel/).
+    bool streaming_copies = true;
   };
   struct device_scratch {
     int device = 0;
@@ -765,6 +770,9 @@ class gpu_executor {
     for (const action& a : actions)
       prog.uses_lane[static_cast<std::size_t>(a.lane)] = true;
     prog.key = p;
+    prog.streaming_copies =
+        std::none_of(p.phases.begin(), p.phases.end(),
+                     [](const plan_phase& ph) { return ph.phase == phase::reduce; });
     prog.in.assign(in.begin(), in.end());
     prog.out.assign(out.begin(), out.end());
     programs_.push_back(std::move(prog));
@@ -794,13 +802,6 @@ class gpu_executor {
 
   status issue(const program& prog) {
     const dtype type = prog.key.type;
-    // Copies with the evict-first hints where nothing reduces what they bring: side by side on an
-    // H200 the hints made all-gather 1-4% faster at 16-256 MB but allreduce and reduce-scatter
-    // 2-5% slower, their reductions reading what the copies had just pushed out of L2
-    // (bench/results/2026-11-29-h200-copy-kernel/).
-    const bool streaming =
-        std::none_of(prog.key.phases.begin(), prog.key.phases.end(),
-                     [](const plan_phase& ph) { return ph.phase == phase::reduce; });
     using gpu::detail::action;
     const std::size_t lanes = lanes_.size();
     int current = -1;
@@ -847,8 +848,9 @@ class gpu_executor {
         case action::kind::copy:
           what = "launching the batched copy kernel";
           e = gpu::rt::launch(
-              streaming ? gpu::batched_copy_kernel<>
-                        : gpu::batched_copy_kernel<gpu::default_block, gpu::default_unroll, false>,
+              prog.streaming_copies
+                  ? gpu::batched_copy_kernel<>
+                  : gpu::batched_copy_kernel<gpu::default_block, gpu::default_unroll, false>,
               gpu::copy_grid(a.tiles), gpu::default_block, ln.stream,
               static_cast<const gpu::copy_desc*>(a.descs), a.count, a.tiles);
           stats_.launches++;

@@ -1,0 +1,23 @@
+// For the GPU example programs: a runtime call that fails ends the program with what failed and
+// where. (The library returns a status instead; an example has nothing to recover.)
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "relay/gpu/runtime.hpp"
+
+namespace relay::examples {
+
+inline void check_rt(gpu::rt::error_t e, const char* what, const char* file, int line) {
+  if (e == gpu::rt::success) return;
+  const char* slash = std::strrchr(file, '/');
+  std::fprintf(stderr, "%s:%d: %s failed: %s\n", slash != nullptr ? slash + 1 : file, line, what,
+               gpu::rt::describe(e).c_str());
+  std::exit(1);
+}
+
+}  // namespace relay::examples
+
+#define CHECK_RT(call) ::relay::examples::check_rt((call), #call, __FILE__, __LINE__)
