@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <numeric>
 #include <random>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "relay/api/collectives.hpp"
+#include "support/exact_sums.hpp"
 #include "support/reference.hpp"
 
 namespace relay::testing {
@@ -30,6 +32,11 @@ struct property_case {
   std::vector<std::vector<int>> groups;
   std::vector<std::int64_t> counts;
   std::uint64_t seed = 0;  // the data's seed (and the case's, when drawn by random_case)
+  relay::precision precision = precision::fp32_partials;
+  // fp16/bf16 reductions: inputs from support/exact_sums.hpp, every output checked bit for bit
+  // against the exact sum (instead of random data within a rounding bound).
+  bool exact_sums = false;
+  bool bound_only = false;  // exact-sum data, checked against the precision's bound instead
 
   std::string describe() const {
     std::string s = std::string(name(coll)) + " A=" + std::to_string(active) +
@@ -46,7 +53,8 @@ struct property_case {
       for (std::size_t k = 0; k < groups[g].size(); ++k)
         s += (k ? "," : "") + std::to_string(groups[g][k]);
     }
-    return s + " seed=" + std::to_string(seed);
+    return s + " seed=" + std::to_string(seed) + " " + std::string(name(precision)) +
+           (exact_sums ? " exact-sums" : "") + (bound_only ? " (bound only)" : "");
   }
 };
 
@@ -108,7 +116,53 @@ inline property_case random_case(std::mt19937_64& rng) {
     c.groups.emplace_back(ranks.begin() + g * c.active, ranks.begin() + (g + 1) * c.active);
   for (int g = 0; g < groups; ++g)
     c.counts.push_back(random_count(r, c));
+  // From the seed, not the stream: the cases drawn before precision existed stay the same.
+  if ((c.seed >> 7) % 4 == 0) c.precision = precision::native_partials;
   return c;
+}
+
+// Every reducing collective (allreduce, reduce-scatter) x (A, N) in {2, 4} x {4, 8, 16} and
+// A=8 at N=16 x fused and single x every route the spec allows (relay, direct, legacy at A=2,
+// pipelined at single-group A=2) x fp16 and bf16 x SUM and AVG, with exact-sum data
+// (support/exact_sums.hpp) and partial sums stored as `p` says. Counts give every relay piece
+// at least one element; groups are shuffled in every other case; a fixed seed per case.
+inline std::vector<property_case> exact_sum_cases(precision p, std::uint64_t seed) {
+  std::vector<property_case> cases;
+  std::mt19937_64 rng(seed);
+  const std::array<std::pair<int, int>, 7> shapes{
+      {{2, 4}, {2, 8}, {2, 16}, {4, 8}, {4, 16}, {8, 16}, {2, 3}}};
+  for (collective coll : {collective::allreduce, collective::reduce_scatter})
+    for (auto [A, N] : shapes)
+      for (mode m : {mode::fused, mode::single})
+        for (route rt : {route::relay, route::direct, route::legacy, route::pipelined})
+          for (dtype t : {dtype::float16, dtype::bfloat16})
+            for (reduce_op op : {reduce_op::sum, reduce_op::avg}) {
+              property_case c;
+              c.coll = coll, c.active = A, c.ranks = N, c.mode = m, c.route = rt, c.type = t;
+              c.op = op;
+              c.tiles = rt == route::pipelined ? 3 : 0;
+              c.precision = p;
+              c.exact_sums = true;
+              const schedule_spec spec{coll, A, N, m, rt, 0, c.tiles};
+              if (spec_error(spec) != nullptr) continue;
+              c.seed = rng();
+              std::mt19937_64 r(c.seed);
+              c.in_place = r() % 2 == 0;
+              c.alignment = std::array<std::int64_t, 3>{1, 16, 128}[r() % 3];
+              std::vector<int> ranks(static_cast<std::size_t>(N));
+              std::iota(ranks.begin(), ranks.end(), 0);
+              if (cases.size() % 2) std::shuffle(ranks.begin(), ranks.end(), r);
+              const int groups = m == mode::fused ? N / A : 1;
+              for (int g = 0; g < groups; ++g) {
+                c.groups.emplace_back(ranks.begin() + g * A, ranks.begin() + (g + 1) * A);
+                // At least one aligned chunk per relay piece (pipelined: per tile), plus a rest.
+                const std::int64_t unit = (N + A) * 4 * c.alignment;
+                c.counts.push_back(unit * static_cast<std::int64_t>(1 + r() % 3) +
+                                   static_cast<std::int64_t>(r() % 7));
+              }
+              cases.push_back(c);
+            }
+  return cases;
 }
 
 namespace detail {
@@ -168,6 +222,7 @@ property_result run_case(E& ex, const property_case& c) {
       frame_bytes[r] =
           std::max(in_offset[r] + in_bytes[r], out_offset[r] + out_bytes[r]) + detail::canary;
     }
+  if (c.exact_sums) fill_exact_sums(c.coll, c.type, c.groups, c.counts, input, c.seed);
   // Host images of the frames: canaries, poison, then the inputs on top.
   std::vector<std::vector<std::byte>> frame(R);
   std::vector<void*> device(R, nullptr);
@@ -200,6 +255,7 @@ property_result run_case(E& ex, const property_case& c) {
     opt.route = c.route;
     opt.alignment = c.alignment;
     opt.tiles = c.tiles;
+    opt.precision = c.precision;
     const status s = run_collective(ex, c.coll, c.groups, send, recv, c.counts, c.type, c.op, opt);
     if (!s) fail("the call failed: " + s.to_string());
   }
@@ -222,9 +278,11 @@ property_result run_case(E& ex, const property_case& c) {
     const auto out_at = back.begin() + static_cast<std::ptrdiff_t>(out_offset[r]);
     output[r].assign(out_at, out_at + static_cast<std::ptrdiff_t>(out_bytes[r]));
   }
+  const bool exact = c.exact_sums && !c.bound_only && reduces(c.coll) &&
+                     (c.type == dtype::float16 || c.type == dtype::bfloat16);
   if (result.ok) {
     const mismatch_report m =
-        check_outputs(c.coll, c.type, c.op, c.groups, c.counts, input, output);
+        check_outputs(c.coll, c.type, c.op, c.groups, c.counts, input, output, c.precision, exact);
     if (m.wrong > 0) fail(std::to_string(m.wrong) + " wrong elements; first: " + m.first);
   }
   for (std::size_t r = 0; r < R; ++r)

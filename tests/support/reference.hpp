@@ -1,8 +1,8 @@
 // Naive reference collectives, for tests only: plain loops over every output element, no
 // schedule, no chunking, and none of the library's arithmetic. Integers are exact (the sum wraps
 // in the type's own width, as NCCL's does; AVG divides that sum once, truncating); floating
-// results are computed in long double and compared within a bound derived from the dtype and
-// the number of contributions.
+// results are computed in long double and compared within a bound derived from the dtype, the
+// number of contributions and how partial sums are stored (docs/schedules.md, "Precision").
 #pragma once
 
 #include <cmath>
@@ -65,12 +65,16 @@ T load(const std::byte* base, std::int64_t index) {
 }  // namespace detail
 
 // Checks `outputs` (host copies, indexed by rank) of one call against `inputs` (the host data
-// the call started from). Every active rank's output is compared element by element.
+// the call started from). Every active rank's output is compared element by element. `exact`:
+// the inputs' sums are representable (support/exact_sums.hpp), so each floating result must be
+// that sum's bits, rounded once, instead of lying within the bound.
 inline mismatch_report check_outputs(collective c, dtype type, reduce_op op,
                                      const std::vector<std::vector<int>>& groups,
                                      std::span<const std::int64_t> counts,
                                      const std::vector<std::vector<std::byte>>& inputs,
-                                     const std::vector<std::vector<std::byte>>& outputs) {
+                                     const std::vector<std::vector<std::byte>>& outputs,
+                                     precision partials = precision::fp32_partials,
+                                     bool exact = false) {
   mismatch_report report;
   visit_dtype(type, [&](auto zero) {
     using T = decltype(zero);
@@ -118,13 +122,19 @@ inline mismatch_report check_outputs(collective c, dtype type, reduce_op op,
                 magnitude += std::fabs(v);
               }
               if (op == reduce_op::avg) want /= A, magnitude /= A;
-              // Each of the A-1 additions and the division may round in the accumulator; a
-              // helper's partial sum and the final store each round once to the storage type.
-              const long double bound = magnitude * ((A + 1) * detail::accumulator_roundoff<T>() +
-                                                     2 * detail::storage_roundoff<T>()) +
-                                        detail::smallest_step<T>();
+              // Each of the A-1 additions and the division may round in the accumulator (each
+              // by at most acc * magnitude, magnified by at most 1 + u by the final store); the
+              // final store rounds once to the storage type (u * |result|). With native partials
+              // a helper's partial sum rounds once more, by at most u * its magnitude.
+              const long double u = detail::storage_roundoff<T>();
+              const long double acc = detail::accumulator_roundoff<T>();
+              const bool native = partials == precision::native_partials;
+              const long double bound =
+                  u * std::fabs(want) + (A + 1) * acc * (1 + u) * (1 + u) * magnitude +
+                  (native ? u * magnitude : 0) + (native ? 2 : 1) * detail::smallest_step<T>();
               const long double value = detail::as_number(got);
               ok = std::isfinite(static_cast<double>(value)) && std::fabs(value - want) <= bound;
+              if (exact) ok = value == want;  // T holds no two encodings of one nonzero value
             }
           }
           if (!ok && report.wrong++ == 0)

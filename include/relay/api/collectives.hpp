@@ -29,6 +29,9 @@ struct options {
   int permille = 0;  // allreduce offload share (relay route); 0: the link-balanced default
   int tiles = 0;     // pipeline depth (pipelined route)
   std::int64_t alignment = default_alignment;
+  // fp16/bf16 partial sums: fp32 (one rounding, the default) or the element type (the spec's
+  // 16-bit partials: fewer bytes, one more rounding; docs/schedules.md gives the bound).
+  relay::precision precision = precision::fp32_partials;
 };
 
 using group_list = std::vector<std::vector<int>>;
@@ -51,6 +54,7 @@ status run_collective(E& ex, collective c, const group_list& groups,
   request.type = type;
   request.op = reduces(c) ? op : reduce_op::sum;
   request.alignment = opt.alignment;
+  request.precision = opt.precision;
   if (static_cast<unsigned>(type) < all_dtypes.size())
     request.in_place = buffers_in_place(c, groups, counts, size_of(type), send, recv);
   plan p;

@@ -2,6 +2,9 @@
 //   - a copy has one source; a reduction's sources all live on the rank it writes;
 //   - every operand stays inside its buffer, and scratch inside the size the schedule declares
 //     for that rank's role (what the plan allocates, and what the public sizing function says);
+//   - a value that is not final is never stored in the element type: a reduction with
+//     finalize == false writes the partial space and a final one writes elements; a copy moves a
+//     partial to a partial and an element to an element (executors copy count * width bytes);
 //   - inside one phase no two operations write overlapping memory, and none reads memory another
 //     writes (operations of a phase run concurrently). A reduction may write the exact region of
 //     one of its own sources; a copy onto itself (in place) is no operation at all.
@@ -56,13 +59,24 @@ constexpr check_failure check_structure_of(const schedule_header& header, const 
         return failed("a copy must have exactly one source", op, op.dst.rank, -1);
       if (op.source_count == 0 || op.source_count > max_reduce_inputs)
         return failed("a reduction needs 1 to 16 sources", op, op.dst.rank, -1);
+      const bool to_partial = op.dst.buf == buffer::partial;
+      if (op.phase == phase::reduce && to_partial == op.finalize)
+        return failed(op.finalize ? "a final reduction writes a partial (it must write elements)"
+                                  : "a reduction that is not final must write a partial "
+                                    "(storing it as an element would round it twice)",
+                      op, op.dst.rank, op.dst.offset);
+      if (op.phase == phase::transfer &&
+          (p.sources[op.first_source].buf == buffer::partial) != to_partial)
+        return failed("a copy changes a value's width (partial to element or back)", op,
+                      op.dst.rank, op.dst.offset);
       // Where an operand lies, or why it lies nowhere valid.
       auto locate = [&](const concrete_operand& o, const placement& at) -> const char* {
         if (o.rank >= header.spec.ranks) return "an operand names a rank outside the node";
         if (at.space < 0) return "an operand names the input or output of a rank outside its group";
         if (o.offset < 0 || o.offset + op.length > at.extent)
-          return o.buf == buffer::scratch ? "an operand reaches past the declared scratch size"
-                                          : "an operand reaches past its buffer";
+          return o.buf == buffer::scratch   ? "an operand reaches past the declared scratch size"
+                 : o.buf == buffer::partial ? "an operand reaches past the declared partial size"
+                                            : "an operand reaches past its buffer";
         return nullptr;
       };
       const auto sources = p.sources_of(op);

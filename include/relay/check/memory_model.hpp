@@ -1,6 +1,8 @@
 // Where a concrete operand lives, for the checks: every rank has one "user" memory space holding
 // its input and output (overlapping when the collective runs in place, exactly as NCCL lays them
-// out) and one scratch space per group.
+// out), one scratch space per group and one partial space per group. The checks count elements;
+// that a partial element is wider (make_plan lays it out) changes no check, because no operand
+// ever spans two spaces and copies keep a partial a partial (check/hazards.hpp).
 #pragma once
 
 #include <array>
@@ -38,6 +40,8 @@ class memory_model {
       const auto i = static_cast<std::size_t>(g);
       active_scratch_[i] = scratch_elements(h, true, count(g), alignment);
       helper_scratch_[i] = scratch_elements(h, false, count(g), alignment);
+      active_partial_[i] = partial_elements(h, true, count(g), alignment);
+      helper_partial_[i] = partial_elements(h, false, count(g), alignment);
       input_extent_[i] = input_elements(spec_.coll, spec_.active, count(g));
       output_extent_[i] = output_elements(spec_.coll, spec_.active, count(g));
     }
@@ -48,9 +52,12 @@ class memory_model {
     }
   }
 
-  constexpr int space_count() const { return spec_.ranks * (1 + spec_.groups()); }
-  constexpr int user_space(int rank) const { return rank * (1 + spec_.groups()); }
+  constexpr int space_count() const { return spec_.ranks * (1 + 2 * spec_.groups()); }
+  constexpr int user_space(int rank) const { return rank * (1 + 2 * spec_.groups()); }
   constexpr int scratch_space(int rank, int group) const { return user_space(rank) + 1 + group; }
+  constexpr int partial_space(int rank, int group) const {
+    return user_space(rank) + 1 + spec_.groups() + group;
+  }
 
   // The group in which `rank` is active, or -1 (a single-mode helper).
   constexpr int home_group(int rank) const {
@@ -78,6 +85,11 @@ class memory_model {
       return {scratch_space(rank, group), 0,
               home_group(rank) == group ? active_scratch_[g] : helper_scratch_[g]};
     }
+    if (o.buf == buffer::partial) {
+      const auto g = static_cast<std::size_t>(group);
+      return {partial_space(rank, group), 0,
+              home_group(rank) == group ? active_partial_[g] : helper_partial_[g]};
+    }
     if (home_group(rank) != group) return {};
     const bool is_in = o.buf == buffer::input;
     return {user_space(rank), is_in ? input_base(rank) : output_base(rank),
@@ -96,6 +108,7 @@ class memory_model {
   std::span<const std::int64_t> counts_;
   bool in_place_;
   std::array<std::int64_t, max_ranks> active_scratch_{}, helper_scratch_{};  // per group
+  std::array<std::int64_t, max_ranks> active_partial_{}, helper_partial_{};  // per group
   std::array<std::int64_t, max_ranks> input_extent_{}, output_extent_{};     // per group
   std::array<std::int64_t, max_ranks> input_base_{}, output_base_{};         // per rank
 };

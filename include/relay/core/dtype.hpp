@@ -46,6 +46,33 @@ constexpr int size_of(dtype t) {
   return 0;
 }
 
+// How a reduction stores a partial sum that is not final (a helper's sum of some contributions,
+// which the owner then adds to): fp32_partials keeps it in the accumulator's width, so fp16 and
+// bf16 round once, at the final store; native_partials stores it in the element type (the spec's
+// behaviour: half the partial bytes on the wire, one extra rounding; docs/schedules.md has the
+// error bound). Types other than fp16/bf16 accumulate in their own width, so both are the same.
+enum class precision : unsigned char { fp32_partials, native_partials };
+
+constexpr std::string_view name(precision p) {
+  return p == precision::fp32_partials ? "fp32_partials" : "native_partials";
+}
+constexpr std::optional<precision> parse_precision(std::string_view s) {
+  if (s == "fp32_partials" || s == "fp32") return precision::fp32_partials;
+  if (s == "native_partials" || s == "native") return precision::native_partials;
+  return std::nullopt;
+}
+
+// Bytes of the accumulator core/reduction.hpp sums `t` in: 4 (float) for fp16 and bf16, the
+// element size otherwise.
+constexpr int accumulator_size(dtype t) {
+  return t == dtype::float16 || t == dtype::bfloat16 ? 4 : size_of(t);
+}
+
+// Bytes of one element of a partial sum (schedule memory space buffer::partial).
+constexpr int partial_size(dtype t, precision p = precision::fp32_partials) {
+  return p == precision::fp32_partials ? accumulator_size(t) : size_of(t);
+}
+
 constexpr std::string_view name(dtype t) {
   constexpr std::array<std::string_view, 10> names{"int8",    "uint8",  "int32",   "uint32",
                                                    "int64",   "uint64", "float16", "bfloat16",

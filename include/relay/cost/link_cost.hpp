@@ -5,50 +5,80 @@
 // Loads are shares of n (the per-group count, equal across groups), so a cost in these units is
 // multiplied by n * element_size / link_bandwidth to give seconds. Only transfers between
 // distinct ranks load links; local copies and reductions are priced at zero, as in the spec.
+//
+// Widths: a transfer of partial sums (buffer::partial) moves accumulator-wide elements, so it
+// loads its link with length * partial_weight, partial_weight = partial_size / element size (2
+// for fp16/bf16 with fp32 partials, 1 otherwise). Every function takes an `element_widths`; the
+// calls without one (and without a dtype) price every element at the element's own width, which
+// is the exact byte count for every dtype whose partials are as wide as its elements (fp32,
+// fp64, the integers, or precision::native_partials) and the spec's own pricing.
 #pragma once
 
 #include <limits>
 #include <vector>
 
 #include "relay/core/config.hpp"
+#include "relay/core/dtype.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
 #include "relay/topology/topology.hpp"
 
 namespace relay {
 
+// What a transfer's element costs, in element widths.
+struct element_widths {
+  ratio partial{1};  // an element of a partial sum (buffer::partial)
+  friend constexpr bool operator==(const element_widths&, const element_widths&) = default;
+};
+
+constexpr element_widths widths_of(dtype t, precision p = precision::fp32_partials) {
+  return {ratio{partial_size(t, p), size_of(t)}};
+}
+
+namespace detail {
+constexpr ratio transfer_load(const schedule_view& s, const operation& op, const symbol_shares& v,
+                              const element_widths& w) {
+  const ratio length = op.length.share(v);
+  return s.sources_of(op)[0].buf == buffer::partial ? length * w.partial : length;
+}
+}  // namespace detail
+
 // The cost of a step that sends traffic over a pair with no link (a matrix topology).
 inline constexpr ratio unroutable_cost{std::numeric_limits<std::int32_t>::max()};
 
 // Share of n that `from` sends to `to` in `step` (steps count from 1).
-constexpr ratio link_load(const schedule_view& s, int step, int from, int to) {
+constexpr ratio link_load(const schedule_view& s, int step, int from, int to,
+                          const element_widths& w = {}) {
   const symbol_shares v = ideal_shares(*s.header);
   ratio load{};
   for (const operation& op : s.ops) {
     if (op.step != step || op.phase != phase::transfer || op.dst.rank != to) continue;
-    if (s.sources_of(op)[0].rank == from && from != to) load += op.length.share(v);
+    if (s.sources_of(op)[0].rank == from && from != to) load += detail::transfer_load(s, op, v, w);
   }
   return load;
 }
 
 // loads[from * ranks + to] for one step, or summed over every step when `step` is 0: the per-link
 // byte matrix in shares of n.
-constexpr std::vector<ratio> link_loads(const schedule_view& s, int step = 0) {
+constexpr std::vector<ratio> link_loads(const schedule_view& s, int step = 0,
+                                        const element_widths& w = {}) {
   const int R = s.spec().ranks;
   const symbol_shares v = ideal_shares(*s.header);
   std::vector<ratio> loads(static_cast<std::size_t>(R * R));
   for (const operation& op : s.ops) {
     if (op.phase != phase::transfer || (step != 0 && op.step != step)) continue;
     const int from = s.sources_of(op)[0].rank, to = op.dst.rank;
-    if (from != to) loads[static_cast<std::size_t>(from * R + to)] += op.length.share(v);
+    if (from != to)
+      loads[static_cast<std::size_t>(from * R + to)] += detail::transfer_load(s, op, v, w);
   }
   return loads;
 }
 
 // The beta cost of one step on `t`, in units of n * element_size / t.link_bandwidth.
-constexpr ratio step_beta(const schedule_view& s, const topology& t, int step) {
+constexpr ratio step_beta(const schedule_view& s, const topology& t, int step,
+                          const element_widths& w = {}) {
   const int R = s.spec().ranks;
-  const std::vector<ratio> loads = link_loads(s, step);
+  const std::vector<ratio> loads = link_loads(s, step, w);
   ratio worst{};
   for (int a = 0; a < R; ++a) {
     ratio egress{}, ingress{};
@@ -67,14 +97,22 @@ constexpr ratio step_beta(const schedule_view& s, const topology& t, int step) {
 }
 
 // Sum of step_beta over the schedule's steps (unroutable_cost if any step is).
-constexpr ratio beta_cost(const schedule_view& s, const topology& t) {
+constexpr ratio beta_cost(const schedule_view& s, const topology& t, const element_widths& w = {}) {
   ratio total{};
   for (int step = 1; step <= s.header->steps; ++step) {
-    const ratio b = step_beta(s, t, step);
+    const ratio b = step_beta(s, t, step, w);
     if (b == unroutable_cost) return b;
     total += b;
   }
   return total;
+}
+
+// The beta cost of `s` for elements of `type`, its partial sums stored as `p` says (still in
+// units of n * size_of(type) / t.link_bandwidth):
+//   static_assert(beta_cost(rs_4_8, mi300x, dtype::bfloat16) == ratio{5, 8});
+constexpr ratio beta_cost(const schedule_view& s, const topology& t, dtype type,
+                          precision p = precision::fp32_partials) {
+  return beta_cost(s, t, widths_of(type, p));
 }
 
 // The most operations (copies it sends, local copies, reductions) one rank issues in `step`.
@@ -92,12 +130,12 @@ constexpr int max_ops_per_rank(const schedule_view& s, int step) {
 // Predicted seconds for per-group count n of `element_size`-byte elements: per step, the step
 // latency, the per-operation latency of the busiest rank, and the busiest link's bytes.
 constexpr double alpha_beta_seconds(const schedule_view& s, const topology& t, std::int64_t n,
-                                    int element_size) {
+                                    int element_size, const element_widths& w = {}) {
   double seconds = 0;
   const double bytes = static_cast<double>(n) * element_size;
   for (int step = 1; step <= s.header->steps; ++step)
     seconds += t.step_latency + t.op_latency * max_ops_per_rank(s, step) +
-               step_beta(s, t, step).to_double() * bytes / t.link_bandwidth;
+               step_beta(s, t, step, w).to_double() * bytes / t.link_bandwidth;
   return seconds;
 }
 
@@ -111,8 +149,9 @@ RELAY_CONSTEXPR_SCHEDULE schedule direct_counterpart(const schedule_view& s) {
 }
 
 // How many times faster than the pure-direct baseline the link model says `s` can be.
-RELAY_CONSTEXPR_SCHEDULE ratio ceiling(const schedule_view& s, const topology& t) {
-  return beta_cost(direct_counterpart(s), t) / beta_cost(s, t);
+RELAY_CONSTEXPR_SCHEDULE ratio ceiling(const schedule_view& s, const topology& t,
+                                       const element_widths& w = {}) {
+  return beta_cost(direct_counterpart(s), t, w) / beta_cost(s, t, w);
 }
 
 }  // namespace relay

@@ -19,22 +19,25 @@ namespace relay {
 
 // Predicted seconds of `s`'s schedule for per-group count n, or +infinity when `s` names no
 // schedule (spec_error says why).
+// `w` prices partial sums (element_widths: widths_of(dtype, precision)); the default prices them
+// as elements.
 constexpr double predicted_seconds(const schedule_spec& s, const topology& t, std::int64_t n,
-                                   int element_size) {
+                                   int element_size, const element_widths& w = {}) {
   const std::optional<schedule> sched = build_schedule(s);
   if (!sched) return std::numeric_limits<double>::infinity();
-  return alpha_beta_seconds(*sched, t, n, element_size);
+  return alpha_beta_seconds(*sched, t, n, element_size, w);
 }
 
 // relay or direct, whichever `predicted_seconds` says is faster; direct on a tie (it is the
 // simpler path). `s.route` is ignored; `s.permille` shapes the relay candidate.
-constexpr route choose_route(schedule_spec s, const topology& t, std::int64_t n, int element_size) {
+constexpr route choose_route(schedule_spec s, const topology& t, std::int64_t n, int element_size,
+                             const element_widths& w = {}) {
   schedule_spec relay_spec = s, direct_spec = s;
   relay_spec.route = route::relay;
   direct_spec.route = route::direct;
   direct_spec.permille = 0;
-  return predicted_seconds(relay_spec, t, n, element_size) <
-                 predicted_seconds(direct_spec, t, n, element_size)
+  return predicted_seconds(relay_spec, t, n, element_size, w) <
+                 predicted_seconds(direct_spec, t, n, element_size, w)
              ? route::relay
              : route::direct;
 }
@@ -47,19 +50,19 @@ inline constexpr std::array<int, 5> pipeline_depths{2, 4, 8, 16, 32};
 // step, so deeper pipelines pay only for larger messages). Ties keep the earlier candidate in
 // that order. `s.route` and `s.tiles` are ignored; `s.permille` shapes the relay candidate.
 constexpr schedule_spec choose_schedule(schedule_spec s, const topology& t, std::int64_t n,
-                                        int element_size) {
+                                        int element_size, const element_widths& w = {}) {
   schedule_spec best = s;
-  best.route = choose_route(s, t, n, element_size);
+  best.route = choose_route(s, t, n, element_size, w);
   best.tiles = 0;
   if (best.route == route::direct) best.permille = 0;
-  double best_seconds = predicted_seconds(best, t, n, element_size);
+  double best_seconds = predicted_seconds(best, t, n, element_size, w);
   if (s.active != 2 || s.mode != mode::single) return best;
   for (int depth : pipeline_depths) {
     schedule_spec p = s;
     p.route = route::pipelined;
     p.permille = 0;
     p.tiles = depth;
-    const double seconds = predicted_seconds(p, t, n, element_size);
+    const double seconds = predicted_seconds(p, t, n, element_size, w);
     if (seconds < best_seconds) best = p, best_seconds = seconds;
   }
   return best;

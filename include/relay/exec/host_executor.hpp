@@ -100,19 +100,24 @@ class host_executor {
   // One rank's share of the plan: its operations of every phase, a barrier after each.
   void run_rank(int rank) {
     const plan& p = *job_.p;
-    const auto es = static_cast<std::size_t>(p.element_size());
     for (const plan_phase& ph : p.phases) {
       for (const plan_op& op : p.ops_of(ph)) {
         if (op.issuer(p.sources) != rank) continue;
         const auto sources = p.sources_of(op);
         if (op.phase == phase::transfer) {
-          detail::host_copy(address(op.dst), address(sources[0]), op.count * es);
+          detail::host_copy(address(op.dst), address(sources[0]),
+                            op.count * static_cast<std::size_t>(p.dst_width(op)));
         } else {
           std::array<const std::byte*, max_reduce_inputs> src{};
           for (std::size_t s = 0; s < sources.size(); ++s)
             src[s] = address(sources[s]);
-          detail::host_reduce(p.type, address(op.dst), src.data(), op.source_count, op.count,
-                              op.finalize ? p.divisor : 1);
+          const int divisor = op.finalize ? p.divisor : 1;
+          if (op.partial_mask != 0)
+            detail::host_reduce_mixed(p.type, address(op.dst), src.data(), op.source_count,
+                                      op.count, op.partial_mask, divisor);
+          else
+            detail::host_reduce(p.type, address(op.dst), src.data(), op.source_count, op.count,
+                                divisor);
         }
       }
       barrier_->arrive_and_wait();

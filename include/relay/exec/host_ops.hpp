@@ -28,4 +28,17 @@ inline void host_reduce(dtype type, std::byte* dst, const std::byte* const* src,
   });
 }
 
+// The same with partial operands (plan_op::partial_mask, bits as in reduce_element_mixed).
+inline void host_reduce_mixed(dtype type, std::byte* dst, const std::byte* const* src, int k,
+                              std::size_t count, std::uint32_t mask, int divisor) {
+  visit_dtype(type, [&](auto zero) {
+    using T = decltype(zero);
+    std::array<const void*, max_reduce_inputs> sources{};
+    for (int s = 0; s < k; ++s)
+      sources[static_cast<std::size_t>(s)] = src[s];
+    for (std::size_t i = 0; i < count; ++i)
+      reduce_element_mixed<T>(dst, sources.data(), k, mask, i, divisor);
+  });
+}
+
 }  // namespace relay::detail

@@ -125,7 +125,8 @@ struct action {
 };
 
 inline bool same_ops(const plan& a, const plan& b) {
-  if (a.type != b.type || a.divisor != b.divisor || a.ops.size() != b.ops.size() ||
+  if (a.type != b.type || a.divisor != b.divisor || a.partial_size != b.partial_size ||
+      a.ops.size() != b.ops.size() ||
       a.phases.size() != b.phases.size() || a.sources != b.sources ||
       a.input_bytes != b.input_bytes || a.output_bytes != b.output_bytes ||
       a.scratch_bytes != b.scratch_bytes)
@@ -139,7 +140,7 @@ inline bool same_ops(const plan& a, const plan& b) {
     const plan_op &x = a.ops[i], &y = b.ops[i];
     if (x.step != y.step || x.phase != y.phase || x.source_count != y.source_count ||
         x.first_source != y.first_source || !(x.dst == y.dst) || x.count != y.count ||
-        x.finalize != y.finalize)
+        x.finalize != y.finalize || x.partial_mask != y.partial_mask)
       return false;
   }
   return true;
@@ -509,7 +510,8 @@ class gpu_executor {
       if (std::uint64_t{ph.first} + ph.size > p.ops.size())
         return {errc::invalid_schedule, "plan phase " + std::to_string(i) + " names missing ops"};
     }
-    auto check = [&](const plan_operand& o, std::uint64_t count, std::size_t op) -> status {
+    auto check = [&](const plan_operand& o, std::uint64_t count, std::size_t op,
+                     std::uintptr_t width) -> status {
       const auto r = static_cast<std::size_t>(o.rank);
       const std::string where = "plan op " + std::to_string(op) + ": ";
       if (r >= n)
@@ -517,8 +519,8 @@ class gpu_executor {
       const std::uint64_t size = o.buf == buffer::input    ? p.input_bytes[r]
                                  : o.buf == buffer::output ? p.output_bytes[r]
                                                            : p.scratch_bytes[r];
-      const std::uint64_t bytes = count * esize;
-      if (o.offset % esize != 0 || o.offset > size || bytes > size - o.offset)
+      const std::uint64_t bytes = count * width;
+      if (o.offset % width != 0 || o.offset > size || bytes > size - o.offset)
         return {errc::invalid_schedule, where + "bytes [" + std::to_string(o.offset) + ", " +
                                             std::to_string(o.offset + bytes) +
                                             ") lie outside the " + gpu::detail::buffer_name(o.buf) +
@@ -533,9 +535,14 @@ class gpu_executor {
           (copy && o.source_count != 1) ||
           std::uint64_t{o.first_source} + o.source_count > p.sources.size())
         return {errc::invalid_schedule, "plan op " + std::to_string(i) + " has a bad source list"};
-      if (status s = check(o.dst, o.count, i); !s) return s;
-      for (const plan_operand& src : p.sources_of(o)) {
-        if (status s = check(src, o.count, i); !s) return s;
+      if (p.partial_size < 1) return {errc::invalid_schedule, "the plan's partial size is 0"};
+      if (status s = check(o.dst, o.count, i, static_cast<std::uintptr_t>(p.dst_width(o))); !s)
+        return s;
+      for (std::size_t k = 0; k < o.source_count; ++k) {
+        const plan_operand& src = p.sources[o.first_source + k];
+        if (status s = check(src, o.count, i, static_cast<std::uintptr_t>(p.source_width(o, k)));
+            !s)
+          return s;
         if (!copy && src.rank != o.dst.rank)
           return {errc::invalid_schedule,
                   "plan op " + std::to_string(i) + ": a reduction reads another rank's memory"};
@@ -582,7 +589,6 @@ class gpu_executor {
     using gpu::detail::lane_work;
     std::vector<unsigned char*> scratch;
     if (status s = reserve_scratch(p, scratch); !s) return s;
-    const auto esize = static_cast<std::uint64_t>(p.element_size());
     auto address = [&](const plan_operand& o) -> unsigned char* {
       const auto r = static_cast<std::size_t>(o.rank);
       unsigned char* b = o.buf == buffer::input    ? static_cast<unsigned char*>(in[r].data)
@@ -608,7 +614,7 @@ class gpu_executor {
           phases[ph].back().lane = l;
         }
         lane_work& w = phases[ph][static_cast<std::size_t>(slot[static_cast<std::size_t>(l)])];
-        const std::uint64_t bytes = o.count * esize;
+        const std::uint64_t bytes = o.count * static_cast<std::uint64_t>(p.dst_width(o));
         unsigned char* dst = address(o.dst);
         w.writes.push_back(
             {reinterpret_cast<std::uintptr_t>(dst), reinterpret_cast<std::uintptr_t>(dst) + bytes});
@@ -616,7 +622,7 @@ class gpu_executor {
         for (std::size_t s = 0; s < srcs.size(); ++s) {
           ptrs[s] = address(srcs[s]);
           const auto a = reinterpret_cast<std::uintptr_t>(ptrs[s]);
-          w.reads.push_back({a, a + bytes});
+          w.reads.push_back({a, a + o.count * static_cast<std::uint64_t>(p.source_width(o, s))});
         }
         if (o.phase == phase::transfer) {
           const int from = device_of(srcs[0].rank), to = device_of(o.dst.rank);
@@ -626,7 +632,8 @@ class gpu_executor {
             w.memcpys.push_back({dst, ptrs[0], to, from, static_cast<std::size_t>(bytes)});
         } else {
           w.reductions.push_back(gpu::make_reduce(dst, ptrs.data(), o.source_count, o.count,
-                                                  p.element_size(), o.finalize ? p.divisor : 1));
+                                                  p.element_size(), o.finalize ? p.divisor : 1,
+                                                  o.partial_mask));
         }
       }
     }

@@ -43,7 +43,9 @@ struct copy_desc {
 
 // dst[i] = (src[0][i] + ... + src[k-1][i]) [/ divisor] for i < count. When `vector` is set,
 // elements [head, head + units * (16 / element size)) go as 16-byte vectors and the rest one by
-// one; otherwise every element is one unit.
+// one; otherwise every element is one unit. `partial` (plan_op::partial_mask): operands stored as
+// accumulators (fp32 partial sums of fp16/bf16); such a reduction goes element by element
+// through reduce_element_mixed, and every other keeps the paths above untouched.
 struct reduce_desc {
   void* dst = nullptr;
   const void* src[max_reduce_inputs] = {};
@@ -54,6 +56,7 @@ struct reduce_desc {
   std::int32_t k = 0;
   std::int32_t divisor = 1;
   std::int32_t vector = 0;
+  std::uint32_t partial = 0;
 };
 
 // ---- host side: building descriptor lists -------------------------------------------------------
@@ -85,19 +88,20 @@ inline copy_desc make_copy(const void* src, void* dst, std::uint64_t bytes) {
 // `srcs` are k pointers; `esize` the element size. Vectorizes when every operand is element-
 // aligned and all share one misalignment modulo 16.
 inline reduce_desc make_reduce(void* dst, const void* const* srcs, int k, std::uint64_t count,
-                               int esize, int divisor) {
+                               int esize, int divisor, std::uint32_t partial = 0) {
   reduce_desc r;
   r.dst = dst;
   r.k = k;
   r.count = count;
   r.divisor = divisor;
+  r.partial = partial;
   const auto mis = reinterpret_cast<std::uintptr_t>(dst) % 16;
   bool same = mis % static_cast<std::uintptr_t>(esize) == 0;
   for (int i = 0; i < k; ++i) {
     r.src[i] = srcs[i];
     same = same && reinterpret_cast<std::uintptr_t>(srcs[i]) % 16 == mis;
   }
-  if (same) {
+  if (same && partial == 0) {
     const std::uint64_t per = 16 / static_cast<std::uint64_t>(esize);
     std::uint64_t head = ((16 - mis) % 16) / static_cast<std::uint64_t>(esize);
     if (head > count) head = count;
@@ -328,6 +332,13 @@ __global__ void __launch_bounds__(Block)
         const std::uint64_t tail = r.head + r.units * E;
         if (threadIdx.x < r.head) detail::reduce_one<T>(r, threadIdx.x);
         if (tail + threadIdx.x < r.count) detail::reduce_one<T>(r, tail + threadIdx.x);
+      }
+    } else if (r.partial != 0) {  // uniform per operation: no per-element test elsewhere
+      const std::uint64_t base = tile * static_cast<std::uint64_t>(Block * Unroll) + threadIdx.x;
+#pragma unroll
+      for (int u = 0; u < Unroll; ++u) {
+        const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Block;
+        if (i < r.count) reduce_element_mixed<T>(r.dst, r.src, r.k, r.partial, i, r.divisor);
       }
     } else {
       const std::uint64_t base = tile * static_cast<std::uint64_t>(Block * Unroll) + threadIdx.x;

@@ -31,6 +31,7 @@ struct plan_request {
   reduce_op op = reduce_op::sum;
   bool in_place = false;
   std::int64_t alignment = default_alignment;  // elements; chunk sizes are multiples of it
+  relay::precision precision = precision::fp32_partials;  // how partial sums are stored
 };
 
 // Bytes from one scratch area to the next on a rank, so every area starts 256-byte aligned.
@@ -83,6 +84,10 @@ inline status check_request(const plan_request& r) {
                                          " groups; give one count per group");
   if (static_cast<unsigned>(r.type) >= all_dtypes.size())
     return fail(errc::unsupported, "unknown dtype " + std::to_string(static_cast<int>(r.type)));
+  if (r.precision != precision::fp32_partials && r.precision != precision::native_partials)
+    return fail(errc::unsupported,
+                "unknown precision " + std::to_string(static_cast<int>(r.precision)) +
+                    " (fp32_partials or native_partials)");
   if (r.op != reduce_op::sum && r.op != reduce_op::avg)
     return fail(errc::unsupported, "unknown reduction operator " +
                                        std::to_string(static_cast<int>(r.op)) + " (sum or avg)");
@@ -129,6 +134,7 @@ inline status make_plan(const plan_request& r, plan& out) {
   const concrete_program program = evaluate(sched, r.counts, r.alignment);
   const std::vector<int> physical = detail::physical_ranks(r);
   const auto es = static_cast<std::uint64_t>(size_of(r.type));
+  const auto ps = static_cast<std::uint64_t>(partial_size(r.type, r.precision));
   const auto R = static_cast<std::size_t>(r.ranks);
 
   plan p;
@@ -138,6 +144,8 @@ inline status make_plan(const plan_request& r, plan& out) {
   p.in_place = r.in_place;
   p.alignment = r.alignment;
   p.divisor = r.op == reduce_op::avg ? A : 1;
+  p.precision = r.precision;
+  p.partial_size = static_cast<int>(ps);
   p.groups = r.groups;
   p.counts = r.counts;
   p.input_bytes.assign(R, 0);
@@ -155,16 +163,23 @@ inline status make_plan(const plan_request& r, plan& out) {
       p.input_bytes[rank] = static_cast<std::uint64_t>(input_elements(r.coll, A, n)) * es;
       p.output_bytes[rank] = static_cast<std::uint64_t>(output_elements(r.coll, A, n)) * es;
     }
-  std::vector<std::uint64_t> area(R * r.groups.size(), 0);
+  // Per rank and group: the scratch area (elements), then the partial area (ps-byte elements),
+  // each starting 256-byte aligned.
+  auto rounded = [](std::uint64_t bytes) {
+    return (bytes + scratch_area_alignment - 1) / scratch_area_alignment * scratch_area_alignment;
+  };
+  std::vector<std::uint64_t> area(R * r.groups.size(), 0), partial_area(R * r.groups.size(), 0);
   for (std::size_t rank = 0; rank < R; ++rank)
     for (std::size_t g = 0; g < r.groups.size(); ++g) {
       const bool is_active = home[rank] == static_cast<int>(g);
-      const auto bytes = static_cast<std::uint64_t>(
-                             scratch_elements(sched.header, is_active, r.counts[g], r.alignment)) *
-                         es;
+      const auto elements = static_cast<std::uint64_t>(
+          scratch_elements(sched.header, is_active, r.counts[g], r.alignment));
+      const auto partials = static_cast<std::uint64_t>(
+          partial_elements(sched.header, is_active, r.counts[g], r.alignment));
       area[rank * r.groups.size() + g] = p.scratch_bytes[rank];
-      p.scratch_bytes[rank] +=
-          (bytes + scratch_area_alignment - 1) / scratch_area_alignment * scratch_area_alignment;
+      p.scratch_bytes[rank] += rounded(elements * es);
+      partial_area[rank * r.groups.size() + g] = p.scratch_bytes[rank];
+      p.scratch_bytes[rank] += rounded(partials * ps);
     }
 
   // In place, an active rank's input and output are one buffer: name it once (input for
@@ -172,8 +187,14 @@ inline status make_plan(const plan_request& r, plan& out) {
   auto convert = [&](const concrete_operand& o, int group) {
     const auto rank = static_cast<std::size_t>(physical[o.rank]);
     plan_operand x{static_cast<std::uint16_t>(rank), o.buf, static_cast<std::uint64_t>(o.offset)};
+    const std::size_t at_area = rank * r.groups.size() + static_cast<std::size_t>(group);
     if (o.buf == buffer::scratch) {
-      x.offset = area[rank * r.groups.size() + static_cast<std::size_t>(group)] + x.offset * es;
+      x.offset = area[at_area] + x.offset * es;
+      return x;
+    }
+    if (o.buf == buffer::partial) {  // executors see scratch bytes; partial_mask says how wide
+      x.buf = buffer::scratch;
+      x.offset = partial_area[at_area] + x.offset * ps;
       return x;
     }
     if (r.in_place) {
@@ -197,8 +218,14 @@ inline status make_plan(const plan_request& r, plan& out) {
     q.dst = convert(op.dst, op.group);
     q.count = static_cast<std::uint64_t>(op.length);
     q.finalize = op.finalize;
-    for (const concrete_operand& src : program.sources_of(op))
+    const bool wide = ps != es;  // otherwise a partial is stored exactly like an element
+    if (wide && op.dst.buf == buffer::partial) q.partial_mask |= partial_dst_bit;
+    std::uint32_t bit = 1;
+    for (const concrete_operand& src : program.sources_of(op)) {
+      if (wide && src.buf == buffer::partial) q.partial_mask |= bit;
+      bit <<= 1;
       p.sources.push_back(convert(src, op.group));
+    }
     if (op.phase == phase::transfer && p.sources.back() == q.dst) {  // in place: nothing to do
       p.sources.pop_back();
       continue;

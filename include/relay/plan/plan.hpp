@@ -10,12 +10,13 @@
 #include <vector>
 
 #include "relay/core/dtype.hpp"
+#include "relay/core/reduction.hpp"
 #include "relay/schedule/schedule.hpp"
 
 namespace relay {
 
 // A place in one rank's memory. `offset` is in bytes from the start of that rank's input, output
-// or scratch area. In place, every operand of an active rank names one user buffer (input for
+// or scratch area (the schedule's partial areas lie in the scratch area too). In place, every operand of an active rank names one user buffer (input for
 // allreduce and reduce-scatter, output for all-gather), so equal operands mean equal addresses.
 struct plan_operand {
   std::uint16_t rank = 0;
@@ -26,6 +27,10 @@ struct plan_operand {
 
 // A copy (one source, `count` elements, issued by the source's rank) or a reduction (1..16
 // sources on the destination's rank, issued there). `finalize`: divide by the plan's divisor.
+// `partial_mask` marks operands stored as accumulators, wider than elements (fp32 partial sums of
+// fp16/bf16): bit s for source s, partial_dst_bit for the destination. A copy has both or neither
+// and moves count * plan::partial_size bytes. Zero in every plan whose partials are as wide as
+// its elements (other dtypes, precision::native_partials), which executors run as before.
 struct plan_op {
   std::uint16_t step = 0;
   relay::phase phase = phase::transfer;
@@ -34,6 +39,7 @@ struct plan_op {
   plan_operand dst{};
   std::uint64_t count = 0;
   bool finalize = false;
+  std::uint32_t partial_mask = 0;
 
   // The rank that runs the operation: a copy's source rank (it pushes), a reduction's own rank.
   constexpr int issuer(std::span<const plan_operand> sources) const {
@@ -56,6 +62,8 @@ struct plan {
   bool in_place = false;
   std::int64_t alignment = 128;
   int divisor = 1;  // what a finalizing reduction divides by: A for AVG, 1 for SUM
+  relay::precision precision = precision::fp32_partials;
+  int partial_size = 4;  // bytes of one partial-sum element: relay::partial_size(type, precision)
 
   std::vector<std::vector<int>> groups;  // physical ranks, group by group, in active order
   std::vector<std::int64_t> counts;      // per group
@@ -68,6 +76,13 @@ struct plan {
 
   int ranks() const { return spec.ranks; }
   int element_size() const { return size_of(type); }
+  // Bytes per element of an operation's destination, and of its source s.
+  int dst_width(const plan_op& o) const {
+    return (o.partial_mask & partial_dst_bit) != 0 ? partial_size : element_size();
+  }
+  int source_width(const plan_op& o, std::size_t s) const {
+    return ((o.partial_mask >> s) & 1u) != 0 ? partial_size : element_size();
+  }
   std::span<const plan_operand> sources_of(const plan_op& o) const {
     return std::span<const plan_operand>(sources).subspan(o.first_source, o.source_count);
   }

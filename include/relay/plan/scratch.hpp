@@ -1,11 +1,15 @@
 // Scratch sizes, as public functions a communication library can size its buffers with before
-// it builds a plan. All in elements, for per-group count n.
+// it builds a plan, for per-group count n. The *_elements functions count elements of the
+// scratch space and of the partial-sum space separately (a partial element is
+// partial_size(dtype, precision) bytes wide: 4 for fp16/bf16 by default); the *_bytes functions
+// give the bytes make_plan reserves for one group on one rank, both areas included.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
 #include "relay/core/config.hpp"
+#include "relay/core/dtype.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
 
@@ -37,6 +41,45 @@ RELAY_CONSTEXPR_SCHEDULE std::int64_t active_scratch_elements(
     const schedule_spec& s, std::int64_t n, std::int64_t alignment = default_alignment) {
   const auto sched = build_schedule(s);
   return sched ? scratch_elements(sched->header, true, n, alignment) : -1;
+}
+
+// Partial-sum elements (buffer::partial) one rank needs for one group, as an active rank or a
+// helper: A sums of A-1 slices on a reduce-scatter helper and the H returned sums on their owner
+// (relay route, A >= 4); 0 elsewhere. -1 when s has no schedule.
+RELAY_CONSTEXPR_SCHEDULE std::int64_t partial_sum_elements(
+    const schedule_spec& s, bool active, std::int64_t n,
+    std::int64_t alignment = default_alignment) {
+  const auto sched = build_schedule(s);
+  return sched ? partial_elements(sched->header, active, n, alignment) : -1;
+}
+
+namespace detail {
+RELAY_CONSTEXPR_SCHEDULE std::int64_t scratch_bytes(const schedule_spec& s, bool active,
+                                                    std::int64_t n, dtype t, precision p,
+                                                    std::int64_t alignment) {
+  const auto sched = build_schedule(s);
+  if (!sched) return -1;
+  // As make_plan lays them out: each area rounded up to 256 bytes (scratch_area_alignment).
+  auto rounded = [](std::int64_t b) { return (b + 255) / 256 * 256; };
+  return rounded(scratch_elements(sched->header, active, n, alignment) * size_of(t)) +
+         rounded(partial_elements(sched->header, active, n, alignment) * partial_size(t, p));
+}
+}  // namespace detail
+
+// Bytes of scratch one helper rank needs for one group of count n of `t` elements, partial sums
+// stored as `p` says: what make_plan adds to the rank's plan::scratch_bytes. -1 when s has no
+// schedule.
+RELAY_CONSTEXPR_SCHEDULE std::int64_t helper_scratch_bytes(
+    const schedule_spec& s, std::int64_t n, dtype t, precision p = precision::fp32_partials,
+    std::int64_t alignment = default_alignment) {
+  return detail::scratch_bytes(s, false, n, t, p, alignment);
+}
+
+// The same for an active rank and its own group.
+RELAY_CONSTEXPR_SCHEDULE std::int64_t active_scratch_bytes(
+    const schedule_spec& s, std::int64_t n, dtype t, precision p = precision::fp32_partials,
+    std::int64_t alignment = default_alignment) {
+  return detail::scratch_bytes(s, true, n, t, p, alignment);
 }
 
 }  // namespace relay

@@ -57,6 +57,9 @@ constexpr operand out(int rank, affine off) {
 constexpr operand scr(int rank, affine off) {
   return {static_cast<std::uint8_t>(rank), buffer::scratch, off};
 }
+constexpr operand par(int rank, affine off) {
+  return {static_cast<std::uint8_t>(rank), buffer::partial, off};
+}
 
 // Emits operations of one group; `step` is set by the generator as it goes.
 template <class Sink>

@@ -71,6 +71,14 @@ constexpr std::int64_t scratch_elements(const schedule_header& h, bool active, s
   return e < 0 ? 0 : e;
 }
 
+// Partial-sum elements (buffer::partial) a rank needs for one group, by role.
+constexpr std::int64_t partial_elements(const schedule_header& h, bool active, std::int64_t n,
+                                        std::int64_t alignment = default_alignment) {
+  const symbol_values v = evaluate_symbols(h, n, alignment);
+  const std::int64_t e = (active ? h.active_partial : h.helper_partial).eval(v);
+  return e < 0 ? 0 : e;
+}
+
 // `counts[g]` is group g's count. Operations of length zero are dropped, so a group too small to
 // relay issues no helper traffic at all.
 constexpr concrete_program evaluate(const schedule_view& s, std::span<const std::int64_t> counts,

@@ -13,9 +13,15 @@
 //                     a_j -> a_k  D2 of block k                          (~c per intra link)
 //           reduce:   a_k reduces the helper slices and D2 (final)
 //
-// Cost A*c with c = n/N: A*n/N, the fused lower bound (n/4 at A=2, n/2 at A=4 for N=8).
-// Reducing at the helper keeps the return hop to one slice per owner; helpers need one slice per
-// (owner, source) pair: A*(A-1)*c, 1.5x n at A=4, N=8.
+// Cost A*c with c = n/N: A*n/N, the fused lower bound (n/4 at A=2, n/2 at A=4 for N=8), when
+// every element costs the same. Reducing at the helper keeps the return hop to one slice per
+// owner; helpers need one slice per (owner, source) pair: A*(A-1)*c, 1.5x n at A=4, N=8.
+//
+// A >= 3: the helper's sum of A-1 slices is not final, so it lives in the partial space
+// (buffer::partial, the accumulator's width: fp32 for fp16/bf16) on the helper, rides to the
+// owner as a partial and lands in the owner's partial space; the owner's final reduction rounds
+// once. For 16-bit types the return hop then carries 2c element-equivalents, so the cost becomes
+// (A-1)c + 2c: 5n/8 at A=4, N=8 (docs/schedules.md, "Precision"). A=2 forwards single slices.
 #pragma once
 
 #include "relay/schedule/builder.hpp"
@@ -32,12 +38,18 @@ constexpr schedule_header reduce_scatter_relay(const schedule_spec& s, Sink& sin
   const affine c = Q(0), d1 = Q(1), S = Q(0, H);  // S: the helper slices, [0, H*c)
   const affine d2 = N() - S - d1;
   const affine D = N() - S;  // the whole direct region of a block
-  // Active scratch: the helper-reduced slices at [0, H*c), then one direct region per source.
-  h.active_scratch = S + (A - 1) * D;
+  const bool partials = A > 2;  // helpers sum A-1 slices: a partial, not a final value
+  // Active scratch: A=2, the helpers' slices at [0, H*c) (they come back as they went out);
+  // then one direct region per source. A>2: the helpers' sums arrive in the partial space.
+  const affine landing = partials ? K(0) : S;
+  h.active_scratch = landing + (A - 1) * D;
   h.helper_scratch = Q(0, A * (A - 1));
+  h.active_partial = partials ? S : K(0);
+  h.helper_partial = partials ? Q(0, A) : K(0);
   h.description = "flat reduce-at-helper of H slices + direct reduce-scatter, direct split (A-1):1";
 
-  auto direct_slot = [&](int j, int k) { return S + other_index(j, k) * D; };
+  auto direct_slot = [&](int j, int k) { return landing + other_index(j, k) * D; };
+  auto shift = [](operand o, affine by) { return o.offset = o.offset + by, o; };
 
   for (int g = 0; g < s.groups(); ++g) {
     const group_layout L{g, A, s.ranks};
@@ -50,19 +62,27 @@ constexpr schedule_header reduce_scatter_relay(const schedule_spec& s, Sink& sin
           b.copy(in(L.active_rank(j), N(k) + Q(0, i)), scr(L.helper_rank(i), helper_slot(k, j)), c);
         b.copy(in(L.active_rank(j), N(k) + S), scr(L.active_rank(k), direct_slot(j, k)), d1);
       }
-    if (A > 2)
+    // Helper i's slice for owner k after step 1: A>2 its partial sum, A=2 the one slice.
+    auto held = [&](int i, int k) {
+      return partials ? par(L.helper_rank(i), Q(0, k))
+                      : scr(L.helper_rank(i), Q(0, k * (A - 1)));
+    };
+    auto returned = [&](int k) {
+      return partials ? par(L.active_rank(k), K(0)) : scr(L.active_rank(k), K(0));
+    };
+    if (partials)
       for (int i = 0; i < H; ++i)
         for (int k = 0; k < A; ++k) {
           operand_list src;
           for (int j = 0; j < A; ++j)
             if (j != k) src.push(scr(L.helper_rank(i), helper_slot(k, j)));
-          b.reduce(src, scr(L.helper_rank(i), Q(0, k * (A - 1))), c, false);
+          b.reduce(src, held(i, k), c, false);
         }
     auto reduce_direct = [&](int k, affine from, affine length) {
       operand_list src;
       for (int j = 0; j < A; ++j)
         src.push(j == k ? in(L.active_rank(k), N(k) + from)
-                        : scr(L.active_rank(k), direct_slot(j, k) + from - S));
+                        : scr(L.active_rank(k), direct_slot(j, k) + (from - S)));
       b.reduce(src, out(L.active_rank(k), from), length, true);
     };
     for (int k = 0; k < A; ++k)
@@ -71,7 +91,7 @@ constexpr schedule_header reduce_scatter_relay(const schedule_spec& s, Sink& sin
     b.step = 2;
     for (int k = 0; k < A; ++k) {
       for (int i = 0; i < H; ++i)
-        b.copy(scr(L.helper_rank(i), Q(0, k * (A - 1))), scr(L.active_rank(k), Q(0, i)), c);
+        b.copy(held(i, k), shift(returned(k), Q(0, i)), c);
       for (int j = 0; j < A; ++j)
         if (j != k)
           b.copy(in(L.active_rank(j), N(k) + S + d1), scr(L.active_rank(k), direct_slot(j, k) + d1),
@@ -80,7 +100,7 @@ constexpr schedule_header reduce_scatter_relay(const schedule_spec& s, Sink& sin
     for (int k = 0; k < A; ++k) {
       operand_list src;
       src.push(in(L.active_rank(k), N(k)));
-      src.push(scr(L.active_rank(k), K(0)));
+      src.push(returned(k));
       b.reduce(src, out(L.active_rank(k), K(0)), S, true);
       reduce_direct(k, S + d1, d2);
     }

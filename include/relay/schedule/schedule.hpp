@@ -25,7 +25,11 @@ namespace relay {
 inline constexpr int max_ranks = 64;
 inline constexpr int max_reduce_inputs = 16;
 
-enum class buffer : unsigned char { input, output, scratch };
+// partial: a rank's area for partial sums that are not final (a helper's sum of some of a
+// block's contributions). Its elements have the accumulator's width (fp32 for fp16/bf16, see
+// core/reduction.hpp), so a value is rounded to the element type once, by the final reduction.
+// Only reductions with finalize == false write it; copies move partials only to partials.
+enum class buffer : unsigned char { input, output, scratch, partial };
 enum class phase : unsigned char { transfer, reduce };
 
 // What a caller asks for. `permille` only shapes the allreduce offload (0: the link-balanced
@@ -45,7 +49,7 @@ struct schedule_spec {
   friend constexpr bool operator==(const schedule_spec&, const schedule_spec&) = default;
 };
 
-// A place in a rank's memory. Scratch is the rank's scratch area for the operation's group.
+// A place in a rank's memory. Scratch and partial are the rank's areas for the operation's group.
 struct operand {
   std::uint8_t rank = 0;
   buffer buf = buffer::input;
@@ -75,6 +79,9 @@ struct schedule_header {
   // Scratch each rank needs per group, by its role in that group.
   affine active_scratch{};
   affine helper_scratch{};
+  // Partial-sum elements each rank needs per group, by role (buffer::partial; accumulator-wide).
+  affine active_partial{};
+  affine helper_partial{};
   // Short human-readable names of the quanta, for printers ("chunk", "offload piece", ...).
   std::array<const char*, max_quanta> quantum_names{};
   const char* description = "";
