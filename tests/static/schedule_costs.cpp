@@ -45,6 +45,27 @@ static_assert(ceil<C::allreduce, 4, route::relay, 500> == 2);
 static_assert(ceil<C::reduce_scatter, 4> == 2 && ceil<C::all_gather, 4> == 2);
 static_assert(scratch_elements(schedule_v<C::reduce_scatter, 4, 8>.header, false, 1024000) ==
               1536000);  // 12 chunks of 128000 = 1.5x recvCount
+// bf16 A=4 fused reduce-scatter at N=8 (c = n/8), partial sums in fp32 (issue 12), worked by
+// hand: step 1 sends (A-1)c = 3n/8 per cross link (slices) and d1 = 3c per intra link; step 2
+// returns one partial of c per cross link at 4/2 the element width, 2c = n/4, beside d2 = c.
+// 3n/8 + n/4 = 5n/8 (the ceiling 8/5 instead of 2); 16-bit partials keep n/2.
+constexpr auto& rs4 = schedule_v<C::reduce_scatter, 4, 8>;
+static_assert(widths_of(dtype::bfloat16) == element_widths{ratio{2}});
+static_assert(step_beta(rs4, mi300x, 1, widths_of(dtype::bfloat16)) == ratio{3, 8});
+static_assert(step_beta(rs4, mi300x, 2, widths_of(dtype::bfloat16)) == ratio{1, 4});
+static_assert(link_load(rs4, 2, 4, 0, widths_of(dtype::bfloat16)) == ratio{1, 4});  // h_0 -> a_0
+static_assert(link_load(rs4, 2, 0, 1, widths_of(dtype::bfloat16)) == ratio{1, 8});  // d2
+static_assert(beta_cost(rs4, mi300x, dtype::bfloat16) == ratio{5, 8});
+static_assert(beta_cost(rs4, mi300x, dtype::float16) == ratio{5, 8});
+static_assert(beta_cost(rs4, mi300x, dtype::bfloat16, precision::native_partials) == ratio{1, 2});
+static_assert(beta_cost(rs4, mi300x, dtype::float32) == ratio{1, 2});
+static_assert(ceiling(rs4, mi300x, widths_of(dtype::bfloat16)) == ratio{8, 5});
+// No other relay schedule at A=2 or 4 has a partial: its bf16 cost is its element cost.
+static_assert(beta_cost(schedule_v<C::allreduce, 4, 8>, mi300x, dtype::bfloat16) ==
+              beta_cost(schedule_v<C::allreduce, 4, 8>, mi300x));
+static_assert(beta_cost(schedule_v<C::reduce_scatter, 2, 8>, mi300x, dtype::bfloat16) ==
+              ratio{1, 4});
+
 // A=4 all-to-all: pure-direct 1.0x, helper offload 5/3.
 static_assert(ceil<C::all_to_all, 4, route::direct> == 1);
 static_assert(ceil<C::all_to_all, 4> == ratio{5, 3});

@@ -175,3 +175,67 @@ TEST_CASE("the structure check finds hazards and scratch overruns", "[check]") {
   REQUIRE_FALSE(f3.ok());
   CHECK(std::string(f3.what) == "a reduction reads another rank's memory");
 }
+
+TEST_CASE("the structure check keeps partial sums out of the element type", "[check]") {
+  // Issue 12's defect: the reduce-scatter helpers' sums of A-1 slices stored as elements.
+  const schedule_spec s{collective::reduce_scatter, 4, 8};
+  const schedule narrow = broken(s, [](schedule& x) {
+    for (operation& op : x.ops)
+      if (op.phase == phase::reduce && !op.finalize) {
+        op.dst = x.sources[op.first_source];  // back into its first slot, as before the fix
+        break;
+      }
+  });
+  const check_failure f1 = check_structure(narrow);
+  REQUIRE_FALSE(f1.ok());
+  CHECK_THAT(f1.what, Catch::Contains("not final must write a partial"));
+  CHECK(f1.step == 1);
+
+  const schedule final_partial = broken(s, [](schedule& x) {
+    for (operation& op : x.ops)
+      if (op.phase == phase::reduce && !op.finalize) op.finalize = true;
+  });
+  const check_failure f2 = check_structure(final_partial);
+  REQUIRE_FALSE(f2.ok());
+  CHECK_THAT(f2.what, Catch::Contains("final reduction writes a partial"));
+
+  // The return hop delivering a partial into the owner's scratch (element-wide) instead.
+  const schedule narrowing_copy = broken(s, [](schedule& x) {
+    for (operation& op : x.ops)
+      if (op.phase == phase::transfer && op.dst.buf == buffer::partial) {
+        op.dst.buf = buffer::scratch;
+        break;
+      }
+  });
+  const check_failure f3 = check_structure(narrowing_copy);
+  REQUIRE_FALSE(f3.ok());
+  CHECK_THAT(f3.what, Catch::Contains("changes a value's width"));
+  CHECK(f3.step == 2);
+
+  const schedule short_partial = broken(s, [](schedule& x) {
+    x.header.helper_partial = x.header.helper_partial - affine::q(0);  // one chunk short
+  });
+  const check_failure f4 = check_structure(short_partial);
+  REQUIRE_FALSE(f4.ok());
+  CHECK(std::string(f4.what) == "an operand reaches past the declared partial size");
+}
+
+TEST_CASE("only the reduce-scatter relay route with A >= 4 has partial sums", "[check]") {
+  // Every other schedule reduces final values only: nothing else can round twice.
+  for (collective c : all_collectives)
+    for (int A : {2, 4, 8})
+      for (int N : {4, 8, 16})
+        for (mode m : {mode::fused, mode::single})
+          for (route r : {route::relay, route::direct, route::legacy, route::pipelined}) {
+            const schedule_spec s{c, A, N, m, r, 0, r == route::pipelined ? 4 : 0};
+            if (spec_error(s) != nullptr) continue;
+            const schedule x = *build_schedule(s);
+            int partial_writes = 0;
+            for (const operation& op : x.ops)
+              partial_writes += op.dst.buf == buffer::partial ? 1 : 0;
+            const bool expected = c == collective::reduce_scatter && r == route::relay && A >= 4;
+            INFO(describe(s, {}));
+            CHECK((partial_writes > 0) == expected);
+            CHECK((x.header.helper_partial == affine{}) == !expected);
+          }
+}

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "relay/plan/buffers.hpp"
+#include "relay/plan/scratch.hpp"
 
 using namespace relay;
 
@@ -144,4 +145,65 @@ TEST_CASE("validate_buffers names the rank and the problem", "[plan]") {
   expect([](auto& i, auto& o) { o[0].data = i[1].data; }, "overlaps the input of rank 1");
   expect([](auto&, auto& o) { o[0] = o[1]; }, "outputs of ranks 0 and 1 overlap");
   expect([](auto& i, auto&) { i.pop_back(); }, "3 inputs");
+}
+
+TEST_CASE("fp16/bf16 partial sums are laid out and moved at fp32 width", "[plan][precision]") {
+  // Reduce-scatter A=4, N=8, count 4096: c = 512, helper slices S = 4c = 2048, direct D = 2048.
+  plan_request r = request(collective::reduce_scatter, 4, 8);
+  r.type = dtype::bfloat16;
+  plan p;
+  REQUIRE(make_plan(r, p).ok());
+  CHECK(p.partial_size == 4);
+  int helper_sums = 0, returns = 0, owner_sums = 0;
+  for (const plan_op& op : p.ops) {
+    if (op.partial_mask == 0) continue;
+    if (op.phase == phase::reduce && op.partial_mask == partial_dst_bit) {
+      ++helper_sums;  // A-1 bf16 slices into one fp32 partial
+      CHECK(op.source_count == 3);
+      CHECK(op.count == 512);
+      CHECK_FALSE(op.finalize);
+      CHECK(p.dst_width(op) == 4);
+      CHECK(p.source_width(op, 0) == 2);
+    } else if (op.phase == phase::transfer) {
+      ++returns;  // helper -> owner, fp32
+      CHECK(op.partial_mask == (partial_dst_bit | 1u));
+      CHECK(op.count == 512);
+    } else {
+      ++owner_sums;  // the owner's input (bf16) + the returned partials (fp32) -> output (bf16)
+      CHECK(op.partial_mask == 2u);
+      CHECK(op.count == 2048);
+      CHECK(op.finalize);
+      CHECK(p.dst_width(op) == 2);
+    }
+  }
+  CHECK(helper_sums == 32);  // 4 helpers x 4 owners x 2 groups
+  CHECK(returns == 32);
+  CHECK(owner_sums == 8);
+  // Rank 0: active in group 0 (scratch 3*D bf16 + partial S fp32), helper in group 1 (scratch
+  // 12c bf16 + partial 4c fp32): 12288 + 8192 + 12288 + 8192 bytes.
+  CHECK(p.scratch_bytes[0] == 40960);
+  CHECK(p.scratch_bytes[0] ==
+        static_cast<std::uint64_t>(
+            active_scratch_bytes({collective::reduce_scatter, 4, 8}, 4096, dtype::bfloat16) +
+            helper_scratch_bytes({collective::reduce_scatter, 4, 8}, 4096, dtype::bfloat16)));
+
+  r.precision = precision::native_partials;  // 16-bit partials: the spec's layout and bytes
+  REQUIRE(make_plan(r, p).ok());
+  CHECK(p.partial_size == 2);
+  CHECK(p.scratch_bytes[0] == 12288 + 4096 + 12288 + 4096);
+  for (const plan_op& op : p.ops)
+    CHECK(op.partial_mask == 0);
+
+  r.precision = precision::fp32_partials;
+  r.type = dtype::float32;  // partials as wide as elements: nothing is marked
+  REQUIRE(make_plan(r, p).ok());
+  CHECK(p.partial_size == 4);
+  CHECK(p.scratch_bytes[0] == 2 * (24576 + 8192));
+  for (const plan_op& op : p.ops)
+    CHECK(op.partial_mask == 0);
+
+  r.precision = static_cast<precision>(7);
+  const status s = fails(r);
+  CHECK(s.code() == errc::unsupported);
+  CHECK_THAT(s.message(), Catch::Contains("unknown precision"));
 }

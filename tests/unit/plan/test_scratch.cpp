@@ -35,3 +35,26 @@ TEST_CASE("relay's own helper and active scratch", "[plan][scratch]") {
   CHECK(active_scratch_elements({collective::reduce_scatter, 2, 8}, n) == n);
   CHECK(helper_scratch_elements({collective::allreduce, 3, 8}, n) == -1);
 }
+
+TEST_CASE("partial sums and scratch bytes", "[plan][scratch][precision]") {
+  const schedule_spec rs4{collective::reduce_scatter, 4, 8};
+  // n = 1,024,000: c = 128,000; a helper holds 4 partials of c, an owner H = 4 returned ones.
+  const std::int64_t n = 1'024'000;
+  CHECK(partial_sum_elements(rs4, false, n) == 512'000);
+  CHECK(partial_sum_elements(rs4, true, n) == 512'000);
+  CHECK(partial_sum_elements({collective::reduce_scatter, 2, 8}, false, n) == 0);
+  CHECK(partial_sum_elements({collective::allreduce, 4, 8}, false, n) == 0);
+  CHECK(partial_sum_elements({collective::allreduce, 3, 8}, false, n) == -1);
+  // Helper: 12c bf16 slices (3,072,000 bytes) + 4c fp32 partials (2,048,000 bytes).
+  CHECK(helper_scratch_bytes(rs4, n, dtype::bfloat16) == 5'120'000);
+  CHECK(helper_scratch_bytes(rs4, n, dtype::bfloat16, precision::native_partials) == 4'096'000);
+  CHECK(helper_scratch_bytes(rs4, n, dtype::float16) == 5'120'000);
+  CHECK(helper_scratch_bytes(rs4, n, dtype::float32) == 8'192'000);
+  // Active: 3 direct regions of n - 4c = 512,000 bf16 + 4c fp32 partials.
+  CHECK(active_scratch_bytes(rs4, n, dtype::bfloat16) == 3'072'000 + 2'048'000);
+  // Each area is rounded up to 256 bytes, as make_plan lays it out: n = 1 has no relay at all,
+  // and the A=2 active's one direct region of 1 bf16 element takes 256 bytes.
+  CHECK(active_scratch_bytes({collective::reduce_scatter, 2, 8}, 1, dtype::bfloat16) == 256);
+  CHECK(helper_scratch_bytes(rs4, 1, dtype::bfloat16) == 0);
+  CHECK(helper_scratch_bytes({collective::allreduce, 3, 8}, n, dtype::bfloat16) == -1);
+}
