@@ -108,6 +108,8 @@ void resources(json_writer& w, const plan_report& r) {
   w.begin_object();
   w.member("active", r.scratch.active_formula);
   w.member("helper", r.scratch.helper_formula);
+  w.member("active_partial", r.scratch.active_partial_formula);
+  w.member("helper_partial", r.scratch.helper_partial_formula);
   exact_pair(w, "active_share", r.scratch.active_share);
   exact_pair(w, "helper_share", r.scratch.helper_share);
   exact_pair(w, "active_rank_total", r.scratch.active_rank_total);

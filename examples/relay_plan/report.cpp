@@ -55,27 +55,35 @@ operation_counts count_operations(const relay::schedule& s) {
   return c;
 }
 
-scratch_info describe_scratch(const relay::schedule_header& h, const symbol_names& symbols) {
+scratch_info describe_scratch(const relay::schedule_header& h, const symbol_names& symbols,
+                              const relay::element_widths& w) {
   const relay::symbol_shares shares = relay::ideal_shares(h);
   scratch_info s;
   s.active_formula = format_affine(h.active_scratch, symbols);
   s.helper_formula = format_affine(h.helper_scratch, symbols);
   s.active_share = h.active_scratch.share(shares);
   s.helper_share = h.helper_scratch.share(shares);
+  s.has_partials = h.active_partial != relay::affine{} || h.helper_partial != relay::affine{};
+  s.active_partial_formula = format_affine(h.active_partial, symbols);
+  s.helper_partial_formula = format_affine(h.helper_partial, symbols);
+  // Per rank in element widths: its scratch and its partial sums at their width.
+  const relay::ratio active = s.active_share + w.partial * h.active_partial.share(shares);
+  const relay::ratio helper = s.helper_share + w.partial * h.helper_partial.share(shares);
   if (h.spec.mode == relay::mode::fused) {
-    s.active_rank_total = s.active_share + relay::ratio{h.spec.groups() - 1} * s.helper_share;
+    s.active_rank_total = active + relay::ratio{h.spec.groups() - 1} * helper;
     s.helper_rank_total = s.active_rank_total;
   } else {
-    s.active_rank_total = s.active_share;
-    s.helper_rank_total = s.helper_share;
+    s.active_rank_total = active;
+    s.helper_rank_total = helper;
   }
   return s;
 }
 
 std::optional<double> seconds(const relay::schedule& s, const beta_figure& beta,
-                              const relay::topology& t, std::int64_t count, int element_size) {
+                              const relay::topology& t, std::int64_t count, int element_size,
+                              const relay::element_widths& w) {
   if (!beta.routable()) return std::nullopt;
-  return relay::alpha_beta_seconds(s, t, count, element_size);
+  return relay::alpha_beta_seconds(s, t, count, element_size, w);
 }
 
 concrete_info make_concrete(const plan_report& r, const std::vector<std::int64_t>& counts,
@@ -90,8 +98,9 @@ concrete_info make_concrete(const plan_report& r, const std::vector<std::int64_t
   // The cost model prices one count for every group: the largest, since the slowest group
   // finishes last.
   const std::int64_t largest = *std::max_element(counts.begin(), counts.end());
-  c.predicted_seconds = seconds(r.sched, r.beta, r.topo, largest, r.element_size());
-  c.direct_predicted_seconds = seconds(r.direct, r.direct_beta, r.topo, largest, r.element_size());
+  c.predicted_seconds = seconds(r.sched, r.beta, r.topo, largest, r.element_size(), r.widths);
+  c.direct_predicted_seconds =
+      seconds(r.direct, r.direct_beta, r.topo, largest, r.element_size(), r.widths);
   return c;
 }
 
@@ -101,6 +110,7 @@ plan_report make_report(const options& o) {
   plan_report r;
   r.opts = o;
   r.topo = *relay::parse_topology(o.topology, o.spec.ranks);
+  r.widths = relay::widths_of(o.type);
   r.sched = *relay::build_schedule(o.spec);
   // The baseline of the same collective, A, N and mode (no offload, no tiles: direct has none).
   relay::schedule_spec direct = o.spec;
@@ -113,22 +123,23 @@ plan_report make_report(const options& o) {
   r.quanta = describe_quanta(h, r.symbols, o.alignment);
 
   for (int step = 1; step <= h.steps; ++step) {
-    r.step_beta.push_back(priced(relay::step_beta(r.sched, r.topo, step)));
-    r.step_loads.push_back(relay::link_loads(r.sched, step));
+    r.step_beta.push_back(priced(relay::step_beta(r.sched, r.topo, step, r.widths)));
+    r.step_loads.push_back(relay::link_loads(r.sched, step, r.widths));
   }
-  r.loads = relay::link_loads(r.sched);
-  r.beta = priced(relay::beta_cost(r.sched, r.topo));
-  r.direct_beta = priced(relay::beta_cost(r.direct, r.topo));
+  r.loads = relay::link_loads(r.sched, 0, r.widths);
+  r.beta = priced(relay::beta_cost(r.sched, r.topo, r.widths));
+  r.direct_beta = priced(relay::beta_cost(r.direct, r.topo, r.widths));
   if (r.beta.routable() && r.direct_beta.routable())
     r.ceiling = *r.direct_beta.value / *r.beta.value;
   r.bound = lower_bound(o.spec, r.topo);
 
   r.operations = count_operations(r.sched);
-  r.scratch = describe_scratch(h, r.symbols);
+  r.scratch = describe_scratch(h, r.symbols, r.widths);
   for (std::int64_t bytes : timing_bytes) {
     const std::int64_t count = bytes / r.element_size();
-    r.timings.push_back({bytes, count, seconds(r.sched, r.beta, r.topo, count, r.element_size()),
-                         seconds(r.direct, r.direct_beta, r.topo, count, r.element_size())});
+    r.timings.push_back(
+        {bytes, count, seconds(r.sched, r.beta, r.topo, count, r.element_size(), r.widths),
+         seconds(r.direct, r.direct_beta, r.topo, count, r.element_size(), r.widths)});
   }
   if (const std::vector<std::int64_t> counts = group_counts(o); !counts.empty()) {
     relay::plan p;

@@ -12,6 +12,7 @@
 #include "options.hpp"
 #include "relay/check/verify.hpp"
 #include "relay/core/ratio.hpp"
+#include "relay/cost/link_cost.hpp"
 #include "relay/schedule/schedule.hpp"
 #include "relay/topology/topology.hpp"
 #include "symbolic.hpp"
@@ -43,6 +44,10 @@ struct scratch_info {
   // Scratch one rank holds over all groups: fused ranks are active in one group and helpers in
   // the others (all alike); single-mode actives and helpers differ.
   relay::ratio active_rank_total, helper_rank_total;
+  // Partial sums (buffer::partial), elements of partial_size(dtype) bytes; the rank totals
+  // above count them in element widths.
+  bool has_partials = false;
+  std::string active_partial_formula, helper_partial_formula;
 };
 
 // The alpha-beta time of one group's message of `bytes` (count = bytes / element size).
@@ -63,8 +68,9 @@ struct concrete_info {
 struct plan_report {
   options opts;
   relay::topology topo;
-  relay::schedule sched;   // what was asked for
-  relay::schedule direct;  // its pure-direct baseline
+  relay::element_widths widths;  // of opts.type, fp32 partial sums: what the costs count
+  relay::schedule sched;         // what was asked for
+  relay::schedule direct;        // its pure-direct baseline
   symbol_names symbols;
   std::vector<quantum_info> quanta;
 

@@ -22,6 +22,7 @@ const char* buffer_name(relay::buffer b) {
     case relay::buffer::input: return "input";
     case relay::buffer::output: return "output";
     case relay::buffer::scratch: return "scratch";
+    case relay::buffer::partial: return "partial";
   }
   return "?";
 }
@@ -210,6 +211,9 @@ void costs(out_it out, const plan_report& r) {
                             b.value ? format_share(*b.value) : "unroutable");
   }
   fmt::format_to(out, "  beta per step: {}\n", per_step);
+  if (r.widths.partial != relay::ratio{1} && r.scratch.has_partials)
+    fmt::format_to(out, "  (a partial sum is {} element widths: {}-byte accumulators)\n",
+                   format_ratio(r.widths.partial), relay::accumulator_size(r.opts.type));
   fmt::format_to(out, "  beta cost:     {}\n", figure(r.beta));
   fmt::format_to(out, "  direct:        {} (the pure-direct baseline)\n", figure(r.direct_beta));
   if (r.ceiling)
@@ -241,6 +245,10 @@ void resources(out_it out, const plan_report& r) {
   fmt::format_to(out, "\nscratch (elements, per group, by the rank's role in it)\n");
   fmt::format_to(out, "  active rank: {}  ~ {}\n", s.active_formula, format_share(s.active_share));
   fmt::format_to(out, "  helper rank: {}  ~ {}\n", s.helper_formula, format_share(s.helper_share));
+  if (s.has_partials)
+    fmt::format_to(out, "  partial sums ({}-byte elements): active {}, helper {}\n",
+                   relay::partial_size(r.opts.type), s.active_partial_formula,
+                   s.helper_partial_formula);
   if (spec.mode == relay::mode::fused)
     fmt::format_to(out, "  every rank, over all groups (active in 1, helper in {}): ~ {}\n",
                    spec.groups() - 1, format_share(s.active_rank_total));

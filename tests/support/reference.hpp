@@ -113,25 +113,28 @@ inline mismatch_report check_outputs(collective c, dtype type, reduce_op op,
               ok = got == expected;
               want = static_cast<long double>(expected);
             } else {
-              long double magnitude = 0;
+              long double magnitude = 0, partial = 0;
               for (std::int64_t j = 0; j < A; ++j) {
                 const long double v = detail::as_number(detail::load<T>(
                     inputs[static_cast<std::size_t>(ranks[static_cast<std::size_t>(j)])].data(),
                     from));
                 want += v;
                 magnitude += std::fabs(v);
+                if (j != k) partial += std::fabs(v);
               }
-              if (op == reduce_op::avg) want /= A, magnitude /= A;
-              // Each of the A-1 additions and the division may round in the accumulator (each
-              // by at most acc * magnitude, magnified by at most 1 + u by the final store); the
-              // final store rounds once to the storage type (u * |result|). With native partials
-              // a helper's partial sum rounds once more, by at most u * its magnitude.
+              if (op == reduce_op::avg) want /= A, magnitude /= A, partial /= A;
+              // docs/schedules.md, "Precision": the additions and the division round in the
+              // accumulator, the final store rounds once to the storage type; with native
+              // partials the one partial sum of a reduce-scatter element (the contributions of
+              // every rank but the owner k, the only schedule with partials) rounds once more.
               const long double u = detail::storage_roundoff<T>();
               const long double acc = detail::accumulator_roundoff<T>();
-              const bool native = partials == precision::native_partials;
-              const long double bound =
-                  u * std::fabs(want) + (A + 1) * acc * (1 + u) * (1 + u) * magnitude +
-                  (native ? u * magnitude : 0) + (native ? 2 : 1) * detail::smallest_step<T>();
+              const bool native =
+                  partials == precision::native_partials && c == collective::reduce_scatter;
+              const long double bound = u * std::fabs(want) +
+                                        (native ? u * (1 + u) * (1 + u) * partial : 0) +
+                                        (A + 1) * acc * (1 + u) * (1 + u) * magnitude +
+                                        (native ? 2 : 1) * detail::smallest_step<T>();
               const long double value = detail::as_number(got);
               ok = std::isfinite(static_cast<double>(value)) && std::fabs(value - want) <= bound;
               if (exact) ok = value == want;  // T holds no two encodings of one nonzero value

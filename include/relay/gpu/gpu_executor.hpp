@@ -125,8 +125,8 @@ struct action {
 };
 
 inline bool same_ops(const plan& a, const plan& b) {
-  if (a.type != b.type || a.divisor != b.divisor || a.partial_size != b.partial_size ||
-      a.ops.size() != b.ops.size() ||
+  if (a.partial_size != b.partial_size) return false;
+  if (a.type != b.type || a.divisor != b.divisor || a.ops.size() != b.ops.size() ||
       a.phases.size() != b.phases.size() || a.sources != b.sources ||
       a.input_bytes != b.input_bytes || a.output_bytes != b.output_bytes ||
       a.scratch_bytes != b.scratch_bytes)
@@ -485,6 +485,7 @@ class gpu_executor {
     if (p.input_bytes.size() != n || p.output_bytes.size() != n || p.scratch_bytes.size() != n)
       return {errc::invalid_schedule, "the plan's per-rank sizes do not have one entry per rank"};
     if (p.divisor < 1) return {errc::invalid_schedule, "the plan's divisor must be at least 1"};
+    if (p.partial_size < 1) return {errc::invalid_schedule, "the plan's partial size is 0"};
     const auto esize = static_cast<std::uintptr_t>(p.element_size());
     if (esize == 0) return {errc::unsupported, "unknown dtype"};
     // Presence, size, alignment, in-place layout and overlaps: the checks every executor makes.
@@ -535,7 +536,6 @@ class gpu_executor {
           (copy && o.source_count != 1) ||
           std::uint64_t{o.first_source} + o.source_count > p.sources.size())
         return {errc::invalid_schedule, "plan op " + std::to_string(i) + " has a bad source list"};
-      if (p.partial_size < 1) return {errc::invalid_schedule, "the plan's partial size is 0"};
       if (status s = check(o.dst, o.count, i, static_cast<std::uintptr_t>(p.dst_width(o))); !s)
         return s;
       for (std::size_t k = 0; k < o.source_count; ++k) {

@@ -85,9 +85,9 @@ inline status check_request(const plan_request& r) {
   if (static_cast<unsigned>(r.type) >= all_dtypes.size())
     return fail(errc::unsupported, "unknown dtype " + std::to_string(static_cast<int>(r.type)));
   if (r.precision != precision::fp32_partials && r.precision != precision::native_partials)
-    return fail(errc::unsupported,
-                "unknown precision " + std::to_string(static_cast<int>(r.precision)) +
-                    " (fp32_partials or native_partials)");
+    return fail(errc::unsupported, "unknown precision " +
+                                       std::to_string(static_cast<int>(r.precision)) +
+                                       " (fp32_partials or native_partials)");
   if (r.op != reduce_op::sum && r.op != reduce_op::avg)
     return fail(errc::unsupported, "unknown reduction operator " +
                                        std::to_string(static_cast<int>(r.op)) + " (sum or avg)");

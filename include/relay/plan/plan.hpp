@@ -16,8 +16,9 @@
 namespace relay {
 
 // A place in one rank's memory. `offset` is in bytes from the start of that rank's input, output
-// or scratch area (the schedule's partial areas lie in the scratch area too). In place, every operand of an active rank names one user buffer (input for
-// allreduce and reduce-scatter, output for all-gather), so equal operands mean equal addresses.
+// or scratch area (the schedule's partial areas lie in the scratch area too). In place, every
+// operand of an active rank names one user buffer (input for allreduce and reduce-scatter, output
+// for all-gather), so equal operands mean equal addresses.
 struct plan_operand {
   std::uint16_t rank = 0;
   buffer buf = buffer::input;

@@ -15,7 +15,8 @@
 //
 // Cost A*c with c = n/N: A*n/N, the fused lower bound (n/4 at A=2, n/2 at A=4 for N=8), when
 // every element costs the same. Reducing at the helper keeps the return hop to one slice per
-// owner; helpers need one slice per (owner, source) pair: A*(A-1)*c, 1.5x n at A=4, N=8.
+// owner; helpers need one slice per (owner, source) pair: A*(A-1)*c, 1.5x n at A=4, N=8, and
+// A partials of c (they no longer overwrite a received slice: the partial is wider).
 //
 // A >= 3: the helper's sum of A-1 slices is not final, so it lives in the partial space
 // (buffer::partial, the accumulator's width: fp32 for fp16/bf16) on the helper, rides to the
@@ -37,7 +38,7 @@ constexpr schedule_header reduce_scatter_relay(const schedule_spec& s, Sink& sin
   relay_chunk_quanta(h, s.ranks, A - 1, "chunk c");
   const affine c = Q(0), d1 = Q(1), S = Q(0, H);  // S: the helper slices, [0, H*c)
   const affine d2 = N() - S - d1;
-  const affine D = N() - S;  // the whole direct region of a block
+  const affine D = N() - S;     // the whole direct region of a block
   const bool partials = A > 2;  // helpers sum A-1 slices: a partial, not a final value
   // Active scratch: A=2, the helpers' slices at [0, H*c) (they come back as they went out);
   // then one direct region per source. A>2: the helpers' sums arrive in the partial space.
@@ -64,8 +65,7 @@ constexpr schedule_header reduce_scatter_relay(const schedule_spec& s, Sink& sin
       }
     // Helper i's slice for owner k after step 1: A>2 its partial sum, A=2 the one slice.
     auto held = [&](int i, int k) {
-      return partials ? par(L.helper_rank(i), Q(0, k))
-                      : scr(L.helper_rank(i), Q(0, k * (A - 1)));
+      return partials ? par(L.helper_rank(i), Q(0, k)) : scr(L.helper_rank(i), Q(0, k * (A - 1)));
     };
     auto returned = [&](int k) {
       return partials ? par(L.active_rank(k), K(0)) : scr(L.active_rank(k), K(0));
