@@ -13,6 +13,7 @@
 #include "relay/schedule/generate.hpp"
 #include "report.hpp"
 #include "sizes.hpp"
+#include "support/cli.hpp"
 
 namespace {
 
@@ -71,13 +72,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (parsed.version) {
-    fmt::print("relay-bench {}\n", RELAY_BENCH_VERSION);
+    fmt::print("relay-bench {}\n", cli::version);
     return 0;
   }
   if (!parsed.error.empty()) {
     fmt::print(stderr, "relay-bench: {}\n", parsed.error);
     return exit_usage;
   }
+  for (const std::string& warning : parsed.warnings)
+    fmt::print(stderr, "relay-bench: warning: {}\n", warning);
   const options& o = parsed.opts;
   std::string error;
   const std::vector<call_shape> shapes = shapes_of(o, error);
@@ -145,8 +148,8 @@ int main(int argc, char** argv) {
   }
   const run_info info = describe_run(o, exec->description(), vendor_text);
   if (out.table != nullptr) {
-    fmt::print(out.table, "# relay-bench {}: {}\n# {} on {}\n# {}\n", RELAY_BENCH_VERSION,
-               info.command, info.date, info.host, vendor_text);
+    fmt::print(out.table, "# relay-bench {}: {}\n# {} on {}\n# {}\n", cli::version, info.command,
+               info.date, info.host, vendor_text);
   }
   if (out.csv != nullptr) print_csv_header(out.csv);
 
@@ -172,8 +175,8 @@ int main(int argc, char** argv) {
       r.chosen = resolve_route(s, o.route, o.topo, r.n, es);
       r.predicted = predict_seconds(s, r.chosen, o.topo, r.n, es);
       r.base = bases[k];
-      const std::string what =
-          fmt::format("{} A={} {} {}", name(s.coll), s.active, name(s.mode), format_bytes(r.bytes));
+      const std::string what = fmt::format("{} A={} {} {}", name(s.coll), s.active, name(s.mode),
+                                           cli::format_bytes(r.bytes));
       bar.update(step++, what);
       if (status st = runner.measure(r); !st) {
         bar.finish();
