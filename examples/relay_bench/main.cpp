@@ -14,6 +14,7 @@
 #include "report.hpp"
 #include "sizes.hpp"
 #include "support/cli.hpp"
+#include "support/host_memory.hpp"
 
 namespace {
 
@@ -163,6 +164,7 @@ int main(int argc, char** argv) {
   double busbw_sum = 0;
   int busbw_rows = 0;
   int step = 0;
+  int skipped = 0;  // rows that did not fit in memory
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     const call_shape& s = shapes[k];
     if (out.table != nullptr) print_table_header(out.table, o, s, base_texts[k], info);
@@ -178,6 +180,22 @@ int main(int argc, char** argv) {
       const std::string what = fmt::format("{} A={} {} {}", name(s.coll), s.active, name(s.mode),
                                            cli::format_bytes(r.bytes));
       bar.update(step++, what);
+      // The CPU executor's memory is this process's: a row that does not fit is skipped with a
+      // line that says so, before it allocates (the GPU executor reports its own out-of-memory).
+      if (o.executor == executor_kind::cpu) {
+        r.host_memory = runner.host_memory(r);
+        const cli::available_memory available = cli::host_memory_available();
+        if (r.host_memory > available.bytes) {
+          const std::string line =
+              fmt::format("skipped {}: it needs about {} of host memory; {} available ({})", what,
+                          cli::format_bytes(r.host_memory), cli::format_bytes(available.bytes),
+                          available.source);
+          if (out.table != nullptr) fmt::print(out.table, "# {}\n", line);
+          if (out.table != stderr) fmt::print(stderr, "relay-bench: {}\n", line);
+          ++skipped;
+          continue;
+        }
+      }
       if (status st = runner.measure(r); !st) {
         bar.finish();
         fmt::print(stderr, "relay-bench: {}: {}\n", what, st.to_string());
@@ -220,6 +238,7 @@ int main(int argc, char** argv) {
                o.check ? std::to_string(wrong) : "not checked",
                o.check ? (wrong + base_wrong == 0 ? " OK" : " FAILED") : "");
     if (base_wrong > 0) fmt::print(out.table, "# wrong elements in the baseline: {}\n", base_wrong);
+    if (skipped > 0) fmt::print(out.table, "# rows skipped for lack of host memory: {}\n", skipped);
     fmt::print(out.table, "# average relay busbw (out-of-place): {:.2f} GB/s\n#\n",
                busbw_rows > 0 ? busbw_sum / busbw_rows : 0.0);
   }

@@ -225,7 +225,8 @@ constexpr const char* csv_fields[] = {"collective",
                                       "baseline_busbw_gbps",
                                       "baseline_wrong",
                                       "speedup",
-                                      "buffer_sets"};
+                                      "buffer_sets",
+                                      "host_memory_estimate_bytes"};
 
 // The fields of one row and form, in csv_fields' order, as text ("" where not measured).
 std::vector<std::string> fields(const options& o, const row& r, bool in_place) {
@@ -254,7 +255,8 @@ std::vector<std::string> fields(const options& o, const row& r, bool in_place) {
           csv_number(x.base_busbw),
           csv_count(x.base_wrong),
           csv_number(x.speedup),
-          std::to_string(r.sets)};
+          std::to_string(r.sets),
+          r.host_memory > 0 ? std::to_string(r.host_memory) : std::string()};
 }
 
 // Which fields are numbers (unquoted in JSON).

@@ -9,10 +9,12 @@
 
 #include <fmt/format.h>
 
+#include "host_run.hpp"
 #include "relay/schedule/generate.hpp"
 #include "relay/topology/parse.hpp"
 #include "relay/topology/topology.hpp"
 #include "support/cli.hpp"
+#include "support/host_memory.hpp"
 
 namespace relay_plan {
 namespace {
@@ -213,16 +215,17 @@ std::string validate(const options& o, const std::vector<std::string_view>& seen
     return fmt::format("--in-place: {} has no in-place form", relay::name(o.spec.coll));
   if (o.run && o.counts.empty()) return "--run needs --count or --counts";
   if (o.run) {
-    // Each active rank's input and output, plus the copies the check keeps of them.
-    std::int64_t bytes = 0;
-    for (std::int64_t n : group_counts(o))
-      bytes += 2 * o.spec.active *
-               (relay::input_elements(o.spec.coll, o.spec.active, n) +
-                relay::output_elements(o.spec.coll, o.spec.active, n)) *
-               relay::size_of(o.type);
+    // The estimate bounds the measured peak (tests/examples/run_memory.py checks it).
+    const std::int64_t bytes = run_memory_bytes(o);
+    const relay::cli::available_memory available = relay::cli::host_memory_available();
     if (bytes > max_run_bytes)
-      return fmt::format("--run would need about {} bytes of host memory; the limit is {}", bytes,
-                         max_run_bytes);
+      return fmt::format("--run would need about {} ({} bytes) of host memory; the limit is {}",
+                         relay::cli::format_bytes(bytes), bytes,
+                         relay::cli::format_bytes(max_run_bytes));
+    if (bytes > available.bytes)
+      return fmt::format("--run would need about {} ({} bytes) of host memory; {} available ({})",
+                         relay::cli::format_bytes(bytes), bytes,
+                         relay::cli::format_bytes(available.bytes), available.source);
   }
   return {};
 }

@@ -30,3 +30,17 @@ expect(2 "relay-bench: --topology: 'dgx' is not one of mi300x" -t dgx)
 expect(2 "relay-bench: --topology: 'mesh:inf' is not one of" -t mesh:inf)
 expect(2 "relay-bench: --topology: 'mi250x' is a fixed machine of 8 ranks, not 16" -t mi250x -N 16)
 expect(2 "cannot write" -b 4K -e 4K --csv /nonexistent/dir/out.csv)
+
+# Rows that do not fit the available memory (forced to 200 MB here) are skipped, each with a line
+# on stderr and in the table, before they allocate; the rows that fit run and the exit status is 0.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env RELAY_AVAILABLE_MEMORY=200000000 ${BENCH}
+                        -C reduce-scatter -A 4 -b 1M -e 64M -f 4 -n 1 -w 0 --rotate 0
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(pattern
+    "^relay-bench: skipped reduce-scatter A=4 fused 16 MiB: it needs about [0-9.]+ MiB of host memory. 190.7 MiB available \\(RELAY_AVAILABLE_MEMORY\\)\nrelay-bench: skipped reduce-scatter A=4 fused 64 MiB: it needs about [0-9.]+ GiB of host memory. 190.7 MiB available \\(RELAY_AVAILABLE_MEMORY\\)\n$")
+if(NOT rc EQUAL 0 OR NOT err MATCHES "${pattern}")
+  message(FATAL_ERROR "memory skip: exit ${rc}, stderr:\n${err}")
+endif()
+if(NOT out MATCHES "\n +1048576 .*\n +4194304 .*\n# skipped reduce-scatter A=4 fused 16 MiB.*\n# rows skipped for lack of host memory: 2\n")
+  message(FATAL_ERROR "memory skip: the table does not show the run and skipped rows:\n${out}")
+endif()
