@@ -13,6 +13,8 @@
 #include "relay/schedule/generate.hpp"
 #include "report.hpp"
 #include "sizes.hpp"
+#include "support/cli.hpp"
+#include "support/host_memory.hpp"
 
 namespace {
 
@@ -71,13 +73,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (parsed.version) {
-    fmt::print("relay-bench {}\n", RELAY_BENCH_VERSION);
+    fmt::print("relay-bench {}\n", cli::version);
     return 0;
   }
   if (!parsed.error.empty()) {
     fmt::print(stderr, "relay-bench: {}\n", parsed.error);
     return exit_usage;
   }
+  for (const std::string& warning : parsed.warnings)
+    fmt::print(stderr, "relay-bench: warning: {}\n", warning);
   const options& o = parsed.opts;
   std::string error;
   const std::vector<call_shape> shapes = shapes_of(o, error);
@@ -145,8 +149,8 @@ int main(int argc, char** argv) {
   }
   const run_info info = describe_run(o, exec->description(), vendor_text);
   if (out.table != nullptr) {
-    fmt::print(out.table, "# relay-bench {}: {}\n# {} on {}\n# {}\n", RELAY_BENCH_VERSION,
-               info.command, info.date, info.host, vendor_text);
+    fmt::print(out.table, "# relay-bench {}: {}\n# {} on {}\n# {}\n", cli::version, info.command,
+               info.date, info.host, vendor_text);
   }
   if (out.csv != nullptr) print_csv_header(out.csv);
 
@@ -160,6 +164,7 @@ int main(int argc, char** argv) {
   double busbw_sum = 0;
   int busbw_rows = 0;
   int step = 0;
+  int skipped = 0;  // rows that did not fit in memory
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     const call_shape& s = shapes[k];
     if (out.table != nullptr) print_table_header(out.table, o, s, base_texts[k], info);
@@ -172,9 +177,25 @@ int main(int argc, char** argv) {
       r.chosen = resolve_route(s, o.route, o.topo, r.n, es);
       r.predicted = predict_seconds(s, r.chosen, o.topo, r.n, es);
       r.base = bases[k];
-      const std::string what =
-          fmt::format("{} A={} {} {}", name(s.coll), s.active, name(s.mode), format_bytes(r.bytes));
+      const std::string what = fmt::format("{} A={} {} {}", name(s.coll), s.active, name(s.mode),
+                                           cli::format_bytes(r.bytes));
       bar.update(step++, what);
+      // The CPU executor's memory is this process's: a row that does not fit is skipped with a
+      // line that says so, before it allocates (the GPU executor reports its own out-of-memory).
+      if (o.executor == executor_kind::cpu) {
+        r.host_memory = runner.host_memory(r);
+        const cli::available_memory available = cli::host_memory_available();
+        if (r.host_memory > available.bytes) {
+          const std::string line =
+              fmt::format("skipped {}: it needs about {} of host memory; {} available ({})", what,
+                          cli::format_bytes(r.host_memory), cli::format_bytes(available.bytes),
+                          available.source);
+          if (out.table != nullptr) fmt::print(out.table, "# {}\n", line);
+          if (out.table != stderr) fmt::print(stderr, "relay-bench: {}\n", line);
+          ++skipped;
+          continue;
+        }
+      }
       if (status st = runner.measure(r); !st) {
         bar.finish();
         fmt::print(stderr, "relay-bench: {}: {}\n", what, st.to_string());
@@ -217,6 +238,7 @@ int main(int argc, char** argv) {
                o.check ? std::to_string(wrong) : "not checked",
                o.check ? (wrong + base_wrong == 0 ? " OK" : " FAILED") : "");
     if (base_wrong > 0) fmt::print(out.table, "# wrong elements in the baseline: {}\n", base_wrong);
+    if (skipped > 0) fmt::print(out.table, "# rows skipped for lack of host memory: {}\n", skipped);
     fmt::print(out.table, "# average relay busbw (out-of-place): {:.2f} GB/s\n#\n",
                busbw_rows > 0 ? busbw_sum / busbw_rows : 0.0);
   }

@@ -234,6 +234,47 @@ class form_measurer {
 
 }  // namespace
 
+std::int64_t row_runner::host_memory(const row& r) const {
+  const int es = size_of(options_.type);
+  const std::vector<std::vector<int>> groups = call_groups(r.shape);
+  const std::int64_t rotate =
+      options_.rotate_bytes >= 0 ? options_.rotate_bytes : 2 * backend_.cache_bytes();
+  std::int64_t buffers = 0;
+  std::vector<std::uint64_t> scratch;  // per (plan, rank): the largest of the routes run
+  std::int64_t executors = 1;
+  for (bool in_place : {false, true}) {
+    if (in_place && !has_in_place(r.shape.coll)) continue;
+    std::int64_t per_set = 0, staging = 0;
+    for (const rank_layout& l : buffer_layout(r.shape, groups, r.n, es, in_place)) {
+      per_set += static_cast<std::int64_t>(l.region);
+      staging = std::max<std::int64_t>(
+          staging, static_cast<std::int64_t>(std::max(l.in_bytes, l.out_bytes)));
+    }
+    buffers =
+        std::max(buffers, per_set * rotation_sets(per_set, rotate, options_.iterations) + staging);
+    for (route rt : {r.chosen, route::direct}) {
+      if (rt == route::direct && r.base != base_source::direct) continue;
+      std::vector<plan> plans;
+      if (!make_plans(r.shape, options_, r.n, rt, in_place, plans)) continue;
+      executors = std::max(executors, static_cast<std::int64_t>(plans.size()));
+      std::size_t at = 0;
+      for (const plan& p : plans)
+        for (const std::uint64_t bytes : p.scratch_bytes) {
+          if (scratch.size() <= at) scratch.resize(at + 1, 0);
+          scratch[at] = std::max(scratch[at], bytes);
+          ++at;
+        }
+    }
+  }
+  std::int64_t total = buffers;
+  for (const std::uint64_t bytes : scratch)
+    total += static_cast<std::int64_t>(bytes);
+  // Per executor (parallel mode runs one per group): its rank threads, its plan and the
+  // allocator's bookkeeping (relay-plan's allowance for its one executor).
+  constexpr std::int64_t overhead = std::int64_t{16} << 20;
+  return total + overhead * executors;
+}
+
 status row_runner::measure(row& r) {
   const int es = size_of(options_.type);
   const std::vector<std::vector<int>> groups = call_groups(r.shape);

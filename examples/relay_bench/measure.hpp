@@ -19,6 +19,13 @@ class row_runner {
   // Fills `r` (whose shape, n, chosen route and base are set) with measurements.
   status measure(row& r);
 
+  // The host memory measure(r) holds at its peak on the CPU executor, in bytes: the larger
+  // form's buffer sets and host staging copy, plus every rank's scratch for the route's plans
+  // and the direct baseline's (each executor keeps the larger per rank). Scratch of earlier rows
+  // of the configuration is never more (sizes grow; main releases it between configurations).
+  // A bound: tests/examples/run_memory.py checks it against the measured peak.
+  std::int64_t host_memory(const row& r) const;
+
  private:
   backend& backend_;
   const options& options_;

@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <functional>
 #include <optional>
@@ -7,6 +8,7 @@
 
 #include "relay/topology/parse.hpp"
 #include "sizes.hpp"
+#include "support/cli.hpp"
 
 namespace relay::bench {
 
@@ -51,20 +53,6 @@ std::optional<T> parse_number(std::string_view s) {
   return value;
 }
 
-// "a,b,c" -> each item through `one`; nullopt if any item fails.
-template <class T, class F>
-std::optional<std::vector<T>> parse_list(std::string_view s, F one) {
-  std::vector<T> items;
-  while (true) {
-    const std::size_t comma = s.find(',');
-    const std::optional<T> item = one(s.substr(0, comma));
-    if (!item) return std::nullopt;
-    items.push_back(*item);
-    if (comma == std::string_view::npos) return items;
-    s.remove_prefix(comma + 1);
-  }
-}
-
 std::optional<collective> parse_collective_name(std::string_view s) {
   if (auto c = relay::parse_collective(s)) return c;
   if (s == "all_reduce" || s == "all-reduce") return collective::allreduce;
@@ -98,12 +86,12 @@ usage: relay-bench [options]
 sweep
   -b, --minbytes SIZE     smallest size (default 4K); K, M, G are powers of 1024
   -e, --maxbytes SIZE     largest size (default 1G)
-  -f, --stepfactor F      multiply the size by F each step (default 2)
-  -i, --stepbytes SIZE    add SIZE each step instead
+  -f, --stepfactor F      multiply the size by F, in (1, 1024], each step (default 2)
+  -i, --stepbytes SIZE    add SIZE (> 0) each step instead of -f
   -C, --collective LIST   allreduce, reduce-scatter, all-gather, all-to-all, or all
                           (comma-separated; default allreduce)
-  -A, --active LIST       active ranks per group, A (default 2)
-  -N, --ranks N           ranks on the node, N (default 8)
+  -A, --active LIST       active ranks per group, A: 2, 4, 8 or 16, below N (default 2)
+  -N, --ranks N           ranks on the node, N, 3..64 (default 8)
   -m, --mode LIST         fused, parallel, single (default fused)
   -r, --route R           auto, relay, direct, legacy, pipelined (default auto: relay or
                           direct, whichever the cost model predicts faster, per size)
@@ -114,7 +102,7 @@ sweep
       --alignment E       chunk alignment in elements (default 128)
   -d, --datatype T        int8 uint8 int32 uint32 int64 uint64 float16 bfloat16 float32
                           float64, or half bf16 float double (default bfloat16)
-  -o, --op OP             sum or avg (default sum; all-gather and all-to-all ignore it)
+  -o, --op OP             sum or avg (default sum): allreduce and reduce-scatter only
 
 measurement
   -n, --iters N           timed iterations; the median is reported (default 20)
@@ -127,7 +115,7 @@ measurement
 
 where
   -x, --executor E        cpu or gpu (default cpu)
-      --devices LIST      gpu: the device of each rank, e.g. 0,0,0,0,1,1,1,1
+      --devices LIST      -x gpu only: the device of each rank, e.g. 0,0,0,0,1,1,1,1
                           (default: ranks round-robin over the visible devices)
   -t, --topology T        what the prediction prices: mi300x, mi350x, h200-nvswitch,
                           mi250x, or mesh:GBPS[:US[:OPUS]] / switched:GBPS[:US[:OPUS]]
@@ -140,7 +128,7 @@ output
       --json FILE         the run and every row as JSON (FILE - : standard output)
       --progress 0|1      a progress line on stderr (default: when stderr is a terminal)
   -h, --help              this text
-      --version           relay's version
+      --version           print relay-bench's version and exit
 
 exit status: 0 all elements right; 1 some element wrong; 2 invalid command line;
 3 the run failed (out of memory, executor error).
@@ -155,147 +143,178 @@ parse_outcome parse_options(int argc, const char* const* argv) {
     o.command_line += argv[i];
   }
 
-  using handler = std::function<bool(std::string_view)>;
+  // Each handler sets its option from the value, or returns why the value is invalid.
+  using handler = std::function<std::string(std::string_view)>;
   struct option_spec {
     const char* shorthand;
     const char* longhand;
-    handler apply;  // returns false when the value is invalid
+    handler apply;
   };
   auto bytes_into = [](std::int64_t& target) {
-    return [&target](std::string_view v) {
+    return [&target](std::string_view v) -> std::string {
       const auto b = parse_bytes(v);
-      if (b) target = *b;
-      return b.has_value();
+      if (!b) return cli::quoted(v) + " is not a size (bytes, or with K, M, G: powers of 1024)";
+      target = *b;
+      return {};
     };
   };
-  auto int_into = [](int& target, int lo, int hi) {
-    return [&target, lo, hi](std::string_view v) {
-      const auto x = parse_number<int>(v);
-      if (x && *x >= lo && *x <= hi) target = *x;
-      return x && *x >= lo && *x <= hi;
+  auto int_into = [](int& target, cli::int_range range) {
+    return [&target, range](std::string_view v) -> std::string {
+      std::string error;
+      if (auto x = cli::parse_int(v, range, error)) target = static_cast<int>(*x);
+      return error;
     };
   };
+  // A comma-separated list, each entry through `one` (which sets `error` when it returns
+  // nothing). Entries are numbered from 1, as relay-plan's --counts numbers them.
+  auto list_into = [](auto& target, auto one) {
+    return [&target, one](std::string_view v) -> std::string {
+      target.clear();
+      const auto entries = 1 + static_cast<std::size_t>(std::count(v.begin(), v.end(), ','));
+      for (std::size_t k = 1; k <= entries; ++k) {
+        const std::size_t comma = v.find(',');
+        std::string error;
+        const auto x = one(v.substr(0, comma), error);
+        if (!x)
+          return entries == 1 ? error
+                              : "entry " + std::to_string(k) + " of " + std::to_string(entries) +
+                                    ": " + error;
+        target.push_back(*x);
+        if (comma != std::string_view::npos) v.remove_prefix(comma + 1);
+      }
+      return {};
+    };
+  };
+  // A parser of one entry, with the message "'x' is not one of <choices>".
+  auto entry_of = [](auto parse, std::string_view choices) {
+    return [parse, choices](std::string_view v, std::string& error) {
+      auto x = parse(v);
+      if (!x) error = cli::quoted(v) + " is not one of " + std::string(choices);
+      return x;
+    };
+  };
+  auto int_entry = [](cli::int_range range) {
+    return [range](std::string_view v, std::string& error) -> std::optional<int> {
+      const auto x = cli::parse_int(v, range, error);
+      return x ? std::optional<int>(static_cast<int>(*x)) : std::nullopt;
+    };
+  };
+  auto one_of = [](auto& target, auto parse, std::string_view choices) {
+    return [&target, parse, choices](std::string_view v) -> std::string {
+      const auto x = parse(v);
+      if (!x) return cli::quoted(v) + " is not one of " + std::string(choices);
+      target = *x;
+      return {};
+    };
+  };
+  auto switch_into = [](auto& target) {
+    return [&target](std::string_view v) -> std::string {
+      if (v != "0" && v != "1") return cli::quoted(v) + " is not 0 or 1";
+      target = v == "1";
+      return {};
+    };
+  };
+  constexpr route_choice routes[] = {route_choice::automatic, route_choice::relay,
+                                     route_choice::direct, route_choice::legacy,
+                                     route_choice::pipelined};
+  constexpr executor_kind executors[] = {executor_kind::cpu, executor_kind::gpu};
+  constexpr baseline_kind baselines[] = {baseline_kind::automatic, baseline_kind::nccl,
+                                         baseline_kind::direct, baseline_kind::none};
   const option_spec specs[] = {
       {"-b", "--minbytes", bytes_into(o.min_bytes)},
       {"-e", "--maxbytes", bytes_into(o.max_bytes)},
       {"-f", "--stepfactor",
-       [&](std::string_view v) {
+       [&](std::string_view v) -> std::string {
          const auto f = parse_number<double>(v);
-         if (f && *f > 1) o.step_factor = *f;
-         return f && *f > 1;
+         if (!f || !(*f > 1 && *f <= 1024)) return cli::quoted(v) + " is not a number in (1, 1024]";
+         o.step_factor = *f;
+         return {};
        }},
-      {"-i", "--stepbytes", bytes_into(o.step_bytes)},
+      {"-i", "--stepbytes",
+       [&](std::string_view v) -> std::string {
+         const auto b = parse_bytes(v);
+         if (!b || *b == 0)
+           return cli::quoted(v) + " is not a size above 0 (K, M, G: powers of 1024)";
+         o.step_bytes = *b;
+         return {};
+       }},
       {"-C", "--collective",
-       [&](std::string_view v) {
+       [&](std::string_view v) -> std::string {
          if (v == "all") {
            o.collectives.assign(all_collectives.begin(), all_collectives.end());
-           return true;
+           return {};
          }
-         auto l = parse_list<collective>(v, parse_collective_name);
-         if (l) o.collectives = *l;
-         return l.has_value();
+         return list_into(o.collectives,
+                          entry_of(parse_collective_name,
+                                   "allreduce, reduce-scatter, all-gather, all-to-all or all"))(v);
        }},
-      {"-A", "--active",
-       [&](std::string_view v) {
-         auto l = parse_list<int>(v, parse_number<int>);
-         if (l) o.actives = *l;
-         return l.has_value();
-       }},
-      {"-N", "--ranks", int_into(o.ranks, 2, 64)},
-      {"-m", "--mode",
-       [&](std::string_view v) {
-         auto l = parse_list<run_mode>(v, parse_run_mode);
-         if (l) o.modes = *l;
-         return l.has_value();
-       }},
+      {"-A", "--active", list_into(o.actives, int_entry(cli::active_range))},
+      {"-N", "--ranks", int_into(o.ranks, cli::ranks_range)},
+      {"-m", "--mode", list_into(o.modes, entry_of(parse_run_mode, "fused, parallel, single"))},
       {"-r", "--route",
-       [&](std::string_view v) {
-         constexpr route_choice all[] = {route_choice::automatic, route_choice::relay,
-                                         route_choice::direct, route_choice::legacy,
-                                         route_choice::pipelined};
-         auto r = parse_enum(v, all);
-         if (r) o.route = *r;
-         return r.has_value();
-       }},
-      {"-p", "--permille", int_into(o.permille, 1, 999)},
-      {nullptr, "--tiles", int_into(o.tiles, 2, 64)},
+       one_of(
+           o.route, [&](std::string_view v) { return parse_enum(v, routes); },
+           "auto, relay, direct, legacy, pipelined")},
+      {"-p", "--permille", int_into(o.permille, cli::permille_range)},
+      {nullptr, "--tiles", int_into(o.tiles, cli::tiles_range)},
       {nullptr, "--alignment",
-       [&](std::string_view v) {
-         const auto a = parse_number<std::int64_t>(v);
-         if (a && *a >= 1 && *a <= (std::int64_t{1} << 30)) o.alignment = *a;
-         return a && *a >= 1 && *a <= (std::int64_t{1} << 30);
+       [&](std::string_view v) -> std::string {
+         std::string error;
+         if (auto a = cli::parse_int(v, cli::alignment_range, error)) o.alignment = *a;
+         return error;
        }},
       {"-d", "--datatype",
-       [&](std::string_view v) {
-         auto t = parse_dtype(v);
-         if (t) o.type = *t;
-         return t.has_value();
-       }},
+       one_of(
+           o.type, [](std::string_view v) { return parse_dtype(v); },
+           "int8, uint8, int32, uint32, int64, uint64, float16, bfloat16, float32, float64, "
+           "half, bf16, float, double")},
       {"-o", "--op",
-       [&](std::string_view v) {
-         auto r = parse_reduce_op(v);
-         if (r) o.op = *r;
-         return r.has_value();
-       }},
-      {"-n", "--iters", int_into(o.iterations, 1, 1000000)},
-      {"-w", "--warmup_iters", int_into(o.warmup, 0, 1000000)},
-      {"-c", "--check",
-       [&](std::string_view v) {
-         if (v != "0" && v != "1") return false;
-         o.check = v == "1";
-         return true;
-       }},
+       one_of(
+           o.op, [](std::string_view v) { return parse_reduce_op(v); }, "sum, avg")},
+      {"-n", "--iters", int_into(o.iterations, {1, 1000000})},
+      {"-w", "--warmup_iters", int_into(o.warmup, {0, 1000000})},
+      {"-c", "--check", switch_into(o.check)},
       {nullptr, "--rotate", bytes_into(o.rotate_bytes)},
       {nullptr, "--seed",
-       [&](std::string_view v) {
+       [&](std::string_view v) -> std::string {
          auto s = parse_number<std::uint64_t>(v);
-         if (s) o.seed = *s;
-         return s.has_value();
+         if (!s) return cli::quoted(v) + " is not a whole number of 0 or more";
+         o.seed = *s;
+         return {};
        }},
       {"-x", "--executor",
-       [&](std::string_view v) {
-         constexpr executor_kind all[] = {executor_kind::cpu, executor_kind::gpu};
-         auto e = parse_enum(v, all);
-         if (e) o.executor = *e;
-         return e.has_value();
-       }},
-      {nullptr, "--devices",
-       [&](std::string_view v) {
-         auto l = parse_list<int>(v, parse_number<int>);
-         if (l) o.devices = *l;
-         return l.has_value();
-       }},
+       one_of(
+           o.executor, [&](std::string_view v) { return parse_enum(v, executors); }, "cpu, gpu")},
+      {nullptr, "--devices", list_into(o.devices, int_entry({0, 1023}))},
       {"-t", "--topology",
-       [&](std::string_view v) {
+       [&](std::string_view v) -> std::string {
          o.topology_text = v;
-         return true;  // checked once N is known
+         return {};  // checked once N is known
        }},
       {nullptr, "--baseline",
-       [&](std::string_view v) {
-         constexpr baseline_kind all[] = {baseline_kind::automatic, baseline_kind::nccl,
-                                          baseline_kind::direct, baseline_kind::none};
-         auto b = parse_enum(v, all);
-         if (b) o.baseline = *b;
-         return b.has_value();
-       }},
+       one_of(
+           o.baseline, [&](std::string_view v) { return parse_enum(v, baselines); },
+           "auto, nccl, direct, none")},
       {nullptr, "--csv",
-       [&](std::string_view v) {
+       [&](std::string_view v) -> std::string {
          o.csv_path = v;
-         return !v.empty();
+         return v.empty() ? "an empty file name" : "";
        }},
       {nullptr, "--json",
-       [&](std::string_view v) {
+       [&](std::string_view v) -> std::string {
          o.json_path = v;
-         return !v.empty();
+         return v.empty() ? "an empty file name" : "";
        }},
       {nullptr, "--progress",
-       [&](std::string_view v) {
-         if (v != "0" && v != "1") return false;
-         o.progress = v == "1";
-         return true;
+       [&](std::string_view v) -> std::string {
+         bool on = false;
+         std::string error = switch_into(on)(v);
+         if (error.empty()) o.progress = on ? 1 : 0;
+         return error;
        }},
   };
 
+  cli::seen_options seen;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -306,6 +325,9 @@ parse_outcome parse_options(int argc, const char* const* argv) {
       out.version = true;
       return out;
     }
+  }
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
     const option_spec* match = nullptr;
     std::optional<std::string_view> value;
     for (const option_spec& s : specs) {
@@ -323,19 +345,22 @@ parse_outcome parse_options(int argc, const char* const* argv) {
       if (match != nullptr) break;
     }
     if (match == nullptr) {
-      out.error = "unknown option '" + std::string(arg) + "' (relay-bench --help lists them)";
+      out.error = "unknown option " + cli::quoted(arg) + " (relay-bench --help lists them)";
+      return out;
+    }
+    if (std::string error = seen.add(match->longhand); !error.empty()) {
+      out.error = error;
       return out;
     }
     if (!value) {
       if (i + 1 >= argc) {
-        out.error = "option " + std::string(arg) + " needs a value";
+        out.error = std::string(match->longhand) + " needs a value";
         return out;
       }
       value = argv[++i];
     }
-    if (!match->apply(*value)) {
-      out.error = "invalid value '" + std::string(*value) + "' for " + match->longhand +
-                  " (relay-bench --help says what it takes)";
+    if (std::string error = match->apply(*value); !error.empty()) {
+      out.error = std::string(match->longhand) + ": " + error;
       return out;
     }
   }
@@ -346,26 +371,53 @@ parse_outcome parse_options(int argc, const char* const* argv) {
                 std::to_string(o.max_bytes) + ")";
     return out;
   }
+  if (seen.contains("--stepfactor") && seen.contains("--stepbytes")) {
+    out.error = "--stepfactor and --stepbytes exclude each other";
+    return out;
+  }
   if (o.min_bytes == 0 && o.step_bytes == 0) {
     out.error = "--minbytes 0 with a step factor never grows; give -b > 0 or --stepbytes";
     return out;
   }
   for (int a : o.actives)
-    if (a < 2 || a >= o.ranks) {
-      out.error = "-A " + std::to_string(a) + ": the active count must be 2.." +
-                  std::to_string(o.ranks - 1) + " (a relay needs a helper)";
+    if (a >= o.ranks) {
+      out.error = "--active " + std::to_string(a) + " with --ranks " + std::to_string(o.ranks) +
+                  ": A must be smaller than N (a relay needs at least one helper)";
       return out;
     }
-  if (o.permille != 0 && o.route != route_choice::relay && o.route != route_choice::automatic) {
+  if (seen.contains("--permille") && o.route != route_choice::relay &&
+      o.route != route_choice::automatic) {
     out.error = "--permille shapes the relay route only";
     return out;
   }
-  if (auto t = parse_topology(o.topology_text, o.ranks)) {
+  if (seen.contains("--tiles") && o.route != route_choice::pipelined) {
+    out.error = "--tiles: a tile count applies to the pipelined route only (-r pipelined)";
+    return out;
+  }
+  const bool reduces = std::any_of(o.collectives.begin(), o.collectives.end(), [](collective c) {
+    return c == collective::allreduce || c == collective::reduce_scatter;
+  });
+  if (seen.contains("--op") && !reduces) {
+    out.error = "--op " + std::string(relay::name(o.op)) + ": " +
+                std::string(relay::name(o.collectives.front())) +
+                " does not reduce (only allreduce and reduce-scatter do)";
+    return out;
+  }
+  if (seen.contains("--op") && reduces &&
+      std::any_of(o.collectives.begin(), o.collectives.end(), [](collective c) {
+        return c == collective::all_gather || c == collective::all_to_all;
+      }))
+    out.warnings.push_back("--op " + std::string(relay::name(o.op)) +
+                           " applies to the allreduce and reduce-scatter rows only");
+  if (!o.devices.empty() && o.executor != executor_kind::gpu) {
+    out.error = "--devices maps ranks to GPUs: it needs --executor gpu";
+    return out;
+  }
+  std::string topology_error;
+  if (auto t = cli::parse_topology_option(o.topology_text, o.ranks, topology_error)) {
     o.topo = *t;
   } else {
-    out.error = "unknown topology '" + o.topology_text +
-                "': use mi300x, mi350x, h200-nvswitch, mi250x (N=8 only), mesh:GBPS[:US[:OPUS]] or "
-                "switched:GBPS[:US[:OPUS]]";
+    out.error = "--topology: " + topology_error;
     return out;
   }
   if (!o.devices.empty() && static_cast<int>(o.devices.size()) != o.ranks) {

@@ -42,7 +42,10 @@ struct options {
   reduce_op op = reduce_op::sum;
   route_choice route = route_choice::automatic;
   int permille = 0;
-  int tiles = 4;  // pipeline depth of the pipelined route
+  // Pipeline depth of the pipelined route: cli::default_tiles, as relay-plan's (this header is
+  // also compiled by nvcc and hipcc, which do not see examples/support; tests/examples/
+  // test_both_clis.cpp checks the two defaults agree).
+  int tiles = 4;
   std::int64_t alignment = 128;
   // Measurement.
   int iterations = 20;
@@ -67,6 +70,8 @@ struct parse_outcome {
   bool help = false;
   bool version = false;
   std::string error;  // non-empty: the command line is invalid, and why
+  // Options that apply to some rows only (printed on stderr before the run).
+  std::vector<std::string> warnings;
 };
 
 parse_outcome parse_options(int argc, const char* const* argv);

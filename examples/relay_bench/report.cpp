@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "conventions.hpp"
+#include "support/cli.hpp"
 
 namespace relay::bench {
 
@@ -117,9 +118,13 @@ std::string json_string(std::string_view s) {
   return out + "\"";
 }
 
-// Table columns: the size's own, then one block per form.
-constexpr int lead_widths[] = {10, 12, 8, 5, 6, 9};
-constexpr int block_widths[] = {8, 6, 6, 6, 6, 8, 7};
+// Table columns, nccl-tests' first and in its order (a parser written for nccl-tests output reads
+// them): size count type redop root, then time algbw busbw #wrong out of place and in place.
+// relay's own columns follow: route predicted, then m/p base speedup out of place and in place.
+constexpr int lead_widths[] = {12, 14, 10, 8, 6};
+constexpr int nccl_widths[] = {9, 8, 8, 6};
+constexpr int relay_lead_widths[] = {6, 9};
+constexpr int relay_widths[] = {6, 9, 7};
 
 template <std::size_t K>
 std::string columns(const int (&widths)[K], const std::vector<std::string>& cells) {
@@ -129,12 +134,18 @@ std::string columns(const int (&widths)[K], const std::vector<std::string>& cell
   return out;
 }
 
-std::string block_cells(const row& r, const form_pair& fp) {
+std::string nccl_cells(const row& r, const form_pair& fp) {
   const form_numbers x = numbers(r, fp);
-  if (!x.ran) return columns(block_widths, {"n/a", "", "", "", "", "", ""});
-  return columns(block_widths,
-                 {micros(x.time_us), fixed(x.algbw, 2), fixed(x.busbw, 2), wrong_text(x.wrong),
-                  ratio_text(x.over_predicted), micros(x.base_us), fixed(x.speedup, 2)});
+  if (!x.ran) return columns(nccl_widths, {"n/a", "n/a", "n/a", "n/a"});
+  return columns(nccl_widths,
+                 {micros(x.time_us), fixed(x.algbw, 2), fixed(x.busbw, 2), wrong_text(x.wrong)});
+}
+
+std::string relay_cells(const row& r, const form_pair& fp) {
+  const form_numbers x = numbers(r, fp);
+  if (!x.ran) return columns(relay_widths, {"n/a", "n/a", "n/a"});
+  return columns(relay_widths,
+                 {ratio_text(x.over_predicted), micros(x.base_us), fixed(x.speedup, 2)});
 }
 
 }  // namespace
@@ -143,7 +154,9 @@ void print_table_header(std::FILE* f, const options& o, const call_shape& s,
                         std::string_view baseline, const run_info& info) {
   fmt::print(f, "#\n# relay-bench: {}  A={}  N={}  mode={}  route={}{}  dtype={}  op={}\n",
              name(s.coll), s.active, s.ranks, name(s.mode), name(o.route),
-             s.permille != 0 ? fmt::format(" ({} permille)", s.permille) : std::string(),
+             s.permille != 0                      ? fmt::format(" ({} permille)", s.permille)
+             : o.route == route_choice::pipelined ? fmt::format(" (T={} tiles)", s.tiles)
+                                                  : std::string(),
              name(o.type), redop(o, s.coll));
   fmt::print(f, "#   executor: {}\n", info.executor);
   fmt::print(f, "#   predicted: the alpha-beta cost model on {}\n", topology_text(o.topo));
@@ -154,27 +167,38 @@ void print_table_header(std::FILE* f, const options& o, const call_shape& s,
              "busbw = algbw * {:.3f}; m/p = measured / predicted\n#\n",
              o.iterations, o.warmup, o.check ? "every element" : "off",
              bus_factor(s.coll, s.active));
-  const int lead = 1 + static_cast<int>(columns(lead_widths, {"", "", "", "", "", ""}).size());
-  const int block = static_cast<int>(columns(block_widths, {"", "", "", "", "", "", ""}).size());
-  fmt::print(f, "#{:>{}}{:^{}}{:^{}}\n", "", lead - 1, "out-of-place", block, "in-place", block);
-  const std::vector<std::string> names{"time", "algbw", "busbw",  "#wrong",
-                                       "m/p",  "base",  "speedup"};
-  const std::vector<std::string> units{"(us)", "(GB/s)", "(GB/s)", "", "", "(us)", ""};
-  fmt::print(f, "#{}{}{}\n",
-             columns(lead_widths, {"size", "count", "type", "redop", "route", "predicted"}),
-             columns(block_widths, names), columns(block_widths, names));
-  fmt::print(f, "#{}{}{}\n", columns(lead_widths, {"(B)", "(elements)", "", "", "", "(us)"}),
-             columns(block_widths, units), columns(block_widths, units));
+  const int lead = static_cast<int>(columns(lead_widths, {"", "", "", "", ""}).size());
+  const int block = static_cast<int>(columns(nccl_widths, {"", "", "", ""}).size());
+  const int relay_lead = static_cast<int>(columns(relay_lead_widths, {"", ""}).size());
+  const int relay_block = static_cast<int>(columns(relay_widths, {"", "", ""}).size());
+  fmt::print(f, "#{:>{}}{:^{}}{:^{}}{:>{}}{:^{}}{:^{}}\n", "", lead - 1, "out-of-place", block,
+             "in-place", block, "", relay_lead, "out-of-place", relay_block, "in-place",
+             relay_block);
+  fmt::print(f, "#{}{}{}{}{}{}\n",
+             columns(lead_widths, {"size", "count", "type", "redop", "root"}).substr(1),
+             columns(nccl_widths, {"time", "algbw", "busbw", "#wrong"}),
+             columns(nccl_widths, {"time", "algbw", "busbw", "#wrong"}),
+             columns(relay_lead_widths, {"route", "predicted"}),
+             columns(relay_widths, {"m/p", "base", "speedup"}),
+             columns(relay_widths, {"m/p", "base", "speedup"}));
+  fmt::print(f, "#{}{}{}{}{}{}\n",
+             columns(lead_widths, {"(B)", "(elements)", "", "", ""}).substr(1),
+             columns(nccl_widths, {"(us)", "(GB/s)", "(GB/s)", ""}),
+             columns(nccl_widths, {"(us)", "(GB/s)", "(GB/s)", ""}),
+             columns(relay_lead_widths, {"", "(us)"}), columns(relay_widths, {"", "(us)", ""}),
+             columns(relay_widths, {"", "(us)", ""}));
 }
 
+// root is -1 as nccl-tests prints it for collectives without a root (all of relay's).
 void print_table_row(std::FILE* f, const options& o, const row& r) {
-  fmt::print(f, " {}{}{}\n",
-             columns(lead_widths, {std::to_string(r.bytes), std::to_string(r.count),
-                                   std::string(name(o.type)), std::string(redop(o, r.shape.coll)),
-                                   std::string(name(r.chosen)), micros(r.predicted * 1e6)}),
-             block_cells(r, r.out_of_place), block_cells(r, r.in_place));
+  fmt::print(
+      f, "{}{}{}{}{}{}\n",
+      columns(lead_widths, {std::to_string(r.bytes), std::to_string(r.count),
+                            std::string(name(o.type)), std::string(redop(o, r.shape.coll)), "-1"}),
+      nccl_cells(r, r.out_of_place), nccl_cells(r, r.in_place),
+      columns(relay_lead_widths, {std::string(name(r.chosen)), micros(r.predicted * 1e6)}),
+      relay_cells(r, r.out_of_place), relay_cells(r, r.in_place));
 }
-
 namespace {
 
 constexpr const char* csv_fields[] = {"collective",
@@ -201,7 +225,8 @@ constexpr const char* csv_fields[] = {"collective",
                                       "baseline_busbw_gbps",
                                       "baseline_wrong",
                                       "speedup",
-                                      "buffer_sets"};
+                                      "buffer_sets",
+                                      "host_memory_estimate_bytes"};
 
 // The fields of one row and form, in csv_fields' order, as text ("" where not measured).
 std::vector<std::string> fields(const options& o, const row& r, bool in_place) {
@@ -230,7 +255,8 @@ std::vector<std::string> fields(const options& o, const row& r, bool in_place) {
           csv_number(x.base_busbw),
           csv_count(x.base_wrong),
           csv_number(x.speedup),
-          std::to_string(r.sets)};
+          std::to_string(r.sets),
+          r.host_memory > 0 ? std::to_string(r.host_memory) : std::string()};
 }
 
 // Which fields are numbers (unquoted in JSON).
@@ -254,7 +280,7 @@ void print_csv_rows(std::FILE* f, const options& o, const row& r) {
 void print_json(std::FILE* f, const options& o, const run_info& info,
                 const std::vector<row>& rows) {
   fmt::print(f, "{{\n  \"tool\": \"relay-bench\",\n  \"relay_version\": {},\n",
-             json_string(RELAY_BENCH_VERSION));
+             json_string(cli::version));
   fmt::print(f, "  \"command\": {},\n  \"date\": {},\n  \"host\": {},\n", json_string(info.command),
              json_string(info.date), json_string(info.host));
   fmt::print(f, "  \"executor\": {},\n  \"nccl\": {},\n  \"topology\": {},\n",

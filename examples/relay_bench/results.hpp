@@ -38,8 +38,9 @@ struct row {
   std::int64_t bytes = 0;  // nccl-tests' size
   std::int64_t count = 0;  // nccl-tests' count
   route chosen = route::relay;
-  double predicted = NAN;  // seconds
-  int sets = 1;            // buffer sets rotated through
+  double predicted = NAN;        // seconds
+  int sets = 1;                  // buffer sets rotated through
+  std::int64_t host_memory = 0;  // the CPU executor's estimated peak (row_runner::host_memory)
   base_source base = base_source::none;
   form_pair out_of_place, in_place;
 };

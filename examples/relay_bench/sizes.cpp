@@ -36,20 +36,6 @@ std::optional<std::int64_t> parse_bytes(std::string_view text) {
   return static_cast<std::int64_t>(bytes);
 }
 
-std::string format_bytes(std::int64_t bytes) {
-  static constexpr const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buffer[32];
-  const bool whole = v == std::floor(v);
-  std::snprintf(buffer, sizeof buffer, whole ? "%.0f %s" : "%.3g %s", v, units[u]);
-  return buffer;
-}
-
 std::vector<std::int64_t> size_grid(std::int64_t begin, std::int64_t end, double factor,
                                     std::int64_t step) {
   std::vector<std::int64_t> sizes{begin};

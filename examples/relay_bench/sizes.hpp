@@ -12,9 +12,6 @@ namespace relay::bench {
 // nccl-tests reads them). nullopt for anything else, for negative sizes, and past 2^50 bytes.
 std::optional<std::int64_t> parse_bytes(std::string_view text);
 
-// "4 KB", "1.5 MB", "1 GB", "512 B": a short label for tables and plots.
-std::string format_bytes(std::int64_t bytes);
-
 // The sweep: begin, then begin*factor (step 0) or begin+step, ... while <= end. Sizes are
 // bytes; a factor below or at 1 with no step, or a step below 0, gives just `begin`.
 std::vector<std::int64_t> size_grid(std::int64_t begin, std::int64_t end, double factor,

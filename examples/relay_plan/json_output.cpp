@@ -178,6 +178,7 @@ void run(json_writer& w, const run_result& run) {
   if (run.wrong > 0) first = run.first_wrong;
   w.member("first_wrong", first);
   w.member("seconds", run.seconds);
+  w.member("memory_estimate_bytes", run.memory_estimate);
   w.end_object();
 }
 

@@ -9,6 +9,7 @@
 #include "json_output.hpp"
 #include "options.hpp"
 #include "report.hpp"
+#include "support/cli.hpp"
 #include "text_output.hpp"
 
 int main(int argc, char** argv) {
@@ -17,6 +18,10 @@ int main(int argc, char** argv) {
   const parse_result parsed = parse_arguments(args);
   if (parsed.opts.help) {
     fmt::print("{}", usage());
+    return exit_ok;
+  }
+  if (parsed.opts.version) {
+    fmt::print("relay-plan {}\n", relay::cli::version);
     return exit_ok;
   }
   if (!parsed.error.empty()) {

@@ -9,9 +9,12 @@
 
 #include <fmt/format.h>
 
+#include "host_run.hpp"
 #include "relay/schedule/generate.hpp"
 #include "relay/topology/parse.hpp"
 #include "relay/topology/topology.hpp"
+#include "support/cli.hpp"
+#include "support/host_memory.hpp"
 
 namespace relay_plan {
 namespace {
@@ -21,13 +24,8 @@ namespace {
 constexpr std::int64_t max_count = std::int64_t{1} << 40;
 // --run allocates every active rank's buffers (and copies of them) in this process.
 constexpr std::int64_t max_run_bytes = std::int64_t{4} << 30;
-constexpr std::int64_t max_alignment = std::int64_t{1} << 20;
 // The usage text's right column.
 constexpr std::size_t help_width = 72;
-
-std::string quoted(std::string_view s) {
-  return fmt::format("'{}'", s);
-}
 
 template <class Range, class Name>
 std::string join_names(const Range& values, Name name_of) {
@@ -56,29 +54,12 @@ std::string dtype_names() {
   return join_names(relay::all_dtypes, [](relay::dtype t) { return relay::name(t); });
 }
 
-// An integer in [lo, hi], or the reason it is not one.
-std::optional<std::int64_t> to_integer(std::string_view s, std::int64_t lo, std::int64_t hi,
-                                       std::string& error) {
-  std::int64_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || end != s.data() + s.size() || ec == std::errc::invalid_argument) {
-    error = fmt::format("'{}' is not a whole number", s);
-    return std::nullopt;
-  }
-  if (ec == std::errc::result_out_of_range || v < lo || v > hi) {
-    error = fmt::format("'{}' is out of range ({} to {})", s, lo, hi);
-    return std::nullopt;
-  }
-  return v;
-}
-
-// Sets an int field from a whole number; the schedule rules (spec_error) judge its value later.
-template <int relay::schedule_spec::*Field>
+// Sets an int field of the spec from a whole number in the range both tools use for it; the
+// schedule rules (spec_error) judge the combination later.
+template <int relay::schedule_spec::*Field, const relay::cli::int_range& Range>
 std::string set_spec_int(options& o, std::string_view v) {
   std::string error;
-  if (auto x =
-          to_integer(v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(), error))
-    o.spec.*Field = static_cast<int>(*x);
+  if (auto x = relay::cli::parse_int(v, Range, error)) o.spec.*Field = static_cast<int>(*x);
   return error;
 }
 
@@ -88,7 +69,7 @@ std::string set_enum(std::string_view v, Parse parse, auto assign, const std::st
     assign(*x);
     return {};
   }
-  return fmt::format("'{}' is not one of {}", v, choices);
+  return fmt::format("{} is not one of {}", relay::cli::quoted(v), choices);
 }
 
 std::string set_collective(options& o, std::string_view v) {
@@ -114,31 +95,34 @@ std::string set_op(options& o, std::string_view v) {
 std::string set_topology(options& o, std::string_view v) {
   // The rank count is not known yet (flags come in any order): check the text's form at 8 ranks,
   // which every preset has; validate() checks it against --ranks.
-  if (!relay::parse_topology(v, 8))
-    return fmt::format("'{}' is not one of {}, mesh:GBPS[:US[:OPUS]] or switched:GBPS[:US[:OPUS]]",
-                       v, topology_names());
+  std::string error;
+  if (!relay::cli::parse_topology_option(v, 8, error)) return error;
   o.topology = std::string(v);
   return {};
 }
 
 std::string set_alignment(options& o, std::string_view v) {
   std::string error;
-  if (auto x = to_integer(v, 1, max_alignment, error)) o.alignment = *x;
+  if (auto x = relay::cli::parse_int(v, relay::cli::alignment_range, error)) o.alignment = *x;
   return error;
 }
 std::string set_count(options& o, std::string_view v) {
   std::string error;
-  if (auto x = to_integer(v, 0, max_count, error)) o.counts = {*x};
+  if (auto x = relay::cli::parse_int(v, {0, max_count}, error)) o.counts = {*x};
   return error;
 }
+// Entries are numbered from 1, as "--counts gives 3 counts" counts them.
 std::string set_counts(options& o, std::string_view v) {
   o.counts.clear();
   o.counts_per_group = true;
+  const auto entries = 1 + static_cast<std::size_t>(std::count(v.begin(), v.end(), ','));
   for (std::size_t at = 0; at <= v.size();) {
     const std::size_t comma = std::min(v.find(',', at), v.size());
     std::string error;
-    const auto x = to_integer(v.substr(at, comma - at), 0, max_count, error);
-    if (!x) return fmt::format("count {}: {}", o.counts.size(), error);
+    const auto x = relay::cli::parse_int(v.substr(at, comma - at), {0, max_count}, error);
+    if (!x)
+      return entries == 1 ? error
+                          : fmt::format("entry {} of {}: {}", o.counts.size() + 1, entries, error);
     o.counts.push_back(*x);
     at = comma + 1;
   }
@@ -164,26 +148,27 @@ struct flag {
 const std::vector<flag>& flags() {
   static const std::vector<flag> table{
       {"--collective", "C", true, set_collective, collective_names() + " (required)"},
-      {"--active", "A", true, set_spec_int<&relay::schedule_spec::active>,
-       "active ranks per group: 2, 4, 8 or 16 (required)"},
-      {"--ranks", "N", true, set_spec_int<&relay::schedule_spec::ranks>,
-       "GPUs in the node, at most 64; H = N - A are helpers (required)"},
+      {"--active", "A", true, set_spec_int<&relay::schedule_spec::active, relay::cli::active_range>,
+       "active ranks per group: 2, 4, 8 or 16, below N (required)"},
+      {"--ranks", "N", true, set_spec_int<&relay::schedule_spec::ranks, relay::cli::ranks_range>,
+       "GPUs in the node, 3..64; H = N - A are helpers (required)"},
       {"--mode", "M", true, set_mode,
        mode_names() + " (required; fused: N/A groups at once, single: one)"},
       {"--schedule", "S", false, set_route, route_names() + " (default relay)"},
       {"--topology", "T", false, set_topology,
        topology_names() + ", mesh:GBPS[:US[:OPUS]] or switched:GBPS[:US[:OPUS]] (default mi300x)"},
-      {"--permille", "P", false, set_spec_int<&relay::schedule_spec::permille>,
+      {"--permille", "P", false,
+       set_spec_int<&relay::schedule_spec::permille, relay::cli::permille_range>,
        "allreduce relay offload fraction, 1..999 (default: balanced, 1000*H/N)"},
-      {"--tiles", "T", false, set_spec_int<&relay::schedule_spec::tiles>,
-       "pipeline depth of --schedule pipelined (single-group A=2 only), 2..64"},
+      {"--tiles", "T", false, set_spec_int<&relay::schedule_spec::tiles, relay::cli::tiles_range>,
+       "pipeline depth of --schedule pipelined (single-group A=2 only), 2..64 (default 4)"},
       {"--dtype", "D", false, set_dtype,
        fmt::format("element type (default float32): {}", dtype_names())},
       {"--count", "n", false, set_count, "every group's count: show concrete sizes and time"},
       {"--counts", "c0,c1,...", false, set_counts, "one count per group (heterogeneous groups)"},
       {"--alignment", "E", false, set_alignment, "chunk alignment in elements (default 128)"},
       {"--op", "O", false, set_op,
-       "sum, avg (default sum): the reduction of allreduce and reduce-scatter"},
+       "sum, avg (default sum): allreduce and reduce-scatter only (the others do not reduce)"},
       {"--in-place", "", false, set_switch<&options::in_place>,
        "the call runs in place, in NCCL's layout (not for all-to-all)"},
       {"--run", "", false, set_switch<&options::run>,
@@ -217,9 +202,11 @@ std::string validate(const options& o, const std::vector<std::string_view>& seen
       return fmt::format("missing required flag {}", f.name);
   if (const char* why = relay::spec_error(o.spec))
     return fmt::format("no schedule for {}: {}", describe(o.spec), why);
-  if (!relay::parse_topology(o.topology, o.spec.ranks))
-    return fmt::format("topology {} is a fixed machine and does not have {} ranks", o.topology,
-                       o.spec.ranks);
+  if (std::string error; !relay::cli::parse_topology_option(o.topology, o.spec.ranks, error))
+    return "--topology: " + error;
+  if (std::find(seen.begin(), seen.end(), "--op") != seen.end() && !relay::reduces(o.spec.coll))
+    return fmt::format("--op {}: {} does not reduce (only allreduce and reduce-scatter do)",
+                       relay::name(o.op), relay::name(o.spec.coll));
   const auto groups = static_cast<std::size_t>(o.spec.groups());
   if (o.counts_per_group && o.counts.size() != groups)
     return fmt::format("--counts gives {} counts; {} has {} group{}", o.counts.size(),
@@ -228,16 +215,17 @@ std::string validate(const options& o, const std::vector<std::string_view>& seen
     return fmt::format("--in-place: {} has no in-place form", relay::name(o.spec.coll));
   if (o.run && o.counts.empty()) return "--run needs --count or --counts";
   if (o.run) {
-    // Each active rank's input and output, plus the copies the check keeps of them.
-    std::int64_t bytes = 0;
-    for (std::int64_t n : group_counts(o))
-      bytes += 2 * o.spec.active *
-               (relay::input_elements(o.spec.coll, o.spec.active, n) +
-                relay::output_elements(o.spec.coll, o.spec.active, n)) *
-               relay::size_of(o.type);
+    // The estimate bounds the measured peak (tests/examples/run_memory.py checks it).
+    const std::int64_t bytes = run_memory_bytes(o);
+    const relay::cli::available_memory available = relay::cli::host_memory_available();
     if (bytes > max_run_bytes)
-      return fmt::format("--run would need about {} bytes of host memory; the limit is {}", bytes,
-                         max_run_bytes);
+      return fmt::format("--run would need about {} ({} bytes) of host memory; the limit is {}",
+                         relay::cli::format_bytes(bytes), bytes,
+                         relay::cli::format_bytes(max_run_bytes));
+    if (bytes > available.bytes)
+      return fmt::format("--run would need about {} ({} bytes) of host memory; {} available ({})",
+                         relay::cli::format_bytes(bytes), bytes,
+                         relay::cli::format_bytes(available.bytes), available.source);
   }
   return {};
 }
@@ -256,6 +244,10 @@ parse_result parse_arguments(std::span<const std::string_view> args) {
     r.opts.help = true;
     return r;
   }
+  if (std::any_of(args.begin(), args.end(), [](std::string_view a) { return a == "--version"; })) {
+    r.opts.version = true;
+    return r;
+  }
   std::vector<std::string_view> seen;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i], value;
@@ -265,7 +257,7 @@ parse_result parse_arguments(std::span<const std::string_view> args) {
     const flag* f = find_flag(arg);
     if (f == nullptr) {
       r.error = fmt::format("{} {}", arg.starts_with("-") ? "unknown flag" : "unexpected argument",
-                            quoted(arg));
+                            relay::cli::quoted(arg));
       return r;
     }
     if (std::find(seen.begin(), seen.end(), f->name) != seen.end()) {
@@ -295,6 +287,9 @@ parse_result parse_arguments(std::span<const std::string_view> args) {
     r.error = "--count and --counts exclude each other";
     return r;
   }
+  // Pipelined without --tiles: the default depth both tools use (printed with the schedule).
+  if (r.opts.spec.route == relay::route::pipelined && r.opts.spec.tiles == 0)
+    r.opts.spec.tiles = relay::cli::default_tiles;
   r.error = validate(r.opts, seen);
   return r;
 }
@@ -322,6 +317,7 @@ std::string usage() {
   }
   out +=
       "  --help, -h                print this and exit\n"
+      "  --version                 print relay-plan's version and exit\n"
       "\n"
       "Exit status: 0 success, 1 --verify or --run found a failure, 2 a usage error (the reason\n"
       "is on stderr, one line).\n";

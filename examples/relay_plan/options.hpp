@@ -40,6 +40,7 @@ struct options {
   bool verify = false;
   bool full = false;  // list every operation of every group, not just group 0's
   bool help = false;
+  bool version = false;
 };
 
 // The per-group counts the options ask for (--count repeated over the groups), or empty.

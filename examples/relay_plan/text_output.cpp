@@ -1,11 +1,14 @@
 #include "text_output.hpp"
 
+#include "support/cli.hpp"
+
 #include <algorithm>
 #include <iterator>
 
 #include <fmt/format.h>
 
 #include "relay/core/collective.hpp"
+#include "support/cli.hpp"
 
 namespace relay_plan {
 namespace {
@@ -273,8 +276,8 @@ void timings(out_it out, const plan_report& r) {
     const std::string speedup = t.relay_seconds && t.direct_seconds
                                     ? fmt::format("{:.2f}x", *t.direct_seconds / *t.relay_seconds)
                                     : "-";
-    fmt::format_to(out, "  {:>10} {:>12} {:>11} {:>11} {:>8}\n", format_bytes(t.bytes), t.count,
-                   relay_time, direct_time, speedup);
+    fmt::format_to(out, "  {:>10} {:>12} {:>11} {:>11} {:>8}\n", relay::cli::format_bytes(t.bytes),
+                   t.count, relay_time, direct_time, speedup);
   }
 }
 
@@ -302,7 +305,7 @@ void concrete(out_it out, const plan_report& r) {
   const auto& bytes = c.scratch_bytes;
   if (std::adjacent_find(bytes.begin(), bytes.end(), std::not_equal_to<>()) == bytes.end()) {
     fmt::format_to(out, "  scratch bytes, every rank: {} ({})\n", bytes.front(),
-                   format_bytes(static_cast<std::int64_t>(bytes.front())));
+                   relay::cli::format_bytes(static_cast<std::int64_t>(bytes.front())));
   } else {
     fmt::format_to(out, "  scratch bytes per rank:");
     for (std::size_t rank = 0; rank < bytes.size(); ++rank)
@@ -331,15 +334,6 @@ void run(out_it out, const run_result& run) {
 }
 
 }  // namespace
-
-std::string format_bytes(std::int64_t bytes) {
-  constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double x = static_cast<double>(bytes);
-  int u = 0;
-  while (x >= 1024 && u < 4)
-    x /= 1024, ++u;
-  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.4g} {}", x, units[u]);
-}
 
 std::string format_seconds(double s) {
   if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);

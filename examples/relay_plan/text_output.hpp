@@ -11,8 +11,6 @@ namespace relay_plan {
 
 std::string render_text(const plan_report& r);
 
-// "64 KiB", "1.5 MiB", "12 B": sizes people read at a glance.
-std::string format_bytes(std::int64_t bytes);
 // "24.1 us", "2.10 ms", "1.25 s".
 std::string format_seconds(double s);
 

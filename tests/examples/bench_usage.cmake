@@ -13,9 +13,12 @@ function(expect code text)
 endfunction()
 
 expect(0 "usage: relay-bench" --help)
-expect(0 "relay-bench " --version)
+expect(0 "relay-bench 0." --version)
 expect(2 "unknown option '--sizes'" --sizes 4K)
-expect(2 "invalid value '4Q' for --minbytes" -b 4Q)
+expect(2 "relay-bench: --minbytes: '4Q' is not a size" -b 4Q)
+expect(2 "relay-bench: --ranks is given twice" -N 8 -N 8)
+expect(2 "relay-bench: --permille: '0' is out of range (1..999)" -p 0)
+expect(2 "relay-bench: --devices maps ranks to GPUs: it needs --executor gpu" --devices 0,0,0,0,0,0,0,0)
 expect(2 "is larger than --maxbytes" -b 1M -e 4K)
 expect(2 "A must be a power of two" -A 3)
 expect(2 "fused mode needs A to divide N" -A 4 -N 6)
@@ -23,5 +26,21 @@ expect(2 "parallel mode runs N/A groups" -A 4 -N 6 -m parallel)
 expect(2 "legacy three-step schedule exists for A=2 only" -A 4 -r legacy)
 expect(2 "--baseline nccl needs --executor gpu" --baseline nccl)
 expect(2 "pipelined schedule exists for single-group A=2 only" -r pipelined -m fused)
-expect(2 "unknown topology 'dgx'" -t dgx)
+expect(2 "relay-bench: --topology: 'dgx' is not one of mi300x" -t dgx)
+expect(2 "relay-bench: --topology: 'mesh:inf' is not one of" -t mesh:inf)
+expect(2 "relay-bench: --topology: 'mi250x' is a fixed machine of 8 ranks, not 16" -t mi250x -N 16)
 expect(2 "cannot write" -b 4K -e 4K --csv /nonexistent/dir/out.csv)
+
+# Rows that do not fit the available memory (forced to 200 MB here) are skipped, each with a line
+# on stderr and in the table, before they allocate; the rows that fit run and the exit status is 0.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env RELAY_AVAILABLE_MEMORY=200000000 ${BENCH}
+                        -C reduce-scatter -A 4 -b 1M -e 64M -f 4 -n 1 -w 0 --rotate 0
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(pattern
+    "^relay-bench: skipped reduce-scatter A=4 fused 16 MiB: it needs about [0-9.]+ MiB of host memory. 190.7 MiB available \\(RELAY_AVAILABLE_MEMORY\\)\nrelay-bench: skipped reduce-scatter A=4 fused 64 MiB: it needs about [0-9.]+ GiB of host memory. 190.7 MiB available \\(RELAY_AVAILABLE_MEMORY\\)\n$")
+if(NOT rc EQUAL 0 OR NOT err MATCHES "${pattern}")
+  message(FATAL_ERROR "memory skip: exit ${rc}, stderr:\n${err}")
+endif()
+if(NOT out MATCHES "\n +1048576 .*\n +4194304 .*\n# skipped reduce-scatter A=4 fused 16 MiB.*\n# rows skipped for lack of host memory: 2\n")
+  message(FATAL_ERROR "memory skip: the table does not show the run and skipped rows:\n${out}")
+endif()

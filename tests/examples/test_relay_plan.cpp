@@ -48,9 +48,14 @@ TEST_CASE("a count repeats over the groups; counts give one per group", "[relay_
 TEST_CASE("the parser names what is wrong", "[relay_plan]") {
   CHECK(parse({"--ranks", "8", "--ranks", "8"}).error == "--ranks is given twice");
   CHECK(parse({"--active", "99999999999"}).error ==
-        "--active: '99999999999' is out of range (-2147483648 to 2147483647)");
-  CHECK(parse({"--counts", "1,x"}).error == "--counts: count 1: 'x' is not a whole number");
-  CHECK(parse({"--alignment", "0"}).error == "--alignment: '0' is out of range (1 to 1048576)");
+        "--active: '99999999999' is out of range (2..16)");
+  CHECK(parse({"--ranks", "2"}).error == "--ranks: '2' is out of range (3..64)");
+  CHECK(parse({"--permille", "0"}).error == "--permille: '0' is out of range (1..999)");
+  CHECK(parse({"--tiles", "65"}).error == "--tiles: '65' is out of range (2..64)");
+  CHECK(parse({"--counts", "1,x"}).error == "--counts: entry 2 of 2: 'x' is not a whole number");
+  CHECK(parse({"--counts", "1, 2,3,4"}).error ==
+        "--counts: entry 2 of 4: ' 2' is not a whole number");
+  CHECK(parse({"--alignment", "0"}).error == "--alignment: '0' is out of range (1..1048576)");
   CHECK(parse({"--dtype", "float8"}).error.starts_with("--dtype: 'float8' is not one of int8"));
   CHECK(parse({"-x"}).error == "unknown flag '-x'");
   CHECK(parse({}).error == "missing required flag --collective");
@@ -67,7 +72,7 @@ TEST_CASE("the topology flag takes a measured machine's text form", "[relay_plan
   const parse_result r = parse(measured);
   REQUIRE(r.error.empty());
   CHECK(r.opts.topology == "switched:362.5:14");
-  CHECK(parse(fixed).error == "topology mi250x is a fixed machine and does not have 4 ranks");
+  CHECK(parse(fixed).error == "--topology: 'mi250x' is a fixed machine of 8 ranks, not 4");
   CHECK(parse(bad).error.starts_with("--topology: 'mesh:fast' is not one of mi300x"));
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <charconv>
+#include <initializer_list>
 #include <optional>
 #include <string_view>
 #include <system_error>
@@ -17,6 +18,14 @@
 #include "relay/topology/topology.hpp"
 
 namespace relay {
+
+// The numbers of the mesh and switched forms must be finite and within these (a link from 1 MB/s
+// to 1 PB/s, latencies up to a second), so that no time the cost model prints overflows or turns
+// into a 300-digit number.
+struct topology_text_limits {
+  static constexpr double min_gbps = 1e-3, max_gbps = 1e6;
+  static constexpr double max_us = 1e6;
+};
 
 namespace detail {
 
@@ -30,7 +39,7 @@ inline std::optional<double> parse_double(std::string_view s) {
 }  // namespace detail
 
 // `ranks` sizes a mesh, a switch or a resizable preset; nullopt when the text is none of the
-// forms above or a number is out of range (bandwidth > 0, latencies >= 0).
+// forms above or a number is out of range (topology_text_limits; NaN and infinities are out).
 inline std::optional<topology> parse_topology(std::string_view text, int ranks) {
   if (auto preset = preset_topology(text, ranks)) return preset;
   const std::size_t colon = text.find(':');
@@ -49,7 +58,11 @@ inline std::optional<topology> parse_topology(std::string_view text, int ranks) 
     if (next == std::string_view::npos) break;
     rest = rest.substr(next + 1);
   }
-  if (!(values[0] > 0) || !(values[1] >= 0) || !(values[2] >= 0)) return std::nullopt;
+  using limits = topology_text_limits;
+  // Written so that NaN fails every comparison and is refused.
+  if (!(values[0] >= limits::min_gbps && values[0] <= limits::max_gbps)) return std::nullopt;
+  for (const double us : {values[1], values[2]})
+    if (!(us >= 0 && us <= limits::max_us)) return std::nullopt;
   const double bandwidth = values[0] * 1e9, step = values[1] * 1e-6, op = values[2] * 1e-6;
   return kind == "mesh" ? mesh(ranks, bandwidth, step, op, "mesh")
                         : switched(ranks, bandwidth, step, op, "switched");

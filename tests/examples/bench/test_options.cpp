@@ -32,7 +32,6 @@ TEST_CASE("options: defaults are the spec's sweep", "[bench]") {
 TEST_CASE("options: a full command line", "[bench]") {
   const parse_outcome p = parse({"-b",
                                  "8K",
-                                 "-e1M",
                                  "--maxbytes=2M",
                                  "-f",
                                  "4",
@@ -112,20 +111,49 @@ TEST_CASE("options: refusals name the problem", "[bench]") {
   auto error_of = [](std::initializer_list<const char*> args) { return parse(args).error; };
   CHECK_THAT(error_of({"--bogus"}), Catch::Contains("unknown option '--bogus'"));
   CHECK_THAT(error_of({"-b"}), Catch::Contains("needs a value"));
-  CHECK_THAT(error_of({"-b", "4X"}), Catch::Contains("invalid value '4X' for --minbytes"));
+  CHECK(error_of({"-b", "4X"}) ==
+        "--minbytes: '4X' is not a size (bytes, or with K, M, G: powers of 1024)");
   CHECK_THAT(error_of({"-b", "2G", "-e", "1G"}), Catch::Contains("larger than --maxbytes"));
-  CHECK_THAT(error_of({"-A", "8"}), Catch::Contains("active count must be 2..7"));
+  CHECK(error_of({"-A", "8"}) ==
+        "--active 8 with --ranks 8: A must be smaller than N (a relay needs at least one helper)");
+  CHECK(error_of({"-N", "2"}) == "--ranks: '2' is out of range (3..64)");
+  CHECK(error_of({"-A", "2,999999999999"}) ==
+        "--active: entry 2 of 2: '999999999999' is out of range (2..16)");
   CHECK_THAT(error_of({"-C", "broadcast"}), Catch::Contains("--collective"));
   CHECK_THAT(error_of({"-m", "fused,bogus"}), Catch::Contains("--mode"));
   CHECK_THAT(error_of({"-d", "float8"}), Catch::Contains("--datatype"));
   CHECK_THAT(error_of({"-n", "0"}), Catch::Contains("--iters"));
   CHECK_THAT(error_of({"-c", "2"}), Catch::Contains("--check"));
-  CHECK_THAT(error_of({"-t", "dgx"}), Catch::Contains("unknown topology 'dgx'"));
-  CHECK_THAT(error_of({"-t", "mesh:-3"}), Catch::Contains("unknown topology"));
-  CHECK_THAT(error_of({"-t", "mi250x", "-N", "4", "-A", "2"}), Catch::Contains("N=8 only"));
-  CHECK_THAT(error_of({"--devices", "0,1"}), Catch::Contains("2 devices for 8 ranks"));
+  CHECK_THAT(error_of({"-t", "dgx"}), Catch::StartsWith("--topology: 'dgx' is not one of mi300x"));
+  CHECK_THAT(error_of({"-t", "mesh:-3"}), Catch::StartsWith("--topology: 'mesh:-3' is not one of"));
+  CHECK(error_of({"-t", "mi250x", "-N", "16"}) ==
+        "--topology: 'mi250x' is a fixed machine of 8 ranks, not 16");
+  CHECK(error_of({"-x", "gpu", "--devices", "0,1"}) ==
+        "--devices names 2 devices for 8 ranks; give one per rank");
   CHECK_THAT(error_of({"-r", "direct", "-p", "500"}), Catch::Contains("relay route only"));
   CHECK_THAT(error_of({"--csv", "-", "--json", "-"}), Catch::Contains("both want standard output"));
   CHECK(parse({"--help"}).help);
   CHECK(parse({"-b", "4K", "--version"}).version);
+}
+
+TEST_CASE("options: a repeated option is refused, not overridden", "[bench]") {
+  CHECK(parse({"-b", "4K", "--minbytes=8K"}).error == "--minbytes is given twice");
+  CHECK(parse({"-n", "5", "-n", "5"}).error == "--iters is given twice");
+}
+
+TEST_CASE("options: options that do not apply are errors or warnings", "[bench]") {
+  CHECK(parse({"-C", "all-gather", "-o", "avg"}).error ==
+        "--op avg: all-gather does not reduce (only allreduce and reduce-scatter do)");
+  const parse_outcome mixed = parse({"-C", "allreduce,all-to-all", "-o", "avg"});
+  REQUIRE(mixed.error.empty());
+  CHECK(mixed.warnings ==
+        std::vector<std::string>{"--op avg applies to the allreduce and reduce-scatter rows only"});
+  CHECK(parse({}).warnings.empty());
+  CHECK(parse({"--devices", "0,0,0,0,0,0,0,0"}).error ==
+        "--devices maps ranks to GPUs: it needs --executor gpu");
+  CHECK(parse({"-i", "0"}).error ==
+        "--stepbytes: '0' is not a size above 0 (K, M, G: powers of 1024)");
+  CHECK(parse({"-f", "2", "-i", "4K"}).error == "--stepfactor and --stepbytes exclude each other");
+  CHECK(parse({"--tiles", "8"}).error ==
+        "--tiles: a tile count applies to the pipelined route only (-r pipelined)");
 }

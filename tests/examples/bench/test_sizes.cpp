@@ -1,4 +1,5 @@
 #include "sizes.hpp"
+#include "support/cli.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -22,11 +23,12 @@ TEST_CASE("parse_bytes: nccl-tests' units, powers of 1024", "[bench]") {
   CHECK_FALSE(parse_bytes("2048T"));  // past 2^50
 }
 
-TEST_CASE("format_bytes", "[bench]") {
+TEST_CASE("format_bytes: 1024-based, with binary units", "[bench]") {
+  using relay::cli::format_bytes;
   CHECK(format_bytes(512) == "512 B");
-  CHECK(format_bytes(4096) == "4 KB");
-  CHECK(format_bytes(1572864) == "1.5 MB");
-  CHECK(format_bytes(std::int64_t{1} << 30) == "1 GB");
+  CHECK(format_bytes(4096) == "4 KiB");
+  CHECK(format_bytes(1572864) == "1.5 MiB");
+  CHECK(format_bytes(std::int64_t{1} << 30) == "1 GiB");
 }
 
 TEST_CASE("size_grid: the spec's grid is 19 sizes, 4 KB to 1 GB", "[bench]") {

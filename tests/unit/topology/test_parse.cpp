@@ -39,10 +39,41 @@ TEST_CASE("parse_topology: mesh and switched with bandwidth, step and operation 
 }
 
 TEST_CASE("parse_topology: rejects what it cannot read") {
-  for (const char* bad :
-       {"", "mi400x", "mesh", "mesh:", "mesh:0", "mesh:-3", "mesh:abc", "mesh:48:", "mesh:48:-1",
-        "mesh:48:10:-2", "mesh:48:10:0:7", "ring:48", "switched:1e9x", "mesh:48 "}) {
+  for (const char* bad : {"",
+                          "mi400x",
+                          "mesh",
+                          "mesh:",
+                          "mesh:0",
+                          "mesh:-3",
+                          "mesh:abc",
+                          "mesh:48:",
+                          "mesh:48:-1",
+                          "mesh:48:10:-2",
+                          "mesh:48:10:0:7",
+                          "ring:48",
+                          "switched:1e9x",
+                          "mesh:48 ",
+                          "mesh:inf",
+                          "mesh:nan",
+                          "mesh:1e-300",
+                          "mesh:0.0009",
+                          "mesh:1000001",
+                          "switched:48:inf",
+                          "mesh:48:1000001",
+                          "mesh:48:10:nan",
+                          "mesh:-inf"}) {
     INFO("text: '" << bad << "'");
     CHECK_FALSE(parse_topology(bad, 8));
   }
+}
+
+TEST_CASE("parse_topology: the limits of the numbers are accepted") {
+  const auto low = parse_topology("mesh:0.001:0:0", 8);
+  REQUIRE(low);
+  CHECK(low->link_bandwidth == Approx(1e6));
+  const auto high = parse_topology("switched:1000000:1000000:1000000", 8);
+  REQUIRE(high);
+  CHECK(high->link_bandwidth == Approx(1e15));
+  CHECK(high->step_latency == Approx(1.0));
+  CHECK(high->op_latency == Approx(1.0));
 }
