@@ -208,17 +208,7 @@ bool simulate(const plan& p, const testing::property_case& c,
     }
     const slice_phase& ph = s.phases[x.phase];
     if (x.op < ph.issued.size()) {
-      const plan_op& op = p.ops[ph.issued[x.op]];
-      const auto sources = p.sources_of(op);
-      if (op.phase == phase::transfer) {
-        detail::host_copy(address(op.dst), address(sources[0]), op.count * es);
-      } else {
-        std::array<const std::byte*, max_reduce_inputs> src{};
-        for (std::size_t i = 0; i < sources.size(); ++i)
-          src[i] = address(sources[i]);
-        detail::host_reduce(p.type, address(op.dst), src.data(), op.source_count, op.count,
-                            op.finalize ? p.divisor : 1);
-      }
+      detail::host_run_op(p, p.ops[ph.issued[x.op]], address);
       ++x.op;
     }
     if (x.op == ph.issued.size()) {
