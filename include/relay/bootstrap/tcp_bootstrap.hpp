@@ -101,11 +101,19 @@ struct frame_reader {
   std::vector<std::byte> bytes;
   bool done = false, closed = false;
 
-  // Consumes what `fd` has; true when a whole frame is in `bytes`.
+  // Consumes what `fd` has of this frame, and never more (the next frame stays in the socket);
+  // true when the whole frame is in `bytes`.
   bool pump(int fd) {
+    std::size_t want = 9;
+    if (bytes.size() >= 9) {
+      std::uint64_t len = 0;
+      std::memcpy(&len, bytes.data() + 1, 8);
+      want = 9 + len;
+    }
     std::byte buf[65536];
-    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-    if (n == 0) closed = true;
+    const std::size_t ask = std::min(sizeof buf, want - bytes.size());
+    const ssize_t n = ask == 0 ? 0 : ::recv(fd, buf, ask, MSG_DONTWAIT);
+    if (n == 0 && ask > 0) closed = true;
     if (n > 0) bytes.insert(bytes.end(), buf, buf + n);
     if (bytes.size() >= 9) {
       std::uint64_t len = 0;
@@ -136,7 +144,7 @@ inline status receive_frame(int fd, frame_reader& r, steady::time_point deadline
 inline std::string rank_list(const std::vector<int>& ranks) {
   std::string s;
   for (std::size_t i = 0; i < ranks.size(); ++i)
-    s += (i ? "," : "") + std::to_string(ranks[i]);
+    s.append(i ? "," : "").append(std::to_string(ranks[i]));
   return s;
 }
 
@@ -291,6 +299,14 @@ inline status resolve(const environment& env, sockaddr_in& addr) {
   return {};
 }
 
+inline bool connected_to_itself(int fd) {
+  sockaddr_in self{}, peer{};
+  socklen_t a = sizeof self, b = sizeof peer;
+  return ::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &a) == 0 &&
+         ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &b) == 0 &&
+         self.sin_port == peer.sin_port && self.sin_addr.s_addr == peer.sin_addr.s_addr;
+}
+
 struct hello {
   std::uint32_t magic = 0x72656c79;  // "rely"
   std::int32_t rank = 0, size = 0;
@@ -348,7 +364,10 @@ inline status make_tcp_bootstrap(const environment& env, std::unique_ptr<bootstr
     for (;;) {
       socket_fd c(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
       if (c.get() < 0) return socket_error("socket");
-      if (::connect(c.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
+      // A connect to a local port nobody listens on yet can connect the socket to itself
+      // (its ephemeral port chosen equal to the target): that is no store; retry.
+      if (::connect(c.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 &&
+          !connected_to_itself(c.get())) {
         const int one = 1;
         ::setsockopt(c.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         peers[0] = std::move(c);

@@ -111,11 +111,11 @@ inline std::string describe_shape(const plan_request& r) {
   for (std::size_t g = 0; g < r.groups.size(); ++g) {
     s += g ? "|" : "";
     for (std::size_t k = 0; k < r.groups[g].size(); ++k)
-      s += (k ? "," : "") + std::to_string(r.groups[g][k]);
+      s.append(k ? "," : "").append(std::to_string(r.groups[g][k]));
   }
   s += " counts=";
   for (std::size_t g = 0; g < r.counts.size(); ++g)
-    s += (g ? "," : "") + std::to_string(r.counts[g]);
+    s.append(g ? "," : "").append(std::to_string(r.counts[g]));
   return s;
 }
 
@@ -142,7 +142,7 @@ inline status communicator::compare_across_ranks(const std::string& shape, place
     const std::string t = text(r);
     if (t.empty() || t.substr(1) != root.substr(1)) {
       if (differ.empty()) first = t.empty() ? "" : t.substr(1);
-      differ += (differ.empty() ? "" : ",") + std::to_string(r);
+      differ.append(differ.empty() ? "" : ",").append(std::to_string(r));
     }
     if (!t.empty() && t[0] == '0' + static_cast<int>(placement::in_place))
       in_place = static_cast<int>(r);

@@ -11,10 +11,12 @@
 namespace relay {
 
 // Where this rank's buffers sit relative to each other (detected from its pointers as NCCL
-// does). Helpers have no buffers. In-place must agree across the active ranks of a call.
+// does). Helpers have no buffers, and neither has a rank whose count is 0. In-place must agree
+// across the other active ranks of a call.
 enum class placement : unsigned char { helper, out_of_place, in_place };
 
-// Helper when `rank` is active in no group; in place when recv sits where NCCL's in-place form
+// Helper when `rank` is active in no group, or its group's count is 0 (its buffers hold nothing,
+// so where they sit says nothing); in place when recv sits where NCCL's in-place form
 // of the collective puts it relative to send; out of place otherwise.
 inline placement placement_of(collective c, const std::vector<std::vector<int>>& groups,
                               std::span<const std::int64_t> counts, int element_size, int rank,
@@ -22,6 +24,7 @@ inline placement placement_of(collective c, const std::vector<std::vector<int>>&
   for (std::size_t g = 0; g < groups.size() && g < counts.size(); ++g)
     for (std::size_t k = 0; k < groups[g].size(); ++k) {
       if (groups[g][k] != rank) continue;
+      if (counts[g] == 0) return placement::helper;  // no buffers to speak of: no vote
       if (!has_in_place(c)) return placement::out_of_place;
       const in_place_offsets at = in_place_layout(c, static_cast<int>(k), counts[g]);
       const std::int64_t delta = (at.output - at.input) * element_size;

@@ -125,7 +125,7 @@ class transport final : public relay::transport {
     for (int q = 0; q < R; ++q) {
       const call_record& c = seg_.control_of(q).calls[slot];
       if (c.fingerprint != seg_.control_of(0).calls[slot].fingerprint)
-        differ += (differ.empty() ? "" : ",") + std::to_string(q);
+        differ.append(differ.empty() ? "" : ",").append(std::to_string(q));
       if (c.placement == placement::in_place) in_place = q;
       if (c.placement == placement::out_of_place) out_of_place = q;
     }
