@@ -101,25 +101,9 @@ class host_executor {
   void run_rank(int rank) {
     const plan& p = *job_.p;
     for (const plan_phase& ph : p.phases) {
-      for (const plan_op& op : p.ops_of(ph)) {
-        if (op.issuer(p.sources) != rank) continue;
-        const auto sources = p.sources_of(op);
-        if (op.phase == phase::transfer) {
-          detail::host_copy(address(op.dst), address(sources[0]),
-                            op.count * static_cast<std::size_t>(p.dst_width(op)));
-        } else {
-          std::array<const std::byte*, max_reduce_inputs> src{};
-          for (std::size_t s = 0; s < sources.size(); ++s)
-            src[s] = address(sources[s]);
-          const int divisor = op.finalize ? p.divisor : 1;
-          if (op.partial_mask != 0)
-            detail::host_reduce_mixed(p.type, address(op.dst), src.data(), op.source_count,
-                                      op.count, op.partial_mask, divisor);
-          else
-            detail::host_reduce(p.type, address(op.dst), src.data(), op.source_count, op.count,
-                                divisor);
-        }
-      }
+      for (const plan_op& op : p.ops_of(ph))
+        if (op.issuer(p.sources) == rank)
+          detail::host_run_op(p, op, [&](const plan_operand& o) { return address(o); });
       barrier_->arrive_and_wait();
     }
   }

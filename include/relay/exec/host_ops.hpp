@@ -41,4 +41,24 @@ inline void host_reduce_mixed(dtype type, std::byte* dst, const std::byte* const
   });
 }
 
+// Runs one operation of `p` on host memory; `address(operand)` says where an operand lives.
+template <class Address>
+void host_run_op(const plan& p, const plan_op& op, Address&& address) {
+  const auto sources = p.sources_of(op);
+  if (op.phase == phase::transfer) {
+    host_copy(address(op.dst), address(sources[0]),
+              op.count * static_cast<std::size_t>(p.dst_width(op)));
+    return;
+  }
+  std::array<const std::byte*, max_reduce_inputs> src{};
+  for (std::size_t s = 0; s < sources.size(); ++s)
+    src[s] = address(sources[s]);
+  const int divisor = op.finalize ? p.divisor : 1;
+  if (op.partial_mask != 0)
+    host_reduce_mixed(p.type, address(op.dst), src.data(), op.source_count, op.count,
+                      op.partial_mask, divisor);
+  else
+    host_reduce(p.type, address(op.dst), src.data(), op.source_count, op.count, divisor);
+}
+
 }  // namespace relay::detail
