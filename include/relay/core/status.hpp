@@ -18,6 +18,10 @@ enum class errc : unsigned char {
   unsupported,       // a dtype, operator or in-place form the collective does not have
   gpu_error,         // the GPU runtime reported an error
   out_of_memory,
+  timeout,       // a peer process did not arrive within the timeout, or exited
+  mismatch,      // the ranks of one call disagree on its arguments
+  peer_error,    // another rank of the call failed (its status names it); this rank's part was fine
+  system_error,  // the operating system refused (a socket, shared memory, a process)
 };
 
 constexpr std::string_view name(errc e) {
@@ -31,6 +35,10 @@ constexpr std::string_view name(errc e) {
     case errc::unsupported: return "unsupported";
     case errc::gpu_error: return "gpu error";
     case errc::out_of_memory: return "out of memory";
+    case errc::timeout: return "timeout";
+    case errc::mismatch: return "mismatch";
+    case errc::peer_error: return "peer error";
+    case errc::system_error: return "system error";
   }
   return "?";
 }

@@ -101,21 +101,10 @@ class host_executor {
   // One rank's share of the plan: its operations of every phase, a barrier after each.
   void run_rank(int rank) {
     const plan& p = *job_.p;
-    const auto es = static_cast<std::size_t>(p.element_size());
     for (const plan_phase& ph : p.phases) {
-      for (const plan_op& op : p.ops_of(ph)) {
-        if (op.issuer(p.sources) != rank) continue;
-        const auto sources = p.sources_of(op);
-        if (op.phase == phase::transfer) {
-          detail::host_copy(address(op.dst), address(sources[0]), op.count * es);
-        } else {
-          std::array<const std::byte*, max_reduce_inputs> src{};
-          for (std::size_t s = 0; s < sources.size(); ++s)
-            src[s] = address(sources[s]);
-          detail::host_reduce(p.type, address(op.dst), src.data(), op.source_count, op.count,
-                              op.finalize ? p.divisor : 1);
-        }
-      }
+      for (const plan_op& op : p.ops_of(ph))
+        if (op.issuer(p.sources) == rank)
+          detail::host_run_op(p, op, [&](const plan_operand& o) { return address(o); });
       barrier_->arrive_and_wait();
     }
   }

@@ -28,4 +28,20 @@ inline void host_reduce(dtype type, std::byte* dst, const std::byte* const* src,
   });
 }
 
+// Runs one operation of `p` on host memory; `address(operand)` says where an operand lives.
+template <class Address>
+void host_run_op(const plan& p, const plan_op& op, Address&& address) {
+  const auto sources = p.sources_of(op);
+  const auto bytes = op.count * static_cast<std::size_t>(p.element_size());
+  if (op.phase == phase::transfer) {
+    host_copy(address(op.dst), address(sources[0]), bytes);
+    return;
+  }
+  std::array<const std::byte*, max_reduce_inputs> src{};
+  for (std::size_t s = 0; s < sources.size(); ++s)
+    src[s] = address(sources[s]);
+  host_reduce(p.type, address(op.dst), src.data(), op.source_count, op.count,
+              op.finalize ? p.divisor : 1);
+}
+
 }  // namespace relay::detail

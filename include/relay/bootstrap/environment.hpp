@@ -1,0 +1,116 @@
+// Where a process learns its place in a job: relay's own variables first, then torchrun's (and
+// so mpirun-style launchers that export them), so relay-run, torchrun and a hand-written script
+// all work.
+//
+//   RELAY_RANK        or RANK         this process's rank, 0..size-1
+//   RELAY_WORLD_SIZE  or WORLD_SIZE   the number of processes
+//   RELAY_LOCAL_RANK  or LOCAL_RANK   the rank on this node (default: the rank)
+//   RELAY_STORE_ADDR  or MASTER_ADDR  where rank 0's TCP store listens (default 127.0.0.1)
+//   RELAY_STORE_PORT  or MASTER_PORT  its port
+//   RELAY_DEVICE                      the device this rank drives (default: the local rank)
+//   RELAY_TIMEOUT                     seconds any rank waits for a peer (default 30; may be
+//                                     fractional: 0.5)
+#pragma once
+
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "relay/core/status.hpp"
+
+namespace relay {
+
+// How long a rank waits for a peer, anywhere in relay, unless configured: long enough for a slow
+// first call (plans built, memory mapped) on a loaded machine, short enough that a dead job ends.
+inline constexpr std::chrono::milliseconds default_peer_timeout{30'000};
+
+struct environment {
+  int rank = 0, size = 1, local_rank = 0, device = 0;
+  std::string store_addr = "127.0.0.1";
+  int store_port = 0;
+  std::chrono::milliseconds timeout = default_peer_timeout;
+};
+
+namespace detail {
+
+inline std::optional<std::string> getenv_first(const char* relay_name, const char* other_name) {
+  if (const char* v = std::getenv(relay_name); v != nullptr && *v != '\0') return std::string(v);
+  if (other_name != nullptr)
+    if (const char* v = std::getenv(other_name); v != nullptr && *v != '\0') return std::string(v);
+  return std::nullopt;
+}
+
+inline bool parse_int(const std::string& text, long lo, long hi, int& out) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || v < lo || v > hi) return false;
+  out = static_cast<int>(v);
+  return true;
+}
+
+}  // namespace detail
+
+// RELAY_TIMEOUT in milliseconds, or `fallback` where it is not set; an unparsable value is an
+// error rather than a silent default.
+inline status timeout_from_environment(std::chrono::milliseconds& out,
+                                       std::chrono::milliseconds fallback = default_peer_timeout) {
+  out = fallback;
+  const auto v = detail::getenv_first("RELAY_TIMEOUT", nullptr);
+  if (!v) return {};
+  char* end = nullptr;
+  const double seconds = std::strtod(v->c_str(), &end);
+  if (end == v->c_str() || *end != '\0' || !(seconds > 0) || seconds > 1e6)
+    return {errc::invalid_argument,
+            "RELAY_TIMEOUT must be a positive number of seconds, not '" + *v + "'"};
+  out = std::chrono::milliseconds(static_cast<long long>(seconds * 1000 + 0.5));
+  return {};
+}
+
+// Reads the variables above; a missing rank, size or port, or an unparsable value, is an error
+// naming the variable.
+inline status environment_from_process(environment& env) {
+  struct int_var {
+    const char *relay_name, *other_name;
+    int* target;
+    long lo, hi;
+    bool required;
+  };
+  environment e;
+  const int_var vars[] = {
+      {"RELAY_RANK", "RANK", &e.rank, 0, 1 << 20, true},
+      {"RELAY_WORLD_SIZE", "WORLD_SIZE", &e.size, 1, 1 << 20, true},
+      {"RELAY_LOCAL_RANK", "LOCAL_RANK", &e.local_rank, 0, 1 << 20, false},
+      {"RELAY_STORE_PORT", "MASTER_PORT", &e.store_port, 1, 65535, true},
+  };
+  bool have_local = false;
+  for (const int_var& v : vars) {
+    const auto text = detail::getenv_first(v.relay_name, v.other_name);
+    if (!text) {
+      if (v.required)
+        return {errc::invalid_argument, std::string(v.relay_name) + " (or " + v.other_name +
+                                            ") is not set; start the job with relay-run, "
+                                            "torchrun or set it"};
+      continue;
+    }
+    if (!detail::parse_int(*text, v.lo, v.hi, *v.target))
+      return {errc::invalid_argument, std::string(v.relay_name) + "/" + v.other_name + " = '" +
+                                          *text + "' is not an integer in " + std::to_string(v.lo) +
+                                          ".." + std::to_string(v.hi)};
+    if (v.target == &e.local_rank) have_local = true;
+  }
+  if (e.rank >= e.size)
+    return {errc::invalid_argument, "rank " + std::to_string(e.rank) +
+                                        " is outside the world size " + std::to_string(e.size)};
+  if (!have_local) e.local_rank = e.rank;
+  e.device = e.local_rank;
+  if (const auto d = detail::getenv_first("RELAY_DEVICE", nullptr))
+    if (!detail::parse_int(*d, 0, 1 << 16, e.device))
+      return {errc::invalid_argument, "RELAY_DEVICE = '" + *d + "' is not a device number"};
+  if (const auto a = detail::getenv_first("RELAY_STORE_ADDR", "MASTER_ADDR")) e.store_addr = *a;
+  if (status s = timeout_from_environment(e.timeout); !s) return s;
+  env = e;
+  return {};
+}
+
+}  // namespace relay

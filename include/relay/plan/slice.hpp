@@ -1,0 +1,175 @@
+// One rank's share of a plan: what a rank-local transport runs when every rank is its own process.
+//
+// A plan describes every rank's operations. A rank-local transport needs, per phase, the
+// operations this rank issues (the copies it pushes, whose source is its own memory, and the
+// reductions on its memory), the copies it receives (for receive-based transports such as NCCL,
+// which post a recv into this rank's memory), and the waits that make the push model safe:
+// which peers must have finished which phase before this rank may run its operations.
+//
+// Waits cover every hazard between ranks (a transport keeps its own operations in phase order):
+//   RAW  this rank reads memory a peer wrote earlier (a copy the peer pushed into it);
+//   WAR  this rank writes a peer's memory that the peer (or a third rank) read earlier;
+//   WAW  this rank writes a peer's memory that another rank wrote earlier;
+//   entry  before this rank first pushes into a peer in a call, the peer must have entered the
+//          call (it no longer uses its memory for the previous call, and its input is in place);
+//   exit   before this rank reads its output (returns it, or copies it out), every peer that
+//          writes into this rank's memory must have finished its last phase that does.
+// A wait names the peer's latest relevant phase only: a peer runs its phases in order, so
+// "finished phase p" implies every earlier phase. Waits implied by an earlier wait of this
+// rank's slice are dropped.
+//
+// slice_plan is pure: no transport, no memory, the same on every rank for the same plan.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "relay/plan/plan.hpp"
+
+namespace relay {
+
+// The phase index of an entry wait: "the peer has entered this call".
+inline constexpr std::int32_t call_entry = -1;
+
+// Before running, wait until `peer` has finished phase `phase` (an index into plan::phases) of
+// this call, or, for phase == call_entry, until it has entered this call.
+struct slice_wait {
+  std::uint16_t peer = 0;
+  std::int32_t phase = call_entry;
+  friend constexpr bool operator==(const slice_wait&, const slice_wait&) = default;
+};
+
+// A copy another rank pushes into this rank's memory: plan::ops[op], issued by `peer`, reading
+// `src` in the peer's memory and writing `count` elements at `dst` in this rank's memory.
+struct slice_receive {
+  std::uint32_t op = 0;
+  std::uint16_t peer = 0;
+  plan_operand src{}, dst{};
+  std::uint64_t count = 0;
+  friend constexpr bool operator==(const slice_receive&, const slice_receive&) = default;
+};
+
+// One phase of the plan as this rank sees it. Only phases in which the rank issues or receives
+// something appear in a slice.
+struct slice_phase {
+  std::uint32_t index = 0;  // into plan::phases
+  std::uint16_t step = 0;
+  relay::phase kind = phase::transfer;
+  std::vector<slice_wait> waits;        // before any operation in `issued` starts
+  std::vector<std::uint32_t> issued;    // indices into plan::ops, in plan order
+  std::vector<slice_receive> receives;  // copies that land in this rank's memory in this phase
+};
+
+struct plan_slice {
+  int rank = 0;
+  std::vector<slice_phase> phases;
+  std::vector<slice_wait> exit_waits;  // before this rank reads its output at the end of the call
+  std::vector<int> sends_to;           // peers this rank pushes into, sorted (connection set-up)
+  std::vector<int> receives_from;      // peers that push into this rank, sorted
+};
+
+namespace detail {
+
+// One operation's read or write of one rank's memory: [begin, end) bytes of (rank, buf).
+struct slice_access {
+  std::uint64_t begin = 0, end = 0;
+  std::uint32_t phase = 0;  // index into plan::phases
+  std::uint16_t issuer = 0;
+  bool write = false;
+};
+
+inline std::tuple<int, int> space_of(const plan_operand& o) {
+  return {o.rank, static_cast<int>(o.buf)};
+}
+
+}  // namespace detail
+
+// This rank's slice of `p` (rank in 0..p.ranks()-1).
+//
+// Hazards are found per memory space (one rank's input, output or scratch): every earlier
+// access by another rank that overlaps one of this operation's accesses, with at least one of
+// the two a write, becomes a wait for that rank's phase. Quadratic in the accesses of one space,
+// which a plan has few of; the communicator caches the result per call shape.
+inline plan_slice slice_plan(const plan& p, int rank) {
+  const auto es = static_cast<std::uint64_t>(p.element_size());
+  const auto me = static_cast<std::uint16_t>(rank);
+  plan_slice out;
+  out.rank = rank;
+  std::map<std::tuple<int, int>, std::vector<detail::slice_access>> spaces;
+  std::vector<std::int32_t> waited(static_cast<std::size_t>(p.ranks()), call_entry - 1);
+  // The last phase in which each peer writes into this rank's memory (none: below call_entry).
+  std::vector<std::int32_t> last_write_into_me(static_cast<std::size_t>(p.ranks()), call_entry - 1);
+  std::vector<bool> sends(static_cast<std::size_t>(p.ranks()), false);
+
+  for (std::uint32_t ph = 0; ph < p.phases.size(); ++ph) {
+    const plan_phase& phase = p.phases[ph];
+    slice_phase mine{ph, phase.step, phase.phase, {}, {}, {}};
+    std::vector<std::int32_t> need(static_cast<std::size_t>(p.ranks()), call_entry - 1);
+    std::vector<std::pair<plan_operand, bool>> accesses;  // (operand, write), this op's
+    for (std::uint32_t i = phase.first; i < phase.first + phase.size; ++i) {
+      const plan_op& op = p.ops[i];
+      const auto sources = p.sources_of(op);
+      const auto issuer = static_cast<std::uint16_t>(op.issuer(p.sources));
+      if (op.phase == phase::transfer && op.dst.rank == me && issuer != me)
+        mine.receives.push_back({i, issuer, sources[0], op.dst, op.count});
+      if (issuer != me) continue;
+      mine.issued.push_back(i);
+      accesses.clear();
+      for (const plan_operand& s : sources)
+        accesses.emplace_back(s, false);
+      accesses.emplace_back(op.dst, true);
+      if (op.dst.rank != me) {
+        sends[op.dst.rank] = true;
+        auto& n = need[op.dst.rank];
+        n = std::max(n, call_entry);
+      }
+      for (const auto& [o, write] : accesses) {
+        const std::uint64_t begin = o.offset, end = o.offset + op.count * es;
+        if (begin == end) continue;
+        for (const detail::slice_access& a : spaces[detail::space_of(o)])
+          if (a.issuer != me && (a.write || write) && a.begin < end && begin < a.end) {
+            auto& n = need[a.issuer];
+            n = std::max(n, static_cast<std::int32_t>(a.phase));
+          }
+      }
+    }
+    // Record every rank's accesses of this phase (after computing this phase's waits: the
+    // operations of one phase never conflict).
+    for (std::uint32_t i = phase.first; i < phase.first + phase.size; ++i) {
+      const plan_op& op = p.ops[i];
+      const auto issuer = static_cast<std::uint16_t>(op.issuer(p.sources));
+      if (op.count == 0) continue;
+      for (const plan_operand& s : p.sources_of(op))
+        spaces[detail::space_of(s)].push_back(
+            {s.offset, s.offset + op.count * es, ph, issuer, false});
+      spaces[detail::space_of(op.dst)].push_back(
+          {op.dst.offset, op.dst.offset + op.count * es, ph, issuer, true});
+      if (op.dst.rank == me && issuer != me)
+        last_write_into_me[issuer] = static_cast<std::int32_t>(ph);
+    }
+    for (std::size_t peer = 0; peer < need.size(); ++peer)
+      if (need[peer] > waited[peer]) {
+        // An entry wait is implied by any phase wait on the same peer in this call.
+        if (need[peer] == call_entry && waited[peer] >= call_entry) continue;
+        mine.waits.push_back({static_cast<std::uint16_t>(peer), need[peer]});
+        waited[peer] = need[peer];
+      }
+    if (!mine.issued.empty() || !mine.receives.empty()) out.phases.push_back(std::move(mine));
+  }
+  for (std::size_t peer = 0; peer < last_write_into_me.size(); ++peer) {
+    if (last_write_into_me[peer] < call_entry) {
+      if (sends[peer]) out.sends_to.push_back(static_cast<int>(peer));
+      continue;
+    }
+    out.receives_from.push_back(static_cast<int>(peer));
+    if (sends[peer]) out.sends_to.push_back(static_cast<int>(peer));
+    if (last_write_into_me[peer] > waited[peer])
+      out.exit_waits.push_back({static_cast<std::uint16_t>(peer), last_write_into_me[peer]});
+  }
+  return out;
+}
+
+}  // namespace relay

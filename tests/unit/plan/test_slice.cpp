@@ -1,0 +1,266 @@
+// slice_plan: hand-worked slices of small plans, and a property: any interleaving of all ranks'
+// slices that respects their waits computes the collective (checked by the naive reference).
+#include "relay/plan/slice.hpp"
+
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "relay/exec/host_ops.hpp"
+#include "relay/plan/make_plan.hpp"
+#include "support/property_suite.hpp"
+
+using namespace relay;
+
+namespace {
+
+plan single_pair_allreduce(route r) {
+  // A=2 of N=4, one group {0,1}, 4 int32 elements, alignment 1.
+  plan_request q;
+  q.coll = collective::allreduce;
+  q.mode = mode::single;
+  q.route = r;
+  q.ranks = 4;
+  q.groups = {{0, 1}};
+  q.counts = {4};
+  q.type = dtype::int32;
+  q.alignment = 1;
+  plan p;
+  REQUIRE(make_plan(q, p));
+  return p;
+}
+
+using waits = std::vector<slice_wait>;
+
+}  // namespace
+
+TEST_CASE("slice of the direct A=2 allreduce: push, wait for the peer's push, reduce",
+          "[plan][slice]") {
+  // The plan: phase 0 (transfer) rank 0 pushes its input into rank 1's scratch and rank 1 into
+  // rank 0's; phase 1 (reduce) each reduces its input with that scratch into its output.
+  const plan p = single_pair_allreduce(route::direct);
+  REQUIRE(p.phases.size() == 2);
+  const plan_slice s0 = slice_plan(p, 0);
+  REQUIRE(s0.phases.size() == 2);
+  // Before pushing into rank 1, rank 1 must have entered the call.
+  CHECK(s0.phases[0].waits == waits{{1, call_entry}});
+  REQUIRE(s0.phases[0].issued.size() == 1);
+  CHECK(p.ops[s0.phases[0].issued[0]].dst.rank == 1);
+  REQUIRE(s0.phases[0].receives.size() == 1);
+  CHECK(s0.phases[0].receives[0].peer == 1);
+  CHECK(s0.phases[0].receives[0].dst.buf == buffer::scratch);
+  CHECK(s0.phases[0].receives[0].count == 4);
+  // The reduction reads the scratch rank 1 wrote in phase 0: read after write.
+  CHECK(s0.phases[1].waits == waits{{1, 0}});
+  CHECK(s0.phases[1].receives.empty());
+  // That wait already covers everything rank 1 writes into rank 0: no exit wait.
+  CHECK(s0.exit_waits.empty());
+  CHECK(s0.sends_to == std::vector<int>{1});
+  CHECK(s0.receives_from == std::vector<int>{1});
+  // The helpers take no part.
+  const plan_slice s2 = slice_plan(p, 2);
+  CHECK(s2.phases.empty());
+  CHECK(s2.exit_waits.empty());
+  CHECK(s2.sends_to.empty());
+}
+
+TEST_CASE("slice of the relay A=2 of N=4 allreduce: helpers reduce and push back",
+          "[plan][slice]") {
+  // Worked from the plan (count 4, alignment 1): phase 0 the actives push pieces 0 and 1 of their
+  // inputs to helpers 2 and 3 and swap piece 2/3 with each other; phase 1 every rank reduces
+  // (helpers in scratch, actives into their outputs); phase 2 the helpers push their sums to
+  // both actives and the actives swap their reduced pieces.
+  const plan p = single_pair_allreduce(route::relay);
+  REQUIRE(p.phases.size() == 3);
+  const plan_slice s0 = slice_plan(p, 0), s2 = slice_plan(p, 2);
+
+  REQUIRE(s0.phases.size() == 3);
+  CHECK(s0.phases[0].waits == waits{{1, call_entry}, {2, call_entry}, {3, call_entry}});
+  CHECK(s0.phases[0].issued.size() == 3);
+  CHECK(s0.phases[0].receives.size() == 1);    // rank 1's piece for rank 0 to reduce
+  CHECK(s0.phases[1].waits == waits{{1, 0}});  // that piece must have landed
+  CHECK(s0.phases[1].issued.size() == 1);
+  // Phase 2: rank 0 pushes its reduced piece into rank 1's output, which nobody touched before:
+  // no wait. It receives three pieces (from both helpers and rank 1).
+  CHECK(s0.phases[2].waits.empty());
+  CHECK(s0.phases[2].issued.size() == 1);
+  CHECK(s0.phases[2].receives.size() == 3);
+  // Before its output is read, everything rank 1 and the helpers push in phase 2 has landed.
+  CHECK(s0.exit_waits == waits{{1, 2}, {2, 2}, {3, 2}});
+  CHECK(s0.sends_to == std::vector<int>{1, 2, 3});
+  CHECK(s0.receives_from == std::vector<int>{1, 2, 3});
+
+  // Helper 2 receives in phase 0 and issues nothing there; it reduces once both actives' pieces
+  // landed; it pushes to both actives without waiting again (their entry is implied).
+  REQUIRE(s2.phases.size() == 3);
+  CHECK(s2.phases[0].issued.empty());
+  CHECK(s2.phases[0].waits.empty());
+  CHECK(s2.phases[0].receives.size() == 2);
+  CHECK(s2.phases[1].waits == waits{{0, 0}, {1, 0}});
+  CHECK(s2.phases[2].waits.empty());
+  CHECK(s2.phases[2].issued.size() == 2);
+  CHECK(s2.exit_waits.empty());
+  CHECK(s2.sends_to == std::vector<int>{0, 1});
+  CHECK(s2.receives_from == std::vector<int>{0, 1});
+}
+
+TEST_CASE("a push into memory the peer still reads waits for the peer (write after read)",
+          "[plan][slice]") {
+  // A hand-made plan over 2 ranks: phase 0 rank 1 reduces its scratch [0,8) into its output;
+  // phase 1 rank 0 pushes into rank 1's scratch [4,12). Rank 0 must wait for rank 1's phase 0.
+  plan p;
+  p.spec.ranks = 2;
+  p.type = dtype::int32;
+  p.sources = {{1, buffer::scratch, 0}, {0, buffer::input, 0}};
+  p.ops = {{0, phase::reduce, 1, 0, {1, buffer::output, 0}, 2, false},
+           {1, phase::transfer, 1, 1, {1, buffer::scratch, 4}, 2, false}};
+  p.phases = {{0, phase::reduce, 0, 1}, {1, phase::transfer, 1, 1}};
+  const plan_slice s0 = slice_plan(p, 0);
+  REQUIRE(s0.phases.size() == 1);
+  CHECK(s0.phases[0].index == 1);
+  CHECK(s0.phases[0].waits == waits{{1, 0}});
+  // Disjoint bytes ([8,16) instead): only the entry wait remains.
+  p.ops[1].dst.offset = 8;
+  CHECK(slice_plan(p, 0).phases[0].waits == waits{{1, call_entry}});
+}
+
+namespace {
+
+// Runs every rank's slice of `p` single-threaded, one operation at a time, choosing at random
+// among the ranks whose next operation's waits are met. Before a rank enters the call its memory
+// holds junk (the previous call's), and entering overwrites output and scratch with poison
+// and stages the input: a push that arrives too early is lost, and a missing wait shows up as a
+// wrong result. Returns false on a deadlock.
+struct simulated_rank {
+  std::vector<std::byte> frame, scratch;
+  std::size_t in_off = 0, out_off = 0;
+  std::int32_t progress = call_entry - 1;  // the last finished phase; call_entry once entered
+  std::size_t phase = 0, op = 0;
+  bool exited = false;
+};
+
+bool simulate(const plan& p, const testing::property_case& c,
+              const std::vector<std::vector<std::byte>>& inputs,
+              std::vector<std::vector<std::byte>>& outputs, std::mt19937_64& rng) {
+  const auto R = static_cast<std::size_t>(p.ranks());
+  const auto es = static_cast<std::size_t>(p.element_size());
+  std::vector<plan_slice> slices;
+  std::vector<simulated_rank> ranks(R);
+  for (std::size_t r = 0; r < R; ++r) {
+    slices.push_back(slice_plan(p, static_cast<int>(r)));
+    ranks[r].scratch.assign(p.scratch_bytes[r], std::byte{0x5A});
+  }
+  for (std::size_t g = 0; g < c.groups.size(); ++g)
+    for (std::size_t k = 0; k < c.groups[g].size(); ++k) {
+      simulated_rank& x = ranks[static_cast<std::size_t>(c.groups[g][k])];
+      const auto r = static_cast<std::size_t>(c.groups[g][k]);
+      if (c.in_place) {
+        const in_place_offsets at = in_place_layout(c.coll, static_cast<int>(k), c.counts[g]);
+        x.in_off = static_cast<std::size_t>(at.input) * es;
+        x.out_off = static_cast<std::size_t>(at.output) * es;
+      } else {
+        x.out_off = p.input_bytes[r];
+      }
+      x.frame.assign(std::max(x.in_off + p.input_bytes[r], x.out_off + p.output_bytes[r]),
+                     std::byte{0x5A});
+    }
+  auto address = [&](const plan_operand& o) {
+    simulated_rank& x = ranks[o.rank];
+    return (o.buf == buffer::scratch
+                ? x.scratch.data()
+                : x.frame.data() + (o.buf == buffer::input ? x.in_off : x.out_off)) +
+           o.offset;
+  };
+  auto met = [&](const std::vector<slice_wait>& ws) {
+    for (const slice_wait& w : ws)
+      if (ranks[w.peer].progress < w.phase) return false;
+    return true;
+  };
+  std::vector<std::size_t> runnable;
+  for (;;) {
+    runnable.clear();
+    for (std::size_t r = 0; r < R; ++r) {
+      const simulated_rank& x = ranks[r];
+      const plan_slice& s = slices[r];
+      if (x.exited) continue;
+      if (x.progress < call_entry || (x.phase == s.phases.size() && met(s.exit_waits)) ||
+          (x.phase < s.phases.size() && (x.op > 0 || met(s.phases[x.phase].waits))))
+        runnable.push_back(r);
+    }
+    if (runnable.empty()) break;
+    const std::size_t r =
+        runnable[std::uniform_int_distribution<std::size_t>(0, runnable.size() - 1)(rng)];
+    simulated_rank& x = ranks[r];
+    const plan_slice& s = slices[r];
+    if (x.progress < call_entry) {  // enter: poison, then stage the input
+      std::fill(x.frame.begin(), x.frame.end(), std::byte{0xA5});
+      std::fill(x.scratch.begin(), x.scratch.end(), std::byte{0xA5});
+      std::copy(inputs[r].begin(), inputs[r].end(),
+                x.frame.begin() + static_cast<std::ptrdiff_t>(x.in_off));
+      x.progress = call_entry;
+      continue;
+    }
+    if (x.phase == s.phases.size()) {  // exit: read the output
+      outputs[r].assign(
+          x.frame.begin() + static_cast<std::ptrdiff_t>(x.out_off),
+          x.frame.begin() + static_cast<std::ptrdiff_t>(x.out_off + p.output_bytes[r]));
+      x.exited = true;
+      continue;
+    }
+    const slice_phase& ph = s.phases[x.phase];
+    if (x.op < ph.issued.size()) {
+      detail::host_run_op(p, p.ops[ph.issued[x.op]], address);
+      ++x.op;
+    }
+    if (x.op == ph.issued.size()) {
+      x.progress = static_cast<std::int32_t>(ph.index);
+      ++x.phase;
+      x.op = 0;
+    }
+  }
+  return std::all_of(ranks.begin(), ranks.end(), [](const simulated_rank& x) { return x.exited; });
+}
+
+}  // namespace
+
+TEST_CASE("any interleaving of the slices that respects their waits computes the collective",
+          "[plan][slice][property]") {
+  std::mt19937_64 cases(20261130);
+  for (int i = 0; i < 400; ++i) {
+    testing::property_case c = testing::random_case(cases);
+    if (c.ranks == 16) continue;  // keep the suite quick; 4 and 8 cover both A
+    for (auto& n : c.counts)
+      n = std::min<std::int64_t>(n, 5000);
+    INFO(c.describe());
+    plan_request q;
+    q.coll = c.coll;
+    q.mode = c.mode;
+    q.route = c.route;
+    q.tiles = c.tiles;
+    q.ranks = c.ranks;
+    q.groups = c.groups;
+    q.counts = c.counts;
+    q.type = c.type;
+    q.op = c.op;
+    q.in_place = c.in_place;
+    q.alignment = c.alignment;
+    plan p;
+    REQUIRE(make_plan(q, p));
+    std::mt19937_64 data(c.seed);
+    std::vector<std::vector<std::byte>> inputs(static_cast<std::size_t>(c.ranks)),
+        outputs(static_cast<std::size_t>(c.ranks));
+    for (std::size_t r = 0; r < inputs.size(); ++r) {
+      inputs[r].resize(p.input_bytes[r]);
+      visit_dtype(c.type, [&](auto zero) {
+        testing::detail::fill_random<decltype(zero)>(inputs[r], data);
+      });
+    }
+    for (int order = 0; order < 3; ++order) {
+      INFO("interleaving " << order);
+      REQUIRE(simulate(p, c, inputs, outputs, data));
+      const testing::mismatch_report m =
+          testing::check_outputs(c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs);
+      CHECK(m.wrong == 0);
+      if (m.wrong > 0) FAIL(m.first);
+    }
+  }
+}
