@@ -58,4 +58,9 @@ std::unique_ptr<backend> make_cpu_backend(int ranks);
 std::unique_ptr<backend> make_gpu_backend(int ranks, const std::vector<int>& devices,
                                           std::string& why);
 
+// The nccl transport (nccl_backend.cpp), where this relay-bench was built with NCCL; otherwise
+// nullptr and `why` says so. One rank per device.
+std::unique_ptr<backend> make_nccl_backend(int ranks, const std::vector<int>& devices,
+                                           std::string& why);
+
 }  // namespace relay::bench

@@ -94,9 +94,10 @@ int main(int argc, char** argv) {
   if (o.executor == executor_kind::cpu) {
     exec = make_cpu_backend(o.ranks);
   } else {
-    exec = make_gpu_backend(o.ranks, o.devices, error);
+    exec = o.executor == executor_kind::nccl ? make_nccl_backend(o.ranks, o.devices, error)
+                                             : make_gpu_backend(o.ranks, o.devices, error);
     if (!exec) {
-      fmt::print(stderr, "relay-bench: the gpu executor: {}\n", error);
+      fmt::print(stderr, "relay-bench: the {} executor: {}\n", name(o.executor), error);
       return exit_failed;
     }
   }
@@ -107,12 +108,12 @@ int main(int argc, char** argv) {
       o.executor == executor_kind::cpu
           ? "NCCL/RCCL: n/a (the cpu executor is compared with relay's direct route)"
           : "NCCL/RCCL: not used (--baseline " + std::string(name(o.baseline)) + ")";
-  if (o.executor == executor_kind::gpu &&
+  if (o.executor != executor_kind::cpu &&
       (o.baseline == baseline_kind::automatic || o.baseline == baseline_kind::nccl)) {
     vendor = make_nccl_baseline(o.ranks, o.devices, error);
     vendor_text = vendor ? vendor->description() : "NCCL/RCCL: n/a (" + error + ")";
   } else if (o.baseline == baseline_kind::nccl) {
-    fmt::print(stderr, "relay-bench: --baseline nccl needs --executor gpu\n");
+    fmt::print(stderr, "relay-bench: --baseline nccl needs a GPU executor\n");
     return exit_usage;
   }
   // Per configuration: the baseline, and the words the table's header gives it.

@@ -1,9 +1,15 @@
 // The vendor baseline where this relay-bench was built without NCCL or RCCL.
+#include "backend.hpp"
 #include "nccl_baseline.hpp"
 
 namespace relay::bench {
 
 std::unique_ptr<nccl_baseline> make_nccl_baseline(int, const std::vector<int>&, std::string& why) {
+  why = "this relay-bench was built without NCCL/RCCL";
+  return nullptr;
+}
+
+std::unique_ptr<backend> make_nccl_backend(int, const std::vector<int>&, std::string& why) {
   why = "this relay-bench was built without NCCL/RCCL";
   return nullptr;
 }

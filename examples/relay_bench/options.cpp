@@ -21,7 +21,7 @@ std::string_view name(run_mode m) {
   return "?";
 }
 std::string_view name(executor_kind e) {
-  return e == executor_kind::cpu ? "cpu" : "gpu";
+  return e == executor_kind::cpu ? "cpu" : e == executor_kind::gpu ? "gpu" : "nccl";
 }
 std::string_view name(route_choice r) {
   switch (r) {
@@ -114,7 +114,8 @@ measurement
       --seed S            input data seed (default 1)
 
 where
-  -x, --executor E        cpu or gpu (default cpu)
+  -x, --executor E        cpu, gpu or nccl (default cpu); nccl: the nccl transport, a rank
+                          per device, each rank a thread running its slice
       --devices LIST      -x gpu only: the device of each rank, e.g. 0,0,0,0,1,1,1,1
                           (default: ranks round-robin over the visible devices)
   -t, --topology T        what the prediction prices: mi300x, mi350x, h200-nvswitch,
@@ -217,7 +218,8 @@ parse_outcome parse_options(int argc, const char* const* argv) {
   constexpr route_choice routes[] = {route_choice::automatic, route_choice::relay,
                                      route_choice::direct, route_choice::legacy,
                                      route_choice::pipelined};
-  constexpr executor_kind executors[] = {executor_kind::cpu, executor_kind::gpu};
+  constexpr executor_kind executors[] = {executor_kind::cpu, executor_kind::gpu,
+                                         executor_kind::nccl};
   constexpr baseline_kind baselines[] = {baseline_kind::automatic, baseline_kind::nccl,
                                          baseline_kind::direct, baseline_kind::none};
   const option_spec specs[] = {
@@ -284,7 +286,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
        }},
       {"-x", "--executor",
        one_of(
-           o.executor, [&](std::string_view v) { return parse_enum(v, executors); }, "cpu, gpu")},
+           o.executor, [&](std::string_view v) { return parse_enum(v, executors); }, "cpu, gpu, nccl")},
       {nullptr, "--devices", list_into(o.devices, int_entry({0, 1023}))},
       {"-t", "--topology",
        [&](std::string_view v) -> std::string {
@@ -380,9 +382,10 @@ parse_outcome parse_options(int argc, const char* const* argv) {
     return out;
   }
   for (int a : o.actives)
-    if (a >= o.ranks) {
+    if (a > o.ranks || (a == o.ranks && o.route != route_choice::direct)) {
       out.error = "--active " + std::to_string(a) + " with --ranks " + std::to_string(o.ranks) +
-                  ": A must be smaller than N (a relay needs at least one helper)";
+                  ": A must be smaller than N (a relay needs at least one helper), or equal to "
+                  "it with --route direct";
       return out;
     }
   if (seen.contains("--permille") && o.route != route_choice::relay &&

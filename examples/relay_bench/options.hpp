@@ -16,7 +16,7 @@ namespace relay::bench {
 enum class run_mode : unsigned char { fused, parallel, single };
 std::string_view name(run_mode m);
 
-enum class executor_kind : unsigned char { cpu, gpu };
+enum class executor_kind : unsigned char { cpu, gpu, nccl };
 std::string_view name(executor_kind e);
 
 // auto: the route the cost model predicts faster, per size.

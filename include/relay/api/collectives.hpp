@@ -37,7 +37,7 @@ struct options {
 using group_list = std::vector<std::vector<int>>;
 
 // Any collective by value: what the four named calls below forward to.
-template <executor E>
+template <plan_runner E>
 status run_collective(E& ex, collective c, const group_list& groups,
                       std::span<const buffer_view> send, std::span<const buffer_view> recv,
                       std::span<const std::int64_t> counts, dtype type, reduce_op op,
@@ -62,14 +62,14 @@ status run_collective(E& ex, collective c, const group_list& groups,
   return ex.run(p, send, recv);
 }
 
-template <executor E>
+template <plan_runner E>
 status allreduce(E& ex, const group_list& groups, std::span<const buffer_view> send,
                  std::span<const buffer_view> recv, std::span<const std::int64_t> counts,
                  dtype type, reduce_op op, const options& opt = {}) {
   return run_collective(ex, collective::allreduce, groups, send, recv, counts, type, op, opt);
 }
 
-template <executor E>
+template <plan_runner E>
 status reduce_scatter(E& ex, const group_list& groups, std::span<const buffer_view> send,
                       std::span<const buffer_view> recv, std::span<const std::int64_t> recv_counts,
                       dtype type, reduce_op op, const options& opt = {}) {
@@ -77,7 +77,7 @@ status reduce_scatter(E& ex, const group_list& groups, std::span<const buffer_vi
                         opt);
 }
 
-template <executor E>
+template <plan_runner E>
 status all_gather(E& ex, const group_list& groups, std::span<const buffer_view> send,
                   std::span<const buffer_view> recv, std::span<const std::int64_t> send_counts,
                   dtype type, const options& opt = {}) {
@@ -85,7 +85,7 @@ status all_gather(E& ex, const group_list& groups, std::span<const buffer_view> 
                         reduce_op::sum, opt);
 }
 
-template <executor E>
+template <plan_runner E>
 status all_to_all(E& ex, const group_list& groups, std::span<const buffer_view> send,
                   std::span<const buffer_view> recv, std::span<const std::int64_t> segment_counts,
                   dtype type, const options& opt = {}) {

@@ -15,8 +15,9 @@
 #include <thread>
 #include <vector>
 
+#include "relay/exec/executor.hpp"
 #include "relay/exec/host_ops.hpp"
-#include "relay/plan/buffers.hpp"
+#include "relay/plan/validate.hpp"
 
 namespace relay {
 
@@ -29,7 +30,7 @@ class host_executor {
 
   status run(const plan& p, std::span<const buffer_view> inputs,
              std::span<const buffer_view> outputs) {
-    if (status s = validate_buffers(p, inputs, outputs); !s) return s;
+    if (status s = validate_plan(p, inputs, outputs); !s) return s;
     const auto R = static_cast<std::size_t>(p.ranks());
     if (scratch_.size() < R) scratch_.resize(R);
     for (std::size_t r = 0; r < R; ++r)
@@ -153,5 +154,7 @@ class host_executor {
   int pending_ = 0;
   bool stopping_ = false;
 };
+
+static_assert(executor<host_executor>);
 
 }  // namespace relay

@@ -27,6 +27,11 @@
 // - Scratch. One grow-only allocation per device, shared by every plan the executor runs, carved
 //   into the ranks' scratch areas; release_scratch() frees it.
 //
+// The parts, each in its own header: runtime handles (gpu/handles.hpp), peer access
+// (gpu/peer_access.hpp), the scratch pool (gpu/scratch_pool.hpp), the lowering from plan to lane
+// work (gpu/lowering.hpp, no runtime in it), programs and their cache (gpu/program.hpp,
+// gpu/program_cache.hpp). This file holds the executor and its issue loop.
+//
 // Every runtime call and launch is checked; failures come back as a status (errc::gpu_error,
 // naming the call, the lane's device and the runtime's message). Bad arguments are found before
 // anything is issued, so a rejected run leaves every caller buffer untouched. Not thread-safe:
@@ -39,11 +44,8 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -52,10 +54,16 @@
 #include "relay/core/dtype.hpp"
 #include "relay/core/status.hpp"
 #include "relay/exec/executor.hpp"
+#include "relay/gpu/handles.hpp"
 #include "relay/gpu/kernels.hpp"
+#include "relay/gpu/lowering.hpp"
+#include "relay/gpu/peer_access.hpp"
+#include "relay/gpu/program.hpp"
+#include "relay/gpu/program_cache.hpp"
 #include "relay/gpu/runtime.hpp"
-#include "relay/plan/buffers.hpp"
+#include "relay/gpu/scratch_pool.hpp"
 #include "relay/plan/plan.hpp"
+#include "relay/plan/validate.hpp"
 
 namespace relay {
 
@@ -79,130 +87,19 @@ struct gpu_run_stats {
   int launches = 0, memcpys = 0, waits = 0, records = 0;
 };
 
-namespace gpu::detail {
-
-struct interval {
-  std::uintptr_t lo = 0, hi = 0;  // [lo, hi)
-};
-
-inline bool overlaps(const std::vector<interval>& a, const std::vector<interval>& b) {
-  for (const interval& x : a)
-    for (const interval& y : b)
-      if (x.lo < y.hi && y.lo < x.hi) return true;
-  return false;
-}
-
-struct peer_copy {
-  void* dst = nullptr;
-  const void* src = nullptr;
-  int dst_device = 0, src_device = 0;
-  std::size_t bytes = 0;
-};
-
-// One lane's share of one plan phase.
-struct lane_work {
-  int lane = 0;
-  std::vector<copy_desc> copies;
-  std::vector<reduce_desc> reductions;
-  std::vector<peer_copy> memcpys;
-  std::vector<interval> reads, writes;
-  std::vector<std::pair<std::size_t, std::size_t>> waits;  // (phase, slot) of works to wait for
-  std::vector<int> clock;  // per lane: the last work index this one is ordered after
-  bool record = false;     // some later work waits on this one
-  int event = -1;
-  std::uint64_t copy_tiles = 0, reduce_tiles = 0;
-  std::size_t copy_offset = 0, reduce_offset = 0;  // bytes into the lane's descriptor buffer
-};
-
-struct action {
-  enum class kind : unsigned char { wait, record, copy, reduce, memcpy } what = kind::wait;
-  int lane = 0;
-  int event_lane = 0, event = 0;  // wait, record
-  const void* descs = nullptr;    // copy, reduce: device address
-  std::uint32_t count = 0;
-  std::uint64_t tiles = 0;
-  peer_copy copy{};  // memcpy
-};
-
-inline bool same_ops(const plan& a, const plan& b) {
-  if (a.partial_size != b.partial_size) return false;
-  if (a.type != b.type || a.divisor != b.divisor || a.ops.size() != b.ops.size() ||
-      a.phases.size() != b.phases.size() || a.sources != b.sources ||
-      a.input_bytes != b.input_bytes || a.output_bytes != b.output_bytes ||
-      a.scratch_bytes != b.scratch_bytes)
-    return false;
-  for (std::size_t i = 0; i < a.phases.size(); ++i) {
-    const plan_phase &x = a.phases[i], &y = b.phases[i];
-    if (x.step != y.step || x.phase != y.phase || x.first != y.first || x.size != y.size)
-      return false;
-  }
-  for (std::size_t i = 0; i < a.ops.size(); ++i) {
-    const plan_op &x = a.ops[i], &y = b.ops[i];
-    if (x.step != y.step || x.phase != y.phase || x.source_count != y.source_count ||
-        x.first_source != y.first_source || !(x.dst == y.dst) || x.count != y.count ||
-        x.finalize != y.finalize || x.partial_mask != y.partial_mask)
-      return false;
-  }
-  return true;
-}
-
-inline bool same_views(std::span<const buffer_view> a, const std::vector<buffer_view>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].data != b[i].data || a[i].bytes != b[i].bytes) return false;
-  return true;
-}
-
-constexpr std::size_t round_up(std::size_t x, std::size_t a) {
-  return (x + a - 1) / a * a;
-}
-
-// Peer access belongs to the process, not to an executor: each pair is enabled once. Enabling it
-// again returns "already enabled", which the runtime also reports to tools (compute-sanitizer
-// lists it as an API error). A cudaDeviceReset/hipDeviceReset by the program forgets the
-// runtime's side of this; executors must not outlive one.
-struct peer_registry {
-  std::mutex lock;
-  std::vector<std::pair<int, int>> enabled;
-};
-inline peer_registry& peers() {
-  static peer_registry r;
-  return r;
-}
-inline bool peer_enabled(int a, int b) {
-  peer_registry& r = peers();
-  const std::lock_guard<std::mutex> hold(r.lock);
-  return std::find(r.enabled.begin(), r.enabled.end(), std::pair{a, b}) != r.enabled.end();
-}
-inline void note_peer_enabled(int a, int b) {
-  peer_registry& r = peers();
-  const std::lock_guard<std::mutex> hold(r.lock);
-  r.enabled.emplace_back(a, b);
-}
-
-constexpr const char* buffer_name(buffer b) {
-  return b == buffer::input ? "input" : b == buffer::output ? "output" : "scratch";
-}
-
-}  // namespace gpu::detail
-
 class gpu_executor {
  public:
   explicit gpu_executor(std::vector<int> rank_device, gpu_options options = {})
-      : device_of_(std::move(rank_device)), options_(options), init_(initialize()) {}
+      : device_of_(std::move(rank_device)),
+        options_(options),
+        programs_(options.cached_plans),
+        init_(initialize()) {}
   ~gpu_executor() {
-    const device_guard keep;
+    const gpu::device_guard keep;
     (void)wait_all();
     release_scratch();  // also frees the prepared programs
-    for (lane& l : lanes_) {
-      (void)gpu::rt::set_device(l.device);
-      for (gpu::rt::event_t e : l.events)
-        (void)gpu::rt::event_destroy(e);
-      if (l.fence != nullptr) (void)gpu::rt::event_destroy(l.fence);
-      if (l.timing_start != nullptr) (void)gpu::rt::event_destroy(l.timing_start);
-      if (l.timing_end != nullptr) (void)gpu::rt::event_destroy(l.timing_end);
-      if (l.stream != nullptr) (void)gpu::rt::stream_destroy(l.stream);
-    }
+    for (gpu::lane& l : lanes_)
+      gpu::close_lane(l);
   }
   gpu_executor(const gpu_executor&) = delete;
   gpu_executor& operator=(const gpu_executor&) = delete;
@@ -217,16 +114,14 @@ class gpu_executor {
 
   status run(const plan& p, std::span<const buffer_view> in, std::span<const buffer_view> out) {
     if (!init_) return init_;
-    const device_guard keep;
+    const gpu::device_guard keep;
     stats_ = {};
-    program* prog = find(p, in, out);
+    gpu::program* prog = programs_.find(p, in, out);
     if (prog == nullptr) {
       if (status s = validate(p, in, out); !s) return s;
-      if (status s = prepare(p, in, out); !s) return s;
-      prog = &programs_.back();
+      if (status s = prepare(p, in, out, prog); !s) return s;
       stats_.prepared = true;
     }
-    prog->last_use = ++clock_;
     status s = issue(*prog);
     if (!s) {
       (void)wait_all();  // leave nothing in flight that the caller cannot see
@@ -240,12 +135,12 @@ class gpu_executor {
   // -1 when timing is off, nothing ran, or the runtime could not say.
   double last_run_seconds() {
     if (!init_ || !options_.time_runs) return -1;
-    const device_guard keep;
+    const gpu::device_guard keep;
     float longest = -1;
     for (std::size_t l = 0; l < lanes_.size(); ++l) {
       if (!timed_lane_[l]) continue;
       float ms = 0;
-      lane& ln = lanes_[l];
+      gpu::lane& ln = lanes_[l];
       if (gpu::rt::set_device(ln.device) != gpu::rt::success ||
           gpu::rt::event_synchronize(ln.timing_end) != gpu::rt::success ||
           gpu::rt::event_elapsed_ms(&ms, ln.timing_start, ln.timing_end) != gpu::rt::success) {
@@ -260,13 +155,13 @@ class gpu_executor {
   // Waits for everything issued and reports the first error.
   status synchronize() {
     if (!init_) return init_;
-    const device_guard keep;
+    const gpu::device_guard keep;
     return wait_all();
   }
 
   void* allocate(int rank, std::size_t bytes) {
     if (!init_ || rank < 0 || rank >= ranks()) return nullptr;
-    const device_guard keep;
+    const gpu::device_guard keep;
     void* p = nullptr;
     if (gpu::rt::set_device(device_of(rank)) != gpu::rt::success ||
         gpu::rt::malloc(&p, bytes == 0 ? 1 : bytes) != gpu::rt::success) {
@@ -277,7 +172,7 @@ class gpu_executor {
   }
   void deallocate(int rank, void* p) {
     if (p == nullptr || rank < 0 || rank >= ranks()) return;
-    const device_guard keep;
+    const gpu::device_guard keep;
     (void)gpu::rt::set_device(device_of(rank));
     (void)gpu::rt::free(p);
   }
@@ -291,83 +186,15 @@ class gpu_executor {
   // Frees the scratch cache (after the work in flight); the next run allocates it again. The
   // prepared programs point into it, so they go too.
   void release_scratch() {
-    const device_guard keep;
+    const gpu::device_guard keep;
     (void)wait_all();
-    drop_programs();
-    for (device_scratch& d : scratch_) {
-      if (d.base != nullptr) {
-        (void)gpu::rt::set_device(d.device);
-        (void)gpu::rt::free(d.base);
-      }
-      d.base = nullptr;
-      d.capacity = 0;
-    }
+    programs_.clear(lanes_);
+    scratch_.release();
   }
   // Bytes of scratch the executor holds now, over all devices.
-  std::size_t scratch_held() const {
-    std::size_t n = 0;
-    for (const device_scratch& d : scratch_)
-      n += d.capacity;
-    return n;
-  }
+  std::size_t scratch_held() const { return scratch_.held(); }
 
  private:
-  struct lane {
-    int device = 0;
-    gpu::rt::stream_t stream = nullptr;
-    gpu::rt::event_t fence = nullptr;  // orders this lane against the previous run (async mode)
-    gpu::rt::event_t timing_start = nullptr, timing_end = nullptr;  // gpu_options::time_runs
-    std::vector<gpu::rt::event_t> events;
-    std::array<int, all_dtypes.size()> reduce_blocks{};
-    bool busy = false;  // work issued since the last wait
-  };
-  // A plan prepared for one set of buffers: its operation lists on the devices (one allocation
-  // per lane) and the actions that issue it.
-  struct program {
-    plan key;
-    std::vector<buffer_view> in, out;
-    std::vector<void*> descs;  // per lane, device memory or null
-    std::vector<gpu::detail::action> actions;
-    std::vector<bool> uses_lane;
-    std::uint64_t last_use = 0;
-    // Copies with the evict-first hints, where nothing reduces what they bring: side by side on
-    // an H200 the hints made all-gather 1-4% faster at 16-256 MB but allreduce and
-    // reduce-scatter 2-5% slower, their reductions reading what the copies had just pushed out
-    // of L2 (bench/results/2026-11-29-h200-copy-kernel/).
-    bool streaming_copies = true;
-  };
-  struct device_scratch {
-    int device = 0;
-    void* base = nullptr;
-    std::size_t capacity = 0;
-  };
-  class device_guard {
-   public:
-    device_guard() {
-      if (gpu::rt::get_device(&saved_) != gpu::rt::success) {
-        saved_ = -1;
-        (void)gpu::rt::get_last_error();
-      }
-    }
-    ~device_guard() {
-      if (saved_ >= 0) (void)gpu::rt::set_device(saved_);
-    }
-    device_guard(const device_guard&) = delete;
-    device_guard& operator=(const device_guard&) = delete;
-
-   private:
-    int saved_ = -1;
-  };
-
-  static status gpu_failure(const char* what, int device, gpu::rt::error_t e) {
-    (void)gpu::rt::get_last_error();  // clear a non-sticky error so later calls can proceed
-    return {gpu::rt::is_out_of_memory(e) ? errc::out_of_memory : errc::gpu_error,
-            std::string(what) + " on device " + std::to_string(device) +
-                " failed: " + gpu::rt::describe(e)};
-  }
-
-  int lane_of(int rank) const { return lane_of_rank_[static_cast<std::size_t>(rank)]; }
-
   status initialize() {
     int count = 0;
     if (gpu::rt::error_t e = gpu::rt::device_count(&count); e != gpu::rt::success) {
@@ -383,10 +210,9 @@ class gpu_executor {
         return {errc::invalid_group, "rank " + std::to_string(r) + " maps to device " +
                                          std::to_string(device_of_[r]) + ", but " +
                                          std::to_string(count) + " device(s) exist"};
-    const device_guard keep;
+    const gpu::device_guard keep;
     // Lanes, and one scratch slot per distinct device.
-    for (std::size_t r = 0; r < device_of_.size(); ++r) {
-      const int d = device_of_[r];
+    for (const int d : device_of_) {
       int found = -1;
       if (options_.streams == stream_mode::per_device)
         for (std::size_t l = 0; l < lanes_.size(); ++l)
@@ -396,51 +222,21 @@ class gpu_executor {
         lanes_.push_back({});
         lanes_.back().device = d;
       }
-      lane_of_rank_.push_back(found);
-      if (std::none_of(scratch_.begin(), scratch_.end(),
-                       [d](const device_scratch& s) { return s.device == d; }))
-        scratch_.push_back({d, nullptr, 0});
+      layout_.lane_of_rank.push_back(found);
+      scratch_.add_device(d);
     }
-    for (lane& l : lanes_) {
-      if (gpu::rt::error_t e = gpu::rt::set_device(l.device); e != gpu::rt::success)
-        return gpu_failure("selecting the device", l.device, e);
-      if (gpu::rt::error_t e = gpu::rt::stream_create(&l.stream); e != gpu::rt::success)
-        return gpu_failure("creating a stream", l.device, e);
-      if (gpu::rt::error_t e = gpu::rt::event_create(&l.fence); e != gpu::rt::success)
-        return gpu_failure("creating an event", l.device, e);
-      if (options_.time_runs)
-        for (gpu::rt::event_t* t : {&l.timing_start, &l.timing_end})
-          if (gpu::rt::error_t e = gpu::rt::event_create(t, true); e != gpu::rt::success)
-            return gpu_failure("creating a timing event", l.device, e);
-    }
+    for (gpu::lane& l : lanes_)
+      if (status s = gpu::open_lane(l, options_.time_runs); !s) return s;
     // Peer access between every pair of devices in use, where the hardware has it.
-    std::vector<int> devices;
-    for (const device_scratch& s : scratch_)
-      devices.push_back(s.device);
-    peer_.assign(static_cast<std::size_t>(count * count), false);
-    for (int a : devices)
-      for (int b : devices) {
-        if (a == b) continue;
-        int can = 0;
-        if (gpu::rt::error_t e = gpu::rt::can_access_peer(&can, a, b); e != gpu::rt::success)
-          return gpu_failure("querying peer access", a, e);
-        if (can == 0) continue;  // copies between a and b fall back to peer memcpy
-        if (!gpu::detail::peer_enabled(a, b)) {
-          if (gpu::rt::error_t e = gpu::rt::set_device(a); e != gpu::rt::success)
-            return gpu_failure("selecting the device", a, e);
-          if (gpu::rt::error_t e = gpu::rt::enable_peer_access(b); e != gpu::rt::success)
-            return gpu_failure("enabling peer access", a, e);
-          gpu::detail::note_peer_enabled(a, b);
-        }
-        peer_[static_cast<std::size_t>(a * count + b)] = true;
-      }
-    device_count_ = count;
+    if (status s = peers_.enable(scratch_.devices(), count); !s) return s;
+    layout_.device_of_rank = device_of_;
+    layout_.lanes = static_cast<int>(lanes_.size());
+    layout_.devices = count;
+    layout_.kernel_copy = peers_.matrix();
+    if (options_.engine != copy_engine::kernel)
+      layout_.kernel_copy.assign(layout_.kernel_copy.size(), false);
     timed_lane_.assign(lanes_.size(), false);
     return {};
-  }
-
-  bool peer_ok(int from, int to) const {
-    return from == to || peer_[static_cast<std::size_t>(from * device_count_ + to)];
   }
 
   status transfer(int rank, void* d, const void* s, std::size_t bytes, const char* what) {
@@ -450,48 +246,27 @@ class gpu_executor {
     if (bytes == 0) return {};
     if (d == nullptr || s == nullptr)
       return {errc::invalid_buffer, std::string(what) + ": a null pointer"};
-    const device_guard keep;
+    const gpu::device_guard keep;
     if (status st = wait_all(); !st) return st;  // runs issued without synchronizing finish first
     const int dev = device_of(rank);
     if (gpu::rt::error_t e = gpu::rt::set_device(dev); e != gpu::rt::success)
-      return gpu_failure(what, dev, e);
+      return gpu::failure(what, dev, e);
     if (gpu::rt::error_t e = gpu::rt::memcpy(d, s, bytes); e != gpu::rt::success)
-      return gpu_failure(what, dev, e);
+      return gpu::failure(what, dev, e);
     return {};
   }
 
-  status wait_all() {
-    gpu::rt::error_t first = gpu::rt::success;
-    int device = 0;
-    for (lane& l : lanes_) {
-      if (!l.busy) continue;
-      l.busy = false;
-      const gpu::rt::error_t e = gpu::rt::stream_synchronize(l.stream);
-      if (e != gpu::rt::success && first == gpu::rt::success) {
-        first = e;
-        device = l.device;
-      }
-    }
-    return first == gpu::rt::success ? status{} : gpu_failure("running the plan", device, first);
-  }
+  status wait_all() { return gpu::wait_lanes(lanes_); }
 
-  // Everything about the call that can be wrong, before anything is issued.
+  // Everything about the call that can be wrong, before anything is issued: the plan and the
+  // buffers as every executor checks them, then that the memory is the rank's device's.
   status validate(const plan& p, std::span<const buffer_view> in,
                   std::span<const buffer_view> out) const {
-    const auto n = static_cast<std::size_t>(p.ranks());
     if (p.ranks() != ranks())
       return {errc::invalid_group, "the plan has " + std::to_string(p.ranks()) +
                                        " ranks, the executor maps " + std::to_string(ranks())};
-    if (p.input_bytes.size() != n || p.output_bytes.size() != n || p.scratch_bytes.size() != n)
-      return {errc::invalid_schedule, "the plan's per-rank sizes do not have one entry per rank"};
-    if (p.divisor < 1) return {errc::invalid_schedule, "the plan's divisor must be at least 1"};
-    if (p.partial_size < 1) return {errc::invalid_schedule, "the plan's partial size is 0"};
-    const auto esize = static_cast<std::uintptr_t>(p.element_size());
-    if (esize == 0) return {errc::unsupported, "unknown dtype"};
-    // Presence, size, alignment, in-place layout and overlaps: the checks every executor makes.
-    if (status s = validate_buffers(p, in, out); !s) return s;
-    // What only a GPU executor must know: the memory is the rank's device's (or managed).
-    for (std::size_t r = 0; r < n; ++r)
+    if (status s = validate_plan(p, in, out); !s) return s;
+    for (std::size_t r = 0; r < device_of_.size(); ++r)
       for (int b = 0; b < 2; ++b) {
         const buffer_view& v = b == 0 ? in[r] : out[r];
         if ((b == 0 ? p.input_bytes[r] : p.output_bytes[r]) == 0) continue;
@@ -506,310 +281,33 @@ class gpu_executor {
                                             ", but the rank runs on device " +
                                             std::to_string(device_of(static_cast<int>(r)))};
       }
-    for (std::size_t i = 0; i < p.phases.size(); ++i) {
-      const plan_phase& ph = p.phases[i];
-      if (std::uint64_t{ph.first} + ph.size > p.ops.size())
-        return {errc::invalid_schedule, "plan phase " + std::to_string(i) + " names missing ops"};
-    }
-    auto check = [&](const plan_operand& o, std::uint64_t count, std::size_t op,
-                     std::uintptr_t width) -> status {
-      const auto r = static_cast<std::size_t>(o.rank);
-      const std::string where = "plan op " + std::to_string(op) + ": ";
-      if (r >= n)
-        return {errc::invalid_schedule, where + "rank " + std::to_string(r) + " out of range"};
-      const std::uint64_t size = o.buf == buffer::input    ? p.input_bytes[r]
-                                 : o.buf == buffer::output ? p.output_bytes[r]
-                                                           : p.scratch_bytes[r];
-      const std::uint64_t bytes = count * width;
-      if (o.offset % width != 0 || o.offset > size || bytes > size - o.offset)
-        return {errc::invalid_schedule, where + "bytes [" + std::to_string(o.offset) + ", " +
-                                            std::to_string(o.offset + bytes) +
-                                            ") lie outside the " + gpu::detail::buffer_name(o.buf) +
-                                            " of rank " + std::to_string(r) + " (" +
-                                            std::to_string(size) + " bytes)"};
-      return {};
-    };
-    for (std::size_t i = 0; i < p.ops.size(); ++i) {
-      const plan_op& o = p.ops[i];
-      const bool copy = o.phase == phase::transfer;
-      if (o.source_count < 1 || o.source_count > max_reduce_inputs ||
-          (copy && o.source_count != 1) ||
-          std::uint64_t{o.first_source} + o.source_count > p.sources.size())
-        return {errc::invalid_schedule, "plan op " + std::to_string(i) + " has a bad source list"};
-      if (status s = check(o.dst, o.count, i, static_cast<std::uintptr_t>(p.dst_width(o))); !s)
-        return s;
-      for (std::size_t k = 0; k < o.source_count; ++k) {
-        const plan_operand& src = p.sources[o.first_source + k];
-        if (status s = check(src, o.count, i, static_cast<std::uintptr_t>(p.source_width(o, k)));
-            !s)
-          return s;
-        if (!copy && src.rank != o.dst.rank)
-          return {errc::invalid_schedule,
-                  "plan op " + std::to_string(i) + ": a reduction reads another rank's memory"};
-      }
-    }
     return {};
   }
 
-  // Scratch: every device's ranks' areas in one grow-only allocation, 256-byte aligned.
-  status reserve_scratch(const plan& p, std::vector<unsigned char*>& base) {
-    base.assign(static_cast<std::size_t>(ranks()), nullptr);
-    for (device_scratch& d : scratch_) {
-      std::size_t need = 0;
-      for (int r = 0; r < ranks(); ++r)
-        if (device_of(r) == d.device)
-          need += gpu::detail::round_up(p.scratch_bytes[static_cast<std::size_t>(r)], 256);
-      if (need > d.capacity) {
-        // Work in flight may use the old area, and every prepared program points into it.
-        if (status s = wait_all(); !s) return s;
-        drop_programs();
-        if (gpu::rt::error_t e = gpu::rt::set_device(d.device); e != gpu::rt::success)
-          return gpu_failure("selecting the device", d.device, e);
-        if (d.base != nullptr) (void)gpu::rt::free(d.base);
-        d.base = nullptr;
-        d.capacity = 0;
-        if (gpu::rt::error_t e = gpu::rt::malloc(&d.base, need); e != gpu::rt::success) {
-          d.base = nullptr;
-          return gpu_failure("allocating scratch", d.device, e);
-        }
-        d.capacity = need;
-      }
-      std::size_t offset = 0;
-      for (int r = 0; r < ranks(); ++r)
-        if (device_of(r) == d.device) {
-          base[static_cast<std::size_t>(r)] = static_cast<unsigned char*>(d.base) + offset;
-          offset += gpu::detail::round_up(p.scratch_bytes[static_cast<std::size_t>(r)], 256);
-        }
-    }
-    return {};
-  }
-
-  status prepare(const plan& p, std::span<const buffer_view> in, std::span<const buffer_view> out) {
-    using gpu::detail::interval;
-    using gpu::detail::lane_work;
+  // Scratch, lowering, room in the cache, then the program; `prog` points at it in the cache.
+  status prepare(const plan& p, std::span<const buffer_view> in, std::span<const buffer_view> out,
+                 gpu::program*& prog) {
     std::vector<unsigned char*> scratch;
-    if (status s = reserve_scratch(p, scratch); !s) return s;
-    auto address = [&](const plan_operand& o) -> unsigned char* {
-      const auto r = static_cast<std::size_t>(o.rank);
-      unsigned char* b = o.buf == buffer::input    ? static_cast<unsigned char*>(in[r].data)
-                         : o.buf == buffer::output ? static_cast<unsigned char*>(out[r].data)
-                                                   : scratch[r];
-      return b + o.offset;
-    };
-    const std::size_t lanes = lanes_.size();
-    constexpr std::uint64_t tile_units = gpu::default_block * gpu::default_unroll;
-
-    // 1. Each phase's operations, split by lane.
-    std::vector<std::vector<lane_work>> phases(p.phases.size());
-    for (std::size_t ph = 0; ph < p.phases.size(); ++ph) {
-      std::vector<int> slot(lanes, -1);
-      for (const plan_op& o : p.ops_of(p.phases[ph])) {
-        if (o.count == 0) continue;
-        const std::span<const plan_operand> srcs = p.sources_of(o);
-        const int issuer = o.issuer(p.sources);  // the whole pool: issuer() indexes it
-        const int l = lane_of(issuer);
-        if (slot[static_cast<std::size_t>(l)] < 0) {
-          slot[static_cast<std::size_t>(l)] = static_cast<int>(phases[ph].size());
-          phases[ph].push_back({});
-          phases[ph].back().lane = l;
-        }
-        lane_work& w = phases[ph][static_cast<std::size_t>(slot[static_cast<std::size_t>(l)])];
-        const std::uint64_t bytes = o.count * static_cast<std::uint64_t>(p.dst_width(o));
-        unsigned char* dst = address(o.dst);
-        w.writes.push_back(
-            {reinterpret_cast<std::uintptr_t>(dst), reinterpret_cast<std::uintptr_t>(dst) + bytes});
-        std::array<const void*, max_reduce_inputs> ptrs{};
-        for (std::size_t s = 0; s < srcs.size(); ++s) {
-          ptrs[s] = address(srcs[s]);
-          const auto a = reinterpret_cast<std::uintptr_t>(ptrs[s]);
-          w.reads.push_back({a, a + o.count * static_cast<std::uint64_t>(p.source_width(o, s))});
-        }
-        if (o.phase == phase::transfer) {
-          const int from = device_of(srcs[0].rank), to = device_of(o.dst.rank);
-          if (options_.engine == copy_engine::kernel && peer_ok(from, to))
-            w.copies.push_back(gpu::make_copy(ptrs[0], dst, bytes));
-          else
-            w.memcpys.push_back({dst, ptrs[0], to, from, static_cast<std::size_t>(bytes)});
-        } else {
-          w.reductions.push_back(gpu::make_reduce(dst, ptrs.data(), o.source_count, o.count,
-                                                  p.element_size(), o.finalize ? p.divisor : 1,
-                                                  o.partial_mask));
-        }
-      }
-    }
-
-    // 2. Dependencies between lanes: wait for the newest conflicting work of every other lane
-    // that this lane is not already ordered after.
-    std::vector<std::vector<int>> clock(lanes, std::vector<int>(lanes, -1));
-    std::vector<std::vector<std::pair<std::size_t, std::size_t>>> done(lanes);  // per lane: works
-    for (std::size_t ph = 0; ph < phases.size(); ++ph) {
-      for (std::size_t wi = 0; wi < phases[ph].size(); ++wi) {
-        lane_work& w = phases[ph][wi];
-        const auto l = static_cast<std::size_t>(w.lane);
-        std::vector<int>& mine = clock[l];
-        for (std::size_t m = 0; m < lanes; ++m) {
-          if (m == l) continue;
-          for (int k = static_cast<int>(done[m].size()) - 1; k > mine[m]; --k) {
-            lane_work& other = phases[done[m][static_cast<std::size_t>(k)].first]
-                                     [done[m][static_cast<std::size_t>(k)].second];
-            if (gpu::detail::overlaps(other.writes, w.reads) ||
-                gpu::detail::overlaps(other.writes, w.writes) ||
-                gpu::detail::overlaps(other.reads, w.writes)) {
-              other.record = true;
-              w.waits.push_back(done[m][static_cast<std::size_t>(k)]);
-              for (std::size_t x = 0; x < lanes; ++x)
-                mine[x] = std::max(mine[x], other.clock[x]);
-              break;
-            }
-          }
-        }
-        mine[l] = static_cast<int>(done[l].size());
-        w.clock = mine;
-        done[l].push_back({ph, wi});
-      }
-    }
-
-    // 3. Descriptor lists: one device buffer per lane, copies of all phases then reductions.
-    std::vector<std::vector<unsigned char>> host(lanes);
-    for (auto& works : phases)
-      for (lane_work& w : works) {
-        w.copy_tiles = gpu::assign_tiles(w.copies.data(), w.copies.size(), tile_units);
-        w.reduce_tiles = gpu::assign_tiles(w.reductions.data(), w.reductions.size(), tile_units);
-        auto append = [](std::vector<unsigned char>& h, const void* data, std::size_t n) {
-          const std::size_t at = gpu::detail::round_up(h.size(), 16);
-          h.resize(at + n);
-          if (n != 0) std::memcpy(h.data() + at, data, n);
-          return at;
-        };
-        auto& h = host[static_cast<std::size_t>(w.lane)];
-        w.copy_offset = append(h, w.copies.data(), w.copies.size() * sizeof(gpu::copy_desc));
-        w.reduce_offset =
-            append(h, w.reductions.data(), w.reductions.size() * sizeof(gpu::reduce_desc));
-      }
-    // Make room first: an evicted program's lists may still be read by work in flight.
-    if (programs_.size() >= static_cast<std::size_t>(std::max(options_.cached_plans, 1))) {
-      if (status s = wait_all(); !s) return s;
-      const auto oldest = std::min_element(
-          programs_.begin(), programs_.end(),
-          [](const program& a, const program& b) { return a.last_use < b.last_use; });
-      free_program(*oldest);
-      programs_.erase(oldest);
-    }
-    program prog;
-    prog.descs.assign(lanes, nullptr);
-    auto fail = [&](const char* what, int device, gpu::rt::error_t e) {
-      free_program(prog);
-      return gpu_failure(what, device, e);
-    };
-    for (std::size_t l = 0; l < lanes; ++l) {
-      lane& ln = lanes_[l];
-      if (gpu::rt::error_t e = gpu::rt::set_device(ln.device); e != gpu::rt::success)
-        return fail("selecting the device", ln.device, e);
-      if (!host[l].empty()) {
-        if (gpu::rt::error_t e = gpu::rt::malloc(&prog.descs[l], host[l].size());
-            e != gpu::rt::success) {
-          prog.descs[l] = nullptr;
-          return fail("allocating the operation lists", ln.device, e);
-        }
-        if (gpu::rt::error_t e = gpu::rt::memcpy(prog.descs[l], host[l].data(), host[l].size());
-            e != gpu::rt::success)
-          return fail("uploading the operation lists", ln.device, e);
-      }
-      if (ln.reduce_blocks[static_cast<std::size_t>(p.type)] == 0) {
-        const gpu::rt::error_t e = visit_dtype(p.type, [&](auto x) {
-          using T = decltype(x);
-          return gpu::resident_blocks(&ln.reduce_blocks[static_cast<std::size_t>(p.type)],
-                                      gpu::batched_reduce_kernel<T>, gpu::default_block, ln.device);
-        });
-        if (e != gpu::rt::success)
-          return fail("querying the reduce kernel's occupancy", ln.device, e);
-      }
-    }
-
-    // 4. Events for the works that others wait on, then the flat list of actions in issue order
-    // (phase by phase, so that every event is recorded before anything waits on it).
-    std::vector<int> used(lanes, 0);
-    for (auto& works : phases)
-      for (lane_work& w : works)
-        if (w.record) w.event = used[static_cast<std::size_t>(w.lane)]++;
-    for (std::size_t l = 0; l < lanes; ++l) {
-      lane& ln = lanes_[l];
-      while (ln.events.size() < static_cast<std::size_t>(used[l])) {
-        if (gpu::rt::error_t e = gpu::rt::set_device(ln.device); e != gpu::rt::success)
-          return fail("selecting the device", ln.device, e);
-        gpu::rt::event_t ev = nullptr;
-        if (gpu::rt::error_t e = gpu::rt::event_create(&ev); e != gpu::rt::success)
-          return fail("creating an event", ln.device, e);
-        ln.events.push_back(ev);
-      }
-    }
-    using gpu::detail::action;
-    std::vector<action>& actions = prog.actions;
-    for (auto& works : phases)
-      for (lane_work& w : works) {
-        using kind = action::kind;
-        for (auto [ph, slot] : w.waits) {
-          const lane_work& other = phases[ph][slot];
-          actions.push_back(
-              {.what = kind::wait, .lane = w.lane, .event_lane = other.lane, .event = other.event});
-        }
-        const auto* base =
-            static_cast<const unsigned char*>(prog.descs[static_cast<std::size_t>(w.lane)]);
-        if (!w.copies.empty())
-          actions.push_back({.what = kind::copy,
-                             .lane = w.lane,
-                             .descs = base + w.copy_offset,
-                             .count = static_cast<std::uint32_t>(w.copies.size()),
-                             .tiles = w.copy_tiles});
-        for (const gpu::detail::peer_copy& c : w.memcpys)
-          actions.push_back({.what = kind::memcpy, .lane = w.lane, .copy = c});
-        if (!w.reductions.empty())
-          actions.push_back({.what = kind::reduce,
-                             .lane = w.lane,
-                             .descs = base + w.reduce_offset,
-                             .count = static_cast<std::uint32_t>(w.reductions.size()),
-                             .tiles = w.reduce_tiles});
-        if (w.record)
-          actions.push_back(
-              {.what = kind::record, .lane = w.lane, .event_lane = w.lane, .event = w.event});
-      }
-    prog.uses_lane.assign(lanes, false);
-    for (const action& a : actions)
-      prog.uses_lane[static_cast<std::size_t>(a.lane)] = true;
-    prog.key = p;
-    prog.streaming_copies =
-        std::none_of(p.phases.begin(), p.phases.end(),
-                     [](const plan_phase& ph) { return ph.phase == phase::reduce; });
-    prog.in.assign(in.begin(), in.end());
-    prog.out.assign(out.begin(), out.end());
-    programs_.push_back(std::move(prog));
+    // Work in flight may use the old areas, and every prepared program points into them.
+    if (status s = scratch_.reserve(p, device_of_, scratch,
+                                    [&] {
+                                      const status w = wait_all();
+                                      programs_.clear(lanes_);
+                                      return w;
+                                    });
+        !s)
+      return s;
+    const gpu::lowered_plan low = gpu::lower(p, layout_, {in, out, scratch});
+    if (status s = programs_.make_room(lanes_, [&] { return wait_all(); }); !s) return s;
+    gpu::program built;
+    if (status s = gpu::build_program(p, in, out, low, lanes_, built); !s) return s;
+    prog = &programs_.insert(std::move(built));
     return {};
   }
 
-  program* find(const plan& p, std::span<const buffer_view> in, std::span<const buffer_view> out) {
-    for (program& g : programs_)
-      if (gpu::detail::same_views(in, g.in) && gpu::detail::same_views(out, g.out) &&
-          gpu::detail::same_ops(p, g.key))
-        return &g;
-    return nullptr;
-  }
-  void free_program(program& g) {
-    for (std::size_t l = 0; l < g.descs.size(); ++l)
-      if (g.descs[l] != nullptr) {
-        (void)gpu::rt::set_device(lanes_[l].device);
-        (void)gpu::rt::free(g.descs[l]);
-        g.descs[l] = nullptr;
-      }
-  }
-  void drop_programs() {
-    for (program& g : programs_)
-      free_program(g);
-    programs_.clear();
-  }
-
-  status issue(const program& prog) {
+  status issue(const gpu::program& prog) {
     const dtype type = prog.key.type;
-    using gpu::detail::action;
+    using gpu::action;
     const std::size_t lanes = lanes_.size();
     int current = -1;
     auto on = [&](std::size_t l) -> gpu::rt::error_t {
@@ -831,12 +329,12 @@ class gpu_executor {
       }
       current = -1;
     }
-    if (status s = mark_timing(prog, &lane::timing_start, current); !s) return s;
+    if (status s = mark_timing(prog, &gpu::lane::timing_start, current); !s) return s;
     for (const action& a : prog.actions) {
       const auto l = static_cast<std::size_t>(a.lane);
-      lane& ln = lanes_[l];
+      gpu::lane& ln = lanes_[l];
       if (gpu::rt::error_t e = on(l); e != gpu::rt::success)
-        return gpu_failure("selecting the device", ln.device, e);
+        return gpu::failure("selecting the device", ln.device, e);
       ln.busy = true;
       gpu::rt::error_t e = gpu::rt::success;
       const char* what = "";
@@ -876,13 +374,14 @@ class gpu_executor {
         case action::kind::memcpy:
           what = "a peer memcpy";
           e = gpu::rt::memcpy_peer_async(a.copy.dst, a.copy.dst_device, a.copy.src,
-                                         a.copy.src_device, a.copy.bytes, ln.stream);
+                                         a.copy.src_device, static_cast<std::size_t>(a.copy.bytes),
+                                         ln.stream);
           stats_.memcpys++;
           break;
       }
-      if (e != gpu::rt::success) return gpu_failure(what, ln.device, e);
+      if (e != gpu::rt::success) return gpu::failure(what, ln.device, e);
     }
-    if (status s = mark_timing(prog, &lane::timing_end, current); !s) return s;
+    if (status s = mark_timing(prog, &gpu::lane::timing_end, current); !s) return s;
     for (std::size_t l = 0; l < lanes; ++l)
       stats_.lanes += prog.uses_lane[l] ? 1 : 0;
     return {};
@@ -890,36 +389,26 @@ class gpu_executor {
 
   // With gpu_options::time_runs, records one timing event (start or end) on every lane `prog`
   // uses; `current` tracks the selected device.
-  status mark_timing(const program& prog, gpu::rt::event_t lane::*which, int& current) {
+  status mark_timing(const gpu::program& prog, gpu::rt::event_t gpu::lane::*which, int& current) {
     if (!options_.time_runs) return {};
     for (std::size_t l = 0; l < lanes_.size(); ++l) {
       timed_lane_[l] = prog.uses_lane[l];
       if (!prog.uses_lane[l]) continue;
-      lane& ln = lanes_[l];
+      gpu::lane& ln = lanes_[l];
       if (ln.device != current) {
         current = ln.device;
         if (gpu::rt::error_t e = gpu::rt::set_device(current); e != gpu::rt::success)
-          return gpu_failure("selecting the device", current, e);
+          return gpu::failure("selecting the device", current, e);
       }
       if (gpu::rt::error_t e = gpu::rt::event_record(ln.*which, ln.stream); e != gpu::rt::success)
-        return gpu_failure("recording a timing event", ln.device, e);
+        return gpu::failure("recording a timing event", ln.device, e);
     }
     return {};
   }
 
   // Lane `to` waits for everything issued so far on lane `from`.
   status fence(std::size_t from, std::size_t to) {
-    lane& a = lanes_[from];
-    lane& b = lanes_[to];
-    if (gpu::rt::error_t e = gpu::rt::set_device(a.device); e != gpu::rt::success)
-      return gpu_failure("selecting the device", a.device, e);
-    if (gpu::rt::error_t e = gpu::rt::event_record(a.fence, a.stream); e != gpu::rt::success)
-      return gpu_failure("recording an event", a.device, e);
-    if (gpu::rt::error_t e = gpu::rt::set_device(b.device); e != gpu::rt::success)
-      return gpu_failure("selecting the device", b.device, e);
-    if (gpu::rt::error_t e = gpu::rt::stream_wait_event(b.stream, a.fence); e != gpu::rt::success)
-      return gpu_failure("waiting on an event", b.device, e);
-    b.busy = true;
+    if (status s = gpu::fence(lanes_[from], lanes_[to]); !s) return s;
     stats_.records++;
     stats_.waits++;
     return {};
@@ -933,15 +422,12 @@ class gpu_executor {
   // Construction fills these through initialize(), so they come before init_.
   std::vector<int> device_of_;
   gpu_options options_;
-  std::vector<int> lane_of_rank_;
-  std::vector<lane> lanes_;
-  std::vector<device_scratch> scratch_;
-  std::vector<bool> peer_;
+  std::vector<gpu::lane> lanes_;
+  gpu::lane_layout layout_;
+  gpu::scratch_pool scratch_;
+  gpu::peer_map peers_;
+  gpu::program_cache programs_;
   std::vector<bool> timed_lane_;  // lanes the last run marked with timing events
-  int device_count_ = 0;
-
-  std::vector<program> programs_;
-  std::uint64_t clock_ = 0;
   gpu_run_stats stats_;
 
   status init_;  // last: initialize() runs in its initializer, after every member above exists

@@ -72,6 +72,11 @@ inline error_t stream_destroy(stream_t s) {
 inline error_t stream_synchronize(stream_t s) {
   return RELAY_RT(StreamSynchronize)(s);
 }
+// success when everything issued on s has finished, not_ready while work is pending.
+inline error_t stream_query(stream_t s) {
+  return RELAY_RT(StreamQuery)(s);
+}
+inline constexpr error_t not_ready = RELAY_RT(ErrorNotReady);
 inline error_t stream_wait_event(stream_t s, event_t e) {
   return RELAY_RT(StreamWaitEvent)(s, e, 0);
 }

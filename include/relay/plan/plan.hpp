@@ -46,6 +46,7 @@ struct plan_op {
   constexpr int issuer(std::span<const plan_operand> sources) const {
     return phase == phase::transfer ? sources[first_source].rank : dst.rank;
   }
+  friend constexpr bool operator==(const plan_op&, const plan_op&) = default;
 };
 
 // Operations [first, first + size) of `ops`: one phase of one step. Phases run in order; the
@@ -54,6 +55,7 @@ struct plan_phase {
   std::uint16_t step = 0;
   relay::phase phase = phase::transfer;
   std::uint32_t first = 0, size = 0;
+  friend constexpr bool operator==(const plan_phase&, const plan_phase&) = default;
 };
 
 struct plan {
@@ -74,6 +76,10 @@ struct plan {
   // Per physical rank: bytes of input and output it must provide (0 where it is no group's
   // active rank), and bytes of scratch the executor provides.
   std::vector<std::uint64_t> input_bytes, output_bytes, scratch_bytes;
+
+  // Equal plans issue the same operations on the same memory: what lets an executor reuse what
+  // it prepared for one (gpu/program_cache.hpp).
+  friend bool operator==(const plan&, const plan&) = default;
 
   int ranks() const { return spec.ranks; }
   int element_size() const { return size_of(type); }

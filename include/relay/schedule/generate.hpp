@@ -33,7 +33,10 @@ constexpr const char* spec_error(const schedule_spec& s) {
   if (!is_power_of_two(s.active)) return "the active count A must be a power of two (2, 4, 8, 16)";
   if (s.active > max_reduce_inputs) return "the active count A must be at most 16";
   if (s.ranks > max_ranks) return "the node size N must be at most 64";
-  if (s.active >= s.ranks) return "A must be smaller than N: a relay needs at least one helper";
+  if (s.active > s.ranks) return "A must be at most N";
+  // A = N leaves no helper: only the direct route, a plain collective of the whole node, exists.
+  if (s.active == s.ranks && s.route != route::direct)
+    return "A must be smaller than N: a relay needs at least one helper (A = N: route direct)";
   if (s.mode == mode::fused && s.ranks % s.active != 0)
     return "fused mode needs A to divide N: every rank is active in exactly one group";
   if (s.route == route::legacy && s.active != 2)
@@ -105,8 +108,10 @@ consteval auto make_schedule() {
   static_assert(is_power_of_two(S.active), "relay: the active count A must be a power of two");
   static_assert(S.active <= max_reduce_inputs, "relay: the active count A must be at most 16");
   static_assert(S.ranks <= max_ranks, "relay: the node size N must be at most 64");
-  static_assert(S.active < S.ranks,
-                "relay: A must be smaller than N: a relay needs at least one helper");
+  static_assert(S.active <= S.ranks, "relay: A must be at most N");
+  static_assert(S.active < S.ranks || S.route == route::direct,
+                "relay: A must be smaller than N: a relay needs at least one helper (A = N: route "
+                "direct)");
   static_assert(S.mode != mode::fused || S.ranks % S.active == 0,
                 "relay: fused mode needs A to divide N: every rank is active in exactly one group");
   static_assert(S.route != route::legacy || S.active == 2,

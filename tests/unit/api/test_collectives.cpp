@@ -38,6 +38,35 @@ TEST_CASE("allreduce of small integers, by hand", "[api]") {
   CHECK(send[0] == std::vector<std::int32_t>{1, 2, 3});  // out of place: inputs untouched
 }
 
+TEST_CASE("a group covering the node: the direct route, no helpers, by hand", "[api]") {
+  host_executor ex;
+  options direct;
+  direct.route = route::direct;
+  const std::vector<std::int64_t> counts{5};
+  // A = N = 4 allreduce, count 5 (not a multiple of 4: the last piece takes the remainder).
+  std::vector<std::vector<std::int32_t>> send{
+      {1, 2, 3, 4, 5}, {10, 20, 30, 40, 50}, {100, 200, 300, 400, 500}, {-1, -2, -3, -4, -5}};
+  std::vector<std::vector<std::int32_t>> recv(4, std::vector<std::int32_t>(5, -9));
+  REQUIRE(allreduce(ex, {{0, 1, 2, 3}}, views(send), views(recv), counts, dtype::int32,
+                    reduce_op::sum, direct)
+              .ok());
+  for (const auto& r : recv)
+    CHECK(r == std::vector<std::int32_t>{110, 220, 330, 440, 550});
+  // A = N = 2 all-gather, in place: rank k's input is slot k of its output.
+  std::vector<std::vector<std::int64_t>> buf{{7, 8, -1, -1}, {-1, -1, 9, 6}};
+  std::vector<buffer_view> out = views(buf), in = views(buf);
+  in[1].data = buf[1].data() + 2;
+  REQUIRE(
+      all_gather(ex, {{0, 1}}, in, out, std::vector<std::int64_t>{2}, dtype::int64, direct).ok());
+  CHECK(buf[0] == std::vector<std::int64_t>{7, 8, 9, 6});
+  CHECK(buf[1] == std::vector<std::int64_t>{7, 8, 9, 6});
+  // The relay route still needs a helper.
+  const status s =
+      allreduce(ex, {{0, 1, 2, 3}}, views(send), views(recv), counts, dtype::int32, reduce_op::sum);
+  CHECK(s.code() == errc::invalid_schedule);
+  CHECK(s.message().find("A = N: route direct") != std::string::npos);
+}
+
 TEST_CASE("integer AVG wraps in the type's width, then divides once (NCCL's semantics)", "[api]") {
   host_executor ex;
   // int8: 100 + 100 = 200 wraps to -56; -56 / 2 = -28. 7 + 2 = 9; 9 / 2 = 4 (truncated).

@@ -1,0 +1,117 @@
+// relay-bench -x nccl: the nccl transport (relay::nccl_executor), one rank per device, each rank a
+// thread of this process running its slice on its own stream, as a rank of a multi-process job
+// does. Timed by device events around each rank's part; the longest rank's time is the run's.
+// Compiled as GPU code (the transport launches relay's reduce kernel), so no {fmt} here.
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <sstream>
+
+#include "executor_backend.hpp"
+#include "measure.hpp"
+#include "relay/transport/nccl_executor.hpp"
+
+namespace relay::bench {
+
+namespace {
+
+class rank_event_timer : public timer {
+ public:
+  std::function<double()> device_seconds;  // the executors' last run, or -1
+
+  void start() override { begin_ = clock::now(); }
+  void stop() override { end_ = clock::now(); }
+  double seconds() override {
+    const double device = device_seconds ? device_seconds() : -1;
+    return device >= 0 ? device : std::chrono::duration<double>(end_ - begin_).count();
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  clock::time_point begin_{}, end_{};
+};
+
+class nccl_backend : public executor_backend<nccl_executor> {
+ public:
+  explicit nccl_backend(std::vector<int> device_of)
+      : executor_backend(
+            [device_of] {
+              nccl_executor_options o;
+              o.time_runs = true;
+              return std::make_unique<nccl_executor>(device_of, o);
+            },
+            std::make_unique<rank_event_timer>()),
+        device_of_(std::move(device_of)) {
+    static_cast<rank_event_timer&>(clock()).device_seconds = [this] {
+      double longest = -1;
+      for (const auto& e : last_executors())
+        longest = std::max(longest, e->last_run_seconds());
+      return longest;
+    };
+  }
+
+  std::string description() const override {
+    std::ostringstream text;
+    int version = 0;
+    (void)ncclGetVersion(&version);
+    text << "nccl: relay's nccl transport over NCCL " << version / 10000 << "."
+         << version / 100 % 100 << "." << version % 100 << ", " << device_of_.size()
+         << " ranks, a device and a thread each:";
+    for (std::size_t r = 0; r < device_of_.size(); ++r) {
+      std::string name;
+      (void)gpu::rt::device_name(name, device_of_[r]);
+      text << " " << r << "->" << device_of_[r] << " " << name;
+    }
+    text << "; timed by device events around each rank's part";
+    return text.str();
+  }
+
+  std::int64_t cache_bytes() const override {
+    std::int64_t total = 0;
+    for (int d : device_of_) {
+      int bytes = 0;
+#if defined(RELAY_GPU_CUDA)
+      (void)cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, d);
+#else
+      (void)hipDeviceGetAttribute(&bytes, hipDeviceAttributeL2CacheSize, d);
+#endif
+      total += bytes;
+    }
+    return total;
+  }
+
+ private:
+  std::vector<int> device_of_;
+};
+
+}  // namespace
+
+std::unique_ptr<backend> make_nccl_backend(int ranks, const std::vector<int>& devices,
+                                           std::string& why) {
+  std::vector<int> device_of = devices;
+  if (device_of.empty()) {
+    int count = 0;
+    if (gpu::rt::error_t e = gpu::rt::device_count(&count); e != gpu::rt::success || count == 0) {
+      why = e != gpu::rt::success ? "no usable GPU: " + gpu::rt::describe(e) : "no GPU";
+      return nullptr;
+    }
+    if (ranks > count) {
+      why = "NCCL puts one rank per device: " + std::to_string(ranks) + " ranks need " +
+            std::to_string(ranks) + " GPUs, " + std::to_string(count) + " visible";
+      return nullptr;
+    }
+    for (int r = 0; r < ranks; ++r)
+      device_of.push_back(r);
+  }
+  auto b = std::make_unique<nccl_backend>(device_of);
+  // The first executor exists now: its construction status says whether NCCL came up.
+  void* probe = b->allocate(0, 1);
+  if (probe == nullptr) {
+    why = "the nccl transport could not start (NCCL or the devices refused)";
+    return nullptr;
+  }
+  b->deallocate(0, probe);
+  return b;
+}
+
+}  // namespace relay::bench

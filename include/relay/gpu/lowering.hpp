@@ -1,0 +1,207 @@
+// Lowering: a plan, bound to the caller's memory, made into the work of each lane.
+//
+// A lane is one stream of the GPU executor (a device's or a rank's, gpu_options::streams). For
+// every phase of the plan, each lane gets the operations its ranks issue (a copy by its source
+// rank, a reduction by its own rank), with the byte ranges they read and write. Then the lanes
+// are ordered: a lane's work waits for another lane's earlier work only where the two conflict
+// (one writes bytes the other reads or writes, by address, so aliasing through in-place buffers
+// is seen too), and waits are pruned with vector clocks: a lane that is already ordered after a
+// later point of another lane does not wait again. Finally each work that some other work waits
+// on gets an event number on its lane.
+//
+// No GPU runtime here: the result is plain data that the program builder (gpu/program.hpp) turns
+// into descriptor lists and launches, and that CPU tests check (tests/unit/gpu/).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "relay/plan/plan.hpp"
+
+namespace relay::gpu {
+
+struct interval {
+  std::uintptr_t lo = 0, hi = 0;  // [lo, hi)
+};
+
+inline bool overlaps(std::span<const interval> a, std::span<const interval> b) {
+  for (const interval& x : a)
+    for (const interval& y : b)
+      if (x.lo < y.hi && y.lo < x.hi) return true;
+  return false;
+}
+
+// `bytes` from `src` on device `src_device` to `dst` on `dst_device`.
+struct lowered_copy {
+  const void* src = nullptr;
+  void* dst = nullptr;
+  std::uint64_t bytes = 0;
+  int src_device = 0, dst_device = 0;
+};
+
+// dst = (src[0] + ... + src[k-1]) [/ divisor], `count` elements.
+struct lowered_reduce {
+  void* dst = nullptr;
+  std::array<const void*, max_reduce_inputs> src{};
+  int k = 0;
+  std::uint64_t count = 0;
+  int divisor = 1;
+  std::uint32_t partial = 0;  // plan_op::partial_mask: operands stored as wider partial sums
+};
+
+// A lane's work in one phase: lowered_plan::phases[phase][slot].
+struct work_ref {
+  std::size_t phase = 0, slot = 0;
+  friend bool operator==(const work_ref&, const work_ref&) = default;
+};
+
+// One lane's share of one plan phase.
+struct lane_work {
+  int lane = 0;
+  std::vector<lowered_copy> copies;   // by the batched copy kernel (a push through peer access)
+  std::vector<lowered_copy> memcpys;  // by the runtime's peer memcpy
+  std::vector<lowered_reduce> reductions;
+  std::vector<interval> reads, writes;
+  std::vector<work_ref> waits;  // works on other lanes to wait for, before this one starts
+  std::vector<int> clock;       // per lane: the last work index this one is ordered after
+  bool record = false;          // some later work waits on this one
+  int event = -1;               // its event on its lane, where `record`
+};
+
+// Where ranks run and how copies between devices go.
+struct lane_layout {
+  std::vector<int> lane_of_rank;    // per rank
+  std::vector<int> device_of_rank;  // per rank
+  int lanes = 0;
+  // Per (source device, destination device), devices * devices entries: a copy between them
+  // may use the copy kernel (peer access, and copy_engine::kernel); else a peer memcpy.
+  std::vector<bool> kernel_copy;
+  int devices = 0;
+
+  bool by_kernel(int from, int to) const {
+    return kernel_copy[static_cast<std::size_t>(from * devices + to)];
+  }
+};
+
+// The caller's buffers and the executor's scratch areas, per rank.
+struct bound_memory {
+  std::span<const buffer_view> inputs, outputs;
+  std::span<unsigned char* const> scratch;
+
+  unsigned char* address(const plan_operand& o) const {
+    const auto r = static_cast<std::size_t>(o.rank);
+    unsigned char* b = o.buf == buffer::input    ? static_cast<unsigned char*>(inputs[r].data)
+                       : o.buf == buffer::output ? static_cast<unsigned char*>(outputs[r].data)
+                                                 : scratch[r];
+    return b + o.offset;
+  }
+};
+
+struct lowered_plan {
+  std::vector<std::vector<lane_work>> phases;  // per plan phase, the lanes with work in it
+  std::vector<int> events;                     // per lane: events its works record
+  std::vector<bool> uses_lane;                 // per lane: some work runs on it
+};
+
+namespace detail {
+
+inline interval span_of(const void* p, std::uint64_t bytes) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  return {a, a + static_cast<std::uintptr_t>(bytes)};
+}
+
+}  // namespace detail
+
+// 1. Each phase's operations, split by lane; operations of no elements vanish.
+inline std::vector<std::vector<lane_work>> split_by_lane(const plan& p, const lane_layout& at,
+                                                         const bound_memory& mem) {
+  std::vector<std::vector<lane_work>> phases(p.phases.size());
+  for (std::size_t ph = 0; ph < p.phases.size(); ++ph) {
+    std::vector<int> slot(static_cast<std::size_t>(at.lanes), -1);
+    for (const plan_op& o : p.ops_of(p.phases[ph])) {
+      if (o.count == 0) continue;
+      const std::span<const plan_operand> srcs = p.sources_of(o);
+      const int issuer = o.issuer(p.sources);  // the whole pool: issuer() indexes it
+      const auto l = static_cast<std::size_t>(at.lane_of_rank[static_cast<std::size_t>(issuer)]);
+      if (slot[l] < 0) {
+        slot[l] = static_cast<int>(phases[ph].size());
+        phases[ph].push_back({});
+        phases[ph].back().lane = static_cast<int>(l);
+      }
+      lane_work& w = phases[ph][static_cast<std::size_t>(slot[l])];
+      const std::uint64_t bytes = o.count * static_cast<std::uint64_t>(p.dst_width(o));
+      unsigned char* dst = mem.address(o.dst);
+      w.writes.push_back(detail::span_of(dst, bytes));
+      std::array<const void*, max_reduce_inputs> ptrs{};
+      for (std::size_t s = 0; s < srcs.size(); ++s) {
+        ptrs[s] = mem.address(srcs[s]);
+        w.reads.push_back(
+            detail::span_of(ptrs[s], o.count * static_cast<std::uint64_t>(p.source_width(o, s))));
+      }
+      if (o.phase == phase::transfer) {
+        const int from = at.device_of_rank[srcs[0].rank];
+        const int to = at.device_of_rank[o.dst.rank];
+        (at.by_kernel(from, to) ? w.copies : w.memcpys).push_back({ptrs[0], dst, bytes, from, to});
+      } else {
+        w.reductions.push_back({dst, ptrs, o.source_count, o.count, o.finalize ? p.divisor : 1,
+                                o.partial_mask});
+      }
+    }
+  }
+  return phases;
+}
+
+// 2. Dependencies between lanes: each work waits for the newest conflicting work of every other
+// lane that its lane is not already ordered after.
+inline void order_lanes(std::vector<std::vector<lane_work>>& phases, int lane_count) {
+  const auto lanes = static_cast<std::size_t>(lane_count);
+  std::vector<std::vector<int>> clock(lanes, std::vector<int>(lanes, -1));
+  std::vector<std::vector<work_ref>> done(lanes);  // per lane: its works so far, in order
+  for (std::size_t ph = 0; ph < phases.size(); ++ph) {
+    for (std::size_t wi = 0; wi < phases[ph].size(); ++wi) {
+      lane_work& w = phases[ph][wi];
+      const auto l = static_cast<std::size_t>(w.lane);
+      std::vector<int>& mine = clock[l];
+      for (std::size_t m = 0; m < lanes; ++m) {
+        if (m == l) continue;
+        for (int k = static_cast<int>(done[m].size()) - 1; k > mine[m]; --k) {
+          const work_ref ref = done[m][static_cast<std::size_t>(k)];
+          lane_work& other = phases[ref.phase][ref.slot];
+          if (overlaps(other.writes, w.reads) || overlaps(other.writes, w.writes) ||
+              overlaps(other.reads, w.writes)) {
+            other.record = true;
+            w.waits.push_back(ref);
+            for (std::size_t x = 0; x < lanes; ++x)
+              mine[x] = std::max(mine[x], other.clock[x]);
+            break;
+          }
+        }
+      }
+      mine[l] = static_cast<int>(done[l].size());
+      w.clock = mine;
+      done[l].push_back({ph, wi});
+    }
+  }
+}
+
+// The whole lowering: split, order, then number the events each lane records.
+inline lowered_plan lower(const plan& p, const lane_layout& at, const bound_memory& mem) {
+  lowered_plan out;
+  out.phases = split_by_lane(p, at, mem);
+  order_lanes(out.phases, at.lanes);
+  out.events.assign(static_cast<std::size_t>(at.lanes), 0);
+  out.uses_lane.assign(static_cast<std::size_t>(at.lanes), false);
+  for (auto& works : out.phases)
+    for (lane_work& w : works) {
+      const auto l = static_cast<std::size_t>(w.lane);
+      out.uses_lane[l] = true;
+      if (w.record) w.event = out.events[l]++;
+    }
+  return out;
+}
+
+}  // namespace relay::gpu

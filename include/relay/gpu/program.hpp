@@ -1,0 +1,182 @@
+// A program: a lowered plan (gpu/lowering.hpp) made ready to issue. Each lane's copy and reduce
+// descriptors (gpu/kernels.hpp) go to the device once, in one allocation per lane; the actions
+// list every wait, launch, memcpy and record in issue order, so a run only walks the list.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "relay/core/dtype.hpp"
+#include "relay/core/status.hpp"
+#include "relay/gpu/handles.hpp"
+#include "relay/gpu/kernels.hpp"
+#include "relay/gpu/lowering.hpp"
+#include "relay/gpu/runtime.hpp"
+#include "relay/plan/plan.hpp"
+
+namespace relay::gpu {
+
+struct action {
+  enum class kind : unsigned char { wait, record, copy, reduce, memcpy } what = kind::wait;
+  int lane = 0;
+  int event_lane = 0, event = 0;  // wait, record
+  const void* descs = nullptr;    // copy, reduce: device address
+  std::uint32_t count = 0;
+  std::uint64_t tiles = 0;
+  lowered_copy copy{};  // memcpy
+};
+
+// A plan prepared for one set of buffers.
+struct program {
+  plan key;
+  std::vector<buffer_view> in, out;
+  std::vector<void*> descs;  // per lane, device memory or null
+  std::vector<action> actions;
+  std::vector<bool> uses_lane;
+  std::uint64_t last_use = 0;
+  // Copies with the evict-first hints, where nothing reduces what they bring: side by side the
+  // hints made all-gather faster but allreduce and reduce-scatter slower, their reductions
+  // reading what the copies had just pushed out of L2 (bench/results/2026-11-29-h200-copy-kernel/).
+  bool streaming_copies = true;
+};
+
+// Frees the program's descriptor lists (changes the current device).
+inline void free_program(program& g, std::span<const lane> lanes) {
+  for (std::size_t l = 0; l < g.descs.size(); ++l)
+    if (g.descs[l] != nullptr) {
+      (void)rt::set_device(lanes[l].device);
+      (void)rt::free(g.descs[l]);
+      g.descs[l] = nullptr;
+    }
+}
+
+namespace detail {
+
+constexpr std::size_t round_up(std::size_t x, std::size_t a) {
+  return (x + a - 1) / a * a;
+}
+
+// Appends n bytes at the next 16-byte boundary of h; returns where they went.
+inline std::size_t append(std::vector<unsigned char>& h, const void* data, std::size_t n) {
+  const std::size_t at = round_up(h.size(), 16);
+  h.resize(at + n);
+  if (n != 0) std::memcpy(h.data() + at, data, n);
+  return at;
+}
+
+}  // namespace detail
+
+// Builds `prog` from `low` for the plan `p` bound to `in`/`out`: descriptor lists uploaded per
+// lane, the reduce kernel's occupancy known on every lane, the events the works record created,
+// the actions in issue order (phase by phase, so that every event is recorded before anything
+// waits on it). On failure frees what it allocated.
+inline status build_program(const plan& p, std::span<const buffer_view> in,
+                            std::span<const buffer_view> out, const lowered_plan& low,
+                            std::span<lane> lanes, program& prog) {
+  constexpr std::uint64_t tile_units = default_block * default_unroll;
+  const std::size_t n = lanes.size();
+  struct placed {
+    std::size_t copy_offset = 0, reduce_offset = 0;
+    std::uint64_t copy_tiles = 0, reduce_tiles = 0;
+    std::uint32_t copies = 0, reductions = 0;
+  };
+  std::vector<std::vector<placed>> where(low.phases.size());
+  std::vector<std::vector<unsigned char>> host(n);
+  for (std::size_t ph = 0; ph < low.phases.size(); ++ph)
+    for (const lane_work& w : low.phases[ph]) {
+      std::vector<copy_desc> copies;
+      for (const lowered_copy& c : w.copies)
+        copies.push_back(make_copy(c.src, c.dst, c.bytes));
+      std::vector<reduce_desc> reductions;
+      for (const lowered_reduce& r : w.reductions)
+        reductions.push_back(
+            make_reduce(r.dst, r.src.data(), r.k, r.count, p.element_size(), r.divisor, r.partial));
+      placed at;
+      at.copies = static_cast<std::uint32_t>(copies.size());
+      at.reductions = static_cast<std::uint32_t>(reductions.size());
+      at.copy_tiles = assign_tiles(copies.data(), copies.size(), tile_units);
+      at.reduce_tiles = assign_tiles(reductions.data(), reductions.size(), tile_units);
+      auto& h = host[static_cast<std::size_t>(w.lane)];
+      at.copy_offset = detail::append(h, copies.data(), copies.size() * sizeof(copy_desc));
+      at.reduce_offset =
+          detail::append(h, reductions.data(), reductions.size() * sizeof(reduce_desc));
+      where[ph].push_back(at);
+    }
+
+  prog.descs.assign(n, nullptr);
+  auto fail = [&](const char* what, int device, rt::error_t e) {
+    free_program(prog, lanes);
+    return failure(what, device, e);
+  };
+  for (std::size_t l = 0; l < n; ++l) {
+    lane& ln = lanes[l];
+    if (rt::error_t e = rt::set_device(ln.device); e != rt::success)
+      return fail("selecting the device", ln.device, e);
+    if (!host[l].empty()) {
+      if (rt::error_t e = rt::malloc(&prog.descs[l], host[l].size()); e != rt::success) {
+        prog.descs[l] = nullptr;
+        return fail("allocating the operation lists", ln.device, e);
+      }
+      if (rt::error_t e = rt::memcpy(prog.descs[l], host[l].data(), host[l].size());
+          e != rt::success)
+        return fail("uploading the operation lists", ln.device, e);
+    }
+    int& blocks = ln.reduce_blocks[static_cast<std::size_t>(p.type)];
+    if (blocks == 0) {
+      const rt::error_t e = visit_dtype(p.type, [&](auto x) {
+        using T = decltype(x);
+        return resident_blocks(&blocks, batched_reduce_kernel<T>, default_block, ln.device);
+      });
+      if (e != rt::success) return fail("querying the reduce kernel's occupancy", ln.device, e);
+    }
+    if (status s = reserve_events(ln, static_cast<std::size_t>(low.events[l])); !s) {
+      free_program(prog, lanes);
+      return s;
+    }
+  }
+
+  using kind = action::kind;
+  for (std::size_t ph = 0; ph < low.phases.size(); ++ph)
+    for (std::size_t slot = 0; slot < low.phases[ph].size(); ++slot) {
+      const lane_work& w = low.phases[ph][slot];
+      const placed& at = where[ph][slot];
+      for (const work_ref& ref : w.waits) {
+        const lane_work& other = low.phases[ref.phase][ref.slot];
+        prog.actions.push_back(
+            {.what = kind::wait, .lane = w.lane, .event_lane = other.lane, .event = other.event});
+      }
+      const auto* base =
+          static_cast<const unsigned char*>(prog.descs[static_cast<std::size_t>(w.lane)]);
+      if (at.copies != 0)
+        prog.actions.push_back({.what = kind::copy,
+                                .lane = w.lane,
+                                .descs = base + at.copy_offset,
+                                .count = at.copies,
+                                .tiles = at.copy_tiles});
+      for (const lowered_copy& c : w.memcpys)
+        prog.actions.push_back({.what = kind::memcpy, .lane = w.lane, .copy = c});
+      if (at.reductions != 0)
+        prog.actions.push_back({.what = kind::reduce,
+                                .lane = w.lane,
+                                .descs = base + at.reduce_offset,
+                                .count = at.reductions,
+                                .tiles = at.reduce_tiles});
+      if (w.record)
+        prog.actions.push_back(
+            {.what = kind::record, .lane = w.lane, .event_lane = w.lane, .event = w.event});
+    }
+  prog.uses_lane = low.uses_lane;
+  prog.key = p;
+  prog.streaming_copies = std::none_of(p.phases.begin(), p.phases.end(), [](const plan_phase& x) {
+    return x.phase == phase::reduce;
+  });
+  prog.in.assign(in.begin(), in.end());
+  prog.out.assign(out.begin(), out.end());
+  return {};
+}
+
+}  // namespace relay::gpu

@@ -1,0 +1,78 @@
+// The programs an executor keeps for reuse (a training step alternates collectives): looked up by
+// an equal plan and the same buffers, the least recently used one out when full.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "relay/core/status.hpp"
+#include "relay/gpu/handles.hpp"
+#include "relay/gpu/program.hpp"
+#include "relay/plan/plan.hpp"
+
+namespace relay::gpu {
+
+namespace detail {
+
+inline bool same_views(std::span<const buffer_view> a, std::span<const buffer_view> b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const buffer_view& x, const buffer_view& y) {
+                      return x.data == y.data && x.bytes == y.bytes;
+                    });
+}
+
+}  // namespace detail
+
+class program_cache {
+ public:
+  explicit program_cache(int capacity = 8) : capacity_(std::max(capacity, 1)) {}
+
+  // The program prepared for `p` on these buffers, or null; marks it used.
+  program* find(const plan& p, std::span<const buffer_view> in, std::span<const buffer_view> out) {
+    for (program& g : programs_)
+      if (detail::same_views(in, g.in) && detail::same_views(out, g.out) && g.key == p) {
+        g.last_use = ++clock_;
+        return &g;
+      }
+    return nullptr;
+  }
+
+  // Room for one more: when full, evicts the least recently used program after wait() (a
+  // status), since work in flight may still read its lists.
+  template <class Wait>
+  status make_room(std::span<const lane> lanes, Wait&& wait) {
+    if (programs_.size() < static_cast<std::size_t>(capacity_)) return {};
+    if (status s = wait(); !s) return s;
+    const auto oldest = std::min_element(
+        programs_.begin(), programs_.end(),
+        [](const program& a, const program& b) { return a.last_use < b.last_use; });
+    free_program(*oldest, lanes);
+    programs_.erase(oldest);
+    return {};
+  }
+
+  program& insert(program&& g) {
+    g.last_use = ++clock_;
+    programs_.push_back(std::move(g));
+    return programs_.back();
+  }
+
+  // Frees every program (nothing in flight may use them).
+  void clear(std::span<const lane> lanes) {
+    for (program& g : programs_)
+      free_program(g, lanes);
+    programs_.clear();
+  }
+  std::size_t size() const { return programs_.size(); }
+
+ private:
+  std::vector<program> programs_;
+  std::uint64_t clock_ = 0;
+  int capacity_ = 8;
+};
+
+}  // namespace relay::gpu

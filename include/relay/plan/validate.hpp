@@ -1,0 +1,116 @@
+// The one check every executor and transport makes of a plan before it issues anything.
+//
+// make_plan's plans pass it by construction (check/ proves their schedules), but a plan is a plain
+// struct a caller may build or edit, and an executor indexes memory with its offsets: so the
+// structure is checked once here, the same way everywhere, rather than trusted by one executor
+// and re-derived by another. validate_plan(p) is the part a rank can check alone (a rank-local
+// transport sees only its own buffers); validate_plan(p, in, out) adds the caller's buffers.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "relay/core/status.hpp"
+#include "relay/plan/buffers.hpp"
+#include "relay/plan/plan.hpp"
+
+namespace relay {
+
+namespace detail {
+
+constexpr const char* buffer_name(buffer b) {
+  return b == buffer::input ? "input" : b == buffer::output ? "output" : "scratch";
+}
+
+inline std::uint64_t area_bytes(const plan& p, const plan_operand& o) {
+  const auto r = static_cast<std::size_t>(o.rank);
+  return o.buf == buffer::input    ? p.input_bytes[r]
+         : o.buf == buffer::output ? p.output_bytes[r]
+                                   : p.scratch_bytes[r];
+}
+
+// `count` elements of `width` bytes (the element size, or plan::partial_size for a partial sum)
+// at `o` lie inside the rank's area and start on an element.
+inline status check_operand(const plan& p, const plan_operand& o, std::uint64_t count,
+                            std::size_t op, int width) {
+  const std::string where = "plan op " + std::to_string(op) + ": ";
+  if (o.rank >= p.ranks())
+    return {errc::invalid_schedule, where + "rank " + std::to_string(o.rank) + " out of range"};
+  const auto esize = static_cast<std::uint64_t>(width);
+  const std::uint64_t size = area_bytes(p, o);
+  if (o.offset % esize != 0)
+    return {errc::invalid_schedule, where + "offset " + std::to_string(o.offset) + " in the " +
+                                        buffer_name(o.buf) + " of rank " + std::to_string(o.rank) +
+                                        " is not on a " + std::to_string(esize) + "-byte element"};
+  if (o.offset > size || count > (size - o.offset) / esize)
+    return {errc::invalid_schedule, where + "bytes from " + std::to_string(o.offset) + ", " +
+                                        std::to_string(count) + " elements of " +
+                                        std::to_string(esize) + ", lie outside the " +
+                                        buffer_name(o.buf) + " of rank " + std::to_string(o.rank) +
+                                        " (" + std::to_string(size) + " bytes)"};
+  return {};
+}
+
+}  // namespace detail
+
+// The plan's own structure: sizes per rank, groups, phases, every operation's sources and
+// operands in range, reductions local to their rank.
+inline status validate_plan(const plan& p) {
+  if (p.ranks() < 1 || p.ranks() > max_ranks)
+    return {errc::invalid_schedule, "the plan has " + std::to_string(p.ranks()) + " ranks; 1.." +
+                                        std::to_string(max_ranks) + " are allowed"};
+  const auto n = static_cast<std::size_t>(p.ranks());
+  if (p.input_bytes.size() != n || p.output_bytes.size() != n || p.scratch_bytes.size() != n)
+    return {errc::invalid_schedule, "the plan's per-rank sizes do not have one entry per rank"};
+  if (static_cast<unsigned>(p.type) >= all_dtypes.size())
+    return {errc::unsupported, "the plan's dtype is unknown"};
+  if (p.divisor < 1) return {errc::invalid_schedule, "the plan's divisor must be at least 1"};
+  if (p.partial_size < p.element_size())
+    return {errc::invalid_schedule, "the plan's partial sums are narrower than its elements"};
+  if (p.counts.size() != p.groups.size())
+    return {errc::invalid_schedule, "the plan has " + std::to_string(p.groups.size()) +
+                                        " groups but " + std::to_string(p.counts.size()) +
+                                        " counts"};
+  for (std::size_t g = 0; g < p.groups.size(); ++g)
+    for (int r : p.groups[g])
+      if (r < 0 || r >= p.ranks())
+        return {errc::invalid_schedule, "group " + std::to_string(g) + " names rank " +
+                                            std::to_string(r) + ", out of range"};
+  for (std::size_t i = 0; i < p.phases.size(); ++i) {
+    const plan_phase& ph = p.phases[i];
+    if (std::uint64_t{ph.first} + ph.size > p.ops.size())
+      return {errc::invalid_schedule, "plan phase " + std::to_string(i) + " names missing ops"};
+    for (const plan_op& o : p.ops_of(ph))
+      if (o.phase != ph.phase || o.step != ph.step)
+        return {errc::invalid_schedule,
+                "plan phase " + std::to_string(i) + " holds an op of another step or phase"};
+  }
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const plan_op& o = p.ops[i];
+    const bool copy = o.phase == phase::transfer;
+    if (o.source_count < 1 || o.source_count > max_reduce_inputs || (copy && o.source_count != 1) ||
+        std::uint64_t{o.first_source} + o.source_count > p.sources.size())
+      return {errc::invalid_schedule, "plan op " + std::to_string(i) + " has a bad source list"};
+    if (status s = detail::check_operand(p, o.dst, o.count, i, p.dst_width(o)); !s) return s;
+    for (std::size_t k = 0; k < o.source_count; ++k) {
+      const plan_operand& src = p.sources[o.first_source + k];
+      if (status s = detail::check_operand(p, src, o.count, i, p.source_width(o, k)); !s)
+        return s;
+      if (!copy && src.rank != o.dst.rank)
+        return {errc::invalid_schedule,
+                "plan op " + std::to_string(i) + ": a reduction reads another rank's memory"};
+    }
+  }
+  return {};
+}
+
+// The plan and the caller's buffers for a run of it (buffers.hpp: presence, size, alignment,
+// in-place layout, overlaps).
+inline status validate_plan(const plan& p, std::span<const buffer_view> inputs,
+                            std::span<const buffer_view> outputs) {
+  if (status s = validate_plan(p); !s) return s;
+  return validate_buffers(p, inputs, outputs);
+}
+
+}  // namespace relay

@@ -1,0 +1,430 @@
+// Transport `nccl`: this rank's slice of a plan through NCCL (NVIDIA) or RCCL (AMD, the same API
+// under its own header) point-to-point, the reductions as relay's kernels, all on the caller's
+// stream. NCCL puts one rank per device.
+//
+//   std::unique_ptr<relay::nccl_transport> t;
+//   relay::status s = relay::nccl_transport::create(boot, device, t);   // collective
+//   // or, inside a library that has a communicator already:
+//   auto t = relay::nccl_transport::over(comm, device);
+//
+// How a call runs (transport.hpp has the contract): each phase of the slice in order. A transfer
+// phase is ncclGroupStart, this rank's sends (its issued copies into peers) and receives (the
+// slice's receives), ncclGroupEnd, then its copies within its own memory; a reduce phase is one
+// launch of the batched reduce kernel over the phase's reductions. Everything is enqueued on
+// call.stream and run() returns without waiting for the device.
+//
+// Why the slice's waits need nothing here: NCCL starts a receive only when the receiver's stream
+// reaches it, so a peer's push cannot land before this rank finished its earlier phases (WAR,
+// WAW, entry), and a receive completes before anything later on this rank's stream (RAW, exit).
+// Both ranks of a pair list their sends and receives in plan order, which is the order NCCL
+// matches them in; every rank walks the plan's phases in the same order, so groups match.
+//
+// In place (placement::in_place): call.p is the out-of-place plan, which must not read an input
+// that its own output writes over. The transport copies the rank's input into its own staging
+// area on the stream first and runs the plan from there: one local copy of the input.
+//
+// Failures. With nccl_config::check_every_call (the default) every rank exchanges, through the
+// bootstrap, whether its buffers are valid and the call's fingerprint before it enqueues
+// anything; a rank with invalid buffers or a disagreeing fingerprint makes every rank return an
+// error (peer_error / mismatch naming the ranks) with nothing enqueued and no user memory
+// touched. This is a host round trip per call, overlapping the device's work on earlier calls.
+// Without it (check_every_call = false, for callers that validate arguments themselves), a rank
+// with invalid buffers runs the protocol on its staging memory instead, so its peers never hang,
+// and returns its error; the peers cannot learn of it. NCCL operations already enqueued cannot
+// time out from here: a peer that dies mid-call leaves them to NCCL's own error handling
+// (ncclCommGetAsyncError; broken() reports it).
+//
+// Only code compiled by nvcc or hipcc may include this header.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "relay/bootstrap/bootstrap.hpp"
+#include "relay/core/status.hpp"
+#include "relay/gpu/handles.hpp"
+#include "relay/gpu/kernels.hpp"
+#include "relay/gpu/runtime.hpp"
+#include "relay/plan/slice.hpp"
+#include "relay/plan/validate.hpp"
+#include "relay/transport/transport.hpp"
+
+#if defined(RELAY_GPU_HIP)
+#include <rccl/rccl.h>
+#else
+#include <nccl.h>
+#endif
+
+namespace relay {
+
+namespace detail {
+
+inline status nccl_failure(const char* what, ncclResult_t r) {
+  return {errc::gpu_error, std::string(what) + " failed: " + ncclGetErrorString(r)};
+}
+
+}  // namespace detail
+
+struct nccl_config {
+  // Exchange every call's local status and fingerprint through the bootstrap (see above).
+  bool check_every_call = true;
+};
+
+class nccl_transport final : public transport {
+ public:
+  // Over an existing communicator of the node's ranks (relay rank r = NCCL rank r), which stays
+  // the caller's. `boot` serves the per-call check (nccl_bootstrap over the same communicator
+  // will do); null turns the check off.
+  static std::unique_ptr<nccl_transport> over(ncclComm_t comm, int device,
+                                              std::shared_ptr<bootstrap> boot = nullptr,
+                                              nccl_config config = {}) {
+    if (!boot) config.check_every_call = false;
+    return std::unique_ptr<nccl_transport>(
+        new nccl_transport(comm, false, device, std::move(boot), config));
+  }
+
+  // Creates a communicator of boot.size() ranks through the bootstrap: rank 0's unique id goes
+  // to every rank (collective: every rank calls it).
+  static status create(std::shared_ptr<bootstrap> boot, int device,
+                       std::unique_ptr<nccl_transport>& out, nccl_config config = {},
+                       milliseconds timeout = milliseconds{30'000}) {
+    ncclUniqueId id{};
+    if (boot->rank() == 0)
+      if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
+        return detail::nccl_failure("ncclGetUniqueId", r);
+    std::vector<std::vector<std::byte>> all;
+    std::array<std::byte, sizeof(id)> mine{};
+    std::memcpy(mine.data(), &id, sizeof(id));
+    if (status s = boot->all_gather(mine, all, timeout); !s) return s;
+    if (all[0].size() != sizeof(id))
+      return {errc::mismatch, "rank 0 sent an NCCL unique id of " + std::to_string(all[0].size()) +
+                                  " bytes, not " + std::to_string(sizeof(id))};
+    std::memcpy(&id, all[0].data(), sizeof(id));
+    const gpu::device_guard keep;
+    if (gpu::rt::error_t e = gpu::rt::set_device(device); e != gpu::rt::success)
+      return gpu::failure("selecting the device", device, e);
+    ncclComm_t comm = nullptr;
+    if (ncclResult_t r = ncclCommInitRank(&comm, boot->size(), id, boot->rank()); r != ncclSuccess)
+      return detail::nccl_failure("ncclCommInitRank", r);
+    out.reset(new nccl_transport(comm, true, device, std::move(boot), config));
+    return {};
+  }
+
+  nccl_transport(const nccl_transport&) = delete;
+  nccl_transport& operator=(const nccl_transport&) = delete;
+  ~nccl_transport() override {
+    const gpu::device_guard keep;
+    (void)gpu::rt::set_device(device_);
+    (void)gpu::rt::device_synchronize();
+    release();
+    if (owns_ && comm_ != nullptr) (void)ncclCommDestroy(comm_);
+  }
+
+  std::string_view name() const override { return "nccl"; }
+  ncclComm_t comm() const { return comm_; }
+  int device() const { return device_; }
+
+  bool broken() const override {
+    if (broken_) return true;
+    ncclResult_t async = ncclSuccess;
+    return ncclCommGetAsyncError(comm_, &async) != ncclSuccess || async != ncclSuccess;
+  }
+
+  status run(const call_context& call) override {
+    if (broken_) return {errc::gpu_error, "the nccl transport failed earlier and is unusable"};
+    if (call.p == nullptr || call.slice == nullptr)
+      return {errc::invalid_argument, "the call has no plan or no slice"};
+    const plan& p = *call.p;
+    const int me = call.slice->rank;
+    if (status s = validate_plan(p); !s) return s;  // the same everywhere: all ranks refuse
+    if (me < 0 || me >= p.ranks())
+      return {errc::invalid_argument, "the slice's rank is not in the plan"};
+    if (call.p->in_place)
+      return {errc::invalid_argument, "the nccl transport runs the out-of-place plan of a call"};
+    if (config_.check_every_call)
+      if (status s = check_peers(call); !s) return s;
+    const gpu::device_guard keep;
+    if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
+      return gpu::failure("selecting the device", device_, e);
+    const auto stream = static_cast<gpu::rt::stream_t>(call.stream);
+    const auto r = static_cast<std::size_t>(me);
+    // Without the check, a rank with bad buffers still serves its peers, from its own memory.
+    const bool stand_in = !call.local;
+    const bool staged = stand_in || call.placement == placement::in_place;
+    if (status s = reserve(p.scratch_bytes[r], staged ? p.input_bytes[r] : 0,
+                           stand_in ? p.output_bytes[r] : 0);
+        !s)
+      return s;
+    bound b;
+    b.input = staged ? staging_ : static_cast<unsigned char*>(call.send.data);
+    b.output = stand_in ? stand_in_output_ : static_cast<unsigned char*>(call.recv.data);
+    b.scratch = scratch_;
+    if (call.placement == placement::in_place && !stand_in && p.input_bytes[r] > 0)
+      if (gpu::rt::error_t e =
+              gpu::rt::memcpy_async(staging_, call.send.data, p.input_bytes[r], stream);
+          e != gpu::rt::success)
+        return fail(gpu::failure("staging the in-place input", device_, e));
+    const reduce_lists* lists = nullptr;
+    if (status s = reductions(p, *call.slice, b, lists); !s) return s;
+    // Bytes per element a copy moves: partial sums may be wider than elements.
+    auto width = [&](const plan_op& o) { return static_cast<std::uint64_t>(p.dst_width(o)); };
+    auto address = [&](const plan_operand& o) {
+      unsigned char* base = o.buf == buffer::input    ? b.input
+                            : o.buf == buffer::output ? b.output
+                                                      : b.scratch;
+      return base + o.offset;
+    };
+    std::size_t reduce_phase = 0;
+    for (const slice_phase& sp : call.slice->phases) {
+      if (sp.kind == phase::reduce) {
+        const reduce_lists::phase_list& l = lists->phases[reduce_phase++];
+        if (l.count == 0) continue;
+        const gpu::rt::error_t e = visit_dtype(p.type, [&](auto x) {
+          using T = decltype(x);
+          return gpu::rt::launch(gpu::batched_reduce_kernel<T>, grid(l.tiles, p.type),
+                                 gpu::default_block, stream, l.descs, l.count, l.tiles);
+        });
+        if (e != gpu::rt::success)
+          return fail(gpu::failure("launching the batched reduce kernel", device_, e));
+        continue;
+      }
+      if (ncclResult_t e = ncclGroupStart(); e != ncclSuccess)
+        return fail(detail::nccl_failure("ncclGroupStart", e));
+      ncclResult_t first = ncclSuccess;
+      for (std::uint32_t i : sp.issued) {
+        const plan_op& o = p.ops[i];
+        if (o.count == 0 || o.dst.rank == me) continue;
+        const ncclResult_t e = ncclSend(address(p.sources_of(o)[0]), o.count * width(o), ncclUint8,
+                                        o.dst.rank, comm_, stream);
+        if (first == ncclSuccess) first = e;
+      }
+      for (const slice_receive& rc : sp.receives) {
+        if (rc.count == 0) continue;
+        const ncclResult_t e =
+            ncclRecv(address(rc.dst), rc.count * width(p.ops[rc.op]), ncclUint8, rc.peer, comm_, stream);
+        if (first == ncclSuccess) first = e;
+      }
+      const ncclResult_t end = ncclGroupEnd();
+      if (first != ncclSuccess) return fail(detail::nccl_failure("ncclSend/ncclRecv", first));
+      if (end != ncclSuccess) return fail(detail::nccl_failure("ncclGroupEnd", end));
+      for (std::uint32_t i : sp.issued) {
+        const plan_op& o = p.ops[i];
+        if (o.count == 0 || o.dst.rank != me) continue;
+        const unsigned char* src = address(p.sources_of(o)[0]);
+        unsigned char* dst = address(o.dst);
+        if (src == dst) continue;
+        if (gpu::rt::error_t e = gpu::rt::memcpy_async(dst, src, o.count * width(o), stream);
+            e != gpu::rt::success)
+          return fail(gpu::failure("a copy within the rank", device_, e));
+      }
+    }
+    return stand_in ? call.local : status{};
+  }
+
+  // Frees the staging and scratch memory and the cached reduction lists (waits for the device).
+  void release() {
+    const gpu::device_guard keep;
+    (void)gpu::rt::set_device(device_);
+    (void)gpu::rt::device_synchronize();
+    for (reduce_lists& l : lists_)
+      (void)gpu::rt::free(l.device);
+    lists_.clear();
+    if (memory_ != nullptr) (void)gpu::rt::free(memory_);
+    memory_ = nullptr;
+    capacity_ = 0;
+    scratch_ = staging_ = stand_in_output_ = nullptr;
+  }
+
+ private:
+  // Where the plan's three buffers of this rank are for one call.
+  struct bound {
+    unsigned char *input = nullptr, *output = nullptr, *scratch = nullptr;
+    friend bool operator==(const bound&, const bound&) = default;
+  };
+  // The reductions of every reduce phase of the slice, uploaded once per plan and buffers.
+  struct reduce_lists {
+    struct phase_list {
+      const gpu::reduce_desc* descs = nullptr;
+      std::uint32_t count = 0;
+      std::uint64_t tiles = 0;
+    };
+    plan key;
+    bound at;
+    void* device = nullptr;
+    std::vector<phase_list> phases;
+    std::uint64_t last_use = 0;
+  };
+  static constexpr std::size_t cached_lists = 16;
+
+  nccl_transport(ncclComm_t comm, bool owns, int device, std::shared_ptr<bootstrap> boot,
+                 nccl_config config)
+      : comm_(comm), owns_(owns), device_(device), boot_(std::move(boot)), config_(config) {}
+
+  status fail(status s) {
+    broken_ = true;  // part of a call may be enqueued: the ranks may be out of step
+    return s;
+  }
+
+  // Every rank's local status and fingerprint, compared before anything is enqueued.
+  status check_peers(const call_context& call) {
+    // 8 bytes of fingerprint, then 1 when this rank's buffers are valid.
+    std::array<std::byte, sizeof(std::uint64_t) + 1> bytes{};
+    std::memcpy(bytes.data(), &call.fingerprint, sizeof(std::uint64_t));
+    bytes.back() = call.local ? std::byte{1} : std::byte{0};
+    std::vector<std::vector<std::byte>> all;
+    if (status s = boot_->all_gather(bytes, all, call.timeout); !s) return s;
+    std::string bad, differ;
+    std::uint64_t first = 0;
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      if (all[r].size() != bytes.size())
+        return {errc::mismatch, "rank " + std::to_string(r) + " sent a malformed call record"};
+      std::uint64_t f = 0;
+      std::memcpy(&f, all[r].data(), sizeof(f));
+      if (r == 0) first = f;
+      if (f != first) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+      if (all[r].back() == std::byte{0} && static_cast<int>(r) != call.slice->rank)
+        bad += (bad.empty() ? "" : ", ") + std::to_string(r);
+    }
+    if (!call.local) return call.local;
+    if (!differ.empty())
+      return {errc::mismatch, "the arguments of call " + std::to_string(call.sequence) +
+                                  " differ from rank 0's on rank(s) " + differ};
+    if (!bad.empty())
+      return {errc::peer_error, "rank(s) " + bad + " passed invalid buffers to call " +
+                                    std::to_string(call.sequence) + "; nothing was run"};
+    return {};
+  }
+
+  // One device allocation, grow-only: [scratch | staging | stand-in output], 256-byte aligned.
+  status reserve(std::uint64_t scratch, std::uint64_t staging, std::uint64_t stand_in) {
+    auto up = [](std::uint64_t x) { return static_cast<std::size_t>((x + 255) / 256 * 256); };
+    const std::size_t need = up(scratch) + up(staging) + up(stand_in);
+    if (need > capacity_) {
+      // Work in flight (on any stream) may use the old area, and the cached lists point into it.
+      if (gpu::rt::error_t e = gpu::rt::device_synchronize(); e != gpu::rt::success)
+        return fail(gpu::failure("waiting before growing scratch", device_, e));
+      release();
+      if (gpu::rt::error_t e = gpu::rt::malloc(&memory_, need); e != gpu::rt::success) {
+        memory_ = nullptr;
+        return gpu::failure("allocating scratch", device_, e);
+      }
+      capacity_ = need;
+    }
+    auto* base = static_cast<unsigned char*>(memory_);
+    scratch_ = base;
+    staging_ = base + up(scratch);
+    stand_in_output_ = staging_ + up(staging);
+    return {};
+  }
+
+  // The reduce lists for this plan and these buffers: cached, else built and uploaded.
+  status reductions(const plan& p, const plan_slice& slice, const bound& at,
+                    const reduce_lists*& out) {
+    for (reduce_lists& l : lists_)
+      if (l.at == at && l.key == p) {
+        l.last_use = ++clock_;
+        out = &l;
+        return {};
+      }
+    constexpr std::uint64_t tile_units = gpu::default_block * gpu::default_unroll;
+    auto address = [&](const plan_operand& o) {
+      unsigned char* base = o.buf == buffer::input    ? at.input
+                            : o.buf == buffer::output ? at.output
+                                                      : at.scratch;
+      return base + o.offset;
+    };
+    reduce_lists built;
+    built.key = p;
+    built.at = at;
+    std::vector<unsigned char> host;
+    std::vector<std::size_t> offsets;
+    for (const slice_phase& sp : slice.phases) {
+      if (sp.kind != phase::reduce) continue;
+      std::vector<gpu::reduce_desc> descs;
+      for (std::uint32_t i : sp.issued) {
+        const plan_op& o = p.ops[i];
+        if (o.count == 0) continue;
+        std::array<const void*, max_reduce_inputs> src{};
+        const auto sources = p.sources_of(o);
+        for (std::size_t s = 0; s < sources.size(); ++s)
+          src[s] = address(sources[s]);
+        descs.push_back(gpu::make_reduce(address(o.dst), src.data(), o.source_count, o.count,
+                                         p.element_size(), o.finalize ? p.divisor : 1,
+                                         o.partial_mask));
+      }
+      reduce_lists::phase_list l;
+      l.count = static_cast<std::uint32_t>(descs.size());
+      l.tiles = gpu::assign_tiles(descs.data(), descs.size(), tile_units);
+      const std::size_t at_byte = (host.size() + 15) / 16 * 16;
+      host.resize(at_byte + descs.size() * sizeof(gpu::reduce_desc));
+      if (!descs.empty())
+        std::memcpy(host.data() + at_byte, descs.data(), descs.size() * sizeof(gpu::reduce_desc));
+      offsets.push_back(at_byte);
+      built.phases.push_back(l);
+    }
+    if (!host.empty()) {
+      if (gpu::rt::error_t e = gpu::rt::malloc(&built.device, host.size()); e != gpu::rt::success)
+        return gpu::failure("allocating the reduction lists", device_, e);
+      if (gpu::rt::error_t e = gpu::rt::memcpy(built.device, host.data(), host.size());
+          e != gpu::rt::success) {
+        (void)gpu::rt::free(built.device);
+        return gpu::failure("uploading the reduction lists", device_, e);
+      }
+    }
+    for (std::size_t i = 0; i < built.phases.size(); ++i)
+      built.phases[i].descs = reinterpret_cast<const gpu::reduce_desc*>(
+          static_cast<const unsigned char*>(built.device) + offsets[i]);
+    const int blocks_index = static_cast<int>(p.type);
+    if (reduce_blocks_[static_cast<std::size_t>(blocks_index)] == 0) {
+      const gpu::rt::error_t e = visit_dtype(p.type, [&](auto x) {
+        using T = decltype(x);
+        return gpu::resident_blocks(&reduce_blocks_[static_cast<std::size_t>(blocks_index)],
+                                    gpu::batched_reduce_kernel<T>, gpu::default_block, device_);
+      });
+      if (e != gpu::rt::success)
+        return gpu::failure("querying the reduce kernel's occupancy", device_, e);
+    }
+    if (lists_.size() >= cached_lists) {
+      // The oldest list may still be read by work in flight.
+      if (gpu::rt::error_t e = gpu::rt::device_synchronize(); e != gpu::rt::success)
+        return fail(gpu::failure("waiting before evicting a reduction list", device_, e));
+      const auto oldest = std::min_element(
+          lists_.begin(), lists_.end(),
+          [](const reduce_lists& a, const reduce_lists& b) { return a.last_use < b.last_use; });
+      (void)gpu::rt::free(oldest->device);
+      lists_.erase(oldest);
+    }
+    built.last_use = ++clock_;
+    lists_.push_back(std::move(built));
+    out = &lists_.back();
+    return {};
+  }
+
+  unsigned grid(std::uint64_t tiles, dtype t) const {
+    const int resident = reduce_blocks_[static_cast<std::size_t>(t)];
+    const std::uint64_t r = resident > 0 ? static_cast<std::uint64_t>(resident) : 1;
+    return static_cast<unsigned>(tiles < r ? tiles : r);
+  }
+
+  ncclComm_t comm_ = nullptr;
+  bool owns_ = false;
+  int device_ = 0;
+  std::shared_ptr<bootstrap> boot_;
+  nccl_config config_;
+  bool broken_ = false;
+  void* memory_ = nullptr;
+  std::size_t capacity_ = 0;
+  unsigned char *scratch_ = nullptr, *staging_ = nullptr, *stand_in_output_ = nullptr;
+  std::vector<reduce_lists> lists_;
+  std::uint64_t clock_ = 0;
+  std::array<int, all_dtypes.size()> reduce_blocks_{};
+};
+
+}  // namespace relay

@@ -1,0 +1,348 @@
+// The nccl transport driven from one process: every rank a thread of its own, on a device of its
+// own, with its own NCCL communicator (ncclCommInitAll) and nccl_transport. It is an `executor`
+// (exec/executor.hpp), so the collective calls, the property suite and relay-bench run the
+// rank-local transport exactly as they run the single-process executors; each rank's thread does
+// what a process of a multi-process job does: run its slice on its own stream.
+//
+//   relay::nccl_executor nccl({0, 1, 2, 3});   // rank -> device, one rank per device
+//   relay::status s = relay::allreduce(nccl, groups, send, recv, counts, type, op, opts);
+//
+// Arguments are validated once, before any rank runs (validate_plan and the buffers' devices),
+// so the per-call peer check of the transport is off here. Not thread-safe: one thread drives one
+// executor.
+//
+// Only code compiled by nvcc or hipcc may include this header.
+#pragma once
+
+#include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "relay/exec/executor.hpp"
+#include "relay/gpu/handles.hpp"
+#include "relay/gpu/runtime.hpp"
+#include "relay/plan/make_plan.hpp"
+#include "relay/plan/slice.hpp"
+#include "relay/plan/validate.hpp"
+#include "relay/transport/nccl.hpp"
+
+namespace relay {
+
+struct nccl_executor_options {
+  bool synchronize = true;  // run() waits for every rank's stream
+  bool time_runs = false;   // timing events around each rank's part, for last_run_seconds()
+};
+
+class nccl_executor {
+ public:
+  explicit nccl_executor(std::vector<int> rank_device, nccl_executor_options options = {})
+      : device_of_(std::move(rank_device)), options_(options), init_(initialize()) {}
+  ~nccl_executor() {
+    stop_workers();
+    const gpu::device_guard keep;
+    for (rank_state& r : ranks_) {
+      (void)gpu::rt::set_device(r.device);
+      (void)gpu::rt::stream_synchronize(r.stream);
+      r.link.reset();
+      for (gpu::rt::event_t e : {r.start, r.end})
+        if (e != nullptr) (void)gpu::rt::event_destroy(e);
+      if (r.stream != nullptr) (void)gpu::rt::stream_destroy(r.stream);
+      if (r.comm != nullptr) (void)ncclCommDestroy(r.comm);
+    }
+  }
+  nccl_executor(const nccl_executor&) = delete;
+  nccl_executor& operator=(const nccl_executor&) = delete;
+
+  const status& init_status() const { return init_; }
+  int ranks() const { return static_cast<int>(device_of_.size()); }
+
+  status run(const plan& p, std::span<const buffer_view> in, std::span<const buffer_view> out) {
+    if (!init_) return init_;
+    if (p.ranks() != ranks())
+      return {errc::invalid_group, "the plan has " + std::to_string(p.ranks()) +
+                                       " ranks, the executor has " + std::to_string(ranks())};
+    if (status s = validate_plan(p, in, out); !s) return s;
+    if (status s = check_devices(p, in, out); !s) return s;
+    if (status s = shape(p); !s) return s;
+    ++sequence_;
+    job_ = {&p, in, out};
+    dispatch();
+    for (rank_state& r : ranks_)
+      if (!r.result) return r.result;
+    return {};
+  }
+
+  status synchronize() {
+    if (!init_) return init_;
+    const gpu::device_guard keep;
+    for (rank_state& r : ranks_) {
+      (void)gpu::rt::set_device(r.device);
+      if (gpu::rt::error_t e = gpu::rt::stream_synchronize(r.stream); e != gpu::rt::success)
+        return gpu::failure("running the plan", r.device, e);
+    }
+    return {};
+  }
+
+  // The longest rank's time between its timing events of the last run (time_runs), or -1.
+  double last_run_seconds() {
+    if (!init_ || !options_.time_runs) return -1;
+    const gpu::device_guard keep;
+    float longest = -1;
+    for (rank_state& r : ranks_) {
+      float ms = 0;
+      if (gpu::rt::set_device(r.device) != gpu::rt::success ||
+          gpu::rt::event_synchronize(r.end) != gpu::rt::success ||
+          gpu::rt::event_elapsed_ms(&ms, r.start, r.end) != gpu::rt::success) {
+        (void)gpu::rt::get_last_error();
+        return -1;
+      }
+      longest = std::max(longest, ms);
+    }
+    return longest < 0 ? -1 : longest * 1e-3;
+  }
+
+  void* allocate(int rank, std::size_t bytes) {
+    if (!init_ || rank < 0 || rank >= ranks()) return nullptr;
+    const gpu::device_guard keep;
+    void* p = nullptr;
+    if (gpu::rt::set_device(device_of_[static_cast<std::size_t>(rank)]) != gpu::rt::success ||
+        gpu::rt::malloc(&p, bytes == 0 ? 1 : bytes) != gpu::rt::success) {
+      (void)gpu::rt::get_last_error();
+      return nullptr;
+    }
+    return p;
+  }
+  void deallocate(int rank, void* p) {
+    if (p == nullptr || rank < 0 || rank >= ranks()) return;
+    const gpu::device_guard keep;
+    (void)gpu::rt::set_device(device_of_[static_cast<std::size_t>(rank)]);
+    (void)gpu::rt::free(p);
+  }
+  status write(int rank, void* d, const void* s, std::size_t bytes) {
+    return transfer(rank, d, s, bytes, "write");
+  }
+  status read(int rank, void* h, const void* d, std::size_t bytes) {
+    return transfer(rank, h, d, bytes, "read");
+  }
+  void release_scratch() {
+    for (rank_state& r : ranks_)
+      if (r.link) r.link->release();
+  }
+
+ private:
+  struct rank_state {
+    int device = 0;
+    ncclComm_t comm = nullptr;
+    gpu::rt::stream_t stream = nullptr;
+    gpu::rt::event_t start = nullptr, end = nullptr;
+    std::unique_ptr<nccl_transport> link;
+    plan_slice slice;
+    status result;
+  };
+  struct job {
+    const plan* p = nullptr;
+    std::span<const buffer_view> in, out;
+  };
+
+  status initialize() {
+    int count = 0;
+    if (gpu::rt::error_t e = gpu::rt::device_count(&count); e != gpu::rt::success) {
+      (void)gpu::rt::get_last_error();
+      return {errc::gpu_error, std::string("no usable GPU: ") + gpu::rt::describe(e)};
+    }
+    if (device_of_.empty() || device_of_.size() > static_cast<std::size_t>(max_ranks))
+      return {errc::invalid_group,
+              "the rank -> device map must name 1.." + std::to_string(max_ranks) + " ranks"};
+    for (std::size_t r = 0; r < device_of_.size(); ++r) {
+      if (device_of_[r] < 0 || device_of_[r] >= count)
+        return {errc::invalid_group, "rank " + std::to_string(r) + " maps to device " +
+                                         std::to_string(device_of_[r]) + ", but " +
+                                         std::to_string(count) + " device(s) exist"};
+      for (std::size_t q = 0; q < r; ++q)
+        if (device_of_[q] == device_of_[r])
+          return {errc::invalid_group, "ranks " + std::to_string(q) + " and " + std::to_string(r) +
+                                           " share device " + std::to_string(device_of_[r]) +
+                                           ": NCCL puts one rank per device"};
+    }
+    const gpu::device_guard keep;
+    std::vector<ncclComm_t> comms(device_of_.size(), nullptr);
+    if (ncclResult_t e = ncclCommInitAll(comms.data(), ranks(), device_of_.data());
+        e != ncclSuccess)
+      return detail::nccl_failure("ncclCommInitAll", e);
+    ranks_.resize(device_of_.size());
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      rank_state& s = ranks_[r];
+      s.device = device_of_[r];
+      s.comm = comms[r];
+      if (gpu::rt::error_t e = gpu::rt::set_device(s.device); e != gpu::rt::success)
+        return gpu::failure("selecting the device", s.device, e);
+      if (gpu::rt::error_t e = gpu::rt::stream_create(&s.stream); e != gpu::rt::success)
+        return gpu::failure("creating a stream", s.device, e);
+      for (gpu::rt::event_t* t : {&s.start, &s.end})
+        if (gpu::rt::error_t e = gpu::rt::event_create(t, true); e != gpu::rt::success)
+          return gpu::failure("creating a timing event", s.device, e);
+      s.link = nccl_transport::over(s.comm, s.device);
+    }
+    return {};
+  }
+
+  // Every buffer the plan uses is memory of its rank's device.
+  status check_devices(const plan& p, std::span<const buffer_view> in,
+                       std::span<const buffer_view> out) const {
+    for (std::size_t r = 0; r < device_of_.size(); ++r)
+      for (int b = 0; b < 2; ++b) {
+        if ((b == 0 ? p.input_bytes[r] : p.output_bytes[r]) == 0) continue;
+        const buffer_view& v = b == 0 ? in[r] : out[r];
+        int dev = -1;
+        const gpu::rt::pointer_kind kind = gpu::rt::classify(v.data, &dev);
+        const std::string what =
+            std::string(b == 0 ? "the input" : "the output") + " of rank " + std::to_string(r);
+        if (kind == gpu::rt::pointer_kind::other)
+          return {errc::invalid_buffer, what + " is not GPU memory"};
+        if (kind == gpu::rt::pointer_kind::device && dev != device_of_[r])
+          return {errc::invalid_buffer, what + " is memory of device " + std::to_string(dev) +
+                                            ", but the rank runs on device " +
+                                            std::to_string(device_of_[r])};
+      }
+    return {};
+  }
+
+  // The out-of-place plan of the call (what every rank of a multi-process job derives) and each
+  // rank's slice of it, kept while calls repeat the shape.
+  status shape(const plan& p) {
+    if (have_shape_ && p == last_) return {};
+    plan_request req;
+    req.coll = p.spec.coll;
+    req.mode = p.spec.mode;
+    req.route = p.spec.route;
+    req.permille = p.spec.permille;
+    req.tiles = p.spec.tiles;
+    req.ranks = p.spec.ranks;
+    req.groups = p.groups;
+    req.counts = p.counts;
+    req.type = p.type;
+    req.op = p.op;
+    req.alignment = p.alignment;
+    req.in_place = false;
+    if (p.in_place) {
+      if (status s = make_plan(req, out_of_place_); !s) return s;
+    } else {
+      out_of_place_ = p;
+    }
+    for (std::size_t r = 0; r < ranks_.size(); ++r)
+      ranks_[r].slice = slice_plan(out_of_place_, static_cast<int>(r));
+    last_ = p;
+    have_shape_ = true;
+    return {};
+  }
+
+  void run_rank(std::size_t r) {
+    rank_state& s = ranks_[r];
+    const gpu::device_guard keep;
+    if (gpu::rt::error_t e = gpu::rt::set_device(s.device); e != gpu::rt::success) {
+      (void)(s.result = gpu::failure("selecting the device", s.device, e));
+      return;
+    }
+    const plan& p = *job_.p;
+    call_context call;
+    call.p = &out_of_place_;
+    call.slice = &s.slice;
+    const bool has_buffers = p.input_bytes[r] > 0 || p.output_bytes[r] > 0;
+    call.send = has_buffers ? job_.in[r] : buffer_view{};
+    call.recv = has_buffers ? job_.out[r] : buffer_view{};
+    call.placement = !has_buffers ? placement::helper
+                     : p.in_place ? placement::in_place
+                                  : placement::out_of_place;
+    call.sequence = sequence_;
+    call.stream = s.stream;
+    if (options_.time_runs)
+      if (gpu::rt::error_t e = gpu::rt::event_record(s.start, s.stream); e != gpu::rt::success) {
+        (void)(s.result = gpu::failure("recording a timing event", s.device, e));
+        return;
+      }
+    (void)(s.result = s.link->run(call));
+    if (!s.result) return;
+    if (options_.time_runs)
+      if (gpu::rt::error_t e = gpu::rt::event_record(s.end, s.stream); e != gpu::rt::success) {
+        (void)(s.result = gpu::failure("recording a timing event", s.device, e));
+        return;
+      }
+    if (options_.synchronize)
+      if (gpu::rt::error_t e = gpu::rt::stream_synchronize(s.stream); e != gpu::rt::success)
+        (void)(s.result = gpu::failure("running the plan", s.device, e));
+  }
+
+  status transfer(int rank, void* d, const void* s, std::size_t bytes, const char* what) {
+    if (!init_) return init_;
+    if (rank < 0 || rank >= ranks())
+      return {errc::invalid_group, std::string(what) + ": no rank " + std::to_string(rank)};
+    if (bytes == 0) return {};
+    if (status st = synchronize(); !st) return st;
+    const gpu::device_guard keep;
+    const int dev = device_of_[static_cast<std::size_t>(rank)];
+    if (gpu::rt::error_t e = gpu::rt::set_device(dev); e != gpu::rt::success)
+      return gpu::failure(what, dev, e);
+    if (gpu::rt::error_t e = gpu::rt::memcpy(d, s, bytes); e != gpu::rt::success)
+      return gpu::failure(what, dev, e);
+    return {};
+  }
+
+  // One worker thread per rank, started on the first run; run() wakes them all and waits.
+  void dispatch() {
+    if (workers_.empty())
+      for (std::size_t r = 0; r < ranks_.size(); ++r)
+        workers_.emplace_back([this, r] { worker(r); });
+    std::unique_lock lock(mutex_);
+    ++generation_;
+    pending_ = ranks();
+    wake_.notify_all();
+    done_.wait(lock, [&] { return pending_ == 0; });
+  }
+  void worker(std::size_t r) {
+    unsigned long seen = 0;
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_) return;
+        seen = generation_;
+      }
+      run_rank(r);
+      const std::lock_guard lock(mutex_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+  void stop_workers() {
+    {
+      const std::lock_guard lock(mutex_);
+      stopping_ = true;
+      wake_.notify_all();
+    }
+    for (std::thread& t : workers_)
+      t.join();
+    workers_.clear();
+  }
+
+  std::vector<int> device_of_;
+  nccl_executor_options options_;
+  std::vector<rank_state> ranks_;
+  plan last_, out_of_place_;
+  bool have_shape_ = false;
+  std::uint64_t sequence_ = 0;
+  job job_{};
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  unsigned long generation_ = 0;
+  int pending_ = 0;
+  bool stopping_ = false;
+  status init_;  // last: initialize() runs in its initializer, after every member above exists
+};
+
+static_assert(executor<nccl_executor>);
+
+}  // namespace relay

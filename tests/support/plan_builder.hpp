@@ -1,0 +1,64 @@
+// Builds a plan by hand, phase by phase: for tests of what runs plans (executors, lowering,
+// validation) on plans that make_plan would never produce.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "relay/core/dtype.hpp"
+#include "relay/plan/plan.hpp"
+
+namespace relay::test {
+
+class plan_builder {
+ public:
+  plan_builder(int ranks, dtype t, int divisor = 1) {
+    p_.spec.ranks = ranks;
+    p_.type = t;
+    p_.divisor = divisor;
+    p_.input_bytes.assign(static_cast<std::size_t>(ranks), 0);
+    p_.output_bytes.assign(static_cast<std::size_t>(ranks), 0);
+    p_.scratch_bytes.assign(static_cast<std::size_t>(ranks), 0);
+  }
+  void sizes(int rank, std::uint64_t in, std::uint64_t out, std::uint64_t scratch) {
+    const auto r = static_cast<std::size_t>(rank);
+    p_.input_bytes[r] = in;
+    p_.output_bytes[r] = out;
+    p_.scratch_bytes[r] = scratch;
+  }
+  void begin(phase ph) {
+    p_.phases.push_back({static_cast<std::uint16_t>(p_.phases.size()), ph,
+                         static_cast<std::uint32_t>(p_.ops.size()), 0});
+  }
+  void copy(plan_operand src, plan_operand dst, std::uint64_t count) {
+    add(phase::transfer, {src}, dst, count, false);
+  }
+  void reduce(const std::vector<plan_operand>& srcs, plan_operand dst, std::uint64_t count,
+              bool finalize) {
+    add(phase::reduce, srcs, dst, count, finalize);
+  }
+  const plan& get() const { return p_; }
+  plan& edit() { return p_; }
+
+ private:
+  void add(phase ph, const std::vector<plan_operand>& srcs, plan_operand dst, std::uint64_t count,
+           bool finalize) {
+    if (p_.phases.empty() || p_.phases.back().phase != ph) begin(ph);
+    plan_op o;
+    o.step = p_.phases.back().step;
+    o.phase = ph;
+    o.source_count = static_cast<std::uint8_t>(srcs.size());
+    o.first_source = static_cast<std::uint32_t>(p_.sources.size());
+    o.dst = dst;
+    o.count = count;
+    o.finalize = finalize;
+    for (const plan_operand& s : srcs)
+      p_.sources.push_back(s);
+    p_.ops.push_back(o);
+    p_.phases.back().size++;
+  }
+  plan p_;
+};
+
+}  // namespace relay::test
