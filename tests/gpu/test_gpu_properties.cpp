@@ -124,8 +124,9 @@ TEST_CASE("GPU executor: fp32 partial sums give the host executor's bits on rand
         for (int j = 0; j < A; ++j)
           groups.back().push_back(g * A + j);
       }
-      const std::vector<std::int64_t> counts(groups.size(), 40'000 + 37);
-      const auto n = static_cast<std::size_t>(counts[0]);
+      const std::int64_t count = 40'000 + 37;  // no chunk divides it
+      const std::vector<std::int64_t> counts(groups.size(), count);
+      const auto n = static_cast<std::size_t>(count);
       const std::size_t in_bytes = static_cast<std::size_t>(A) * n * 2, out_bytes = n * 2;
       std::vector<std::vector<std::byte>> input(static_cast<std::size_t>(N));
       std::vector<std::vector<std::byte>> host_out(  // poisoned on both executors
