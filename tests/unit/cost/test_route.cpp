@@ -65,3 +65,23 @@ TEST_CASE("choose_schedule deepens the pipeline as messages grow", "[cost][route
   // On a switch nothing beats direct.
   CHECK(choose_schedule(s, h200_nvswitch, std::int64_t{1} << 29, 2).route == route::direct);
 }
+
+// bf16 reduce-scatter A=4 N=8 fused on MI300X, X = n * 2 bytes, B = 48 GB/s:
+//   relay, fp32 partials: 20 us + (5n/8) X/(nB)  = 20 us + n / 38.4e9 s  (step 2 returns 2c)
+//   relay, 16-bit partials: 20 us + (n/2) X/(nB) = 20 us + n / 48e9 s
+//   direct:               10 us + n X/(nB)       = 10 us + n / 24e9 s
+// crossovers: n/24e9 - n/38.4e9 = n/64e9 = 10 us at n = 640,000; n/48e9 = 10 us at n = 480,000.
+TEST_CASE("choose_route prices fp32 partial sums at their width", "[cost][route][precision]") {
+  const schedule_spec s{collective::reduce_scatter, 4, 8};
+  const element_widths wide = widths_of(dtype::bfloat16);
+  const element_widths narrow = widths_of(dtype::bfloat16, precision::native_partials);
+  CHECK(wide.partial == ratio{2});
+  CHECK(narrow.partial == ratio{1});
+  CHECK(choose_route(s, mi300x, 560'000, 2, narrow) == route::relay);
+  CHECK(choose_route(s, mi300x, 560'000, 2, wide) == route::direct);
+  CHECK(choose_route(s, mi300x, 700'000, 2, wide) == route::relay);
+  CHECK(choose_route(s, mi300x, 560'000, 2) == route::relay);  // no widths: element width
+  CHECK(predicted_seconds(s, mi300x, 3'840'000, 2, wide) == Approx(120e-6));
+  CHECK(predicted_seconds(s, mi300x, 3'840'000, 2, narrow) == Approx(100e-6));
+  CHECK(choose_schedule(s, mi300x, 560'000, 2, wide).route == route::direct);
+}
