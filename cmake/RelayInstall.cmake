@@ -16,3 +16,17 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/relayConfigVersion.
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/relayConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/relayConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_DATADIR}/relay/cmake)
+
+# relay_install_tool(<target>): `cmake --install` puts the program in bin/ (relay-plan,
+# relay-bench; a new tool, such as the launcher relay-run, adds one call beside its
+# add_executable). The list of installed tools is the global property RELAY_INSTALLED_TOOLS (the
+# package test runs each one's --version from the installed tree; register a tool in a directory
+# added before tests/).
+function(relay_install_tool target)
+  install(TARGETS ${target} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  get_target_property(name ${target} OUTPUT_NAME)
+  if(NOT name)
+    set(name ${target})
+  endif()
+  set_property(GLOBAL APPEND PROPERTY RELAY_INSTALLED_TOOLS ${name})
+endfunction()

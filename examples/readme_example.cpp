@@ -1,6 +1,7 @@
 // The README's examples, compiled with the suite so they cannot rot.
 #include <relay/relay.hpp>
 
+#include <cstddef>
 #include <cstdio>
 #include <vector>
 
@@ -15,7 +16,7 @@ int main() {
     send.push_back({in[r].data(), in[r].size() * sizeof(float)});
     recv.push_back({out[r].data(), out[r].size() * sizeof(float)});
   }
-  const std::vector<std::int64_t> counts(4, 1000);
+  const std::vector<std::size_t> counts(4, 1000);  // per group; any integer type
   relay::host_executor cpu;
   relay::status st =
       relay::allreduce(cpu, {{0, 1}, {2, 3}, {4, 5}, {6, 7}},  // 4 groups: fused

@@ -1,4 +1,5 @@
-# cmake -P script: install, then build the consumer against the installed package.
+# cmake -P script: install, then build the consumer against the installed package; every tool in
+# TOOLS (comma-separated) must be installed in bin/ and print "<tool> VERSION" for --version.
 file(REMOVE_RECURSE ${WORK})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${RELAY_BUILD} --prefix ${WORK}/prefix
                 RESULT_VARIABLE rc)
@@ -21,3 +22,13 @@ message(STATUS "${out}")
 if(rc)
   message(FATAL_ERROR "consumer run failed: ${rc}")
 endif()
+
+string(REPLACE "," ";" tools "${TOOLS}")  # empty where the examples are not built
+foreach(tool IN LISTS tools)
+  execute_process(COMMAND ${WORK}/prefix/bin/${tool} --version RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc OR NOT out STREQUAL "${tool} ${VERSION}\n")
+    message(FATAL_ERROR "installed ${tool} --version: exit ${rc}, '${out}' ${err}")
+  endif()
+  message(STATUS "installed: ${out}")
+endforeach()

@@ -2,6 +2,8 @@
 // caller's buffers exactly as they were.
 #include "relay/api/collectives.hpp"
 
+#include <array>
+#include <cstdint>
 #include <cstring>
 
 #include <catch2/catch.hpp>
@@ -199,4 +201,53 @@ TEST_CASE("a failed call leaves every buffer as it was", "[api]") {
     CHECK(send == send_before);
     CHECK(recv == recv_before);
   }
+}
+
+TEST_CASE("counts of any integer type: NCCL code's std::vector<size_t>, int, uint32_t", "[api]") {
+  host_executor ex;
+  std::vector<std::vector<std::int32_t>> send{{1, 2, 3}, {10, 20, 30}, {-5, 7}, {5, 1}};
+  std::vector<std::vector<std::int32_t>> recv(4);
+  auto poison = [&] {
+    for (std::size_t r = 0; r < 4; ++r)
+      recv[r].assign(send[r].size(), -1);
+  };
+  poison();
+  const std::vector<std::size_t> sizes{3, 2};
+  REQUIRE(
+      allreduce(ex, {{0, 1}, {2, 3}}, views(send), views(recv), sizes, dtype::int32, reduce_op::sum)
+          .ok());
+  CHECK(recv[1] == std::vector<std::int32_t>{11, 22, 33});
+  CHECK(recv[3] == std::vector<std::int32_t>{0, 8});
+  poison();
+  const std::array<int, 2> ints{3, 2};
+  REQUIRE(
+      allreduce(ex, {{0, 1}, {2, 3}}, views(send), views(recv), ints, dtype::int32, reduce_op::sum)
+          .ok());
+  CHECK(recv[0] == std::vector<std::int32_t>{11, 22, 33});
+  // all-gather A=2 (N=4 fused): rank k's 2 elements land at block k of both outputs.
+  std::vector<std::vector<std::int32_t>> gathered(4, std::vector<std::int32_t>(4, -1));
+  std::vector<std::vector<std::int32_t>> parts{{1, 2}, {3, 4}, {5, 6}, {7, 8}};
+  const std::vector<std::uint32_t> two{2, 2};
+  REQUIRE(all_gather(ex, {{0, 1}, {2, 3}}, views(parts), views(gathered), two, dtype::int32).ok());
+  CHECK(gathered[0] == std::vector<std::int32_t>{1, 2, 3, 4});
+  CHECK(gathered[3] == std::vector<std::int32_t>{5, 6, 7, 8});
+}
+
+TEST_CASE("counts that do not fit std::int64_t are refused, buffers untouched", "[api]") {
+  host_executor ex;
+  std::vector<std::vector<float>> send(4, std::vector<float>(4, 1.0f));
+  std::vector<std::vector<float>> recv(4, std::vector<float>(4, -7.0f));
+  const std::vector<std::uint64_t> huge{4, std::uint64_t{1} << 63};
+  const status st = allreduce(ex, {{0, 1}, {2, 3}}, views(send), views(recv), huge, dtype::float32,
+                              reduce_op::sum);
+  CHECK(st.code() == errc::invalid_count);
+  CHECK(st.to_string() ==
+        "invalid count: count 9223372036854775808 of group 1 does not fit std::int64_t");
+  for (const auto& r : recv)
+    CHECK(r == std::vector<float>(4, -7.0f));
+  // A negative int reaches the plan's own check, which names it.
+  const std::vector<int> negative{4, -1};
+  CHECK(reduce_scatter(ex, {{0, 1}, {2, 3}}, views(send), views(recv), negative, dtype::float32,
+                       reduce_op::sum)
+            .code() == errc::invalid_count);
 }
