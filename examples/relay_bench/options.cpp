@@ -19,7 +19,7 @@ std::string_view name(run_mode m) {
   return "?";
 }
 std::string_view name(executor_kind e) {
-  return e == executor_kind::cpu ? "cpu" : "gpu";
+  return e == executor_kind::cpu ? "cpu" : e == executor_kind::gpu ? "gpu" : "shm";
 }
 std::string_view name(route_choice r) {
   switch (r) {
@@ -126,7 +126,8 @@ measurement
       --seed S            input data seed (default 1)
 
 where
-  -x, --executor E        cpu or gpu (default cpu)
+  -x, --executor E        cpu, gpu, or shm: one rank per process, under relay-run -n N
+                          (default cpu)
       --devices LIST      gpu: the device of each rank, e.g. 0,0,0,0,1,1,1,1
                           (default: ranks round-robin over the visible devices)
   -t, --topology T        what the prediction prices: mi300x, mi350x, h200-nvswitch,
@@ -254,7 +255,8 @@ parse_outcome parse_options(int argc, const char* const* argv) {
        }},
       {"-x", "--executor",
        [&](std::string_view v) {
-         constexpr executor_kind all[] = {executor_kind::cpu, executor_kind::gpu};
+         constexpr executor_kind all[] = {executor_kind::cpu, executor_kind::gpu,
+                                          executor_kind::shm};
          auto e = parse_enum(v, all);
          if (e) o.executor = *e;
          return e.has_value();

@@ -16,7 +16,8 @@ namespace relay::bench {
 enum class run_mode : unsigned char { fused, parallel, single };
 std::string_view name(run_mode m);
 
-enum class executor_kind : unsigned char { cpu, gpu };
+// shm: one rank of a multi-process job (relay-run), over the shm transport (shm_bench.hpp).
+enum class executor_kind : unsigned char { cpu, gpu, shm };
 std::string_view name(executor_kind e);
 
 // auto: the route the cost model predicts faster, per size.
