@@ -12,6 +12,7 @@
 #include "progress.hpp"
 #include "relay/schedule/generate.hpp"
 #include "report.hpp"
+#include "shm_bench.hpp"
 #include "sizes.hpp"
 #include "support/cli.hpp"
 #include "support/host_memory.hpp"
@@ -90,6 +91,8 @@ int main(int argc, char** argv) {
     return exit_usage;
   }
 
+  if (o.executor == executor_kind::shm) return run_shm_bench(o, shapes);
+
   std::unique_ptr<backend> exec;
   if (o.executor == executor_kind::cpu) {
     exec = make_cpu_backend(o.ranks);
@@ -157,7 +160,6 @@ int main(int argc, char** argv) {
 
   const std::vector<std::int64_t> sizes =
       size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);
-  const int es = size_of(o.type);
   progress bar(o.progress, static_cast<int>(shapes.size() * sizes.size()));
   row_runner runner(*exec, o, vendor.get());
   std::vector<row> rows;
@@ -170,13 +172,7 @@ int main(int argc, char** argv) {
     const call_shape& s = shapes[k];
     if (out.table != nullptr) print_table_header(out.table, o, s, base_texts[k], info);
     for (std::int64_t size : sizes) {
-      row r;
-      r.shape = s;
-      r.n = group_count(s.coll, s.active, size, es);
-      r.bytes = call_bytes(s.coll, s.active, r.n, es);
-      r.count = r.bytes / es;
-      r.chosen = resolve_route(s, o.route, o.topo, r.n, es);
-      r.predicted = predict_seconds(s, r.chosen, o.topo, r.n, es);
+      row r = sized_row(s, o, size);
       r.base = bases[k];
       const std::string what = fmt::format("{} A={} {} {}", name(s.coll), s.active, name(s.mode),
                                            cli::format_bytes(r.bytes));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "conventions.hpp"
 #include "data.hpp"
 #include "relay/plan/make_plan.hpp"
 
@@ -17,6 +18,18 @@ int rotation_sets(std::int64_t per_set, std::int64_t rotate_bytes, int iteration
 
 int warmup_runs(int warmup, int sets) {
   return std::max(warmup, sets);
+}
+
+row sized_row(const call_shape& s, const options& o, std::int64_t size) {
+  const int es = size_of(o.type);
+  row r;
+  r.shape = s;
+  r.n = group_count(s.coll, s.active, size, es);
+  r.bytes = call_bytes(s.coll, s.active, r.n, es);
+  r.count = r.bytes / es;
+  r.chosen = resolve_route(s, o.route, o.topo, r.n, es);
+  r.predicted = predict_seconds(s, r.chosen, o.topo, r.n, es);
+  return r;
 }
 
 double median(std::vector<double> v) {

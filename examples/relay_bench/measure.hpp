@@ -32,6 +32,9 @@ class row_runner {
   nccl_baseline* vendor_;
 };
 
+// A row for one size of configuration `s`: its counts, route and prediction, nothing measured.
+row sized_row(const call_shape& s, const options& o, std::int64_t size);
+
 // Where each active rank's input and output sit in one set of its buffers, in bytes. In place,
 // input and output share one buffer, placed as NCCL places them. Regions are 256-byte aligned.
 struct rank_layout {

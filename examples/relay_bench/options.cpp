@@ -21,7 +21,13 @@ std::string_view name(run_mode m) {
   return "?";
 }
 std::string_view name(executor_kind e) {
-  return e == executor_kind::cpu ? "cpu" : e == executor_kind::gpu ? "gpu" : "nccl";
+  switch (e) {
+    case executor_kind::cpu: return "cpu";
+    case executor_kind::gpu: return "gpu";
+    case executor_kind::shm: return "shm";
+    case executor_kind::nccl: return "nccl";
+  }
+  return "?";
 }
 std::string_view name(route_choice r) {
   switch (r) {
@@ -114,9 +120,10 @@ measurement
       --seed S            input data seed (default 1)
 
 where
-  -x, --executor E        cpu, gpu or nccl (default cpu); nccl: the nccl transport, a rank
-                          per device, each rank a thread running its slice
-      --devices LIST      -x gpu only: the device of each rank, e.g. 0,0,0,0,1,1,1,1
+  -x, --executor E        cpu, gpu, shm or nccl (default cpu); shm: one rank per process,
+                          under relay-run -n N; nccl: the nccl transport, a rank per device,
+                          each rank a thread running its slice
+      --devices LIST      gpu: the device of each rank, e.g. 0,0,0,0,1,1,1,1
                           (default: ranks round-robin over the visible devices)
   -t, --topology T        what the prediction prices: mi300x, mi350x, h200-nvswitch,
                           mi250x, or mesh:GBPS[:US[:OPUS]] / switched:GBPS[:US[:OPUS]]
@@ -218,7 +225,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
   constexpr route_choice routes[] = {route_choice::automatic, route_choice::relay,
                                      route_choice::direct, route_choice::legacy,
                                      route_choice::pipelined};
-  constexpr executor_kind executors[] = {executor_kind::cpu, executor_kind::gpu,
+  constexpr executor_kind executors[] = {executor_kind::cpu, executor_kind::gpu, executor_kind::shm,
                                          executor_kind::nccl};
   constexpr baseline_kind baselines[] = {baseline_kind::automatic, baseline_kind::nccl,
                                          baseline_kind::direct, baseline_kind::none};
@@ -286,7 +293,8 @@ parse_outcome parse_options(int argc, const char* const* argv) {
        }},
       {"-x", "--executor",
        one_of(
-           o.executor, [&](std::string_view v) { return parse_enum(v, executors); }, "cpu, gpu, nccl")},
+           o.executor, [&](std::string_view v) { return parse_enum(v, executors); },
+           "cpu, gpu, shm, nccl")},
       {nullptr, "--devices", list_into(o.devices, int_entry({0, 1023}))},
       {"-t", "--topology",
        [&](std::string_view v) -> std::string {

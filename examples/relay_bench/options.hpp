@@ -16,7 +16,9 @@ namespace relay::bench {
 enum class run_mode : unsigned char { fused, parallel, single };
 std::string_view name(run_mode m);
 
-enum class executor_kind : unsigned char { cpu, gpu, nccl };
+// shm: one rank of a multi-process job (relay-run), over the shm transport (shm_bench.hpp).
+// nccl: the nccl transport, a rank per device, each rank a thread running its slice.
+enum class executor_kind : unsigned char { cpu, gpu, shm, nccl };
 std::string_view name(executor_kind e);
 
 // auto: the route the cost model predicts faster, per size.

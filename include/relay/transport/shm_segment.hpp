@@ -36,6 +36,9 @@ struct call_record {
   char reason[190] = {};  // the start of that check's message
 };
 
+// The counters are shared between processes: only lock-free atomics work across address spaces.
+static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free);
+
 struct alignas(256) control {
   std::uint64_t counter = 0;  // sequence << 32 | phases finished (+1); atomic_ref only
   std::int64_t pid = 0;

@@ -1,0 +1,234 @@
+#include "shm_bench.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "conventions.hpp"
+#include "data.hpp"
+#include "measure.hpp"
+#include "relay/comm/collectives.hpp"
+#include "relay/comm/from_environment.hpp"
+#include "relay/transport/shm_transport.hpp"
+#include "report.hpp"
+#include "results.hpp"
+#include "sizes.hpp"
+
+namespace relay::bench {
+
+namespace {
+
+constexpr int exit_wrong = 1, exit_usage = 2, exit_failed = 3;
+
+// The shared memory every rank needs for the largest call of the sweep.
+std::size_t segment_bytes(const options& o, const std::vector<call_shape>& shapes,
+                          std::int64_t largest) {
+  std::size_t need = std::size_t{1} << 20;
+  const int es = size_of(o.type);
+  for (const call_shape& s : shapes) {
+    const std::int64_t n = group_count(s.coll, s.active, largest, es);
+    for (route r : {route::relay, route::direct}) {
+      plan_request q;
+      q.coll = s.coll;
+      q.mode = s.mode == run_mode::single ? mode::single : mode::fused;
+      q.route = o.route == route_choice::automatic ? r : resolve_route(s, o.route, o.topo, n, es);
+      q.permille = s.permille;
+      q.tiles = q.route == route::pipelined ? s.tiles : 0;
+      q.ranks = s.ranks;
+      q.groups = call_groups(s);
+      q.counts.assign(q.groups.size(), n);
+      q.type = o.type;
+      q.alignment = o.alignment;
+      plan p;
+      if (!make_plan(q, p)) continue;
+      for (std::size_t k = 0; k < p.input_bytes.size(); ++k)
+        need = std::max<std::size_t>(need, shm::layout_of(p, k).end);
+    }
+  }
+  return need;
+}
+
+// Sums a count over the ranks (and keeps the first non-empty note, lowest rank first).
+status sum_over_ranks(communicator& comm, std::int64_t mine, const std::string& note,
+                      std::int64_t& total, std::string& first_note) {
+  std::vector<std::byte> bytes(8 + note.size());
+  std::memcpy(bytes.data(), &mine, 8);
+  std::memcpy(bytes.data() + 8, note.data(), note.size());
+  std::vector<std::vector<std::byte>> all;
+  if (status s = comm.boot().all_gather(bytes, all, comm.config().timeout); !s) return s;
+  total = 0;
+  first_note.clear();
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    std::int64_t x = 0;
+    std::memcpy(&x, all[r].data(), 8);
+    total += x;
+    if (first_note.empty() && all[r].size() > 8)
+      first_note = fmt::format(
+          "rank {}: {}", r,
+          std::string(reinterpret_cast<const char*>(all[r].data() + 8), all[r].size() - 8));
+  }
+  return {};
+}
+
+// Replaces each iteration's time by the slowest rank's.
+status slowest_per_iteration(communicator& comm, std::vector<double>& times) {
+  std::vector<std::vector<std::byte>> all;
+  if (status s =
+          comm.boot().all_gather(std::as_bytes(std::span(times)), all, comm.config().timeout);
+      !s)
+    return s;
+  for (const auto& a : all)
+    for (std::size_t i = 0; i < times.size() && (i + 1) * sizeof(double) <= a.size(); ++i) {
+      double x = 0;
+      std::memcpy(&x, a.data() + i * sizeof x, sizeof x);
+      times[i] = std::max(times[i], x);
+    }
+  return {};
+}
+
+// One form (in or out of place) of one row, on this rank.
+status measure_form(communicator& comm, const options& o, const row& r, bool in_place,
+                    form_result& result) {
+  const call_shape& s = r.shape;
+  const int es = size_of(o.type), me = comm.rank();
+  const group_list groups = call_groups(s);
+  const std::vector<std::int64_t> counts(groups.size(), r.n);
+  // This rank's place: its group and index, or a helper.
+  int group = -1, index = -1;
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (std::size_t k = 0; k < groups[g].size(); ++k)
+      if (groups[g][k] == me) group = static_cast<int>(g), index = static_cast<int>(k);
+  const auto in_elems = group >= 0 ? input_elements(s.coll, s.active, r.n) : 0;
+  const auto out_elems = group >= 0 ? output_elements(s.coll, s.active, r.n) : 0;
+  std::int64_t in_at = 0, out_at = in_elems;
+  if (in_place) {
+    const in_place_offsets at = in_place_layout(s.coll, std::max(index, 0), r.n);
+    in_at = at.input;
+    out_at = at.output;
+  }
+  std::vector<std::byte> memory(
+      static_cast<std::size_t>(std::max(in_at + in_elems, out_at + out_elems) * es) + 64);
+  std::byte* base =
+      memory.data() + (64 - reinterpret_cast<std::uintptr_t>(memory.data()) % 64) % 64;
+  const buffer_view send =
+      group >= 0 ? buffer_view{base + in_at * es, static_cast<std::size_t>(in_elems * es)}
+                 : buffer_view{};
+  const buffer_view recv =
+      group >= 0 ? buffer_view{base + out_at * es, static_cast<std::size_t>(out_elems * es)}
+                 : buffer_view{};
+  auto refill = [&] {
+    if (group >= 0) fill_input(o.type, o.seed, me, in_elems, static_cast<std::byte*>(send.data));
+  };
+  relay::options opt;
+  opt.route = r.chosen;
+  opt.permille = s.permille;
+  opt.tiles = r.chosen == route::pipelined ? s.tiles : 0;
+  opt.alignment = o.alignment;
+  auto once = [&] {
+    return run_collective(comm, s.coll, groups, send, recv, counts, o.type, o.op, opt);
+  };
+  refill();
+  for (int i = 0; i < o.warmup; ++i)
+    if (status st = once(); !st) return st;
+  // Timed: the ranks start together; an iteration lasts as long as its slowest rank's part,
+  // and the median of those is the row's time (as the other executors report).
+  if (status st = comm.boot().barrier(comm.config().timeout); !st) return st;
+  std::vector<double> mine(static_cast<std::size_t>(o.iterations));
+  auto last = std::chrono::steady_clock::now();
+  for (double& t : mine) {
+    if (status st = once(); !st) return st;
+    const auto now = std::chrono::steady_clock::now();
+    t = std::chrono::duration<double>(now - last).count();
+    last = now;
+  }
+  if (status st = slowest_per_iteration(comm, mine); !st) return st;
+  result.seconds = median(mine);
+  result.ran = true;
+  if (!o.check) return {};
+  // Checked: fresh input, poisoned output, one call, every element of this rank's output.
+  refill();
+  if (group >= 0 && !in_place) poison(static_cast<std::byte*>(recv.data), recv.bytes);
+  if (group >= 0 && in_place && s.coll == collective::all_gather) {
+    // In place, the input is part of the output: poison the rest of it only.
+    poison(static_cast<std::byte*>(recv.data), static_cast<std::size_t>(index * r.n * es));
+    poison(static_cast<std::byte*>(recv.data) + (index + 1) * r.n * es,
+           static_cast<std::size_t>((s.active - index - 1) * r.n * es));
+  }
+  if (status st = once(); !st) return st;
+  check_result mine_check;
+  if (group >= 0)
+    mine_check = check_output(s.coll, o.type, o.op, groups[static_cast<std::size_t>(group)], index,
+                              r.n, o.seed, static_cast<const std::byte*>(recv.data));
+  return sum_over_ranks(comm, mine_check.wrong, mine_check.wrong > 0 ? mine_check.first : "",
+                        result.wrong, result.first_wrong);
+}
+
+}  // namespace
+
+int run_shm_bench(const options& o, const std::vector<call_shape>& shapes) {
+  for (const call_shape& s : shapes)
+    if (s.mode == run_mode::parallel) {
+      fmt::print(stderr, "relay-bench: -x shm runs fused and single, not parallel\n");
+      return exit_usage;
+    }
+  const std::vector<std::int64_t> sizes =
+      size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);
+  shm_options segment;
+  segment.bytes_per_rank = segment_bytes(o, shapes, sizes.empty() ? 0 : sizes.back());
+  std::unique_ptr<communicator> comm;
+  if (status st = communicator_from_environment(shm_factory(segment), comm); !st) {
+    fmt::print(stderr, "relay-bench: -x shm: {} (start it with relay-run -n N)\n", st.to_string());
+    return exit_failed;
+  }
+  if (comm->size() != o.ranks) {
+    fmt::print(stderr, "relay-bench: -x shm: the job has {} processes but N = {}; pass -N {}\n",
+               comm->size(), o.ranks, comm->size());
+    return exit_usage;
+  }
+  const bool lead = comm->rank() == 0;
+  const std::string baseline = "none (no baseline runs in the shm transport's processes)";
+  const run_info info =
+      describe_run(o,
+                   fmt::format("shm: {} processes, one per rank, {} MiB of shared memory each",
+                               o.ranks, segment.bytes_per_rank >> 20),
+                   baseline);
+  if (lead)
+    fmt::print("# relay-bench {}: {}\n# {} on {}\n# {}\n", RELAY_BENCH_VERSION, info.command,
+               info.date, info.host, info.executor);
+  std::int64_t wrong = 0;
+  for (const call_shape& s : shapes) {
+    if (lead) print_table_header(stdout, o, s, baseline, info);
+    for (std::int64_t size : sizes) {
+      row r = sized_row(s, o, size);
+      r.base = base_source::none;
+      for (bool in_place : {false, true}) {
+        if (in_place && !has_in_place(s.coll)) continue;
+        form_result& f = in_place ? r.in_place.relay : r.out_of_place.relay;
+        if (status st = measure_form(*comm, o, r, in_place, f); !st) {
+          fmt::print(stderr, "relay-bench: {} A={} {} {} B: {}\n", name(s.coll), s.active,
+                     name(s.mode), r.bytes, st.to_string());
+          return exit_failed;
+        }
+        if (f.wrong > 0) {
+          wrong += f.wrong;
+          if (lead)
+            fmt::print(stderr, "relay-bench: WRONG: {} A={} {} {} B {}: {} elements, first {}\n",
+                       name(s.coll), s.active, name(s.mode), r.bytes,
+                       in_place ? "in-place" : "out-of-place", f.wrong, f.first_wrong);
+        }
+      }
+      if (lead) {
+        print_table_row(stdout, o, r);
+        std::fflush(stdout);
+      }
+    }
+  }
+  if (lead)
+    fmt::print("#\n# wrong elements (all ranks): {}{}\n#\n",
+               o.check ? std::to_string(wrong) : "not checked",
+               o.check ? (wrong == 0 ? " OK" : " FAILED") : "");
+  return wrong > 0 ? exit_wrong : 0;
+}
+
+}  // namespace relay::bench

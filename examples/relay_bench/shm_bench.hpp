@@ -1,0 +1,17 @@
+// relay-bench -x shm: the sweep as one rank of a multi-process job (started by relay-run, one
+// process per rank), every call through a rank-local communicator over the shm transport.
+// Every rank checks its own output element by element; rank 0 prints the table, with #wrong
+// summed over the ranks; every rank exits 1 when any element anywhere was wrong.
+#pragma once
+
+#include <vector>
+
+#include "options.hpp"
+#include "predict.hpp"
+
+namespace relay::bench {
+
+// The whole run; returns relay-bench's exit status (the same on every rank).
+int run_shm_bench(const options& o, const std::vector<call_shape>& shapes);
+
+}  // namespace relay::bench

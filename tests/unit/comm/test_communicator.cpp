@@ -1,0 +1,158 @@
+// The communicator in one process: a callback bootstrap plays the other ranks and a recording
+// transport stands in for shm, so the plan cache, the first-call comparison and what reaches the
+// transport are checked exactly.
+#include "relay/comm/communicator.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "relay/bootstrap/callback_bootstrap.hpp"
+#include "relay/comm/collectives.hpp"
+
+using namespace relay;
+
+namespace {
+
+struct recorded {
+  std::uint64_t sequence = 0, fingerprint = 0;
+  placement where = placement::helper;
+  errc local = errc::ok;
+  int plan_ranks = 0;
+  std::size_t slice_phases = 0;
+};
+
+class recording_transport final : public transport {
+ public:
+  explicit recording_transport(std::vector<recorded>& calls) : calls_(calls) {}
+  std::string_view name() const override { return "recording"; }
+  bool broken() const override { return false; }
+  status run(const call_context& c) override {
+    calls_.push_back({c.sequence, c.fingerprint, c.placement, c.local.code(), c.p->ranks(),
+                      c.slice->phases.size()});
+    return c.local;
+  }
+
+ private:
+  std::vector<recorded>& calls_;
+};
+
+// Rank 1 of 4. The other ranks contribute what this rank does, except that `odd_rank` (when
+// >= 0) contributes `odd_text`.
+struct fixture {
+  std::vector<recorded> calls;
+  int gathers = 0, odd_rank = -1;
+  std::string odd_text = "1allreduce something else";
+  communicator comm;
+
+  explicit fixture(std::size_t cache = 64)
+      : comm(std::make_shared<callback_bootstrap>(
+                 1, 4,
+                 [this](std::span<const std::byte> mine, std::vector<std::vector<std::byte>>& all,
+                        milliseconds) {
+                   ++gathers;
+                   all.assign(4, std::vector<std::byte>(mine.begin(), mine.end()));
+                   if (odd_rank >= 0) {
+                     const auto* p = reinterpret_cast<const std::byte*>(odd_text.data());
+                     all[static_cast<std::size_t>(odd_rank)].assign(p, p + odd_text.size());
+                   }
+                   return status{};
+                 }),
+             std::make_unique<recording_transport>(calls),
+             comm_config{0, milliseconds(100), cache}) {}
+
+  status allreduce_pairs(std::int64_t count, buffer_view send, buffer_view recv) {
+    const group_list groups{{0, 1}, {2, 3}};
+    const std::vector<std::int64_t> counts{count, count};
+    return relay::allreduce(comm, groups, send, recv, counts, dtype::int32, reduce_op::sum);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the first call of a shape is compared across ranks; later ones use the cache",
+          "[comm]") {
+  fixture f;
+  alignas(8) std::byte memory[256];
+  const buffer_view in{memory, 32}, out{memory + 64, 32};
+  REQUIRE(f.allreduce_pairs(8, in, out));
+  REQUIRE(f.allreduce_pairs(8, in, out));
+  CHECK(f.gathers == 1);
+  REQUIRE(f.calls.size() == 2);
+  CHECK(f.calls[0].sequence == 1);
+  CHECK(f.calls[1].sequence == 2);
+  CHECK(f.calls[0].fingerprint == f.calls[1].fingerprint);
+  CHECK(f.calls[0].where == placement::out_of_place);
+  CHECK(f.calls[0].plan_ranks == 4);
+  CHECK(f.calls[0].slice_phases > 0);
+  // Another count is another shape: compared again, another fingerprint. In place is no part of
+  // the shape (the plan is the out-of-place one): same shape, the placement says in place.
+  REQUIRE(f.allreduce_pairs(4, in, {memory + 64, 16}));
+  REQUIRE(f.allreduce_pairs(4, {memory, 16}, {memory, 16}));
+  CHECK(f.gathers == 2);
+  REQUIRE(f.calls.size() == 4);
+  CHECK(f.calls[2].fingerprint != f.calls[0].fingerprint);
+  CHECK(f.calls[3].fingerprint == f.calls[2].fingerprint);
+  CHECK(f.calls[3].where == placement::in_place);
+  CHECK(f.comm.cached_shapes() == 2);
+}
+
+TEST_CASE("a rank that calls another shape is named, and nothing runs", "[comm]") {
+  fixture f;
+  f.odd_rank = 3;
+  alignas(8) std::byte memory[256];
+  const status s = f.allreduce_pairs(8, {memory, 32}, {memory + 64, 32});
+  CHECK(s.code() == errc::mismatch);
+  CHECK(s.message().find("rank(s) 3 called allreduce something else; rank 0 called allreduce") !=
+        std::string::npos);
+  CHECK(f.calls.empty());
+  CHECK(f.comm.cached_shapes() == 0);  // not cached: the next call compares again
+}
+
+TEST_CASE("active ranks that disagree on in place are named", "[comm]") {
+  // Rank 2 shows this rank's shape but votes in place (the first character); rank 1 (this one)
+  // and rank 3 (a copy of this one) are out of place. The last rank of each form is named.
+  fixture f;
+  plan_request q;
+  q.coll = collective::allreduce;
+  q.ranks = 4;
+  q.groups = {{0, 1}, {2, 3}};
+  q.counts = {8, 8};
+  q.type = dtype::int32;
+  f.odd_rank = 2;
+  f.odd_text = std::string(1, static_cast<char>('0' + static_cast<int>(placement::in_place))) +
+               detail::describe_shape(q);
+  alignas(8) std::byte memory[256];
+  const status s = f.allreduce_pairs(8, {memory, 32}, {memory + 64, 32});
+  CHECK(s.code() == errc::mismatch);
+  CHECK(s.message() ==
+        "rank 2 called in place but rank 3 out of place; every active rank must agree");
+  CHECK(f.calls.empty());
+}
+
+TEST_CASE("arguments every rank sees alike are refused without communicating", "[comm]") {
+  fixture f;
+  const group_list groups{{0, 1}, {2, 7}};
+  const std::vector<std::int64_t> counts{8, 8};
+  const status s = relay::allreduce(f.comm, groups, {}, {}, counts, dtype::int32, reduce_op::sum);
+  CHECK(s.code() == errc::invalid_group);
+  CHECK(f.gathers == 0);
+  CHECK(f.calls.empty());
+}
+
+TEST_CASE("this rank's bad buffer goes to the transport, which tells the peers", "[comm]") {
+  fixture f;
+  alignas(8) std::byte memory[256];
+  const status s = f.allreduce_pairs(8, {memory, 32}, {nullptr, 32});
+  CHECK(s.message() == "the output of rank 1 is null");
+  REQUIRE(f.calls.size() == 1);  // the protocol still runs
+  CHECK(f.calls[0].local == errc::invalid_buffer);
+}
+
+TEST_CASE("the plan cache keeps the most recently used shapes", "[comm]") {
+  fixture f(2);
+  alignas(8) std::byte memory[256];
+  for (std::int64_t n : {1, 2, 3, 2, 1})
+    REQUIRE(f.allreduce_pairs(n, {memory, 64}, {memory + 128, 64}));
+  // 1, 2, 3 fill and evict 1; 2 is cached; 1 comes back (evicting 3).
+  CHECK(f.gathers == 4);
+  CHECK(f.comm.cached_shapes() == 2);
+}
