@@ -39,12 +39,12 @@ struct property_case {
                     (in_place ? " in-place" : " out-of-place") +
                     " alignment=" + std::to_string(alignment) + " counts=";
     for (std::size_t g = 0; g < counts.size(); ++g)
-      s += (g ? "," : "") + std::to_string(counts[g]);
+      s.append(g ? "," : "").append(std::to_string(counts[g]));
     s += " groups=";
     for (std::size_t g = 0; g < groups.size(); ++g) {
       s += g ? "|" : "";
       for (std::size_t k = 0; k < groups[g].size(); ++k)
-        s += (k ? "," : "") + std::to_string(groups[g][k]);
+        s.append(k ? "," : "").append(std::to_string(groups[g][k]));
     }
     return s + " seed=" + std::to_string(seed);
   }

@@ -7,7 +7,21 @@
 // fails the call on every rank with errc::timeout naming it (rank 0 tells the others).
 #pragma once
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <memory>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
@@ -15,7 +29,372 @@
 namespace relay {
 
 // Connects the job (collective: every rank calls it). Fails, naming the ranks that did not
-// arrive, when the job is not complete within `timeout`.
-inline status make_tcp_bootstrap(const environment& env, std::unique_ptr<bootstrap>& out);
+// arrive, when the job is not complete within env.timeout.
+
+namespace detail {
+
+using steady = std::chrono::steady_clock;
+
+inline status socket_error(const std::string& what) {
+  return {errc::system_error, what + ": " + std::strerror(errno)};
+}
+
+inline int remaining_ms(steady::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+  return left.count() <= 0 ? 0 : static_cast<int>(std::min<long long>(left.count(), 1 << 30));
+}
+
+// A file descriptor that closes itself.
+class socket_fd {
+ public:
+  socket_fd() = default;
+  explicit socket_fd(int fd) : fd_(fd) {}
+  socket_fd(socket_fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  socket_fd& operator=(socket_fd&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    return *this;
+  }
+  socket_fd(const socket_fd&) = delete;
+  socket_fd& operator=(const socket_fd&) = delete;
+  ~socket_fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+// Frames on the wire: one kind byte (0: data, 1: an error message), a 64-bit length, the bytes.
+enum class frame_kind : unsigned char { data = 0, error = 1 };
+
+// Sends everything or fails: `peer` names the other end in the message.
+inline status send_all(int fd, const void* data, std::size_t bytes, steady::time_point deadline,
+                       const std::string& peer) {
+  const auto* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    pollfd pfd{fd, POLLOUT, 0};
+    const int ready = ::poll(&pfd, 1, remaining_ms(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return {errc::timeout, peer + " did not take our data in time"};
+    const ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return {errc::timeout, peer + " closed its connection (exited?)"};
+    p += n;
+    bytes -= static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
+inline status send_frame(int fd, frame_kind kind, std::span<const std::byte> payload,
+                         steady::time_point deadline, const std::string& peer) {
+  unsigned char header[9];
+  header[0] = static_cast<unsigned char>(kind);
+  const std::uint64_t len = payload.size();
+  std::memcpy(header + 1, &len, 8);
+  if (status s = send_all(fd, header, 9, deadline, peer); !s) return s;
+  return send_all(fd, payload.data(), payload.size(), deadline, peer);
+}
+
+// Reads frames incrementally from several sockets at once.
+struct frame_reader {
+  std::vector<std::byte> bytes;
+  bool done = false, closed = false;
+
+  // Consumes what `fd` has of this frame, and never more (the next frame stays in the socket);
+  // true when the whole frame is in `bytes`.
+  bool pump(int fd) {
+    std::size_t want = 9;
+    if (bytes.size() >= 9) {
+      std::uint64_t len = 0;
+      std::memcpy(&len, bytes.data() + 1, 8);
+      want = 9 + len;
+    }
+    std::byte buf[65536];
+    const std::size_t ask = std::min(sizeof buf, want - bytes.size());
+    const ssize_t n = ask == 0 ? 0 : ::recv(fd, buf, ask, MSG_DONTWAIT);
+    if (n == 0 && ask > 0) closed = true;
+    if (n > 0) bytes.insert(bytes.end(), buf, buf + n);
+    if (bytes.size() >= 9) {
+      std::uint64_t len = 0;
+      std::memcpy(&len, bytes.data() + 1, 8);
+      done = bytes.size() >= 9 + len;
+    }
+    return done;
+  }
+  frame_kind kind() const { return static_cast<frame_kind>(bytes[0]); }
+  std::span<const std::byte> payload() const { return std::span(bytes).subspan(9); }
+};
+
+// Reads one whole frame from `fd` before `deadline`.
+inline status receive_frame(int fd, frame_reader& r, steady::time_point deadline,
+                            const std::string& peer, const std::string& what) {
+  while (!r.done) {
+    pollfd pfd{fd, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, remaining_ms(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return {errc::timeout, peer + " did not answer " + what + " in time"};
+    r.pump(fd);
+    if (r.closed && !r.done)
+      return {errc::timeout, peer + " closed its connection during " + what + " (exited?)"};
+  }
+  return {};
+}
+
+inline std::string rank_list(const std::vector<int>& ranks) {
+  std::string s;
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    s.append(i ? "," : "").append(std::to_string(ranks[i]));
+  return s;
+}
+
+class tcp_bootstrap final : public bootstrap {
+ public:
+  tcp_bootstrap(int rank, int size, std::vector<socket_fd> peers)
+      : rank_(rank), size_(size), peers_(std::move(peers)) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  status all_gather(std::span<const std::byte> mine, std::vector<std::vector<std::byte>>& all,
+                    milliseconds timeout) override {
+    const std::string what = "all-gather #" + std::to_string(++calls_);
+    if (!broken_.ok()) return broken_;
+    status s = rank_ == 0 ? gather_at_root(mine, all, timeout, what)
+                          : gather_at_leaf(mine, all, timeout, what);
+    // A failed exchange leaves the byte streams out of step: every later call fails too.
+    if (!s) broken_ = status(s.code(), s.message() + " (the bootstrap is unusable after this)");
+    return s;
+  }
+
+  status barrier(milliseconds timeout) override {
+    std::vector<std::vector<std::byte>> ignored;
+    return all_gather({}, ignored, timeout);
+  }
+
+ private:
+  status gather_at_root(std::span<const std::byte> mine, std::vector<std::vector<std::byte>>& all,
+                        milliseconds timeout, const std::string& what) {
+    const auto deadline = steady::now() + timeout;
+    std::vector<frame_reader> readers(static_cast<std::size_t>(size_));
+    std::vector<int> missing, closed;
+    for (;;) {
+      std::vector<pollfd> fds;
+      for (int r = 1; r < size_; ++r)
+        if (!readers[static_cast<std::size_t>(r)].done &&
+            !readers[static_cast<std::size_t>(r)].closed)
+          fds.push_back({peers_[static_cast<std::size_t>(r)].get(), POLLIN, 0});
+      if (fds.empty()) break;
+      const int ready = ::poll(fds.data(), fds.size(), remaining_ms(deadline));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready <= 0) break;
+      for (int r = 1; r < size_; ++r) {
+        frame_reader& x = readers[static_cast<std::size_t>(r)];
+        if (x.done || x.closed) continue;
+        for (const pollfd& f : fds)
+          if (f.fd == peers_[static_cast<std::size_t>(r)].get() && (f.revents != 0)) x.pump(f.fd);
+      }
+    }
+    for (int r = 1; r < size_; ++r) {
+      const frame_reader& x = readers[static_cast<std::size_t>(r)];
+      if (x.closed && !x.done)
+        closed.push_back(r);
+      else if (!x.done)
+        missing.push_back(r);
+    }
+    std::string error;
+    if (!closed.empty())
+      error =
+          "rank(s) " + rank_list(closed) + " closed their connection before " + what + " (exited?)";
+    else if (!missing.empty())
+      error = "rank(s) " + rank_list(missing) + " did not join " + what + " within " +
+              std::to_string(timeout.count()) + " ms";
+    // Contributions that are error frames: a rank that already failed.
+    for (int r = 1; r < size_ && error.empty(); ++r)
+      if (readers[static_cast<std::size_t>(r)].kind() == frame_kind::error)
+        error = "rank " + std::to_string(r) + " failed: " +
+                std::string(reinterpret_cast<const char*>(
+                                readers[static_cast<std::size_t>(r)].payload().data()),
+                            readers[static_cast<std::size_t>(r)].payload().size());
+    const auto answer_deadline = steady::now() + timeout;
+    if (!error.empty()) {
+      const auto* p = reinterpret_cast<const std::byte*>(error.data());
+      for (int r = 1; r < size_; ++r)
+        if (!readers[static_cast<std::size_t>(r)].closed)
+          (void)send_frame(peers_[static_cast<std::size_t>(r)].get(), frame_kind::error,
+                           std::span(p, error.size()), answer_deadline,
+                           "rank " + std::to_string(r));
+      return {errc::timeout, error};
+    }
+    all.assign(static_cast<std::size_t>(size_), {});
+    all[0].assign(mine.begin(), mine.end());
+    std::vector<std::byte> reply;
+    for (int r = 0; r < size_; ++r) {
+      if (r > 0) {
+        const auto payload = readers[static_cast<std::size_t>(r)].payload();
+        all[static_cast<std::size_t>(r)].assign(payload.begin(), payload.end());
+      }
+      const std::uint64_t len = all[static_cast<std::size_t>(r)].size();
+      const auto* l = reinterpret_cast<const std::byte*>(&len);
+      reply.insert(reply.end(), l, l + 8);
+      reply.insert(reply.end(), all[static_cast<std::size_t>(r)].begin(),
+                   all[static_cast<std::size_t>(r)].end());
+    }
+    for (int r = 1; r < size_; ++r)
+      if (status s = send_frame(peers_[static_cast<std::size_t>(r)].get(), frame_kind::data, reply,
+                                answer_deadline, "rank " + std::to_string(r));
+          !s)
+        return s;
+    return {};
+  }
+
+  status gather_at_leaf(std::span<const std::byte> mine, std::vector<std::vector<std::byte>>& all,
+                        milliseconds timeout, const std::string& what) {
+    const int fd = peers_[0].get();
+    // Rank 0 waits up to `timeout` for the others and then says who is missing: wait longer
+    // than that, so the message names the real culprit rather than rank 0.
+    const auto deadline = steady::now() + timeout + std::max(milliseconds(1000), timeout / 2);
+    if (status s = send_frame(fd, frame_kind::data, mine, deadline, "rank 0 (the store)"); !s)
+      return s;
+    frame_reader r;
+    if (status s = receive_frame(fd, r, deadline, "rank 0 (the store)", what); !s) return s;
+    const auto payload = r.payload();
+    if (r.kind() == frame_kind::error)
+      return {errc::timeout,
+              std::string(reinterpret_cast<const char*>(payload.data()), payload.size())};
+    all.assign(static_cast<std::size_t>(size_), {});
+    std::size_t at = 0;
+    for (int q = 0; q < size_; ++q) {
+      std::uint64_t len = 0;
+      if (at + 8 > payload.size()) return {errc::system_error, "a truncated answer to " + what};
+      std::memcpy(&len, payload.data() + at, 8);
+      at += 8;
+      if (at + len > payload.size()) return {errc::system_error, "a truncated answer to " + what};
+      all[static_cast<std::size_t>(q)].assign(
+          payload.begin() + static_cast<std::ptrdiff_t>(at),
+          payload.begin() + static_cast<std::ptrdiff_t>(at + len));
+      at += len;
+    }
+    return {};
+  }
+
+  int rank_, size_;
+  std::vector<socket_fd> peers_;  // rank 0: one per rank (peers_[0] unused); others: peers_[0]
+  std::uint64_t calls_ = 0;
+  status broken_;
+};
+
+inline status resolve(const environment& env, sockaddr_in& addr) {
+  addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(env.store_port));
+  if (::inet_pton(AF_INET, env.store_addr.c_str(), &addr.sin_addr) == 1) return {};
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(env.store_addr.c_str(), nullptr, &hints, &found) != 0 || found == nullptr)
+    return {errc::invalid_argument, "cannot resolve the store address '" + env.store_addr + "'"};
+  addr.sin_addr = reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr;
+  ::freeaddrinfo(found);
+  return {};
+}
+
+inline bool connected_to_itself(int fd) {
+  sockaddr_in self{}, peer{};
+  socklen_t a = sizeof self, b = sizeof peer;
+  return ::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &a) == 0 &&
+         ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &b) == 0 &&
+         self.sin_port == peer.sin_port && self.sin_addr.s_addr == peer.sin_addr.s_addr;
+}
+
+struct hello {
+  std::uint32_t magic = 0x72656c79;  // "rely"
+  std::int32_t rank = 0, size = 0;
+};
+
+}  // namespace detail
+
+inline status make_tcp_bootstrap(const environment& env, std::unique_ptr<bootstrap>& out) {
+  using namespace detail;
+  if (env.size < 1 || env.rank < 0 || env.rank >= env.size)
+    return {errc::invalid_argument, "rank " + std::to_string(env.rank) + " of " +
+                                        std::to_string(env.size) + " is not a place in a job"};
+  sockaddr_in addr{};
+  if (status s = resolve(env, addr); !s) return s;
+  const auto deadline = steady::now() + env.timeout;
+  const std::string store = env.store_addr + ":" + std::to_string(env.store_port);
+  std::vector<socket_fd> peers(static_cast<std::size_t>(env.rank == 0 ? env.size : 1));
+  if (env.rank == 0) {
+    socket_fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (listener.get() < 0) return socket_error("socket");
+    const int one = 1;
+    ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
+      return socket_error("rank 0 cannot listen at " + store);
+    if (::listen(listener.get(), env.size) != 0) return socket_error("listen at " + store);
+    int joined = 1;
+    while (joined < env.size) {
+      pollfd pfd{listener.get(), POLLIN, 0};
+      const int ready = ::poll(&pfd, 1, remaining_ms(deadline));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready <= 0) break;
+      socket_fd c(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (c.get() < 0) continue;
+      frame_reader r;
+      if (!receive_frame(c.get(), r, deadline, "a connecting rank", "the hello")) continue;
+      hello h;
+      if (r.payload().size() != sizeof h) continue;
+      std::memcpy(&h, r.payload().data(), sizeof h);
+      if (h.magic != hello{}.magic || h.size != env.size || h.rank <= 0 || h.rank >= env.size ||
+          peers[static_cast<std::size_t>(h.rank)].get() >= 0)
+        return {errc::invalid_argument,
+                "a process joined the store at " + store + " as rank " + std::to_string(h.rank) +
+                    " of " + std::to_string(h.size) + "; this job has " + std::to_string(env.size) +
+                    " ranks (two jobs on one port?)"};
+      peers[static_cast<std::size_t>(h.rank)] = std::move(c);
+      ++joined;
+    }
+    std::vector<int> missing;
+    for (int r = 1; r < env.size; ++r)
+      if (peers[static_cast<std::size_t>(r)].get() < 0) missing.push_back(r);
+    if (!missing.empty())
+      return {errc::timeout, "rank(s) " + rank_list(missing) + " did not connect to the store at " +
+                                 store + " within " + std::to_string(env.timeout.count()) + " ms"};
+  } else {
+    for (;;) {
+      socket_fd c(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      if (c.get() < 0) return socket_error("socket");
+      // A connect to a local port nobody listens on yet can connect the socket to itself
+      // (its ephemeral port chosen equal to the target): that is no store; retry.
+      if (::connect(c.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 &&
+          !connected_to_itself(c.get())) {
+        const int one = 1;
+        ::setsockopt(c.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        peers[0] = std::move(c);
+        break;
+      }
+      if (remaining_ms(deadline) == 0)
+        return {errc::timeout, "rank 0's store at " + store +
+                                   " did not accept a connection within " +
+                                   std::to_string(env.timeout.count()) + " ms"};
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const hello h{hello{}.magic, env.rank, env.size};
+    if (status s = send_frame(peers[0].get(), frame_kind::data, std::as_bytes(std::span(&h, 1)),
+                              deadline, "rank 0 (the store)");
+        !s)
+      return s;
+  }
+  for (auto& p : peers)
+    if (p.get() >= 0) {
+      const int one = 1;
+      ::setsockopt(p.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+  auto b = std::make_unique<tcp_bootstrap>(env.rank, env.size, std::move(peers));
+  // Everyone is connected when this returns on every rank.
+  if (status s = b->barrier(env.timeout); !s) return s;
+  out = std::move(b);
+  return {};
+}
 
 }  // namespace relay

@@ -26,6 +26,8 @@
 #include "relay/api/collectives.hpp"
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
+#include "relay/plan/rank_buffers.hpp"
+#include "relay/plan/slice.hpp"
 #include "relay/transport/transport.hpp"
 
 namespace relay {
@@ -64,7 +66,12 @@ class communicator {
   // Runs one call (the rank-local collectives in comm/collectives.hpp forward here).
   inline status run(const rank_call& call);
 
+  // Shapes in the plan cache (tests watch it).
+  std::size_t cached_shapes() const { return cache_.size(); }
+
  private:
+  inline status compare_across_ranks(const std::string& shape, placement where);
+
   struct cached {
     plan p;
     plan_slice slice;
@@ -78,5 +85,134 @@ class communicator {
   std::unordered_map<std::string, cached> cache_;
   std::list<std::string> lru_;
 };
+
+}  // namespace relay
+
+namespace relay {
+
+namespace detail {
+
+inline std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : text)
+    h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return h;
+}
+
+// Everything every rank must pass alike, as text: the plan cache's key, the fingerprint's
+// source, and what a mismatch message shows.
+inline std::string describe_shape(const plan_request& r) {
+  std::string s = std::string(name(r.coll)) + " " + std::string(name(r.mode)) + " " +
+                  std::string(name(r.route)) + " permille=" + std::to_string(r.permille) +
+                  " tiles=" + std::to_string(r.tiles) + " N=" + std::to_string(r.ranks) + " " +
+                  std::string(r.type <= dtype::float64 ? name(r.type) : "?") + " " +
+                  std::string(name(r.op)) + " alignment=" + std::to_string(r.alignment) +
+                  " groups=";
+  for (std::size_t g = 0; g < r.groups.size(); ++g) {
+    s += g ? "|" : "";
+    for (std::size_t k = 0; k < r.groups[g].size(); ++k)
+      s.append(k ? "," : "").append(std::to_string(r.groups[g][k]));
+  }
+  s += " counts=";
+  for (std::size_t g = 0; g < r.counts.size(); ++g)
+    s.append(g ? "," : "").append(std::to_string(r.counts[g]));
+  return s;
+}
+
+}  // namespace detail
+
+inline communicator::communicator(std::shared_ptr<bootstrap> boot, std::unique_ptr<transport> link,
+                                  comm_config config)
+    : boot_(std::move(boot)), link_(std::move(link)), config_(config) {}
+
+// The first call of a shape: every rank shows its shape and placement; all ranks reach the same
+// verdict from the same gathered bytes.
+inline status communicator::compare_across_ranks(const std::string& shape, placement where) {
+  const std::string mine = std::string(1, static_cast<char>('0' + static_cast<int>(where))) + shape;
+  std::vector<std::vector<std::byte>> all;
+  if (status s = boot_->all_gather(std::as_bytes(std::span(mine)), all, config_.timeout); !s)
+    return s;
+  auto text = [&](std::size_t r) {
+    return std::string(reinterpret_cast<const char*>(all[r].data()), all[r].size());
+  };
+  const std::string root = text(0);
+  std::string differ, first;
+  int in_place = -1, out_of_place = -1;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const std::string t = text(r);
+    if (t.empty() || t.substr(1) != root.substr(1)) {
+      if (differ.empty()) first = t.empty() ? "" : t.substr(1);
+      differ.append(differ.empty() ? "" : ",").append(std::to_string(r));
+    }
+    if (!t.empty() && t[0] == '0' + static_cast<int>(placement::in_place))
+      in_place = static_cast<int>(r);
+    if (!t.empty() && t[0] == '0' + static_cast<int>(placement::out_of_place))
+      out_of_place = static_cast<int>(r);
+  }
+  if (!differ.empty())
+    return {errc::mismatch,
+            "rank(s) " + differ + " called " + first + "; rank 0 called " + root.substr(1)};
+  if (in_place >= 0 && out_of_place >= 0)
+    return {errc::mismatch, "rank " + std::to_string(in_place) + " called in place but rank " +
+                                std::to_string(out_of_place) +
+                                " out of place; every active rank must agree"};
+  return {};
+}
+
+inline status communicator::run(const rank_call& call) {
+  if (call.groups == nullptr) return {errc::invalid_argument, "no groups were given"};
+  plan_request request;
+  request.coll = call.coll;
+  request.mode = call.groups->size() == 1 ? mode::single : mode::fused;
+  request.route = call.opt.route;
+  request.permille = call.opt.permille;
+  request.tiles = call.opt.tiles;
+  request.ranks = size();
+  request.groups = *call.groups;
+  request.counts.assign(call.counts.begin(), call.counts.end());
+  request.type = call.type;
+  request.op = reduces(call.coll) ? call.op : reduce_op::sum;
+  request.alignment = call.opt.alignment;
+  request.in_place = false;  // the plan is the out-of-place one; see transport.hpp
+
+  const std::string shape = detail::describe_shape(request);
+  auto found = cache_.find(shape);
+  const placement where = static_cast<unsigned>(call.type) < all_dtypes.size()
+                              ? placement_of(call.coll, request.groups, request.counts,
+                                             size_of(call.type), rank(), call.send, call.recv)
+                              : placement::helper;
+  if (found == cache_.end()) {
+    plan p;
+    // Arguments every rank sees alike: every rank refuses them alike, without communicating.
+    if (status s = make_plan(request, p); !s) return s;
+    if (status s = compare_across_ranks(shape, where); !s) return s;
+    if (cache_.size() >= std::max<std::size_t>(1, config_.plan_cache_entries)) {
+      cache_.erase(lru_.back());
+      lru_.pop_back();
+    }
+    lru_.push_front(shape);
+    cached c;
+    c.slice = slice_plan(p, rank());
+    c.p = std::move(p);
+    c.fingerprint = detail::fnv1a(shape);
+    c.lru = lru_.begin();
+    found = cache_.emplace(shape, std::move(c)).first;
+  } else {
+    lru_.splice(lru_.begin(), lru_, found->second.lru);
+  }
+  const cached& c = found->second;
+  call_context ctx;
+  ctx.p = &c.p;
+  ctx.slice = &c.slice;
+  ctx.send = call.send;
+  ctx.recv = call.recv;
+  ctx.placement = where;
+  ctx.sequence = ++sequence_;
+  ctx.fingerprint = c.fingerprint;
+  ctx.local = validate_rank_buffers(c.p, rank(), call.send, call.recv, where);
+  ctx.timeout = config_.timeout;
+  ctx.stream = call.stream;
+  return link_->run(ctx);
+}
 
 }  // namespace relay

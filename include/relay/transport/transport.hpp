@@ -32,13 +32,10 @@
 
 #include "relay/core/status.hpp"
 #include "relay/plan/plan.hpp"
+#include "relay/plan/rank_buffers.hpp"
 #include "relay/plan/slice.hpp"
 
 namespace relay {
-
-// Where this rank's buffers sit relative to each other (detected from its pointers as NCCL
-// does). Helpers have no buffers. In-place must agree across the active ranks of a call.
-enum class placement : unsigned char { helper, out_of_place, in_place };
 
 struct call_context {
   // The out-of-place plan of the call and this rank's slice of it: identical on every rank for

@@ -1,0 +1,182 @@
+// The shared-memory segment of the shm transport: its layout, and creating and mapping it across
+// the processes of a job (transport/shm_transport.hpp runs calls on it).
+//
+// Layout: a header page; one control block per rank (its own cache lines: a phase counter that
+// only its rank writes, its process id, and two call records used alternately by call parity,
+// so a rank that entered call k+1 never overwrites what a peer may still be reading of call k);
+// then one data area per rank of bytes_per_rank, page-aligned.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "relay/bootstrap/bootstrap.hpp"
+#include "relay/transport/transport.hpp"
+
+namespace relay::shm {
+
+inline constexpr std::uint64_t segment_magic = 0x72656c61792d736dull;  // "relay-sm"
+inline constexpr std::size_t page = 4096;
+
+// What a rank says about one call when it enters it.
+struct call_record {
+  std::uint64_t sequence = 0;
+  std::uint64_t fingerprint = 0;
+  errc code = errc::ok;  // this rank's own check of its buffers
+  relay::placement placement = placement::helper;
+  char reason[190] = {};  // the start of that check's message
+};
+
+struct alignas(256) control {
+  std::uint64_t counter = 0;  // sequence << 32 | phases finished (+1); atomic_ref only
+  std::int64_t pid = 0;
+  call_record calls[2];
+};
+
+struct header {
+  std::uint64_t magic = 0;
+  std::uint64_t ranks = 0;
+  std::uint64_t bytes_per_rank = 0;
+};
+
+constexpr std::size_t round_up(std::size_t x, std::size_t to) {
+  return (x + to - 1) / to * to;
+}
+
+// A mapped segment; unmapped when destroyed.
+class segment {
+ public:
+  segment() = default;
+  segment(const segment&) = delete;
+  segment& operator=(const segment&) = delete;
+  ~segment() {
+    if (base_ != nullptr) ::munmap(base_, bytes_);
+  }
+
+  int ranks() const { return ranks_; }
+  std::size_t bytes_per_rank() const { return per_rank_; }
+  control& control_of(int rank) const { return reinterpret_cast<control*>(base_ + page)[rank]; }
+  std::byte* data_of(int rank) const {
+    return base_ + data_offset(ranks_) + static_cast<std::size_t>(rank) * per_rank_;
+  }
+
+  static std::size_t data_offset(int ranks) {
+    return round_up(page + sizeof(control) * static_cast<std::size_t>(ranks), page);
+  }
+
+  // Collective over `boot`: rank 0 creates and initializes the segment, every rank maps it,
+  // rank 0 unlinks its name once every rank has reported. Fails on every rank, naming the rank
+  // that could not map it.
+  status open(bootstrap& boot, std::size_t bytes_per_rank, std::chrono::milliseconds timeout) {
+    ranks_ = boot.size();
+    per_rank_ = round_up(bytes_per_rank, page);
+    bytes_ = data_offset(ranks_) + per_rank_ * static_cast<std::size_t>(ranks_);
+    std::string name, mine;
+    if (boot.rank() == 0) {
+      std::random_device rd;
+      name = "/relay-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
+      mine = create(name);
+      if (mine.empty()) mine = "+" + name;  // "+name": created; anything else: the error
+    }
+    std::vector<std::vector<std::byte>> all;
+    if (status s = boot.all_gather(std::as_bytes(std::span(mine)), all, timeout); !s) {
+      unlink_if_root(boot, name);
+      return s;
+    }
+    const std::string announced(reinterpret_cast<const char*>(all[0].data()), all[0].size());
+    std::string attach_error;
+    if (announced.empty() || announced[0] != '+')
+      attach_error = "rank 0 could not create the shared-memory segment: " + announced;
+    else if (boot.rank() != 0)
+      attach_error = attach(announced.substr(1));
+    if (attach_error.empty()) control_of(boot.rank()).pid = ::getpid();
+    if (status s = boot.all_gather(std::as_bytes(std::span(attach_error)), all, timeout); !s) {
+      unlink_if_root(boot, name);
+      return s;
+    }
+    unlink_if_root(boot, name);  // every rank has mapped it (or failed): the name can go
+    for (std::size_t r = 0; r < all.size(); ++r)
+      if (!all[r].empty())
+        return {errc::system_error,
+                "rank " + std::to_string(r) + ": " +
+                    std::string(reinterpret_cast<const char*>(all[r].data()), all[r].size())};
+    return {};
+  }
+
+ private:
+  static void unlink_if_root(bootstrap& boot, const std::string& name) {
+    if (boot.rank() == 0 && !name.empty()) ::shm_unlink(name.c_str());
+  }
+
+  std::string map(int fd) {
+    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (p == MAP_FAILED) return std::string("mmap: ") + std::strerror(errno);
+    base_ = static_cast<std::byte*>(p);
+    return {};
+  }
+
+  std::string create(const std::string& name) {
+    const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) return "shm_open(" + name + "): " + std::strerror(errno);
+    if (::ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
+      const std::string why = "ftruncate(" + std::to_string(bytes_) + "): " + std::strerror(errno);
+      ::close(fd);
+      ::shm_unlink(name.c_str());
+      return why;
+    }
+    if (std::string why = map(fd); !why.empty()) {
+      ::shm_unlink(name.c_str());
+      return why;
+    }
+    for (int r = 0; r < ranks_; ++r)
+      new (&control_of(r)) control{};
+    auto* h = new (base_) header{};
+    h->ranks = static_cast<std::uint64_t>(ranks_);
+    h->bytes_per_rank = per_rank_;
+    std::atomic_ref<std::uint64_t>(h->magic).store(segment_magic, std::memory_order_release);
+    return {};
+  }
+
+  std::string attach(const std::string& name) {
+    const int fd = ::shm_open(name.c_str(), O_RDWR, 0600);
+    if (fd < 0) return "shm_open(" + name + "): " + std::strerror(errno);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < page) {
+      ::close(fd);
+      return "the segment " + name + " is not there or too small";
+    }
+    // The size comes from rank 0 (its RELAY_SHM_BYTES wins over this rank's).
+    const auto* probe =
+        static_cast<const header*>(::mmap(nullptr, page, PROT_READ, MAP_SHARED, fd, 0));
+    if (probe == MAP_FAILED) {
+      ::close(fd);
+      return std::string("mmap: ") + std::strerror(errno);
+    }
+    const header h = *probe;
+    ::munmap(const_cast<header*>(probe), page);
+    if (h.magic != segment_magic || h.ranks != static_cast<std::uint64_t>(ranks_)) {
+      ::close(fd);
+      return "the segment " + name + " is not this job's (" + std::to_string(h.ranks) +
+             " ranks, this job has " + std::to_string(ranks_) + ")";
+    }
+    per_rank_ = h.bytes_per_rank;
+    bytes_ = data_offset(ranks_) + per_rank_ * static_cast<std::size_t>(ranks_);
+    return map(fd);
+  }
+
+  std::byte* base_ = nullptr;
+  std::size_t bytes_ = 0, per_rank_ = 0;
+  int ranks_ = 0;
+};
+
+}  // namespace relay::shm

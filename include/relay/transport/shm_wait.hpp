@@ -1,0 +1,61 @@
+// Waiting for a peer process's counter in shared memory: spin briefly (the peer is usually
+// almost there), then yield (ranks may outnumber cores), then sleep in growing intervals up to
+// 200 us. Every few milliseconds it asks whether the peer process still exists, so a dead peer
+// ends the wait at once instead of at the timeout.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace relay::shm {
+
+enum class wait_result { reached, timed_out, peer_exited };
+
+// True when `pid` is gone or a zombie (exited, not yet reaped by its parent).
+inline bool process_exited(std::int64_t pid) {
+  if (pid <= 0) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() &&
+         (line[close + 2] == 'Z' || line[close + 2] == 'X');
+}
+
+// Waits until counter >= target (acquire), the timeout passes, or the process `pid` exits.
+inline wait_result wait_at_least(const std::uint64_t& counter, std::uint64_t target,
+                                 std::int64_t pid, std::chrono::milliseconds timeout) {
+  std::atomic_ref<const std::uint64_t> c(counter);
+  for (int i = 0; i < 200; ++i)
+    if (c.load(std::memory_order_acquire) >= target) return wait_result::reached;
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto next_check = start + std::chrono::milliseconds(5);
+  std::chrono::microseconds nap{0};
+  for (int round = 0;; ++round) {
+    if (c.load(std::memory_order_acquire) >= target) return wait_result::reached;
+    if (round < 64) {
+      std::this_thread::yield();
+      continue;
+    }
+    nap = std::min(std::chrono::microseconds(200), nap + std::chrono::microseconds(10));
+    std::this_thread::sleep_for(nap);
+    const auto now = clock::now();
+    if (now >= next_check) {
+      if (c.load(std::memory_order_acquire) >= target) return wait_result::reached;
+      if (process_exited(pid)) return wait_result::peer_exited;
+      if (now - start >= timeout) return wait_result::timed_out;
+      next_check = now + std::chrono::milliseconds(5);
+    }
+  }
+}
+
+}  // namespace relay::shm

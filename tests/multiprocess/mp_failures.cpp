@@ -1,0 +1,199 @@
+// Failure semantics across processes, one scenario per run (under relay-run; every rank must
+// exit 0, meaning it saw what the scenario promises):
+//   mismatch        a rank passes other counts (a new shape: the bootstrap's comparison; a cached
+//                   shape: the transport's), or another in-place form: errc::mismatch on every
+//                   rank naming that rank; then a good call works
+//   invalid_buffer  a rank passes a null output (new shape) or a too small input (cached shape):
+//                   that rank gets invalid_buffer, every other rank peer_error naming it; then
+//                   a good call works
+//   early_exit      the last rank exits before calling, after a first call of the shape (the
+//                   transport's wait) or before any (the bootstrap's): errc::timeout naming it,
+//                   well before the timeout (the peer's exit is noticed)
+//   stall           the last rank never calls (it sleeps past RELAY_TIMEOUT, then exits): the
+//                   others fail after about the timeout, naming it
+// In every failing call no user buffer is written: the outputs keep their poison.
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "multiprocess/mp_support.hpp"
+
+using namespace relay;
+
+namespace {
+
+int failures = 0;
+
+void expect(bool ok, const std::string& what) {
+  if (!ok) {
+    std::fprintf(stderr, "FAILED: %s\n", what.c_str());
+    ++failures;
+  }
+}
+
+// This rank's int32 buffers for a fused A=2 allreduce over every rank: input[i] = 1000*rank + i,
+// output poisoned with 0x7f7f7f7f.
+struct buffers {
+  std::vector<std::int32_t> in, out;
+  buffers(int rank, std::size_t count) : in(count), out(count, 0x7f7f7f7f) {
+    for (std::size_t i = 0; i < count; ++i)
+      in[i] = 1000 * rank + static_cast<std::int32_t>(i);
+  }
+  bool untouched() const {
+    for (std::int32_t x : out)
+      if (x != 0x7f7f7f7f) return false;
+    return true;
+  }
+};
+
+group_list pairs(int size) {
+  group_list g;
+  for (int r = 0; r < size; r += 2)
+    g.push_back({r, r + 1});
+  return g;
+}
+
+status allreduce_pairs(communicator& comm, buffers& b, std::int64_t count, buffer_view send = {},
+                       buffer_view recv = {}) {
+  const group_list groups = pairs(comm.size());
+  const std::vector<std::int64_t> counts(groups.size(), count);
+  if (send.data == nullptr && send.bytes == 0) send = {b.in.data(), b.in.size() * 4};
+  if (recv.data == nullptr && recv.bytes == 0) recv = {b.out.data(), b.out.size() * 4};
+  return allreduce(comm, groups, send, recv, counts, dtype::int32, reduce_op::sum);
+}
+
+// A good call: the pair {r, r^1} sums to 1000*(r + (r^1)) + 2i, worked out by hand.
+void good_call(communicator& comm, std::int64_t count, const std::string& when) {
+  const int me = comm.rank();
+  buffers b(me, static_cast<std::size_t>(count));
+  const status s = allreduce_pairs(comm, b, count);
+  expect(s.ok(), when + ": a good call failed: " + s.to_string());
+  for (std::size_t i = 0; s.ok() && i < b.out.size(); ++i)
+    if (b.out[i] != 1000 * (me + (me ^ 1)) + 2 * static_cast<std::int32_t>(i)) {
+      expect(false, when + ": element " + std::to_string(i) + " is wrong");
+      break;
+    }
+}
+
+void expect_error(const status& s, errc code, const std::string& names, const buffers& b,
+                  const std::string& when) {
+  expect(s.code() == code,
+         when + ": expected " + std::string(name(code)) + ", got " + s.to_string());
+  expect(s.message().find(names) != std::string::npos,
+         when + ": the message does not name '" + names + "': " + s.message());
+  expect(b.untouched(), when + ": the output was written");
+}
+
+void mismatch(communicator& comm) {
+  const int me = comm.rank(), last = comm.size() - 1;
+  const std::string who = "rank(s) " + std::to_string(last);
+  {  // a new shape: the last rank passes 5 elements per group, the others 4
+    buffers b(me, 8);
+    expect_error(allreduce_pairs(comm, b, me == last ? 5 : 4), errc::mismatch, who, b,
+                 "new shape, other counts");
+  }
+  good_call(comm, 4, "after the first mismatch");
+  good_call(comm, 6, "warming a second shape");
+  {  // both shapes cached: the last rank calls the other one
+    buffers b(me, 8);
+    expect_error(allreduce_pairs(comm, b, me == last ? 6 : 4), errc::mismatch, who, b,
+                 "cached shapes, other counts");
+  }
+  good_call(comm, 4, "after the cached mismatch");
+  for (const char* when :
+       {"new shape, in place on rank 0 only", "cached, in place on rank 0 only"}) {
+    buffers b(me, 9);
+    if (me == 0) b.out.assign(b.out.size(), 0x7f7f7f7f);
+    // Rank 0 passes recv == send (in place); the others out of place.
+    const buffer_view send{b.in.data(), b.in.size() * 4};
+    const status s = allreduce_pairs(comm, b, 9, send, me == 0 ? send : buffer_view{});
+    expect(s.code() == errc::mismatch && s.message().find("in place") != std::string::npos,
+           std::string(when) + ": expected an in-place mismatch, got " + s.to_string());
+    expect(me == 0 || b.untouched(), std::string(when) + ": the output was written");
+    if (me == 0)
+      for (std::size_t i = 0; i < b.in.size(); ++i)
+        expect(b.in[i] == 1000 * me + static_cast<std::int32_t>(i),
+               std::string(when) + ": rank 0's in-place buffer was written");
+  }
+  good_call(comm, 9, "after the in-place mismatches");
+}
+
+void invalid_buffer(communicator& comm) {
+  const int me = comm.rank(), bad = 1;
+  {  // a new shape; rank 1's output is null
+    buffers b(me, 7);
+    const status s =
+        allreduce_pairs(comm, b, 7, {}, me == bad ? buffer_view{nullptr, 28} : buffer_view{});
+    if (me == bad)
+      expect_error(s, errc::invalid_buffer, "the output of rank 1 is null", b, "null output");
+    else
+      expect_error(s, errc::peer_error, "rank 1 refused the call", b, "a peer's null output");
+  }
+  good_call(comm, 7, "after the null output");
+  {  // the shape is cached now; rank 1's input holds 3 of 7 elements
+    buffers b(me, 7);
+    const status s =
+        allreduce_pairs(comm, b, 7, me == bad ? buffer_view{b.in.data(), 12} : buffer_view{});
+    if (me == bad)
+      expect_error(s, errc::invalid_buffer, "the input of rank 1 holds 12 bytes", b, "small input");
+    else
+      expect_error(s, errc::peer_error, "rank 1 refused the call", b, "a peer's small input");
+  }
+  good_call(comm, 7, "after the small input");
+}
+
+void absent_peer(communicator& comm, bool warm, bool stall, std::chrono::milliseconds timeout) {
+  const int me = comm.rank(), last = comm.size() - 1;
+  if (warm) good_call(comm, 5, "warming the shape");
+  if (me == last) {
+    if (stall) std::this_thread::sleep_for(timeout * 3);
+    std::fflush(nullptr);
+    std::_Exit(0);  // gone without calling
+  }
+  buffers b(me, 5);
+  const auto start = std::chrono::steady_clock::now();
+  const status s = allreduce_pairs(comm, b, warm ? 5 : 3);
+  const auto took = std::chrono::steady_clock::now() - start;
+  expect_error(s, errc::timeout, "rank" + std::string(warm ? " " : "(s) ") + std::to_string(last),
+               b, stall ? "a stalled peer" : "an exited peer");
+  if (stall)
+    expect(took >= timeout * 9 / 10 && took < timeout * 3,
+           "a stalled peer: the call took " +
+               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()) +
+               " ms; the timeout is " + std::to_string(timeout.count()) + " ms");
+  else
+    expect(took < std::min(timeout / 2, std::chrono::milliseconds(5000)),
+           "an exited peer: noticed after " +
+               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()) +
+               " ms");
+  // The communicator is broken now: a later call fails at once, still naming the peer.
+  if (warm) {
+    const status again = allreduce_pairs(comm, b, 5);
+    expect(!again.ok() && again.message().find(std::to_string(last)) != std::string::npos,
+           "the call after a timeout: " + again.to_string());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string scenario = argc > 1 ? argv[1] : "";
+  auto comm = testing::connect_or_exit();
+  const auto timeout = comm->config().timeout;
+  if (scenario == "mismatch")
+    mismatch(*comm);
+  else if (scenario == "invalid_buffer")
+    invalid_buffer(*comm);
+  else if (scenario == "early_exit")
+    absent_peer(*comm, true, false, timeout);
+  else if (scenario == "early_exit_new_shape")
+    absent_peer(*comm, false, false, timeout);
+  else if (scenario == "stall")
+    absent_peer(*comm, true, true, timeout);
+  else {
+    std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
+    return 2;
+  }
+  if (failures == 0) std::printf("%s: as promised\n", scenario.c_str());
+  return failures == 0 ? 0 : 1;
+}
