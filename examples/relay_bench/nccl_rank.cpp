@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "nccl_types.hpp"
 #include "relay/comm/collectives.hpp"
 #include "relay/comm/from_environment.hpp"
 #include "relay/transport/nccl.hpp"
@@ -13,22 +14,6 @@
 namespace relay::bench {
 
 namespace {
-
-ncclDataType_t nccl_type(dtype t) {
-  switch (t) {
-    case dtype::int8: return ncclInt8;
-    case dtype::uint8: return ncclUint8;
-    case dtype::int32: return ncclInt32;
-    case dtype::uint32: return ncclUint32;
-    case dtype::int64: return ncclInt64;
-    case dtype::uint64: return ncclUint64;
-    case dtype::float16: return ncclFloat16;
-    case dtype::bfloat16: return ncclBfloat16;
-    case dtype::float32: return ncclFloat32;
-    case dtype::float64: return ncclFloat64;
-  }
-  return ncclUint8;
-}
 
 class cuda_nccl_rank final : public nccl_rank {
  public:

@@ -52,5 +52,4 @@ class nccl_rank {
 // `why` where it cannot start (no launcher, no GPU, NCCL refused).
 std::unique_ptr<nccl_rank> make_nccl_rank(std::string& why);
 
-
 }  // namespace relay::bench

@@ -1,4 +1,4 @@
-// -x nccl where this relay-bench links NCCL for its baseline but compiles no GPU code.
+// -x nccl where this relay-bench has no nccl transport: no NCCL, or no GPU code compiled.
 #include "backend.hpp"
 #include "nccl_rank.hpp"
 
