@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "device_timing.hpp"
 #include "executor_backend.hpp"
 #include "measure.hpp"
 #include "relay/gpu/gpu_executor.hpp"
@@ -13,36 +14,6 @@
 namespace relay::bench {
 
 namespace {
-
-// Device events: the executor brackets each run with timing events on every lane it uses
-// (gpu_options::time_runs) and reports the longest lane; with several executors at once (parallel
-// mode) the longest of them. Where the executor cannot say (an empty plan), the host clock around
-// the synchronous run stands in.
-class device_event_timer : public timer {
- public:
-  std::function<double()> device_seconds;  // the executors' last run, or -1
-
-  void start() override { begin_ = clock::now(); }
-  void stop() override { end_ = clock::now(); }
-  double seconds() override {
-    const double device = device_seconds ? device_seconds() : -1;
-    return device >= 0 ? device : std::chrono::duration<double>(end_ - begin_).count();
-  }
-
- private:
-  using clock = std::chrono::steady_clock;
-  clock::time_point begin_{}, end_{};
-};
-
-int l2_bytes(int device) {
-  int bytes = 0;
-#if defined(RELAY_GPU_CUDA)
-  (void)cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device);
-#else
-  (void)hipDeviceGetAttribute(&bytes, hipDeviceAttributeL2CacheSize, device);
-#endif
-  return bytes;
-}
 
 class gpu_backend : public executor_backend<gpu_executor> {
  public:

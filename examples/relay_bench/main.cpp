@@ -8,6 +8,7 @@
 #include "conventions.hpp"
 #include "measure.hpp"
 #include "nccl_baseline.hpp"
+#include "nccl_rank_bench.hpp"
 #include "options.hpp"
 #include "progress.hpp"
 #include "relay/schedule/generate.hpp"
@@ -92,6 +93,9 @@ int main(int argc, char** argv) {
   }
 
   if (o.executor == executor_kind::shm) return run_shm_bench(o, shapes);
+  // Under a launcher, -x nccl is one rank of a multi-process job (nccl_rank_bench.cpp).
+  if (o.executor == executor_kind::nccl && launched_as_rank())
+    return run_nccl_rank_bench(o, shapes);
 
   std::unique_ptr<backend> exec;
   if (o.executor == executor_kind::cpu) {

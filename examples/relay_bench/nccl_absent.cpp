@@ -1,15 +1,10 @@
-// The vendor baseline where this relay-bench was built without NCCL or RCCL.
-#include "backend.hpp"
+// The vendor baseline where this relay-bench was built without NCCL or RCCL (the nccl
+// transport's stubs are nccl_transport_absent.cpp).
 #include "nccl_baseline.hpp"
 
 namespace relay::bench {
 
 std::unique_ptr<nccl_baseline> make_nccl_baseline(int, const std::vector<int>&, std::string& why) {
-  why = "this relay-bench was built without NCCL/RCCL";
-  return nullptr;
-}
-
-std::unique_ptr<backend> make_nccl_backend(int, const std::vector<int>&, std::string& why) {
   why = "this relay-bench was built without NCCL/RCCL";
   return nullptr;
 }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <sstream>
 
+#include "device_timing.hpp"
 #include "executor_backend.hpp"
 #include "measure.hpp"
 #include "relay/transport/nccl_executor.hpp"
@@ -14,22 +15,6 @@
 namespace relay::bench {
 
 namespace {
-
-class rank_event_timer : public timer {
- public:
-  std::function<double()> device_seconds;  // the executors' last run, or -1
-
-  void start() override { begin_ = clock::now(); }
-  void stop() override { end_ = clock::now(); }
-  double seconds() override {
-    const double device = device_seconds ? device_seconds() : -1;
-    return device >= 0 ? device : std::chrono::duration<double>(end_ - begin_).count();
-  }
-
- private:
-  using clock = std::chrono::steady_clock;
-  clock::time_point begin_{}, end_{};
-};
 
 class nccl_backend : public executor_backend<nccl_executor> {
  public:
@@ -40,9 +25,9 @@ class nccl_backend : public executor_backend<nccl_executor> {
               o.time_runs = true;
               return std::make_unique<nccl_executor>(device_of, o);
             },
-            std::make_unique<rank_event_timer>()),
+            std::make_unique<device_event_timer>()),
         device_of_(std::move(device_of)) {
-    static_cast<rank_event_timer&>(clock()).device_seconds = [this] {
+    static_cast<device_event_timer&>(clock()).device_seconds = [this] {
       double longest = -1;
       for (const auto& e : last_executors())
         longest = std::max(longest, e->last_run_seconds());
@@ -68,15 +53,8 @@ class nccl_backend : public executor_backend<nccl_executor> {
 
   std::int64_t cache_bytes() const override {
     std::int64_t total = 0;
-    for (int d : device_of_) {
-      int bytes = 0;
-#if defined(RELAY_GPU_CUDA)
-      (void)cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, d);
-#else
-      (void)hipDeviceGetAttribute(&bytes, hipDeviceAttributeL2CacheSize, d);
-#endif
-      total += bytes;
-    }
+    for (int d : device_of_)
+      total += l2_bytes(d);
     return total;
   }
 

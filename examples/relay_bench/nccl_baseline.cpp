@@ -12,6 +12,7 @@
 #include "data.hpp"
 #include "measure.hpp"
 #include "nccl_baseline.hpp"
+#include "nccl_types.hpp"
 
 namespace relay::bench {
 
@@ -31,22 +32,6 @@ status nccl_failure(ncclResult_t e, const char* what) {
   do {                                                                               \
     if (ncclResult_t e_ = (call); e_ != ncclSuccess) return nccl_failure(e_, #call); \
   } while (0)
-
-ncclDataType_t nccl_type(dtype t) {
-  switch (t) {
-    case dtype::int8: return ncclInt8;
-    case dtype::uint8: return ncclUint8;
-    case dtype::int32: return ncclInt32;
-    case dtype::uint32: return ncclUint32;
-    case dtype::int64: return ncclInt64;
-    case dtype::uint64: return ncclUint64;
-    case dtype::float16: return ncclFloat16;
-    case dtype::bfloat16: return ncclBfloat16;
-    case dtype::float32: return ncclFloat32;
-    case dtype::float64: break;
-  }
-  return ncclFloat64;
-}
 
 // One communicator per group of ranks, kept for the whole run.
 struct communicator {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -28,6 +29,17 @@ namespace relay::test {
   } while (0)
 
 inline constexpr unsigned char poison = 0xa5;
+
+// An unsigned environment variable (case counts, seeds), or `fallback`.
+inline std::uint64_t env_or(const char* name, std::uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+inline int device_count() {
+  int n = 0;
+  return gpu::rt::device_count(&n) == gpu::rt::success ? n : 0;
+}
 
 // Device memory owned by a test.
 class device_buffer {

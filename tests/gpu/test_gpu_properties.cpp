@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "gpu_support.hpp"
 #include "relay/exec/host_executor.hpp"
 #include "relay/gpu/gpu_executor.hpp"
 #include "support/property_suite.hpp"
@@ -21,15 +22,8 @@ using namespace relay;
 
 namespace {
 
-std::uint64_t env_or(const char* name, std::uint64_t fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::strtoull(v, nullptr, 10) : fallback;
-}
-
-int device_count() {
-  int n = 0;
-  return gpu::rt::device_count(&n) == gpu::rt::success ? n : 0;
-}
+using test::device_count;
+using test::env_or;
 
 // One executor per rank count (a case draws N = 4, 8 or 16), ranks spread over `devices`.
 class executors {

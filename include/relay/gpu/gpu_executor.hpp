@@ -161,20 +161,10 @@ class gpu_executor {
 
   void* allocate(int rank, std::size_t bytes) {
     if (!init_ || rank < 0 || rank >= ranks()) return nullptr;
-    const gpu::device_guard keep;
-    void* p = nullptr;
-    if (gpu::rt::set_device(device_of(rank)) != gpu::rt::success ||
-        gpu::rt::malloc(&p, bytes == 0 ? 1 : bytes) != gpu::rt::success) {
-      (void)gpu::rt::get_last_error();
-      return nullptr;
-    }
-    return p;
+    return gpu::device_allocate(device_of(rank), bytes);
   }
   void deallocate(int rank, void* p) {
-    if (p == nullptr || rank < 0 || rank >= ranks()) return;
-    const gpu::device_guard keep;
-    (void)gpu::rt::set_device(device_of(rank));
-    (void)gpu::rt::free(p);
+    if (rank >= 0 && rank < ranks()) gpu::device_free(device_of(rank), p);
   }
   status write(int rank, void* d, const void* s, std::size_t bytes) {
     return transfer(rank, d, s, bytes, "write");
@@ -248,12 +238,7 @@ class gpu_executor {
       return {errc::invalid_buffer, std::string(what) + ": a null pointer"};
     const gpu::device_guard keep;
     if (status st = wait_all(); !st) return st;  // runs issued without synchronizing finish first
-    const int dev = device_of(rank);
-    if (gpu::rt::error_t e = gpu::rt::set_device(dev); e != gpu::rt::success)
-      return gpu::failure(what, dev, e);
-    if (gpu::rt::error_t e = gpu::rt::memcpy(d, s, bytes); e != gpu::rt::success)
-      return gpu::failure(what, dev, e);
-    return {};
+    return gpu::device_copy(device_of(rank), d, s, bytes, what);
   }
 
   status wait_all() { return gpu::wait_lanes(lanes_); }
@@ -266,22 +251,7 @@ class gpu_executor {
       return {errc::invalid_group, "the plan has " + std::to_string(p.ranks()) +
                                        " ranks, the executor maps " + std::to_string(ranks())};
     if (status s = validate_plan(p, in, out); !s) return s;
-    for (std::size_t r = 0; r < device_of_.size(); ++r)
-      for (int b = 0; b < 2; ++b) {
-        const buffer_view& v = b == 0 ? in[r] : out[r];
-        if ((b == 0 ? p.input_bytes[r] : p.output_bytes[r]) == 0) continue;
-        const std::string what =
-            std::string(b == 0 ? "the input" : "the output") + " of rank " + std::to_string(r);
-        int dev = -1;
-        const gpu::rt::pointer_kind kind = gpu::rt::classify(v.data, &dev);
-        if (kind == gpu::rt::pointer_kind::other)
-          return {errc::invalid_buffer, what + " is not GPU memory"};
-        if (kind == gpu::rt::pointer_kind::device && dev != device_of(static_cast<int>(r)))
-          return {errc::invalid_buffer, what + " is memory of device " + std::to_string(dev) +
-                                            ", but the rank runs on device " +
-                                            std::to_string(device_of(static_cast<int>(r)))};
-      }
-    return {};
+    return gpu::check_buffer_devices(p, in, out, device_of_);
   }
 
   // Scratch, lowering, room in the cache, then the program; `prog` points at it in the cache.

@@ -11,6 +11,7 @@
 #include "relay/core/dtype.hpp"
 #include "relay/core/status.hpp"
 #include "relay/gpu/runtime.hpp"
+#include "relay/plan/plan.hpp"
 
 namespace relay::gpu {
 
@@ -41,6 +42,55 @@ class device_guard {
  private:
   int saved_ = -1;
 };
+
+// Device memory of `device` (nullptr when none is left); keeps the current device.
+inline void* device_allocate(int device, std::size_t bytes) {
+  const device_guard keep;
+  void* p = nullptr;
+  if (rt::set_device(device) != rt::success ||
+      rt::malloc(&p, bytes == 0 ? 1 : bytes) != rt::success) {
+    (void)rt::get_last_error();
+    return nullptr;
+  }
+  return p;
+}
+inline void device_free(int device, void* p) {
+  if (p == nullptr) return;
+  const device_guard keep;
+  (void)rt::set_device(device);
+  (void)rt::free(p);
+}
+// A blocking copy between host and device memory of `device`, in either direction.
+inline status device_copy(int device, void* dst, const void* src, std::size_t bytes,
+                          const char* what) {
+  const device_guard keep;
+  if (rt::error_t e = rt::set_device(device); e != rt::success) return failure(what, device, e);
+  if (rt::error_t e = rt::memcpy(dst, src, bytes); e != rt::success)
+    return failure(what, device, e);
+  return {};
+}
+
+// Every buffer `p` uses is memory of its rank's device (device_of[r]), or managed memory.
+inline status check_buffer_devices(const plan& p, std::span<const buffer_view> in,
+                                   std::span<const buffer_view> out,
+                                   std::span<const int> device_of) {
+  for (std::size_t r = 0; r < device_of.size(); ++r)
+    for (int b = 0; b < 2; ++b) {
+      if ((b == 0 ? p.input_bytes[r] : p.output_bytes[r]) == 0) continue;
+      const buffer_view& v = b == 0 ? in[r] : out[r];
+      const std::string what =
+          std::string(b == 0 ? "the input" : "the output") + " of rank " + std::to_string(r);
+      int dev = -1;
+      const rt::pointer_kind kind = rt::classify(v.data, &dev);
+      if (kind == rt::pointer_kind::other)
+        return {errc::invalid_buffer, what + " is not GPU memory"};
+      if (kind == rt::pointer_kind::device && dev != device_of[r])
+        return {errc::invalid_buffer, what + " is memory of device " + std::to_string(dev) +
+                                          ", but the rank runs on device " +
+                                          std::to_string(device_of[r])};
+    }
+  return {};
+}
 
 // One stream and what is recorded on it. Created by open_lane, destroyed by close_lane.
 struct lane {

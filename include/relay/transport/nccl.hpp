@@ -24,15 +24,16 @@
 // area on the stream first and runs the plan from there: one local copy of the input.
 //
 // Failures. With nccl_config::check_every_call (the default) every rank exchanges, through the
-// bootstrap, whether its buffers are valid and the call's fingerprint before it enqueues
-// anything; a rank with invalid buffers or a disagreeing fingerprint makes every rank return an
-// error (peer_error / mismatch naming the ranks) with nothing enqueued and no user memory
-// touched. This is a host round trip per call, overlapping the device's work on earlier calls.
-// Without it (check_every_call = false, for callers that validate arguments themselves), a rank
-// with invalid buffers runs the protocol on its staging memory instead, so its peers never hang,
-// and returns its error; the peers cannot learn of it. NCCL operations already enqueued cannot
-// time out from here: a peer that dies mid-call leaves them to NCCL's own error handling
-// (ncclCommGetAsyncError; broken() reports it).
+// bootstrap, its verdict (buffers valid, memory and lists prepared) and the call's fingerprint
+// before it enqueues anything; a rank with invalid buffers, one that could not prepare (out of
+// memory) or a disagreeing fingerprint makes every rank return an error (peer_error / mismatch
+// naming the ranks) with nothing enqueued and no user memory touched. This is a host round trip per
+// call, overlapping the device's work on earlier calls. Without it (check_every_call = false, for
+// callers that validate arguments themselves), a rank with invalid buffers runs the protocol on its
+// staging memory instead, so its peers never hang, and returns its error; the peers cannot learn of
+// it, and a rank that cannot prepare leaves its peers' operations waiting in NCCL. NCCL operations
+// already enqueued cannot time out from here: a peer that dies mid-call leaves them to NCCL's own
+// error handling (ncclCommGetAsyncError; broken() reports it).
 //
 // Only code compiled by nvcc or hipcc may include this header.
 #pragma once
@@ -42,12 +43,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "relay/bootstrap/bootstrap.hpp"
+#include "relay/bootstrap/environment.hpp"
 #include "relay/core/status.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/kernels.hpp"
@@ -148,31 +151,30 @@ class nccl_transport final : public transport {
       return {errc::invalid_argument, "the slice's rank is not in the plan"};
     if (call.p->in_place)
       return {errc::invalid_argument, "the nccl transport runs the out-of-place plan of a call"};
-    if (config_.check_every_call)
-      if (status s = check_peers(call); !s) return s;
     const gpu::device_guard keep;
-    if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
-      return gpu::failure("selecting the device", device_, e);
     const auto stream = static_cast<gpu::rt::stream_t>(call.stream);
     const auto r = static_cast<std::size_t>(me);
-    // Without the check, a rank with bad buffers still serves its peers, from its own memory.
-    const bool stand_in = !call.local;
+    // Without the check, a rank with bad buffers still serves its peers, from its own memory;
+    // with it, nobody runs and nothing needs preparing.
+    const bool stand_in = !call.local && !config_.check_every_call;
     const bool staged = stand_in || call.placement == placement::in_place;
-    if (status s = reserve(p.scratch_bytes[r], staged ? p.input_bytes[r] : 0,
-                           stand_in ? p.output_bytes[r] : 0);
-        !s)
-      return s;
     bound b;
-    b.input = staged ? staging_ : static_cast<unsigned char*>(call.send.data);
-    b.output = stand_in ? stand_in_output_ : static_cast<unsigned char*>(call.recv.data);
-    b.scratch = scratch_;
+    const reduce_lists* lists = nullptr;
+    // Preparation (memory, reduction lists) comes before the check, so that a rank that cannot
+    // prepare (out of memory) stops every rank, not only itself.
+    status prepared = call.local;
+    if (call.local || stand_in)
+      (void)(prepared = prepare(p, *call.slice, call, r, stand_in, staged, b, lists));
+    if (config_.check_every_call) {
+      if (status s = check_peers(call, prepared); !s) return s;
+    } else if (!prepared) {
+      return prepared;  // the peers cannot learn of it here (see the header)
+    }
     if (call.placement == placement::in_place && !stand_in && p.input_bytes[r] > 0)
       if (gpu::rt::error_t e =
               gpu::rt::memcpy_async(staging_, call.send.data, p.input_bytes[r], stream);
           e != gpu::rt::success)
         return fail(gpu::failure("staging the in-place input", device_, e));
-    const reduce_lists* lists = nullptr;
-    if (status s = reductions(p, *call.slice, b, lists); !s) return s;
     // Bytes per element a copy moves: partial sums may be wider than elements.
     auto width = [&](const plan_op& o) { return static_cast<std::uint64_t>(p.dst_width(o)); };
     auto address = [&](const plan_operand& o) {
@@ -207,8 +209,8 @@ class nccl_transport final : public transport {
       }
       for (const slice_receive& rc : sp.receives) {
         if (rc.count == 0) continue;
-        const ncclResult_t e =
-            ncclRecv(address(rc.dst), rc.count * width(p.ops[rc.op]), ncclUint8, rc.peer, comm_, stream);
+        const ncclResult_t e = ncclRecv(address(rc.dst), rc.count * width(p.ops[rc.op]), ncclUint8,
+                                        rc.peer, comm_, stream);
         if (first == ncclSuccess) first = e;
       }
       const ncclResult_t end = ncclGroupEnd();
@@ -272,15 +274,32 @@ class nccl_transport final : public transport {
     return s;
   }
 
-  // Every rank's local status and fingerprint, compared before anything is enqueued.
-  status check_peers(const call_context& call) {
-    // 8 bytes of fingerprint, then 1 when this rank's buffers are valid.
+  // This rank's memory and reduction lists for the call: where its input, output and scratch are.
+  status prepare(const plan& p, const plan_slice& slice, const call_context& call, std::size_t r,
+                 bool stand_in, bool staged, bound& b, const reduce_lists*& lists) {
+    if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
+      return gpu::failure("selecting the device", device_, e);
+    if (status s = reserve(p.scratch_bytes[r], staged ? p.input_bytes[r] : 0,
+                           stand_in ? p.output_bytes[r] : 0);
+        !s)
+      return s;
+    b.input = staged ? staging_ : static_cast<unsigned char*>(call.send.data);
+    b.output = stand_in ? stand_in_output_ : static_cast<unsigned char*>(call.recv.data);
+    b.scratch = scratch_;
+    return reductions(p, slice, b, lists);
+  }
+
+  // Every rank's verdict on its part (buffers, preparation) and fingerprint, compared before
+  // anything is enqueued. This rank's own error comes first, then a disagreement, then a peer's.
+  status check_peers(const call_context& call, const status& prepared) {
+    enum : unsigned char { ok = 1, bad_buffers = 0, unprepared = 2 };
+    // 8 bytes of fingerprint, then the verdict.
     std::array<std::byte, sizeof(std::uint64_t) + 1> bytes{};
     std::memcpy(bytes.data(), &call.fingerprint, sizeof(std::uint64_t));
-    bytes.back() = call.local ? std::byte{1} : std::byte{0};
+    bytes.back() = static_cast<std::byte>(!call.local ? bad_buffers : !prepared ? unprepared : ok);
     std::vector<std::vector<std::byte>> all;
     if (status s = boot_->all_gather(bytes, all, call.timeout); !s) return s;
-    std::string bad, differ;
+    std::string bad, failed, differ;
     std::uint64_t first = 0;
     for (std::size_t r = 0; r < all.size(); ++r) {
       if (all[r].size() != bytes.size())
@@ -289,15 +308,21 @@ class nccl_transport final : public transport {
       std::memcpy(&f, all[r].data(), sizeof(f));
       if (r == 0) first = f;
       if (f != first) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
-      if (all[r].back() == std::byte{0} && static_cast<int>(r) != call.slice->rank)
-        bad += (bad.empty() ? "" : ", ") + std::to_string(r);
+      if (static_cast<int>(r) == call.slice->rank) continue;
+      const auto verdict = static_cast<unsigned char>(all[r].back());
+      std::string& list = verdict == bad_buffers ? bad : failed;
+      if (verdict != ok) list += (list.empty() ? "" : ", ") + std::to_string(r);
     }
     if (!call.local) return call.local;
+    if (!prepared) return prepared;
     if (!differ.empty())
       return {errc::mismatch, "the arguments of call " + std::to_string(call.sequence) +
                                   " differ from rank 0's on rank(s) " + differ};
     if (!bad.empty())
       return {errc::peer_error, "rank(s) " + bad + " passed invalid buffers to call " +
+                                    std::to_string(call.sequence) + "; nothing was run"};
+    if (!failed.empty())
+      return {errc::peer_error, "rank(s) " + failed + " could not prepare call " +
                                     std::to_string(call.sequence) + "; nothing was run"};
     return {};
   }
@@ -426,5 +451,22 @@ class nccl_transport final : public transport {
   std::uint64_t clock_ = 0;
   std::array<int, all_dtypes.size()> reduce_blocks_{};
 };
+
+// The transport of a communicator made from the environment (comm/from_environment.hpp):
+//   relay::communicator_from_environment(relay::nccl_factory(), comm);
+// Each process drives the device the environment names (RELAY_DEVICE, else the local rank).
+inline std::function<status(bootstrap&, const environment&, std::unique_ptr<transport>&)>
+nccl_factory(nccl_config config = {}) {
+  return [config](bootstrap& boot, const environment& env, std::unique_ptr<transport>& out) {
+    // The communicator owns the bootstrap and outlives its transport: a non-owning handle.
+    std::shared_ptr<bootstrap> shared(&boot, [](bootstrap*) {});
+    if (gpu::rt::error_t e = gpu::rt::set_device(env.device); e != gpu::rt::success)
+      return gpu::failure("selecting the device", env.device, e);
+    std::unique_ptr<nccl_transport> t;
+    if (status s = nccl_transport::create(shared, env.device, t, config, env.timeout); !s) return s;
+    out = std::move(t);
+    return status{};
+  };
+}
 
 }  // namespace relay

@@ -66,7 +66,7 @@ class nccl_executor {
       return {errc::invalid_group, "the plan has " + std::to_string(p.ranks()) +
                                        " ranks, the executor has " + std::to_string(ranks())};
     if (status s = validate_plan(p, in, out); !s) return s;
-    if (status s = check_devices(p, in, out); !s) return s;
+    if (status s = gpu::check_buffer_devices(p, in, out, device_of_); !s) return s;
     if (status s = shape(p); !s) return s;
     ++sequence_;
     job_ = {&p, in, out};
@@ -107,20 +107,11 @@ class nccl_executor {
 
   void* allocate(int rank, std::size_t bytes) {
     if (!init_ || rank < 0 || rank >= ranks()) return nullptr;
-    const gpu::device_guard keep;
-    void* p = nullptr;
-    if (gpu::rt::set_device(device_of_[static_cast<std::size_t>(rank)]) != gpu::rt::success ||
-        gpu::rt::malloc(&p, bytes == 0 ? 1 : bytes) != gpu::rt::success) {
-      (void)gpu::rt::get_last_error();
-      return nullptr;
-    }
-    return p;
+    return gpu::device_allocate(device_of_[static_cast<std::size_t>(rank)], bytes);
   }
   void deallocate(int rank, void* p) {
-    if (p == nullptr || rank < 0 || rank >= ranks()) return;
-    const gpu::device_guard keep;
-    (void)gpu::rt::set_device(device_of_[static_cast<std::size_t>(rank)]);
-    (void)gpu::rt::free(p);
+    if (rank >= 0 && rank < ranks())
+      gpu::device_free(device_of_[static_cast<std::size_t>(rank)], p);
   }
   status write(int rank, void* d, const void* s, std::size_t bytes) {
     return transfer(rank, d, s, bytes, "write");
@@ -187,27 +178,6 @@ class nccl_executor {
           return gpu::failure("creating a timing event", s.device, e);
       s.link = nccl_transport::over(s.comm, s.device);
     }
-    return {};
-  }
-
-  // Every buffer the plan uses is memory of its rank's device.
-  status check_devices(const plan& p, std::span<const buffer_view> in,
-                       std::span<const buffer_view> out) const {
-    for (std::size_t r = 0; r < device_of_.size(); ++r)
-      for (int b = 0; b < 2; ++b) {
-        if ((b == 0 ? p.input_bytes[r] : p.output_bytes[r]) == 0) continue;
-        const buffer_view& v = b == 0 ? in[r] : out[r];
-        int dev = -1;
-        const gpu::rt::pointer_kind kind = gpu::rt::classify(v.data, &dev);
-        const std::string what =
-            std::string(b == 0 ? "the input" : "the output") + " of rank " + std::to_string(r);
-        if (kind == gpu::rt::pointer_kind::other)
-          return {errc::invalid_buffer, what + " is not GPU memory"};
-        if (kind == gpu::rt::pointer_kind::device && dev != device_of_[r])
-          return {errc::invalid_buffer, what + " is memory of device " + std::to_string(dev) +
-                                            ", but the rank runs on device " +
-                                            std::to_string(device_of_[r])};
-      }
     return {};
   }
 
@@ -282,13 +252,7 @@ class nccl_executor {
       return {errc::invalid_group, std::string(what) + ": no rank " + std::to_string(rank)};
     if (bytes == 0) return {};
     if (status st = synchronize(); !st) return st;
-    const gpu::device_guard keep;
-    const int dev = device_of_[static_cast<std::size_t>(rank)];
-    if (gpu::rt::error_t e = gpu::rt::set_device(dev); e != gpu::rt::success)
-      return gpu::failure(what, dev, e);
-    if (gpu::rt::error_t e = gpu::rt::memcpy(d, s, bytes); e != gpu::rt::success)
-      return gpu::failure(what, dev, e);
-    return {};
+    return gpu::device_copy(device_of_[static_cast<std::size_t>(rank)], d, s, bytes, what);
   }
 
   // One worker thread per rank, started on the first run; run() wakes them all and waits.

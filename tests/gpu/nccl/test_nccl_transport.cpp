@@ -30,15 +30,8 @@ using namespace relay;
 
 namespace {
 
-std::uint64_t env_or(const char* name, std::uint64_t fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::strtoull(v, nullptr, 10) : fallback;
-}
-
-int device_count() {
-  int n = 0;
-  return gpu::rt::device_count(&n) == gpu::rt::success ? n : 0;
-}
+using test::device_count;
+using test::env_or;
 
 // A random case of N ranks (N = the device count): any valid A, mode and route.
 testing::property_case random_case_of(std::mt19937_64& rng, int N) {

@@ -1,0 +1,44 @@
+// What the GPU backends of relay-bench (gpu_backend.cpp, nccl_backend.cpp) share: a timer that
+// reports the executors' own device-event measure of the last run, and a device's L2 size.
+// GPU code: include only from files compiled by nvcc or hipcc.
+#pragma once
+
+#include <chrono>
+#include <functional>
+
+#include "backend.hpp"
+#include "relay/gpu/runtime.hpp"
+
+namespace relay::bench {
+
+// Device events: the executor brackets each run with timing events on every lane it uses
+// (gpu_options::time_runs) and reports the longest lane; with several executors at once (parallel
+// mode) the longest of them. Where the executor cannot say (an empty plan), the host clock around
+// the synchronous run stands in.
+class device_event_timer : public timer {
+ public:
+  std::function<double()> device_seconds;  // the executors' last run, or -1
+
+  void start() override { begin_ = clock::now(); }
+  void stop() override { end_ = clock::now(); }
+  double seconds() override {
+    const double device = device_seconds ? device_seconds() : -1;
+    return device >= 0 ? device : std::chrono::duration<double>(end_ - begin_).count();
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  clock::time_point begin_{}, end_{};
+};
+
+inline int l2_bytes(int device) {
+  int bytes = 0;
+#if defined(RELAY_GPU_CUDA)
+  (void)cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device);
+#else
+  (void)hipDeviceGetAttribute(&bytes, hipDeviceAttributeL2CacheSize, device);
+#endif
+  return bytes;
+}
+
+}  // namespace relay::bench

@@ -1,0 +1,55 @@
+// relay-bench -x nccl under a launcher (relay-run, torchrun): this process is one rank, its calls
+// go through a rank-local communicator over the nccl transport, and NCCL's own collectives run
+// on the same NCCL communicator as the baseline. This header knows nothing of CUDA or NCCL:
+// nccl_rank.cpp (GPU code) implements it, nccl_rank_bench.cpp drives the sweep with it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nccl_rank_bench.hpp"
+#include "relay/api/collectives.hpp"
+#include "relay/bootstrap/bootstrap.hpp"
+
+namespace relay::bench {
+
+// One call of this rank, relay's or NCCL's.
+struct rank_collective {
+  collective coll = collective::allreduce;
+  group_list groups;
+  std::vector<std::int64_t> counts;
+  dtype type = dtype::bfloat16;
+  reduce_op op = reduce_op::sum;
+  relay::options opt{};
+  buffer_view send{}, recv{};
+};
+
+class nccl_rank {
+ public:
+  virtual ~nccl_rank() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::chrono::milliseconds timeout() const = 0;
+  virtual bootstrap& boot() = 0;
+  // "NCCL 2.28.3, rank 0 on device 0 (NVIDIA H200)".
+  virtual std::string description() const = 0;
+  // One grow-only area of device memory (nullptr when none is left), and host <-> it.
+  virtual void* device_memory(std::size_t bytes) = 0;
+  virtual status upload(void* dst, const void* host_src, std::size_t bytes) = 0;
+  virtual status download(void* host_dst, const void* src, std::size_t bytes) = 0;
+  // Whether NCCL's own collective can run the call (one group covering every rank).
+  virtual bool vendor_supports(const rank_collective& c) const = 0;
+  // Issues the call `iterations` times on this rank's stream (NCCL's own collective when
+  // `vendor`), each between device events, and waits; `seconds` (if given) gets each one's time.
+  virtual status run(const rank_collective& c, bool vendor, int iterations,
+                     std::vector<double>* seconds) = 0;
+};
+
+// This process's rank, from the environment (relay-run's or torchrun's variables); nullptr and
+// `why` where it cannot start (no launcher, no GPU, NCCL refused).
+std::unique_ptr<nccl_rank> make_nccl_rank(std::string& why);
+
+}  // namespace relay::bench

@@ -1,0 +1,202 @@
+// relay-bench -x nccl as one rank of a multi-process job (relay-run -n G -- relay-bench -x nccl
+// ...): every call through this rank's communicator over the nccl transport, NCCL's own
+// collective on the same NCCL communicator beside it where one group covers the node. Each rank
+// checks its own output element by element; an iteration lasts as long as its slowest rank's
+// part (device events); rank 0 prints the table with #wrong summed over the ranks; every rank
+// exits 1 when any element anywhere was wrong.
+#include <fmt/format.h>
+#include <algorithm>
+#include <cstring>
+
+#include "conventions.hpp"
+#include "data.hpp"
+#include "measure.hpp"
+#include "nccl_rank.hpp"
+#include "options.hpp"
+#include "predict.hpp"
+#include "report.hpp"
+#include "results.hpp"
+#include "sizes.hpp"
+
+namespace relay::bench {
+
+namespace {
+
+constexpr int exit_wrong = 1, exit_usage = 2, exit_failed = 3;
+
+// Every rank's bytes; all[r] is rank r's.
+status gather(nccl_rank& me, std::span<const std::byte> mine,
+              std::vector<std::vector<std::byte>>& all) {
+  return me.boot().all_gather(mine, all, me.timeout());
+}
+
+// One form of one row on this rank: relay's (vendor = false) or NCCL's.
+status measure_form(nccl_rank& me, const options& o, const row& r, bool in_place, bool vendor,
+                    form_result& result) {
+  const call_shape& s = r.shape;
+  const int es = size_of(o.type), rank = me.rank();
+  rank_collective c;
+  c.coll = s.coll;
+  c.groups = call_groups(s);
+  c.counts.assign(c.groups.size(), r.n);
+  c.type = o.type;
+  c.op = o.op;
+  c.opt.route = r.chosen;
+  c.opt.permille = s.permille;
+  c.opt.tiles = r.chosen == route::pipelined ? s.tiles : 0;
+  c.opt.alignment = o.alignment;
+  int group = -1, index = -1;
+  for (std::size_t g = 0; g < c.groups.size(); ++g)
+    for (std::size_t k = 0; k < c.groups[g].size(); ++k)
+      if (c.groups[g][k] == rank) group = static_cast<int>(g), index = static_cast<int>(k);
+  const std::int64_t in_elems = group >= 0 ? input_elements(s.coll, s.active, r.n) : 0;
+  const std::int64_t out_elems = group >= 0 ? output_elements(s.coll, s.active, r.n) : 0;
+  std::int64_t in_at = 0, out_at = in_elems;
+  if (in_place) {
+    const in_place_offsets at = in_place_layout(s.coll, std::max(index, 0), r.n);
+    in_at = at.input;
+    out_at = at.output;
+  }
+  const auto frame = static_cast<std::size_t>(std::max(in_at + in_elems, out_at + out_elems) * es);
+  auto* base = static_cast<std::byte*>(me.device_memory(std::max<std::size_t>(frame, 256)));
+  if (base == nullptr) return {errc::out_of_memory, "no device memory for the buffers"};
+  if (group >= 0) {
+    c.send = {base + in_at * es, static_cast<std::size_t>(in_elems * es)};
+    c.recv = {base + out_at * es, static_cast<std::size_t>(out_elems * es)};
+  }
+  std::vector<std::byte> host(frame);
+  auto refill = [&]() -> status {
+    if (group < 0) return {};
+    fill_input(o.type, o.seed, rank, in_elems, host.data() + in_at * es);
+    return me.upload(c.send.data, host.data() + in_at * es, c.send.bytes);
+  };
+  if (status st = refill(); !st) return st;
+  if (status st = me.run(c, vendor, o.warmup, nullptr); !st) return st;
+  if (status st = me.boot().barrier(me.timeout()); !st) return st;
+  std::vector<double> mine;
+  if (status st = me.run(c, vendor, o.iterations, &mine); !st) return st;
+  std::vector<std::vector<std::byte>> all;
+  if (status st = gather(me, std::as_bytes(std::span(mine)), all); !st) return st;
+  for (const auto& a : all)
+    for (std::size_t i = 0; i < mine.size() && (i + 1) * sizeof(double) <= a.size(); ++i) {
+      double x = 0;
+      std::memcpy(&x, a.data() + i * sizeof x, sizeof x);
+      mine[i] = std::max(mine[i], x);
+    }
+  result.seconds = median(mine);
+  result.ran = true;
+  if (!o.check) return {};
+  // Checked: fresh input, the rest of the frame poisoned, one call, every element of the output.
+  if (group >= 0) {
+    poison(host.data(), host.size());
+    fill_input(o.type, o.seed, rank, in_elems, host.data() + in_at * es);
+    if (status st = me.upload(base, host.data(), frame); !st) return st;
+  }
+  if (status st = me.run(c, vendor, 1, nullptr); !st) return st;
+  check_result verdict;
+  if (group >= 0) {
+    if (status st = me.download(host.data(), base, frame); !st) return st;
+    verdict = check_output(s.coll, o.type, o.op, c.groups[static_cast<std::size_t>(group)], index,
+                           r.n, o.seed, host.data() + out_at * es);
+  }
+  std::vector<std::byte> note(sizeof(std::int64_t) + verdict.first.size());
+  std::memcpy(note.data(), &verdict.wrong, sizeof(std::int64_t));
+  std::memcpy(note.data() + sizeof(std::int64_t), verdict.first.data(), verdict.first.size());
+  if (status st = gather(me, note, all); !st) return st;
+  result.wrong = 0;
+  for (std::size_t q = 0; q < all.size(); ++q) {
+    std::int64_t w = 0;
+    std::memcpy(&w, all[q].data(), sizeof w);
+    result.wrong += w;
+    if (result.first_wrong.empty() && all[q].size() > sizeof w)
+      result.first_wrong =
+          fmt::format("rank {}: {}", q,
+                      std::string(reinterpret_cast<const char*>(all[q].data() + sizeof w),
+                                  all[q].size() - sizeof w));
+  }
+  return {};
+}
+
+}  // namespace
+
+int run_nccl_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
+  for (const call_shape& s : shapes)
+    if (s.mode == run_mode::parallel) {
+      fmt::print(stderr, "relay-bench: -x nccl runs fused and single, not parallel\n");
+      return exit_usage;
+    }
+  std::string why;
+  std::unique_ptr<nccl_rank> me = make_nccl_rank(why);
+  if (!me) {
+    fmt::print(stderr, "relay-bench: -x nccl: {}\n", why);
+    return exit_failed;
+  }
+  if (me->size() != o.ranks) {
+    fmt::print(stderr, "relay-bench: -x nccl: the job has {} processes but N = {}; pass -N {}\n",
+               me->size(), o.ranks, me->size());
+    return exit_usage;
+  }
+  const bool lead = me->rank() == 0;
+  const std::vector<std::int64_t> sizes =
+      size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);
+  const std::string vendor =
+      "NCCL's own collectives on the transport's communicator (" + me->description() + ")";
+  const run_info info = describe_run(
+      o,
+      fmt::format("nccl: {} processes, one rank and one device each, relay's nccl transport",
+                  o.ranks),
+      vendor);
+  if (lead)
+    fmt::print("# relay-bench {}: {}\n# {} on {}\n# {}\n", RELAY_BENCH_VERSION, info.command,
+               info.date, info.host, info.executor);
+  const int es = size_of(o.type);
+  std::int64_t wrong = 0;
+  for (const call_shape& s : shapes) {
+    const bool with_vendor =
+        o.baseline != baseline_kind::none && s.active == s.ranks && s.mode == run_mode::single;
+    if (lead) print_table_header(stdout, o, s, with_vendor ? vendor : "none", info);
+    for (std::int64_t size : sizes) {
+      row r;
+      r.shape = s;
+      r.n = group_count(s.coll, s.active, size, es);
+      r.bytes = call_bytes(s.coll, s.active, r.n, es);
+      r.count = r.bytes / es;
+      r.chosen = resolve_route(s, o.route, o.topo, r.n, es);
+      r.predicted = predict_seconds(s, r.chosen, o.topo, r.n, es);
+      r.base = with_vendor ? base_source::nccl : base_source::none;
+      for (bool in_place : {false, true}) {
+        if (in_place && !has_in_place(s.coll)) continue;
+        form_pair& forms = in_place ? r.in_place : r.out_of_place;
+        for (bool v : {false, true}) {
+          if (v && !with_vendor) continue;
+          form_result& f = v ? forms.base : forms.relay;
+          if (status st = measure_form(*me, o, r, in_place, v, f); !st) {
+            fmt::print(stderr, "relay-bench: rank {}: {} A={} {} {} B{}: {}\n", me->rank(),
+                       name(s.coll), s.active, name(s.mode), r.bytes, v ? " (NCCL)" : "",
+                       st.to_string());
+            return exit_failed;
+          }
+          if (f.wrong > 0) {
+            wrong += f.wrong;
+            if (lead)
+              fmt::print(stderr,
+                         "relay-bench: WRONG: {}{} A={} {} {} B {}: {} elements, first {}\n",
+                         v ? "NCCL " : "", name(s.coll), s.active, name(s.mode), r.bytes,
+                         in_place ? "in-place" : "out-of-place", f.wrong, f.first_wrong);
+          }
+        }
+      }
+      if (lead) {
+        print_table_row(stdout, o, r);
+        std::fflush(stdout);
+      }
+    }
+  }
+  if (lead)
+    fmt::print("#\n# wrong elements (all ranks): {}{}\n#\n",
+               o.check ? std::to_string(wrong) : "not checked",
+               wrong > 0 ? "" : (o.check ? " OK" : ""));
+  return wrong > 0 ? exit_wrong : 0;
+}
+
+}  // namespace relay::bench

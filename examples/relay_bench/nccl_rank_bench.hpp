@@ -1,0 +1,18 @@
+// relay-bench -x nccl under a launcher (relay-run -n G -- relay-bench -x nccl ...): the sweep as
+// one rank of a multi-process job (nccl_rank_bench.cpp).
+#pragma once
+
+#include <vector>
+
+#include "options.hpp"
+#include "predict.hpp"
+
+namespace relay::bench {
+
+// The whole run; returns relay-bench's exit status (the same on every rank).
+int run_nccl_rank_bench(const options& o, const std::vector<call_shape>& shapes);
+
+// Whether a launcher started this process as one rank of a job (RELAY_RANK or RANK is set).
+bool launched_as_rank();
+
+}  // namespace relay::bench
