@@ -157,8 +157,7 @@ int main(int argc, char** argv) {
   }
   const run_info info = describe_run(o, exec->description(), vendor_text);
   if (out.table != nullptr) {
-    fmt::print(out.table, "# relay-bench {}: {}\n# {} on {}\n# {}\n", cli::version, info.command,
-               info.date, info.host, vendor_text);
+    print_run_header(out.table, info, vendor_text);
   }
   if (out.csv != nullptr) print_csv_header(out.csv);
 

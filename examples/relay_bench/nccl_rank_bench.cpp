@@ -147,8 +147,7 @@ int run_nccl_rank_bench(const options& o, const std::vector<call_shape>& shapes)
                   o.ranks),
       vendor);
   if (lead)
-    fmt::print("# relay-bench {}: {}\n# {} on {}\n# {}\n", RELAY_BENCH_VERSION, info.command,
-               info.date, info.host, info.executor);
+    print_run_header(stdout, info, info.executor);
   const int es = size_of(o.type);
   std::int64_t wrong = 0;
   for (const call_shape& s : shapes) {

@@ -97,7 +97,7 @@ sweep
   -C, --collective LIST   allreduce, reduce-scatter, all-gather, all-to-all, or all
                           (comma-separated; default allreduce)
   -A, --active LIST       active ranks per group, A: 2, 4, 8 or 16, below N (default 2)
-  -N, --ranks N           ranks on the node, N, 3..64 (default 8)
+  -N, --ranks N           ranks on the node, N, 2..64 (default 8)
   -m, --mode LIST         fused, parallel, single (default fused)
   -r, --route R           auto, relay, direct, legacy, pipelined (default auto: relay or
                           direct, whichever the cost model predicts faster, per size)
@@ -258,7 +258,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
                                    "allreduce, reduce-scatter, all-gather, all-to-all or all"))(v);
        }},
       {"-A", "--active", list_into(o.actives, int_entry(cli::active_range))},
-      {"-N", "--ranks", int_into(o.ranks, cli::ranks_range)},
+      {"-N", "--ranks", int_into(o.ranks, cli::bench_ranks_range)},
       {"-m", "--mode", list_into(o.modes, entry_of(parse_run_mode, "fused, parallel, single"))},
       {"-r", "--route",
        one_of(

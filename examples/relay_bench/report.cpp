@@ -21,6 +21,11 @@ std::string_view name(base_source b) {
   return "?";
 }
 
+void print_run_header(std::FILE* f, const run_info& info, std::string_view last) {
+  fmt::print(f, "# relay-bench {}: {}\n# {} on {}\n# {}\n", cli::version, info.command, info.date,
+             info.host, last);
+}
+
 run_info describe_run(const options& o, std::string executor, std::string baseline) {
   run_info info;
   info.command = o.command_line;

@@ -25,6 +25,10 @@ run_info describe_run(const options& o, std::string executor, std::string baseli
 
 std::string_view name(base_source b);
 
+// The lines above every table: version, command, date, host, and `last` (the baseline or the
+// executor).
+void print_run_header(std::FILE* f, const run_info& info, std::string_view last);
+
 // Table: a header per configuration, a line per size, a summary at the end.
 void print_table_header(std::FILE* f, const options& o, const call_shape& s,
                         std::string_view baseline, const run_info& info);

@@ -194,8 +194,7 @@ int run_shm_bench(const options& o, const std::vector<call_shape>& shapes) {
                                o.ranks, segment.bytes_per_rank >> 20),
                    baseline);
   if (lead)
-    fmt::print("# relay-bench {}: {}\n# {} on {}\n# {}\n", RELAY_BENCH_VERSION, info.command,
-               info.date, info.host, info.executor);
+    print_run_header(stdout, info, info.executor);
   std::int64_t wrong = 0;
   for (const call_shape& s : shapes) {
     if (lead) print_table_header(stdout, o, s, baseline, info);

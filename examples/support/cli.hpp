@@ -32,9 +32,12 @@ inline constexpr int_range permille_range{1, 999};
 inline constexpr int_range tiles_range{2, 64};
 inline constexpr int default_tiles = 4;
 // Active ranks per group (a power of two; relay/schedule/generate.hpp's spec_error says which)
-// and ranks per node; a relay needs one helper, so A < N.
+// and ranks per node; a relay needs one helper, so A < N. relay-bench also runs A = N on the
+// direct route (a plain collective without helpers, as the nccl transport runs on 2 GPUs), so its
+// node may have 2 ranks.
 inline constexpr int_range active_range{2, 16};
 inline constexpr int_range ranks_range{3, 64};
+inline constexpr int_range bench_ranks_range{2, 64};
 // Chunk alignment in elements.
 inline constexpr int_range alignment_range{1, std::int64_t{1} << 20};
 

@@ -115,8 +115,13 @@ TEST_CASE("options: refusals name the problem", "[bench]") {
         "--minbytes: '4X' is not a size (bytes, or with K, M, G: powers of 1024)");
   CHECK_THAT(error_of({"-b", "2G", "-e", "1G"}), Catch::Contains("larger than --maxbytes"));
   CHECK(error_of({"-A", "8"}) ==
-        "--active 8 with --ranks 8: A must be smaller than N (a relay needs at least one helper)");
-  CHECK(error_of({"-N", "2"}) == "--ranks: '2' is out of range (3..64)");
+        "--active 8 with --ranks 8: A must be smaller than N (a relay "
+        "needs at least one helper), or equal to it with --route direct");
+  CHECK(error_of({"-N", "1"}) == "--ranks: '1' is out of range (2..64)");
+  CHECK(error_of({"-N", "2"}) ==
+        "--active 2 with --ranks 2: A must be smaller than N (a relay "
+        "needs at least one helper), or equal to it with --route direct");
+  CHECK(error_of({"-N", "2", "-r", "direct"}).empty());
   CHECK(error_of({"-A", "2,999999999999"}) ==
         "--active: entry 2 of 2: '999999999999' is out of range (2..16)");
   CHECK_THAT(error_of({"-C", "broadcast"}), Catch::Contains("--collective"));
