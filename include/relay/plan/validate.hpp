@@ -66,8 +66,6 @@ inline status validate_plan(const plan& p) {
   if (static_cast<unsigned>(p.type) >= all_dtypes.size())
     return {errc::unsupported, "the plan's dtype is unknown"};
   if (p.divisor < 1) return {errc::invalid_schedule, "the plan's divisor must be at least 1"};
-  if (p.partial_size < p.element_size())
-    return {errc::invalid_schedule, "the plan's partial sums are narrower than its elements"};
   if (p.counts.size() != p.groups.size())
     return {errc::invalid_schedule, "the plan has " + std::to_string(p.groups.size()) +
                                         " groups but " + std::to_string(p.counts.size()) +
@@ -92,11 +90,16 @@ inline status validate_plan(const plan& p) {
     if (o.source_count < 1 || o.source_count > max_reduce_inputs || (copy && o.source_count != 1) ||
         std::uint64_t{o.first_source} + o.source_count > p.sources.size())
       return {errc::invalid_schedule, "plan op " + std::to_string(i) + " has a bad source list"};
+    // Checked where partials are used: a plan without them (hand-built ones included) never reads
+    // partial_size.
+    if (o.partial_mask != 0 && p.partial_size < p.element_size())
+      return {errc::invalid_schedule,
+              "plan op " + std::to_string(i) +
+                  ": its partial sums are narrower than the plan's elements"};
     if (status s = detail::check_operand(p, o.dst, o.count, i, p.dst_width(o)); !s) return s;
     for (std::size_t k = 0; k < o.source_count; ++k) {
       const plan_operand& src = p.sources[o.first_source + k];
-      if (status s = detail::check_operand(p, src, o.count, i, p.source_width(o, k)); !s)
-        return s;
+      if (status s = detail::check_operand(p, src, o.count, i, p.source_width(o, k)); !s) return s;
       if (!copy && src.rank != o.dst.rank)
         return {errc::invalid_schedule,
                 "plan op " + std::to_string(i) + ": a reduction reads another rank's memory"};

@@ -108,6 +108,19 @@ TEST_CASE("validate_plan refuses malformed plans, naming the problem", "[plan][v
     p.sources[p.ops[2].first_source + 1].rank = 1;  // rank 0 reduces rank 1's scratch
     refused(p, errc::invalid_schedule, "plan op 2: a reduction reads another rank's memory");
   }
+  {
+    // float64 with 4-byte partials: harmless while no op uses partials (a hand-built plan keeps
+    // the default partial_size), refused once one does.
+    test::plan_builder w(2, dtype::float64);
+    w.sizes(0, 8000, 8000, 8000);
+    w.sizes(1, 8000, 8000, 8000);
+    w.copy({0, buffer::input, 0}, {1, buffer::scratch, 0}, 1000);
+    plan p = w.get();
+    REQUIRE(p.partial_size == 4);
+    CHECK(validate_plan(p).ok());
+    p.ops[0].partial_mask = partial_dst_bit;
+    refused(p, errc::invalid_schedule, "plan op 0: its partial sums are narrower");
+  }
 }
 
 TEST_CASE("validate_plan with buffers adds the buffer checks", "[plan][validate]") {
