@@ -5,6 +5,9 @@
 
 #include <chrono>
 #include <functional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "backend.hpp"
 #include "relay/gpu/runtime.hpp"
@@ -39,6 +42,24 @@ inline int l2_bytes(int device) {
   (void)hipDeviceGetAttribute(&bytes, hipDeviceAttributeL2CacheSize, device);
 #endif
   return bytes;
+}
+
+// The L2 of every device the ranks use, each device once (what a rotation of buffers must exceed).
+inline std::int64_t cache_bytes_of(const std::vector<int>& device_of_rank) {
+  std::int64_t total = 0;
+  for (int d : std::set<int>(device_of_rank.begin(), device_of_rank.end()))
+    total += l2_bytes(d);
+  return total;
+}
+
+// The number of visible devices, or 0 with `why` set.
+inline int visible_devices(std::string& why) {
+  int count = 0;
+  if (gpu::rt::error_t e = gpu::rt::device_count(&count); e != gpu::rt::success || count == 0) {
+    why = e != gpu::rt::success ? "no usable GPU: " + gpu::rt::describe(e) : "no GPU";
+    return 0;
+  }
+  return count;
 }
 
 }  // namespace relay::bench

@@ -56,15 +56,7 @@ class gpu_backend : public executor_backend<gpu_executor> {
     return text.str();
   }
 
-  std::int64_t cache_bytes() const override {
-    std::map<int, int> l2;
-    for (int d : device_of_)
-      l2[d] = l2_bytes(d);
-    std::int64_t total = 0;
-    for (const auto& [device, bytes] : l2)
-      total += bytes;
-    return total;
-  }
+  std::int64_t cache_bytes() const override { return cache_bytes_of(device_of_); }
 
  private:
   std::vector<int> device_of_;
@@ -76,11 +68,8 @@ std::unique_ptr<backend> make_gpu_backend(int ranks, const std::vector<int>& dev
                                           std::string& why) {
   std::vector<int> device_of = devices;
   if (device_of.empty()) {
-    int count = 0;
-    if (gpu::rt::error_t e = gpu::rt::device_count(&count); e != gpu::rt::success || count == 0) {
-      why = e != gpu::rt::success ? "no usable GPU: " + gpu::rt::describe(e) : "no GPU";
-      return nullptr;
-    }
+    const int count = visible_devices(why);
+    if (count == 0) return nullptr;
     for (int r = 0; r < ranks; ++r)
       device_of.push_back(r % count);
   }

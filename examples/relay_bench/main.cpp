@@ -23,8 +23,6 @@ namespace {
 using namespace relay;
 using namespace relay::bench;
 
-constexpr int exit_wrong = 1, exit_usage = 2, exit_failed = 3;
-
 // Every configuration the command line asks for, or the first that has no schedule.
 std::vector<call_shape> shapes_of(const options& o, std::string& error) {
   std::vector<call_shape> shapes;

@@ -51,12 +51,7 @@ class nccl_backend : public executor_backend<nccl_executor> {
     return text.str();
   }
 
-  std::int64_t cache_bytes() const override {
-    std::int64_t total = 0;
-    for (int d : device_of_)
-      total += l2_bytes(d);
-    return total;
-  }
+  std::int64_t cache_bytes() const override { return cache_bytes_of(device_of_); }
 
  private:
   std::vector<int> device_of_;
@@ -68,11 +63,8 @@ std::unique_ptr<backend> make_nccl_backend(int ranks, const std::vector<int>& de
                                            std::string& why) {
   std::vector<int> device_of = devices;
   if (device_of.empty()) {
-    int count = 0;
-    if (gpu::rt::error_t e = gpu::rt::device_count(&count); e != gpu::rt::success || count == 0) {
-      why = e != gpu::rt::success ? "no usable GPU: " + gpu::rt::describe(e) : "no GPU";
-      return nullptr;
-    }
+    const int count = visible_devices(why);
+    if (count == 0) return nullptr;
     if (ranks > count) {
       why = "NCCL puts one rank per device: " + std::to_string(ranks) + " ranks need " +
             std::to_string(ranks) + " GPUs, " + std::to_string(count) + " visible";

@@ -22,8 +22,6 @@ namespace relay::bench {
 
 namespace {
 
-constexpr int exit_wrong = 1, exit_usage = 2, exit_failed = 3;
-
 // Every rank's bytes; all[r] is rank r's.
 status gather(nccl_rank& me, std::span<const std::byte> mine,
               std::vector<std::vector<std::byte>>& all) {
@@ -146,22 +144,14 @@ int run_nccl_rank_bench(const options& o, const std::vector<call_shape>& shapes)
       fmt::format("nccl: {} processes, one rank and one device each, relay's nccl transport",
                   o.ranks),
       vendor);
-  if (lead)
-    print_run_header(stdout, info, info.executor);
-  const int es = size_of(o.type);
+  if (lead) print_run_header(stdout, info, info.executor);
   std::int64_t wrong = 0;
   for (const call_shape& s : shapes) {
     const bool with_vendor =
         o.baseline != baseline_kind::none && s.active == s.ranks && s.mode == run_mode::single;
     if (lead) print_table_header(stdout, o, s, with_vendor ? vendor : "none", info);
     for (std::int64_t size : sizes) {
-      row r;
-      r.shape = s;
-      r.n = group_count(s.coll, s.active, size, es);
-      r.bytes = call_bytes(s.coll, s.active, r.n, es);
-      r.count = r.bytes / es;
-      r.chosen = resolve_route(s, o.route, o.topo, r.n, es);
-      r.predicted = predict_seconds(s, r.chosen, o.topo, r.n, es);
+      row r = sized_row(s, o, size);
       r.base = with_vendor ? base_source::nccl : base_source::none;
       for (bool in_place : {false, true}) {
         if (in_place && !has_in_place(s.coll)) continue;
@@ -177,11 +167,7 @@ int run_nccl_rank_bench(const options& o, const std::vector<call_shape>& shapes)
           }
           if (f.wrong > 0) {
             wrong += f.wrong;
-            if (lead)
-              fmt::print(stderr,
-                         "relay-bench: WRONG: {}{} A={} {} {} B {}: {} elements, first {}\n",
-                         v ? "NCCL " : "", name(s.coll), s.active, name(s.mode), r.bytes,
-                         in_place ? "in-place" : "out-of-place", f.wrong, f.first_wrong);
+            if (lead) print_wrong_form(v ? "NCCL " : "", r, in_place, f);
           }
         }
       }
@@ -191,10 +177,7 @@ int run_nccl_rank_bench(const options& o, const std::vector<call_shape>& shapes)
       }
     }
   }
-  if (lead)
-    fmt::print("#\n# wrong elements (all ranks): {}{}\n#\n",
-               o.check ? std::to_string(wrong) : "not checked",
-               wrong > 0 ? "" : (o.check ? " OK" : ""));
+  if (lead) print_wrong_total(stdout, o.check, wrong);
   return wrong > 0 ? exit_wrong : 0;
 }
 

@@ -21,6 +21,18 @@ std::string_view name(base_source b) {
   return "?";
 }
 
+void print_wrong_form(std::string_view who, const row& r, bool in_place, const form_result& f) {
+  fmt::print(stderr, "relay-bench: WRONG: {}{} A={} {} {} B {}: {} elements, first {}\n", who,
+             name(r.shape.coll), r.shape.active, name(r.shape.mode), r.bytes,
+             in_place ? "in-place" : "out-of-place", f.wrong, f.first_wrong);
+}
+
+void print_wrong_total(std::FILE* f, bool checked, std::int64_t wrong) {
+  fmt::print(f, "#\n# wrong elements (all ranks): {}{}\n#\n",
+             checked ? std::to_string(wrong) : "not checked",
+             checked ? (wrong == 0 ? " OK" : " FAILED") : "");
+}
+
 void print_run_header(std::FILE* f, const run_info& info, std::string_view last) {
   fmt::print(f, "# relay-bench {}: {}\n# {} on {}\n# {}\n", cli::version, info.command, info.date,
              info.host, last);

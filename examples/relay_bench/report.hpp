@@ -25,6 +25,15 @@ run_info describe_run(const options& o, std::string executor, std::string baseli
 
 std::string_view name(base_source b);
 
+// relay-bench's exit status: 1 on any wrong element, 2 for a usage error, 3 when a run failed.
+inline constexpr int exit_wrong = 1, exit_usage = 2, exit_failed = 3;
+
+// A rank of a multi-process job (-x shm, -x nccl): a form that gave wrong elements, on standard
+// error (`who`: "" for relay, "NCCL " for the baseline), and the table's closing line with the
+// wrong elements summed over the ranks.
+void print_wrong_form(std::string_view who, const row& r, bool in_place, const form_result& f);
+void print_wrong_total(std::FILE* f, bool checked, std::int64_t wrong);
+
 // The lines above every table: version, command, date, host, and `last` (the baseline or the
 // executor).
 void print_run_header(std::FILE* f, const run_info& info, std::string_view last);

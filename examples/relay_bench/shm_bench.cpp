@@ -19,8 +19,6 @@ namespace relay::bench {
 
 namespace {
 
-constexpr int exit_wrong = 1, exit_usage = 2, exit_failed = 3;
-
 // The shared memory every rank needs for the largest call of the sweep.
 std::size_t segment_bytes(const options& o, const std::vector<call_shape>& shapes,
                           std::int64_t largest) {
@@ -193,8 +191,7 @@ int run_shm_bench(const options& o, const std::vector<call_shape>& shapes) {
                    fmt::format("shm: {} processes, one per rank, {} MiB of shared memory each",
                                o.ranks, segment.bytes_per_rank >> 20),
                    baseline);
-  if (lead)
-    print_run_header(stdout, info, info.executor);
+  if (lead) print_run_header(stdout, info, info.executor);
   std::int64_t wrong = 0;
   for (const call_shape& s : shapes) {
     if (lead) print_table_header(stdout, o, s, baseline, info);
@@ -211,10 +208,7 @@ int run_shm_bench(const options& o, const std::vector<call_shape>& shapes) {
         }
         if (f.wrong > 0) {
           wrong += f.wrong;
-          if (lead)
-            fmt::print(stderr, "relay-bench: WRONG: {} A={} {} {} B {}: {} elements, first {}\n",
-                       name(s.coll), s.active, name(s.mode), r.bytes,
-                       in_place ? "in-place" : "out-of-place", f.wrong, f.first_wrong);
+          if (lead) print_wrong_form("", r, in_place, f);
         }
       }
       if (lead) {
@@ -223,10 +217,7 @@ int run_shm_bench(const options& o, const std::vector<call_shape>& shapes) {
       }
     }
   }
-  if (lead)
-    fmt::print("#\n# wrong elements (all ranks): {}{}\n#\n",
-               o.check ? std::to_string(wrong) : "not checked",
-               o.check ? (wrong == 0 ? " OK" : " FAILED") : "");
+  if (lead) print_wrong_total(stdout, o.check, wrong);
   return wrong > 0 ? exit_wrong : 0;
 }
 
