@@ -3,6 +3,7 @@
 // and when one fails stops the others and exits with the failing rank's status.
 //
 //   relay-run -n N [--devices LIST] [--timeout S] [--grace S] -- COMMAND ARGS...
+//   relay-run --version | --help
 //
 // Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT (a free
 // port), the same as RELAY_RANK, RELAY_WORLD_SIZE, RELAY_LOCAL_RANK, RELAY_STORE_ADDR,
@@ -27,8 +28,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
+
+#ifndef RELAY_VERSION
+#error "RELAY_VERSION is defined by examples/CMakeLists.txt (the project's version)"
+#endif
 
 namespace {
 
@@ -41,12 +47,26 @@ struct options {
   std::vector<char*> command;
 };
 
+constexpr const char* synopsis =
+    "usage: relay-run -n N [--devices LIST] [--timeout S] [--grace S] -- COMMAND ARGS...\n";
+
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "relay-run: %s\nusage: relay-run -n N [--devices LIST] [--timeout S] [--grace S] "
-               "-- COMMAND ARGS...\n",
-               why.c_str());
+  std::fprintf(stderr, "relay-run: %s\n%s", why.c_str(), synopsis);
   std::exit(2);
+}
+
+[[noreturn]] void help() {
+  std::printf(
+      "relay-run: starts N local processes of one job, one per rank, with RANK, WORLD_SIZE,\n"
+      "LOCAL_RANK, MASTER_ADDR, MASTER_PORT and relay's RELAY_* variables set; prefixes their\n"
+      "output with the rank; when one fails, stops the others and exits with its status.\n%s"
+      "  -n N            processes (1..1024)\n"
+      "  --devices LIST  RELAY_DEVICE of rank r: entry r %% len(LIST) (default: the local rank)\n"
+      "  --timeout S     stop the job after S seconds, exit 124 (default: none)\n"
+      "  --grace S       seconds between SIGTERM and SIGKILL for the others (default 3)\n"
+      "  --version       print the version\n",
+      synopsis);
+  std::exit(0);
 }
 
 double seconds(const char* text, const char* flag) {
@@ -58,9 +78,16 @@ double seconds(const char* text, const char* flag) {
 
 options parse(int argc, char** argv) {
   options o;
+  std::set<std::string> seen;  // a repeated option is an error, as in relay-plan and relay-bench
   int i = 1;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--version") {
+      std::printf("relay-run %s\n", RELAY_VERSION);
+      std::exit(0);
+    }
+    if (a == "-h" || a == "--help") help();
+    if (a != "--" && !seen.insert(a).second) usage(a + " is given twice");
     auto value = [&]() -> const char* {
       if (i + 1 >= argc) usage(a + " needs a value");
       return argv[++i];
