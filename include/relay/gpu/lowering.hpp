@@ -147,8 +147,8 @@ inline std::vector<std::vector<lane_work>> split_by_lane(const plan& p, const la
         const int to = at.device_of_rank[o.dst.rank];
         (at.by_kernel(from, to) ? w.copies : w.memcpys).push_back({ptrs[0], dst, bytes, from, to});
       } else {
-        w.reductions.push_back({dst, ptrs, o.source_count, o.count, o.finalize ? p.divisor : 1,
-                                o.partial_mask});
+        w.reductions.push_back(
+            {dst, ptrs, o.source_count, o.count, o.finalize ? p.divisor : 1, o.partial_mask});
       }
     }
   }
