@@ -1,0 +1,86 @@
+// fp8 blocks: how a run of elements travels as fp8 (issue 12, "fp8 on the wire").
+//
+// A block is 32 elements as fp8 codes (fp8.hpp) plus one byte: the exponent k of a power-of-two
+// scale, so element x travels as fp8(x * 2^-k) and arrives as fp8_value * 2^k. Why these choices:
+// - A power of two scales exactly, so the only rounding is fp8's own; fp8 is floating point, so
+//   its relative precision (3 fraction bits: half an ulp is 2^-4 of the value) does not depend on
+//   the scale, which only has to keep the block's largest magnitude M below fp8's largest value
+//   (k = ceil(log2(M / fp8_max))) and small elements out of fp8's subnormals as far as it can.
+// - 32 elements per scale byte: 33 bytes per 32 elements (1.03 bytes an element, 1.94x fewer
+//   than bf16), the block of the OCP MX formats, and one warp's (or half a wavefront's) worth of
+//   elements, so a block's maximum is one shuffle reduction on the GPU. A larger block saves
+//   little (1.5% at 64) and lets one outlier push more neighbours into the subnormals.
+//
+// Error bound, per finite element x of a block whose largest finite magnitude is M:
+//   |arrived - x| <= 2^-4 * |x| + 2^s * M / fp8_max,   s = -9 (e4m3: subnormal step 2^-9,
+//                                                        fp8_max 448), -10 (fnuz: 2^-10, 240)
+// (the first term: fp8's rounding of normal values; the second: half a subnormal step at the
+// block's scale, since 2^k < 2 M / fp8_max). A reduction of A inputs that dequantizes and sums
+// in fp32 adds these over its inputs, plus fp32's own rounding of the sum.
+//
+// Non-finite elements: M and k come from the finite elements only, so one NaN or infinity does
+// not change its 31 neighbours. A NaN travels as fp8's NaN code and arrives as NaN. e4m3 has no
+// infinity: an infinity travels as the NaN code too and arrives as NaN (the native result would
+// be an infinity, or NaN where infinities of both signs meet); it never saturates into a finite
+// value. A block with no finite nonzero element has k = 0.
+#pragma once
+
+#include <cstdint>
+
+#include "relay/core/config.hpp"
+#include "relay/core/fp8.hpp"
+
+namespace relay {
+
+inline constexpr int fp8_block_elements = 32;
+// Wire bytes of `count` elements as fp8 blocks: a code each and a scale byte per started block.
+RELAY_HOST_DEVICE constexpr std::uint64_t fp8_wire_bytes(std::uint64_t count) {
+  return count + (count + fp8_block_elements - 1) / fp8_block_elements;
+}
+
+namespace detail {
+
+// 2^e as a float, exactly, for e in [-149, 127].
+RELAY_HOST_DEVICE constexpr float exact_pow2(int e) {
+  return e >= -126 ? bits_float(static_cast<std::uint32_t>(e + 127) << 23)
+                   : bits_float(1u << (e + 149));
+}
+
+}  // namespace detail
+
+// The scale exponent of a block whose largest finite magnitude is `amax`: the smallest k in
+// [-127, 127] with amax * 2^-k <= fp8_max(f).
+RELAY_HOST_DEVICE constexpr int fp8_block_exponent(fp8_format f, float amax) {
+  if (!(amax > 0)) return 0;
+  const int amax_exp = static_cast<int>(float_bits(amax) >> 23) - 127;  // floor(log2) if normal
+  const int max_exp = f == fp8_format::e4m3 ? 8 : 7;                    // 448 = 1.75 * 2^8, ...
+  int k = amax_exp - max_exp;
+  if (k < -127) k = -127;  // float subnormals: any k at or below them keeps them in range
+  if (amax * detail::exact_pow2(-k) > fp8_max(f)) ++k;
+  return k;
+}
+
+// Quantizes n <= fp8_block_elements elements into `codes`; returns the block's scale exponent.
+RELAY_HOST_DEVICE constexpr std::int8_t fp8_quantize_block(fp8_format f, const float* x, int n,
+                                                           std::uint8_t* codes) {
+  float amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float a = x[i] < 0 ? -x[i] : x[i];
+    if (a <= 3.4028234663852886e38f && a > amax) amax = a;  // finite only (NaN fails both)
+  }
+  const int k = fp8_block_exponent(f, amax);
+  const float down = detail::exact_pow2(-k);
+  for (int i = 0; i < n; ++i) {
+    const float a = x[i] < 0 ? -x[i] : x[i];
+    const bool finite = a <= 3.4028234663852886e38f;
+    codes[i] = finite ? fp8_from_float(f, x[i] * down) : detail::fp8_nan_code(f);
+  }
+  return static_cast<std::int8_t>(k);
+}
+
+// The element a code of a block with scale exponent k stands for.
+RELAY_HOST_DEVICE constexpr float fp8_dequantize(fp8_format f, std::uint8_t code, int k) {
+  return fp8_to_float(f, code) * detail::exact_pow2(k);
+}
+
+}  // namespace relay

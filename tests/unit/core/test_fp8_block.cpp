@@ -1,0 +1,132 @@
+// fp8 blocks: scale exponents worked by hand, wire bytes, non-finite elements kept to
+// themselves, and the documented error bound on random and adversarial blocks.
+#include "relay/core/fp8_block.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+using namespace relay;
+
+namespace {
+
+constexpr fp8_format e4m3 = fp8_format::e4m3, fnuz = fp8_format::e4m3_fnuz;
+
+// 33 bytes per 32 elements; a started block pays its scale byte.
+static_assert(fp8_wire_bytes(0) == 0);
+static_assert(fp8_wire_bytes(1) == 2);
+static_assert(fp8_wire_bytes(32) == 33);
+static_assert(fp8_wire_bytes(33) == 35);
+// The smallest k with amax * 2^-k <= 448 (e4m3) or 240 (fnuz).
+static_assert(fp8_block_exponent(e4m3, 448.0f) == 0);
+static_assert(fp8_block_exponent(e4m3, 449.0f) == 1);
+static_assert(fp8_block_exponent(e4m3, 1.0f) == -8);  // 256 <= 448 < 512
+static_assert(fp8_block_exponent(fnuz, 1.0f) == -7);  // 128 <= 240 < 256
+static_assert(fp8_block_exponent(e4m3, 0.0f) == 0);
+static_assert(fp8_block_exponent(e4m3, 0x1p-149f) == -127);  // the clamp
+
+const float quiet_nan = std::numeric_limits<float>::quiet_NaN();
+const float infinity = std::numeric_limits<float>::infinity();
+
+}  // namespace
+
+TEST_CASE("fp8 blocks: a hand-worked block", "[core][fp8]") {
+  // amax 3: k = -7 (3 * 128 = 384 <= 448); every element below is exact in fp8 at that scale.
+  const float x[4] = {3.0f, -0.5f, 0.0f, 0x1p-12f};
+  std::uint8_t codes[4] = {0xaa, 0xaa, 0xaa, 0xaa};
+  const int k = fp8_quantize_block(e4m3, x, 4, codes);
+  CHECK(k == -7);
+  CHECK(codes[0] == 0x7c);  // 384 = 1.5 * 2^8: exponent field 15, mantissa 100
+  CHECK(codes[1] == 0xe8);  // -64 = -2^6: 1.1101.000
+  CHECK(codes[2] == 0x00);
+  CHECK(codes[3] == 0x10);  // 2^-12 * 2^7 = 2^-5: exponent field -5 + 7 = 2, mantissa 0
+  for (int i = 0; i < 4; ++i)
+    CHECK(fp8_dequantize(e4m3, codes[i], k) == x[i]);
+}
+
+TEST_CASE("fp8 blocks: a NaN or an infinity stays in its own element", "[core][fp8]") {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> value(0.0f, 100.0f);
+  for (fp8_format f : {e4m3, fnuz}) {
+    std::vector<float> x(32), clean(32);
+    for (float& v : x)
+      v = value(rng);
+    clean = x;
+    x[5] = quiet_nan;
+    x[9] = infinity;
+    x[20] = -infinity;
+    clean[5] = clean[9] = clean[20] = 0.0f;  // no influence on the finite maximum
+    std::vector<std::uint8_t> got(32), want(32);
+    const int k = fp8_quantize_block(f, x.data(), 32, got.data());
+    CHECK(k == fp8_quantize_block(f, clean.data(), 32, want.data()));
+    for (int i = 0; i < 32; ++i) {
+      INFO("format " << static_cast<int>(f) << ", element " << i);
+      if (i == 5 || i == 9 || i == 20) {
+        CHECK(std::isnan(fp8_dequantize(f, got[i], k)));
+      } else {
+        CHECK(got[i] == want[i]);
+        CHECK(std::isfinite(fp8_dequantize(f, got[i], k)));
+      }
+    }
+  }
+}
+
+TEST_CASE("fp8 blocks: the error bound holds on random and adversarial blocks",
+          "[core][fp8][property]") {
+  const std::uint64_t seed = 20261201;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(1.0, 2.0);
+  std::uniform_int_distribution<int> binade(-40, 40), length(1, fp8_block_elements);
+  std::uniform_int_distribution<int> kind(0, 99);
+  long checked = 0;
+  for (int block = 0; block < 20000; ++block) {
+    const int n = length(rng);
+    const int centre = block % 4 == 3 ? -135 : binade(rng);  // some blocks of float subnormals
+    std::vector<float> x(static_cast<std::size_t>(n));
+    for (float& v : x) {
+      const int c = kind(rng);
+      if (c < 2)
+        v = quiet_nan;
+      else if (c < 4)
+        v = (c == 2 ? infinity : -infinity);
+      else if (c < 8)
+        v = 0.0f;
+      else if (c < 12)
+        v = std::numeric_limits<float>::denorm_min() * static_cast<float>(c);
+      else {  // wide range within the block: up to 2^24 between neighbours
+        const double mag = std::ldexp(unit(rng), centre + static_cast<int>(rng() % 25) - 12);
+        v = static_cast<float>(rng() % 2 ? mag : -mag);
+      }
+    }
+    for (fp8_format f : {e4m3, fnuz}) {
+      std::vector<std::uint8_t> codes(x.size());
+      const int k = fp8_quantize_block(f, x.data(), n, codes.data());
+      double M = 0;  // the largest finite magnitude, found here independently
+      for (float v : x)
+        if (std::isfinite(v)) M = std::max(M, std::fabs(static_cast<double>(v)));
+      const double fmax = f == e4m3 ? 448.0 : 240.0, step = f == e4m3 ? 0x1p-9 : 0x1p-10;
+      for (int i = 0; i < n; ++i) {
+        const double got = fp8_dequantize(f, codes[static_cast<std::size_t>(i)], k);
+        if (!std::isfinite(x[static_cast<std::size_t>(i)])) {
+          REQUIRE(std::isnan(got));
+          continue;
+        }
+        const double want = x[static_cast<std::size_t>(i)];
+        // The documented bound; below 2^-119 (blocks of float subnormals) the scale clamps at
+        // 2^-127 and half a subnormal step there, 2^(s - 128), bounds the absolute term.
+        const double bound =
+            0x1p-4 * std::fabs(want) + std::max(step * M / fmax, std::ldexp(step, -128));
+        if (!(std::fabs(got - want) <= bound))
+          FAIL("seed " << seed << ", block " << block << ", format " << static_cast<int>(f)
+                       << ", element " << i << ": " << want << " arrived as " << got << ", bound "
+                       << bound << " (M " << M << ", k " << k << ")");
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked > 500000);
+}
