@@ -5,10 +5,12 @@
 // groups  the active ranks of each group, in active order. Several groups: fused (they must
 //         cover all N ranks, each rank active in one group and a helper for the others). One
 //         group of A < N ranks: single (the other ranks help).
-// send    rank r's input, for r = 0..N-1 (buffer_view{} where rank r is active nowhere)
+// send    rank r's input, for r = 0..N-1 (buffer_view{} where rank r is active nowhere): N is
+//         its size, and recv must have as many
 // recv    rank r's output. In place exactly when every active rank's recv sits where NCCL's
 //         in-place form puts it (allreduce: recv == send; reduce-scatter: recv == send + k*n;
-//         all-gather: send == recv + k*n, k the rank's index in its group).
+//         all-gather: send == recv + k*n, k the rank's index in its group). Where most do and
+//         some do not, the error names a rank that does not (buffers_in_place).
 // counts  per group: count (allreduce), recvCount (reduce-scatter), sendCount (all-gather),
 //         segmentCount (all-to-all). Any count works, 0 included. Any sized range of integers
 //         (std::vector<std::size_t> as NCCL code holds counts, int, std::int64_t, ...); a value
@@ -70,6 +72,11 @@ status run_collective(E& ex, collective c, const group_list& groups,
                       std::span<const buffer_view> send, std::span<const buffer_view> recv,
                       std::span<const std::int64_t> counts, dtype type, reduce_op op,
                       const options& opt = {}) {
+  // N is the number of buffers: it cannot be taken from one list when the other differs.
+  if (send.size() != recv.size())
+    return {errc::invalid_buffer, std::to_string(send.size()) + " inputs (send) and " +
+                                      std::to_string(recv.size()) +
+                                      " outputs (recv) were given; give one of each per rank"};
   plan_request request;
   request.coll = c;
   request.mode = groups.size() == 1 ? mode::single : mode::fused;

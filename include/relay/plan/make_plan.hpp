@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -96,10 +95,8 @@ inline status check_request(const plan_request& r) {
   if (r.alignment < 1 || r.alignment > (std::int64_t{1} << 30))
     return fail(errc::invalid_argument,
                 "the alignment must be 1..2^30 elements, not " + std::to_string(r.alignment));
-  // Offsets are affine in n with coefficients up to about A*N: keep every byte offset in range.
-  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / (64 * 64 * 8 * 16);
   for (std::size_t g = 0; g < r.counts.size(); ++g)
-    if (r.counts[g] < 0 || r.counts[g] > limit)
+    if (r.counts[g] < 0 || r.counts[g] > max_plan_count)
       return fail(errc::invalid_count, "count " + std::to_string(r.counts[g]) + " of group " +
                                            std::to_string(g) + " is negative or too large");
   return {};
