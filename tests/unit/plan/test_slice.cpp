@@ -257,8 +257,8 @@ TEST_CASE("any interleaving of the slices that respects their waits computes the
     for (int order = 0; order < 3; ++order) {
       INFO("interleaving " << order);
       REQUIRE(simulate(p, c, inputs, outputs, data));
-      const testing::mismatch_report m =
-          testing::check_outputs(c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs);
+      const reference::mismatch_report m =
+          reference::check_outputs(c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs);
       CHECK(m.wrong == 0);
       if (m.wrong > 0) FAIL(m.first);
     }
