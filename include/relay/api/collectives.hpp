@@ -34,6 +34,9 @@
 namespace relay {
 
 struct options {
+  // route::automatic: per call, the route (and pipeline depth) the cost model predicts fastest on
+  // `machine` at the call's count: direct for small messages, relay for large ones
+  // (with_chosen_route in plan/make_plan.hpp).
   relay::route route = route::relay;
   int permille = 0;  // allreduce offload share (relay route); 0: the link-balanced default
   int tiles = 0;     // pipeline depth (pipelined route)
@@ -41,6 +44,7 @@ struct options {
   // fp16/bf16 partial sums: fp32 (one rounding, the default) or the element type (the spec's
   // 16-bit partials: fewer bytes, one more rounding; docs/schedules.md gives the bound).
   relay::precision precision = precision::fp32_partials;
+  const topology* machine = nullptr;  // what route::automatic prices; nullptr: relay::mi300x
 };
 
 using group_list = std::vector<std::vector<int>>;
@@ -90,6 +94,7 @@ status run_collective(E& ex, collective c, const group_list& groups,
   request.op = reduces(c) ? op : reduce_op::sum;
   request.alignment = opt.alignment;
   request.precision = opt.precision;
+  request.machine = opt.machine;
   if (static_cast<unsigned>(type) < all_dtypes.size())
     request.in_place = buffers_in_place(c, groups, counts, size_of(type), send, recv);
   plan p;

@@ -174,6 +174,8 @@ inline status communicator::run(const rank_call& call) {
   request.op = reduces(call.coll) ? call.op : reduce_op::sum;
   request.alignment = call.opt.alignment;
   request.in_place = false;  // the plan is the out-of-place one; see transport.hpp
+  request.machine = call.opt.machine;
+  request = with_chosen_route(std::move(request));  // the shape names the route taken
 
   const std::string shape = detail::describe_shape(request);
   auto found = cache_.find(shape);

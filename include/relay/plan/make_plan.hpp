@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "relay/core/status.hpp"
+#include "relay/cost/route.hpp"
 #include "relay/plan/plan.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
@@ -18,6 +19,8 @@ namespace relay {
 struct plan_request {
   collective coll = collective::allreduce;
   relay::mode mode = mode::fused;
+  // route::automatic: the one the cost model predicts fastest on `machine` for this call
+  // (with_chosen_route); `tiles` is then chosen too.
   relay::route route = route::relay;
   int permille = 0;
   int tiles = 0;  // pipeline depth of the pipelined route
@@ -31,7 +34,40 @@ struct plan_request {
   bool in_place = false;
   std::int64_t alignment = default_alignment;  // elements; chunk sizes are multiples of it
   relay::precision precision = precision::fp32_partials;  // how partial sums are stored
+  const topology* machine = nullptr;  // what route::automatic prices; nullptr: mi300x
 };
+
+// `r` with route::automatic made concrete: the spec choose_schedule predicts fastest on
+// r.machine (mi300x where null) at the largest of the counts (the group that finishes last),
+// with r's element and partial-sum widths. That is direct or relay (relay with r.permille, for
+// an allreduce), and for a single group of A=2 also the pipelined route at its best depth; A = N
+// is direct, the only route there. A request the relay route refuses (A not a power of two, a
+// permille outside an allreduce, ...) keeps route relay, so make_plan names the problem. Any
+// other route: `r` as it is.
+inline plan_request with_chosen_route(plan_request r) {
+  if (r.route != route::automatic || r.groups.empty()) return r;
+  const int A = static_cast<int>(r.groups.front().size());
+  r.tiles = 0;
+  if (A == r.ranks) {
+    r.route = route::direct;
+    return r;
+  }
+  r.route = route::relay;
+  const schedule_spec relay_spec{r.coll, A, r.ranks, r.mode, route::relay, r.permille, 0};
+  const bool known_widths =
+      static_cast<unsigned>(r.type) < all_dtypes.size() &&
+      (r.precision == precision::fp32_partials || r.precision == precision::native_partials);
+  if (spec_error(relay_spec) != nullptr || !known_widths) return r;
+  std::int64_t n = 0;
+  for (const std::int64_t count : r.counts)
+    n = std::max(n, count);
+  const schedule_spec best = choose_schedule(relay_spec, r.machine ? *r.machine : mi300x, n,
+                                             size_of(r.type), widths_of(r.type, r.precision));
+  r.route = best.route;
+  r.permille = best.permille;
+  r.tiles = best.tiles;
+  return r;
+}
 
 // Bytes from one scratch area to the next on a rank, so every area starts 256-byte aligned.
 inline constexpr std::uint64_t scratch_area_alignment = 256;
@@ -124,6 +160,7 @@ inline std::vector<int> physical_ranks(const plan_request& r) {
 
 // Builds `out` for `r`, or returns the first problem and leaves `out` as it was.
 inline status make_plan(const plan_request& r, plan& out) {
+  if (r.route == route::automatic && !r.groups.empty()) return make_plan(with_chosen_route(r), out);
   if (status s = detail::check_request(r); !s) return s;
   const int A = static_cast<int>(r.groups.front().size());
   const schedule_spec spec{r.coll, A, r.ranks, r.mode, r.route, r.permille, r.tiles};

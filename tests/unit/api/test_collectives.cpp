@@ -22,6 +22,17 @@ std::vector<buffer_view> views(std::vector<std::vector<T>>& buffers) {
   return v;
 }
 
+// The host executor, remembering the spec of the last plan it was given.
+struct recording_executor {
+  host_executor inner;
+  schedule_spec last{};
+  status run(const plan& p, std::span<const buffer_view> in, std::span<const buffer_view> out) {
+    last = p.spec;
+    return inner.run(p, in, out);
+  }
+  void release_scratch() { inner.release_scratch(); }
+};
+
 }  // namespace
 
 TEST_CASE("allreduce of small integers, by hand", "[api]") {
@@ -311,4 +322,36 @@ TEST_CASE("reduce-scatter with recv == send and count 2^61 + 1 (fp64) is refused
             .to_string() ==
         "invalid count: count 2305843009213693953 of group 0 is negative or too large");
   CHECK(buf == std::vector<std::vector<double>>(8, std::vector<double>(4, 1.0)));
+}
+
+TEST_CASE("route::automatic: direct for a small call, relay for a large one", "[api]") {
+  // Allreduce A=2 N=8 fused, float32, priced on MI300X (48 GB/s a link, 10 us a step):
+  //   relay  20 us + (n/4) * 4 B / 48 GB/s = 20 us + n / 48e9 s
+  //   direct 10 us +  n    * 4 B / 48 GB/s = 10 us + n / 12e9 s
+  // equal at n = 160,000. n = 1,000: direct 10.08 us, relay 20.02 us, so direct. n = 2^18: direct
+  // 31.8 us, relay 25.5 us, so relay.
+  recording_executor ex;
+  options automatic;
+  automatic.route = route::automatic;
+  const group_list fused{{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+  for (const auto& [n, expected] :
+       {std::pair<std::size_t, route>{1000, route::direct}, {std::size_t{1} << 18, route::relay}}) {
+    INFO("n = " << n);
+    std::vector<std::vector<float>> send(8, std::vector<float>(n)), recv(8, std::vector<float>(n));
+    for (std::size_t r = 0; r < 8; ++r)
+      for (std::size_t i = 0; i < n; ++i) {
+        send[r][i] = static_cast<float>(r * 8 + i % 5);
+        recv[r][i] = -1.0f;  // poison
+      }
+    REQUIRE(allreduce(ex, fused, views(send), views(recv), std::vector<std::size_t>(4, n),
+                      dtype::float32, reduce_op::sum, automatic)
+                .ok());
+    CHECK(ex.last.route == expected);
+    // Either route computes the same sums: ranks 2g and 2g+1 hold 8(4g + 1) + 2(i % 5).
+    std::size_t wrong = 0;
+    for (std::size_t r = 0; r < 8; ++r)
+      for (std::size_t i = 0; i < n; ++i)
+        wrong += recv[r][i] != static_cast<float>(8 * (4 * (r / 2) + 1) + 2 * (i % 5));
+    CHECK(wrong == 0);
+  }
 }
