@@ -135,21 +135,11 @@ class gpu_executor {
   // -1 when timing is off, nothing ran, or the runtime could not say.
   double last_run_seconds() {
     if (!init_ || !options_.time_runs) return -1;
-    const gpu::device_guard keep;
-    float longest = -1;
-    for (std::size_t l = 0; l < lanes_.size(); ++l) {
-      if (!timed_lane_[l]) continue;
-      float ms = 0;
-      gpu::lane& ln = lanes_[l];
-      if (gpu::rt::set_device(ln.device) != gpu::rt::success ||
-          gpu::rt::event_synchronize(ln.timing_end) != gpu::rt::success ||
-          gpu::rt::event_elapsed_ms(&ms, ln.timing_start, ln.timing_end) != gpu::rt::success) {
-        (void)gpu::rt::get_last_error();
-        return -1;
-      }
-      longest = std::max(longest, ms);
-    }
-    return longest < 0 ? -1 : longest * 1e-3;
+    std::vector<gpu::timed_span> spans;
+    for (std::size_t l = 0; l < lanes_.size(); ++l)
+      if (timed_lane_[l])
+        spans.push_back({lanes_[l].device, lanes_[l].timing_start, lanes_[l].timing_end});
+    return gpu::longest_seconds(spans);
   }
 
   // Waits for everything issued and reports the first error.
@@ -160,12 +150,9 @@ class gpu_executor {
   }
 
   void* allocate(int rank, std::size_t bytes) {
-    if (!init_ || rank < 0 || rank >= ranks()) return nullptr;
-    return gpu::device_allocate(device_of(rank), bytes);
+    return init_ ? gpu::rank_allocate(device_of_, rank, bytes) : nullptr;
   }
-  void deallocate(int rank, void* p) {
-    if (rank >= 0 && rank < ranks()) gpu::device_free(device_of(rank), p);
-  }
+  void deallocate(int rank, void* p) { gpu::rank_free(device_of_, rank, p); }
   status write(int rank, void* d, const void* s, std::size_t bytes) {
     return transfer(rank, d, s, bytes, "write");
   }
@@ -231,14 +218,8 @@ class gpu_executor {
 
   status transfer(int rank, void* d, const void* s, std::size_t bytes, const char* what) {
     if (!init_) return init_;
-    if (rank < 0 || rank >= ranks())
-      return {errc::invalid_group, std::string(what) + ": no rank " + std::to_string(rank)};
-    if (bytes == 0) return {};
-    if (d == nullptr || s == nullptr)
-      return {errc::invalid_buffer, std::string(what) + ": a null pointer"};
-    const gpu::device_guard keep;
-    if (status st = wait_all(); !st) return st;  // runs issued without synchronizing finish first
-    return gpu::device_copy(device_of(rank), d, s, bytes, what);
+    // Runs issued without synchronizing finish first.
+    return gpu::rank_copy(device_of_, rank, d, s, bytes, what, [&] { return wait_all(); });
   }
 
   status wait_all() { return gpu::wait_lanes(lanes_); }

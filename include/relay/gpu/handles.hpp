@@ -1,7 +1,9 @@
 // The runtime handles the GPU executor owns: a lane (a stream on a device with its events), the
-// current device kept across a call, and the status a failed runtime call becomes.
+// current device kept across a call, and the status a failed runtime call becomes; and what every
+// executor whose ranks live on devices does alike (memory by rank, timing by events).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <span>
@@ -68,6 +70,52 @@ inline status device_copy(int device, void* dst, const void* src, std::size_t by
   if (rt::error_t e = rt::memcpy(dst, src, bytes); e != rt::success)
     return failure(what, device, e);
   return {};
+}
+
+// The memory_provider calls of an executor whose rank r runs on device_of[r].
+inline void* rank_allocate(std::span<const int> device_of, int rank, std::size_t bytes) {
+  if (rank < 0 || static_cast<std::size_t>(rank) >= device_of.size()) return nullptr;
+  return device_allocate(device_of[static_cast<std::size_t>(rank)], bytes);
+}
+inline void rank_free(std::span<const int> device_of, int rank, void* p) {
+  if (rank >= 0 && static_cast<std::size_t>(rank) < device_of.size())
+    device_free(device_of[static_cast<std::size_t>(rank)], p);
+}
+// write() and read(): a known rank, nothing to do for 0 bytes, no null pointer; then `wait()` (the
+// executor's work in flight finishes first), then a blocking copy. Keeps the current device.
+template <class Wait>
+status rank_copy(std::span<const int> device_of, int rank, void* dst, const void* src,
+                 std::size_t bytes, const char* what, Wait&& wait) {
+  if (rank < 0 || static_cast<std::size_t>(rank) >= device_of.size())
+    return {errc::invalid_group, std::string(what) + ": no rank " + std::to_string(rank)};
+  if (bytes == 0) return {};
+  if (dst == nullptr || src == nullptr)
+    return {errc::invalid_buffer, std::string(what) + ": a null pointer"};
+  const device_guard keep;
+  if (status st = wait(); !st) return st;
+  return device_copy(device_of[static_cast<std::size_t>(rank)], dst, src, bytes, what);
+}
+
+// Device time between two events recorded on one device.
+struct timed_span {
+  int device = 0;
+  rt::event_t start = nullptr, end = nullptr;
+};
+// The longest of `spans` in seconds, after waiting for each to end; -1 when there is none or the
+// runtime could not say (its error cleared). Keeps the current device.
+inline double longest_seconds(std::span<const timed_span> spans) {
+  const device_guard keep;
+  float longest = -1;
+  for (const timed_span& s : spans) {
+    float ms = 0;
+    if (rt::set_device(s.device) != rt::success || rt::event_synchronize(s.end) != rt::success ||
+        rt::event_elapsed_ms(&ms, s.start, s.end) != rt::success) {
+      (void)rt::get_last_error();
+      return -1;
+    }
+    longest = std::max(longest, ms);
+  }
+  return longest < 0 ? -1 : longest * 1e-3;
 }
 
 // Every buffer `p` uses is memory of its rank's device (device_of[r]), or managed memory.

@@ -90,29 +90,16 @@ class nccl_executor {
   // The longest rank's time between its timing events of the last run (time_runs), or -1.
   double last_run_seconds() {
     if (!init_ || !options_.time_runs) return -1;
-    const gpu::device_guard keep;
-    float longest = -1;
-    for (rank_state& r : ranks_) {
-      float ms = 0;
-      if (gpu::rt::set_device(r.device) != gpu::rt::success ||
-          gpu::rt::event_synchronize(r.end) != gpu::rt::success ||
-          gpu::rt::event_elapsed_ms(&ms, r.start, r.end) != gpu::rt::success) {
-        (void)gpu::rt::get_last_error();
-        return -1;
-      }
-      longest = std::max(longest, ms);
-    }
-    return longest < 0 ? -1 : longest * 1e-3;
+    std::vector<gpu::timed_span> spans;
+    for (const rank_state& r : ranks_)
+      spans.push_back({r.device, r.start, r.end});
+    return gpu::longest_seconds(spans);
   }
 
   void* allocate(int rank, std::size_t bytes) {
-    if (!init_ || rank < 0 || rank >= ranks()) return nullptr;
-    return gpu::device_allocate(device_of_[static_cast<std::size_t>(rank)], bytes);
+    return init_ ? gpu::rank_allocate(device_of_, rank, bytes) : nullptr;
   }
-  void deallocate(int rank, void* p) {
-    if (rank >= 0 && rank < ranks())
-      gpu::device_free(device_of_[static_cast<std::size_t>(rank)], p);
-  }
+  void deallocate(int rank, void* p) { gpu::rank_free(device_of_, rank, p); }
   status write(int rank, void* d, const void* s, std::size_t bytes) {
     return transfer(rank, d, s, bytes, "write");
   }
@@ -248,11 +235,7 @@ class nccl_executor {
 
   status transfer(int rank, void* d, const void* s, std::size_t bytes, const char* what) {
     if (!init_) return init_;
-    if (rank < 0 || rank >= ranks())
-      return {errc::invalid_group, std::string(what) + ": no rank " + std::to_string(rank)};
-    if (bytes == 0) return {};
-    if (status st = synchronize(); !st) return st;
-    return gpu::device_copy(device_of_[static_cast<std::size_t>(rank)], d, s, bytes, what);
+    return gpu::rank_copy(device_of_, rank, d, s, bytes, what, [&] { return synchronize(); });
   }
 
   // One worker thread per rank, started on the first run; run() wakes them all and waits.
