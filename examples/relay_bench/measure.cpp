@@ -1,5 +1,6 @@
 #include "measure.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cstring>
 
@@ -334,6 +335,43 @@ status row_runner::measure(row& r) {
     }
   }
   return {};
+}
+
+int run_rank_rows(const options& o, const std::vector<call_shape>& shapes,
+                  const std::vector<std::int64_t>& sizes, const run_info& info,
+                  const rank_job& job) {
+  std::int64_t wrong = 0;
+  for (const call_shape& s : shapes) {
+    const bool with_vendor = job.with_vendor && job.with_vendor(s);
+    if (job.lead) print_table_header(stdout, o, s, with_vendor ? job.vendor : job.baseline, info);
+    for (std::int64_t size : sizes) {
+      row r = sized_row(s, o, size);
+      r.base = with_vendor ? base_source::nccl : base_source::none;
+      for (bool in_place : {false, true}) {
+        if (in_place && !has_in_place(s.coll)) continue;
+        form_pair& forms = in_place ? r.in_place : r.out_of_place;
+        for (bool v : {false, true}) {
+          if (v && !with_vendor) continue;
+          form_result& f = v ? forms.base : forms.relay;
+          if (status st = job.measure(r, in_place, v, f); !st) {
+            fmt::print(stderr, "relay-bench: {}{} A={} {} {} B{}: {}\n", job.who, name(s.coll),
+                       s.active, name(s.mode), r.bytes, v ? " (NCCL)" : "", st.to_string());
+            return exit_failed;
+          }
+          if (f.wrong > 0) {
+            wrong += f.wrong;
+            if (job.lead) print_wrong_form(v ? "NCCL " : "", r, in_place, f);
+          }
+        }
+      }
+      if (job.lead) {
+        print_table_row(stdout, o, r);
+        std::fflush(stdout);
+      }
+    }
+  }
+  if (job.lead) print_wrong_total(stdout, o.check, wrong);
+  return wrong > 0 ? exit_wrong : 0;
 }
 
 }  // namespace relay::bench

@@ -192,33 +192,13 @@ int run_shm_bench(const options& o, const std::vector<call_shape>& shapes) {
                                o.ranks, segment.bytes_per_rank >> 20),
                    baseline);
   if (lead) print_run_header(stdout, info, info.executor);
-  std::int64_t wrong = 0;
-  for (const call_shape& s : shapes) {
-    if (lead) print_table_header(stdout, o, s, baseline, info);
-    for (std::int64_t size : sizes) {
-      row r = sized_row(s, o, size);
-      r.base = base_source::none;
-      for (bool in_place : {false, true}) {
-        if (in_place && !has_in_place(s.coll)) continue;
-        form_result& f = in_place ? r.in_place.relay : r.out_of_place.relay;
-        if (status st = measure_form(*comm, o, r, in_place, f); !st) {
-          fmt::print(stderr, "relay-bench: {} A={} {} {} B: {}\n", name(s.coll), s.active,
-                     name(s.mode), r.bytes, st.to_string());
-          return exit_failed;
-        }
-        if (f.wrong > 0) {
-          wrong += f.wrong;
-          if (lead) print_wrong_form("", r, in_place, f);
-        }
-      }
-      if (lead) {
-        print_table_row(stdout, o, r);
-        std::fflush(stdout);
-      }
-    }
-  }
-  if (lead) print_wrong_total(stdout, o.check, wrong);
-  return wrong > 0 ? exit_wrong : 0;
+  rank_job job;
+  job.lead = lead;
+  job.baseline = baseline;
+  job.measure = [&](const row& r, bool in_place, bool, form_result& f) {
+    return measure_form(*comm, o, r, in_place, f);
+  };
+  return run_rank_rows(o, shapes, sizes, info, job);
 }
 
 }  // namespace relay::bench
