@@ -87,10 +87,10 @@ struct gpu_run_stats {
   int launches = 0, memcpys = 0, waits = 0, records = 0;
 };
 
-class gpu_executor {
+class gpu_executor : public gpu::device_memory<gpu_executor> {
  public:
   explicit gpu_executor(std::vector<int> rank_device, gpu_options options = {})
-      : device_of_(std::move(rank_device)),
+      : device_memory(std::move(rank_device)),
         options_(options),
         programs_(options.cached_plans),
         init_(initialize()) {}
@@ -107,7 +107,6 @@ class gpu_executor {
   // Whether construction succeeded (devices exist, streams and events were created). Every other
   // call returns this status while it is an error.
   const status& init_status() const { return init_; }
-  int ranks() const { return static_cast<int>(device_of_.size()); }
   int device_of(int rank) const { return device_of_[static_cast<std::size_t>(rank)]; }
   const gpu_options& options() const { return options_; }
   const gpu_run_stats& last_run() const { return stats_; }
@@ -147,17 +146,6 @@ class gpu_executor {
     if (!init_) return init_;
     const gpu::device_guard keep;
     return wait_all();
-  }
-
-  void* allocate(int rank, std::size_t bytes) {
-    return init_ ? gpu::rank_allocate(device_of_, rank, bytes) : nullptr;
-  }
-  void deallocate(int rank, void* p) { gpu::rank_free(device_of_, rank, p); }
-  status write(int rank, void* d, const void* s, std::size_t bytes) {
-    return transfer(rank, d, s, bytes, "write");
-  }
-  status read(int rank, void* h, const void* d, std::size_t bytes) {
-    return transfer(rank, h, d, bytes, "read");
   }
 
   // Frees the scratch cache (after the work in flight); the next run allocates it again. The
@@ -216,11 +204,9 @@ class gpu_executor {
     return {};
   }
 
-  status transfer(int rank, void* d, const void* s, std::size_t bytes, const char* what) {
-    if (!init_) return init_;
-    // Runs issued without synchronizing finish first.
-    return gpu::rank_copy(device_of_, rank, d, s, bytes, what, [&] { return wait_all(); });
-  }
+  // device_memory's write and read: runs issued without synchronizing finish first.
+  friend class gpu::device_memory<gpu_executor>;
+  status finish_issued() { return wait_all(); }
 
   status wait_all() { return gpu::wait_lanes(lanes_); }
 
@@ -371,7 +357,6 @@ class gpu_executor {
   }
 
   // Construction fills these through initialize(), so they come before init_.
-  std::vector<int> device_of_;
   gpu_options options_;
   std::vector<gpu::lane> lanes_;
   gpu::lane_layout layout_;

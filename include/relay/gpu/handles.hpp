@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "relay/core/dtype.hpp"
@@ -72,29 +73,48 @@ inline status device_copy(int device, void* dst, const void* src, std::size_t by
   return {};
 }
 
-// The memory_provider calls of an executor whose rank r runs on device_of[r].
-inline void* rank_allocate(std::span<const int> device_of, int rank, std::size_t bytes) {
-  if (rank < 0 || static_cast<std::size_t>(rank) >= device_of.size()) return nullptr;
-  return device_allocate(device_of[static_cast<std::size_t>(rank)], bytes);
-}
-inline void rank_free(std::span<const int> device_of, int rank, void* p) {
-  if (rank >= 0 && static_cast<std::size_t>(rank) < device_of.size())
-    device_free(device_of[static_cast<std::size_t>(rank)], p);
-}
-// write() and read(): a known rank, nothing to do for 0 bytes, no null pointer; then `wait()` (the
-// executor's work in flight finishes first), then a blocking copy. Keeps the current device.
-template <class Wait>
-status rank_copy(std::span<const int> device_of, int rank, void* dst, const void* src,
-                 std::size_t bytes, const char* what, Wait&& wait) {
-  if (rank < 0 || static_cast<std::size_t>(rank) >= device_of.size())
-    return {errc::invalid_group, std::string(what) + ": no rank " + std::to_string(rank)};
-  if (bytes == 0) return {};
-  if (dst == nullptr || src == nullptr)
-    return {errc::invalid_buffer, std::string(what) + ": a null pointer"};
-  const device_guard keep;
-  if (status st = wait(); !st) return st;
-  return device_copy(device_of[static_cast<std::size_t>(rank)], dst, src, bytes, what);
-}
+// The memory_provider half (exec/executor.hpp) of an executor whose rank r runs on device
+// device_of_[r]. Derived provides init_status() and finish_issued() (waits for the work it issued,
+// so that a copy sees its results).
+template <class Derived>
+class device_memory {
+ public:
+  int ranks() const { return static_cast<int>(device_of_.size()); }
+  void* allocate(int rank, std::size_t bytes) {
+    if (!self().init_status() || !known(rank)) return nullptr;
+    return device_allocate(device_of_[static_cast<std::size_t>(rank)], bytes);
+  }
+  void deallocate(int rank, void* p) {
+    if (known(rank)) device_free(device_of_[static_cast<std::size_t>(rank)], p);
+  }
+  status write(int rank, void* d, const void* s, std::size_t bytes) {
+    return copy(rank, d, s, bytes, "write");
+  }
+  status read(int rank, void* h, const void* d, std::size_t bytes) {
+    return copy(rank, h, d, bytes, "read");
+  }
+
+ protected:
+  explicit device_memory(std::vector<int> device_of) : device_of_(std::move(device_of)) {}
+  std::vector<int> device_of_;
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+  bool known(int rank) const { return rank >= 0 && rank < ranks(); }
+  // A known rank, nothing to do for 0 bytes, no null pointer; the issued work first, then a
+  // blocking copy. Keeps the current device.
+  status copy(int rank, void* dst, const void* src, std::size_t bytes, const char* what) {
+    if (const status& init = self().init_status(); !init) return init;
+    if (!known(rank))
+      return {errc::invalid_group, std::string(what) + ": no rank " + std::to_string(rank)};
+    if (bytes == 0) return {};
+    if (dst == nullptr || src == nullptr)
+      return {errc::invalid_buffer, std::string(what) + ": a null pointer"};
+    const device_guard keep;
+    if (status st = self().finish_issued(); !st) return st;
+    return device_copy(device_of_[static_cast<std::size_t>(rank)], dst, src, bytes, what);
+  }
+};
 
 // Device time between two events recorded on one device.
 struct timed_span {

@@ -37,10 +37,10 @@ struct nccl_executor_options {
   bool time_runs = false;   // timing events around each rank's part, for last_run_seconds()
 };
 
-class nccl_executor {
+class nccl_executor : public gpu::device_memory<nccl_executor> {
  public:
   explicit nccl_executor(std::vector<int> rank_device, nccl_executor_options options = {})
-      : device_of_(std::move(rank_device)), options_(options), init_(initialize()) {}
+      : device_memory(std::move(rank_device)), options_(options), init_(initialize()) {}
   ~nccl_executor() {
     stop_workers();
     const gpu::device_guard keep;
@@ -58,7 +58,6 @@ class nccl_executor {
   nccl_executor& operator=(const nccl_executor&) = delete;
 
   const status& init_status() const { return init_; }
-  int ranks() const { return static_cast<int>(device_of_.size()); }
 
   status run(const plan& p, std::span<const buffer_view> in, std::span<const buffer_view> out) {
     if (!init_) return init_;
@@ -96,16 +95,6 @@ class nccl_executor {
     return gpu::longest_seconds(spans);
   }
 
-  void* allocate(int rank, std::size_t bytes) {
-    return init_ ? gpu::rank_allocate(device_of_, rank, bytes) : nullptr;
-  }
-  void deallocate(int rank, void* p) { gpu::rank_free(device_of_, rank, p); }
-  status write(int rank, void* d, const void* s, std::size_t bytes) {
-    return transfer(rank, d, s, bytes, "write");
-  }
-  status read(int rank, void* h, const void* d, std::size_t bytes) {
-    return transfer(rank, h, d, bytes, "read");
-  }
   void release_scratch() {
     for (rank_state& r : ranks_)
       if (r.link) r.link->release();
@@ -233,10 +222,9 @@ class nccl_executor {
         (void)(s.result = gpu::failure("running the plan", s.device, e));
   }
 
-  status transfer(int rank, void* d, const void* s, std::size_t bytes, const char* what) {
-    if (!init_) return init_;
-    return gpu::rank_copy(device_of_, rank, d, s, bytes, what, [&] { return synchronize(); });
-  }
+  // device_memory's write and read: every rank's stream finishes first.
+  friend class gpu::device_memory<nccl_executor>;
+  status finish_issued() { return synchronize(); }
 
   // One worker thread per rank, started on the first run; run() wakes them all and waits.
   void dispatch() {
@@ -274,7 +262,6 @@ class nccl_executor {
     workers_.clear();
   }
 
-  std::vector<int> device_of_;
   nccl_executor_options options_;
   std::vector<rank_state> ranks_;
   plan last_, out_of_place_;
