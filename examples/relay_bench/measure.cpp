@@ -6,6 +6,7 @@
 
 #include "conventions.hpp"
 #include "data.hpp"
+#include "predict.hpp"
 #include "relay/plan/make_plan.hpp"
 
 namespace relay::bench {
@@ -117,13 +118,7 @@ class buffer_sets {
 status make_plans(const call_shape& s, const options& o, std::int64_t n, route r, bool in_place,
                   std::vector<plan>& plans) {
   const std::vector<std::vector<int>> groups = call_groups(s);
-  plan_request q;
-  q.coll = s.coll;
-  q.mode = s.mode == run_mode::fused ? mode::fused : mode::single;
-  q.route = r;
-  q.permille = r == route::relay ? s.permille : 0;
-  q.tiles = r == route::pipelined ? s.tiles : 0;
-  q.ranks = s.ranks;
+  plan_request q = request_for(plan_spec(s, r), {}, {});
   q.type = o.type;
   q.op = reduces(s.coll) ? o.op : reduce_op::sum;
   q.in_place = in_place;

@@ -8,6 +8,7 @@
 #include "conventions.hpp"
 #include "data.hpp"
 #include "measure.hpp"
+#include "predict.hpp"
 #include "relay/comm/collectives.hpp"
 #include "relay/comm/from_environment.hpp"
 #include "relay/transport/shm_transport.hpp"
@@ -27,15 +28,11 @@ std::size_t segment_bytes(const options& o, const std::vector<call_shape>& shape
   for (const call_shape& s : shapes) {
     const std::int64_t n = group_count(s.coll, s.active, largest, es);
     for (route r : {route::relay, route::direct}) {
-      plan_request q;
-      q.coll = s.coll;
-      q.mode = s.mode == run_mode::single ? mode::single : mode::fused;
-      q.route = o.route == route_choice::automatic ? r : resolve_route(s, o.route, o.topo, n, es);
-      q.permille = s.permille;
-      q.tiles = q.route == route::pipelined ? s.tiles : 0;
-      q.ranks = s.ranks;
-      q.groups = call_groups(s);
-      q.counts.assign(q.groups.size(), n);
+      const route taken =
+          o.route == route_choice::automatic ? r : resolve_route(s, o.route, o.topo, n, es);
+      const std::vector<std::vector<int>> groups = call_groups(s);
+      plan_request q =
+          request_for(plan_spec(s, taken), groups, std::vector<std::int64_t>(groups.size(), n));
       q.type = o.type;
       q.alignment = o.alignment;
       plan p;

@@ -70,6 +70,29 @@ status to_counts(const R& counts, std::vector<std::int64_t>& out) {
   return {};
 }
 
+// The request of a call of collective `c` on `ranks` ranks: one group is single mode, several are
+// fused; route and tuning from `opt`; the operator only where `c` reduces. Whether it runs in
+// place is the caller's to say (buffers_in_place, placement_of).
+inline plan_request call_request(collective c, const group_list& groups, int ranks,
+                                 std::span<const std::int64_t> counts, dtype type, reduce_op op,
+                                 const options& opt) {
+  plan_request request;
+  request.coll = c;
+  request.mode = groups.size() == 1 ? mode::single : mode::fused;
+  request.route = opt.route;
+  request.permille = opt.permille;
+  request.tiles = opt.tiles;
+  request.ranks = ranks;
+  request.groups = groups;
+  request.counts.assign(counts.begin(), counts.end());
+  request.type = type;
+  request.op = reduces(c) ? op : reduce_op::sum;
+  request.alignment = opt.alignment;
+  request.precision = opt.precision;
+  request.machine = opt.machine;
+  return request;
+}
+
 // Any collective by value: what the four named calls below forward to.
 template <plan_runner E>
 status run_collective(E& ex, collective c, const group_list& groups,
@@ -81,20 +104,8 @@ status run_collective(E& ex, collective c, const group_list& groups,
     return {errc::invalid_buffer, std::to_string(send.size()) + " inputs (send) and " +
                                       std::to_string(recv.size()) +
                                       " outputs (recv) were given; give one of each per rank"};
-  plan_request request;
-  request.coll = c;
-  request.mode = groups.size() == 1 ? mode::single : mode::fused;
-  request.route = opt.route;
-  request.permille = opt.permille;
-  request.tiles = opt.tiles;
-  request.ranks = static_cast<int>(send.size());
-  request.groups = groups;
-  request.counts.assign(counts.begin(), counts.end());
-  request.type = type;
-  request.op = reduces(c) ? op : reduce_op::sum;
-  request.alignment = opt.alignment;
-  request.precision = opt.precision;
-  request.machine = opt.machine;
+  plan_request request =
+      call_request(c, groups, static_cast<int>(send.size()), counts, type, op, opt);
   if (static_cast<unsigned>(type) < all_dtypes.size())
     request.in_place = buffers_in_place(c, groups, counts, size_of(type), send, recv);
   plan p;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "relay/core/status.hpp"
@@ -36,6 +37,34 @@ struct plan_request {
   relay::precision precision = precision::fp32_partials;  // how partial sums are stored
   const topology* machine = nullptr;  // what route::automatic prices; nullptr: mi300x
 };
+
+// A request for schedule `s` (collective, mode, route, permille, tiles, N) over `groups`, one
+// count per group; dtype, operator, in-place form, alignment and precision are the defaults until
+// the caller sets them.
+inline plan_request request_for(const schedule_spec& s, std::vector<std::vector<int>> groups,
+                                std::vector<std::int64_t> counts) {
+  plan_request r;
+  r.coll = s.coll;
+  r.mode = s.mode;
+  r.route = s.route;
+  r.permille = s.permille;
+  r.tiles = s.tiles;
+  r.ranks = s.ranks;
+  r.groups = std::move(groups);
+  r.counts = std::move(counts);
+  return r;
+}
+
+// The request make_plan made `p` from (with the route it took): make_plan(request_of(p)) == p.
+inline plan_request request_of(const plan& p) {
+  plan_request r = request_for(p.spec, p.groups, p.counts);
+  r.type = p.type;
+  r.op = p.op;
+  r.in_place = p.in_place;
+  r.alignment = p.alignment;
+  r.precision = p.precision;
+  return r;
+}
 
 // `r` with route::automatic made concrete: the spec choose_schedule predicts fastest on
 // r.machine (mi300x where null) at the largest of the counts (the group that finishes last),

@@ -161,18 +161,7 @@ class nccl_executor : public gpu::device_memory<nccl_executor> {
   // rank's slice of it, kept while calls repeat the shape.
   status shape(const plan& p) {
     if (have_shape_ && p == last_) return {};
-    plan_request req;
-    req.coll = p.spec.coll;
-    req.mode = p.spec.mode;
-    req.route = p.spec.route;
-    req.permille = p.spec.permille;
-    req.tiles = p.spec.tiles;
-    req.ranks = p.spec.ranks;
-    req.groups = p.groups;
-    req.counts = p.counts;
-    req.type = p.type;
-    req.op = p.op;
-    req.alignment = p.alignment;
+    plan_request req = request_of(p);
     req.in_place = false;
     if (p.in_place) {
       if (status s = make_plan(req, out_of_place_); !s) return s;

@@ -275,3 +275,33 @@ TEST_CASE("route::automatic takes the model's faster route for the call's count"
   CHECK(std::string(spec_error({collective::allreduce, 2, 8, mode::fused, route::automatic})) ==
         "route automatic names no schedule: a call chooses one by its count (choose_schedule)");
 }
+
+TEST_CASE("request_of(p) makes p again; request_for takes the schedule's fields", "[plan]") {
+  plan_request r = request(collective::reduce_scatter, 4, 8);
+  r.type = dtype::bfloat16;
+  r.op = reduce_op::avg;
+  r.in_place = true;
+  r.alignment = 64;
+  r.precision = precision::native_partials;
+  r.counts = {1000, 3};
+  plan p, again;
+  REQUIRE(make_plan(r, p));
+  REQUIRE(make_plan(request_of(p), again));
+  CHECK(again == p);
+  // With route::automatic, the plan keeps the route taken, and so does its request.
+  r.route = route::automatic;
+  REQUIRE(make_plan(r, p));
+  CHECK(request_of(p).route == p.spec.route);
+  CHECK(p.spec.route != route::automatic);
+
+  const schedule_spec s{collective::all_gather, 2, 8, mode::single, route::pipelined, 0, 4};
+  const plan_request q = request_for(s, {{3, 5}}, {77});
+  CHECK(q.coll == collective::all_gather);
+  CHECK(q.mode == mode::single);
+  CHECK(q.route == route::pipelined);
+  CHECK(q.tiles == 4);
+  CHECK(q.ranks == 8);
+  CHECK(q.groups == std::vector<std::vector<int>>{{3, 5}});
+  CHECK(q.counts == std::vector<std::int64_t>{77});
+  CHECK(make_plan(q, p));
+}
