@@ -162,19 +162,7 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
  private:
   status initialize() {
     int count = 0;
-    if (gpu::rt::error_t e = gpu::rt::device_count(&count); e != gpu::rt::success) {
-      (void)gpu::rt::get_last_error();
-      return {errc::gpu_error, std::string("no usable GPU: ") + gpu::rt::describe(e)};
-    }
-    if (device_of_.empty() || device_of_.size() > static_cast<std::size_t>(max_ranks))
-      return {errc::invalid_group, "the rank -> device map must name 1.." +
-                                       std::to_string(max_ranks) + " ranks, not " +
-                                       std::to_string(device_of_.size())};
-    for (std::size_t r = 0; r < device_of_.size(); ++r)
-      if (device_of_[r] < 0 || device_of_[r] >= count)
-        return {errc::invalid_group, "rank " + std::to_string(r) + " maps to device " +
-                                         std::to_string(device_of_[r]) + ", but " +
-                                         std::to_string(count) + " device(s) exist"};
+    if (status s = gpu::check_device_map(device_of_, count); !s) return s;
     const gpu::device_guard keep;
     // Lanes, and one scratch slot per distinct device.
     for (const int d : device_of_) {

@@ -73,6 +73,26 @@ inline status device_copy(int device, void* dst, const void* src, std::size_t by
   return {};
 }
 
+// An executor's rank -> device map against the devices that exist (their number in `count`):
+// 1..max_ranks ranks, each on a device that exists.
+inline status check_device_map(std::span<const int> device_of, int& count) {
+  count = 0;
+  if (rt::error_t e = rt::device_count(&count); e != rt::success) {
+    (void)rt::get_last_error();
+    return {errc::gpu_error, std::string("no usable GPU: ") + rt::describe(e)};
+  }
+  if (device_of.empty() || device_of.size() > static_cast<std::size_t>(max_ranks))
+    return {errc::invalid_group, "the rank -> device map must name 1.." +
+                                     std::to_string(max_ranks) + " ranks, not " +
+                                     std::to_string(device_of.size())};
+  for (std::size_t r = 0; r < device_of.size(); ++r)
+    if (device_of[r] < 0 || device_of[r] >= count)
+      return {errc::invalid_group, "rank " + std::to_string(r) + " maps to device " +
+                                       std::to_string(device_of[r]) + ", but " +
+                                       std::to_string(count) + " device(s) exist"};
+  return {};
+}
+
 // The memory_provider half (exec/executor.hpp) of an executor whose rank r runs on device
 // device_of_[r]. Derived provides init_status() and finish_issued() (waits for the work it issued,
 // so that a copy sees its results).
