@@ -332,6 +332,21 @@ status row_runner::measure(row& r) {
   return {};
 }
 
+int refuse_rank_job(std::string_view executor, const options& o,
+                    const std::vector<call_shape>& shapes, int job_size) {
+  for (const call_shape& s : shapes)
+    if (s.mode == run_mode::parallel) {
+      fmt::print(stderr, "relay-bench: {} runs fused and single, not parallel\n", executor);
+      return exit_usage;
+    }
+  if (job_size >= 0 && job_size != o.ranks) {
+    fmt::print(stderr, "relay-bench: {}: the job has {} processes but N = {}; pass -N {}\n",
+               executor, job_size, o.ranks, job_size);
+    return exit_usage;
+  }
+  return 0;
+}
+
 int run_rank_rows(const options& o, const std::vector<call_shape>& shapes,
                   const std::vector<std::int64_t>& sizes, const run_info& info,
                   const rank_job& job) {

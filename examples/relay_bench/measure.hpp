@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "backend.hpp"
 #include "nccl_baseline.hpp"
@@ -49,6 +50,11 @@ struct rank_job {
   // Measures one form of `r`: relay's, or with `vendor` the vendor's collective's.
   std::function<status(const row& r, bool in_place, bool vendor, form_result& f)> measure;
 };
+
+// What a job of one process per rank refuses, said on stderr as `executor` ("-x shm"): a parallel
+// shape, and a job whose size is not -N (job_size < 0: not known yet). exit_usage, or 0.
+int refuse_rank_job(std::string_view executor, const options& o,
+                    const std::vector<call_shape>& shapes, int job_size);
 
 // Every shape at every size, out of place and in place where the collective has one, relay and
 // the vendor's collective where it runs; the lead prints the tables, the wrong forms and the

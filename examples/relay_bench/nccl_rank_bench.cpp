@@ -118,22 +118,14 @@ status measure_form(nccl_rank& me, const options& o, const row& r, bool in_place
 }  // namespace
 
 int run_nccl_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
-  for (const call_shape& s : shapes)
-    if (s.mode == run_mode::parallel) {
-      fmt::print(stderr, "relay-bench: -x nccl runs fused and single, not parallel\n");
-      return exit_usage;
-    }
+  if (int refused = refuse_rank_job("-x nccl", o, shapes, -1)) return refused;
   std::string why;
   std::unique_ptr<nccl_rank> me = make_nccl_rank(why);
   if (!me) {
     fmt::print(stderr, "relay-bench: -x nccl: {}\n", why);
     return exit_failed;
   }
-  if (me->size() != o.ranks) {
-    fmt::print(stderr, "relay-bench: -x nccl: the job has {} processes but N = {}; pass -N {}\n",
-               me->size(), o.ranks, me->size());
-    return exit_usage;
-  }
+  if (int refused = refuse_rank_job("-x nccl", o, shapes, me->size())) return refused;
   const bool lead = me->rank() == 0;
   const std::vector<std::int64_t> sizes =
       size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);

@@ -162,11 +162,7 @@ status measure_form(communicator& comm, const options& o, const row& r, bool in_
 }  // namespace
 
 int run_shm_bench(const options& o, const std::vector<call_shape>& shapes) {
-  for (const call_shape& s : shapes)
-    if (s.mode == run_mode::parallel) {
-      fmt::print(stderr, "relay-bench: -x shm runs fused and single, not parallel\n");
-      return exit_usage;
-    }
+  if (int refused = refuse_rank_job("-x shm", o, shapes, -1)) return refused;
   const std::vector<std::int64_t> sizes =
       size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);
   shm_options segment;
@@ -176,11 +172,7 @@ int run_shm_bench(const options& o, const std::vector<call_shape>& shapes) {
     fmt::print(stderr, "relay-bench: -x shm: {} (start it with relay-run -n N)\n", st.to_string());
     return exit_failed;
   }
-  if (comm->size() != o.ranks) {
-    fmt::print(stderr, "relay-bench: -x shm: the job has {} processes but N = {}; pass -N {}\n",
-               comm->size(), o.ranks, comm->size());
-    return exit_usage;
-  }
+  if (int refused = refuse_rank_job("-x shm", o, shapes, comm->size())) return refused;
   const bool lead = comm->rank() == 0;
   const std::string baseline = "none (no baseline runs in the shm transport's processes)";
   const run_info info =
