@@ -308,8 +308,8 @@ struct step_timing {
   double step = 0, op = 0, call = 0;  // seconds: per step, per extra operation, one 1-step run
 };
 
-// Device-timed seconds of one run of `p`: the median of 101, after 10 to warm up (a run of 65
-// steps takes about a millisecond; the medians of 31 moved by 3 us per step between calls).
+// Device-timed seconds of one run of `p`: the median of 101, after 10 to warm up (medians of 31
+// moved between calls: bench/results/2026-11-29-h200-x2-calibration/README.md).
 double run_seconds(relay::gpu_executor& ex, const relay::plan& p,
                    const std::vector<relay::buffer_view>& in,
                    const std::vector<relay::buffer_view>& out) {

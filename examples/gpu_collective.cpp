@@ -220,15 +220,7 @@ int main(int argc, char** argv) {
   }
 
   // Timing: calls through the API (a plan made per call) and runs of one prepared plan.
-  plan_request req;
-  req.coll = a.coll;
-  req.mode = groups.size() == 1 ? mode::single : mode::fused;
-  req.route = a.route;
-  req.ranks = a.ranks;
-  req.groups = groups;
-  req.counts = counts;
-  req.type = a.type;
-  req.op = reduces(a.coll) ? a.op : reduce_op::sum;
+  plan_request req = call_request(a.coll, groups, a.ranks, counts, a.type, a.op, opt);
   req.in_place = buffers_in_place(a.coll, groups, counts, static_cast<int>(es), send, recv);
   plan p;
   require(make_plan(req, p), "planning");

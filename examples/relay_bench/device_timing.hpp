@@ -1,15 +1,20 @@
 // What the GPU backends of relay-bench (gpu_backend.cpp, nccl_backend.cpp) share: a timer that
-// reports the executors' own device-event measure of the last run, and a device's L2 size.
+// reports the executors' own device-event measure of the last run, a device's L2 size, and the
+// backend over executors whose ranks run on devices (device_backend).
 // GPU code: include only from files compiled by nvcc or hipcc.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend.hpp"
+#include "executor_backend.hpp"
 #include "relay/gpu/runtime.hpp"
 
 namespace relay::bench {
@@ -61,5 +66,30 @@ inline int visible_devices(std::string& why) {
   }
   return count;
 }
+
+// An executor_backend whose executors (E: gpu_executor, nccl_executor) run rank r on device
+// device_of[r] and time their runs by device events: a run takes the longest executor's time.
+template <class E>
+class device_backend : public executor_backend<E> {
+ public:
+  device_backend(typename executor_backend<E>::factory make, std::vector<int> device_of)
+      : executor_backend<E>(std::move(make), std::make_unique<device_event_timer>()),
+        device_of_(std::move(device_of)) {
+    static_cast<device_event_timer&>(this->clock()).device_seconds = [this] {
+      double longest = -1;
+      for (const auto& e : this->last_executors())
+        longest = std::max(longest, e->last_run_seconds());
+      return longest;
+    };
+  }
+
+  std::int64_t cache_bytes() const override { return cache_bytes_of(device_of_); }
+
+ protected:
+  const std::vector<int>& device_of() const { return device_of_; }
+
+ private:
+  std::vector<int> device_of_;
+};
 
 }  // namespace relay::bench

@@ -15,10 +15,10 @@ namespace relay::bench {
 
 namespace {
 
-class gpu_backend : public executor_backend<gpu_executor> {
+class gpu_backend : public device_backend<gpu_executor> {
  public:
-  explicit gpu_backend(std::vector<int> device_of)
-      : executor_backend(
+  explicit gpu_backend(const std::vector<int>& device_of)
+      : device_backend(
             [device_of] {
               // Every rotated buffer set stays prepared (see measure.hpp), the baseline's too.
               gpu_options o;
@@ -26,23 +26,15 @@ class gpu_backend : public executor_backend<gpu_executor> {
               o.time_runs = true;
               return std::make_unique<gpu_executor>(device_of, o);
             },
-            std::make_unique<device_event_timer>()),
-        device_of_(std::move(device_of)) {
-    static_cast<device_event_timer&>(clock()).device_seconds = [this] {
-      double longest = -1;
-      for (const auto& e : last_executors())
-        longest = std::max(longest, e->last_run_seconds());
-      return longest;
-    };
-  }
+            device_of) {}
 
   std::string description() const override {
     std::map<int, std::vector<int>> ranks_on;
-    for (std::size_t r = 0; r < device_of_.size(); ++r)
-      ranks_on[device_of_[r]].push_back(static_cast<int>(r));
+    for (std::size_t r = 0; r < device_of().size(); ++r)
+      ranks_on[device_of()[r]].push_back(static_cast<int>(r));
     // A stream, not string concatenation: GCC 12 under nvcc sees a -Wrestrict ghost in that.
     std::ostringstream text;
-    text << "gpu: relay gpu_executor (kernel copies, a stream per device), " << device_of_.size()
+    text << "gpu: relay gpu_executor (kernel copies, a stream per device), " << device_of().size()
          << " ranks on " << ranks_on.size() << " device(s):";
     for (const auto& [device, ranks] : ranks_on) {
       std::string name;
@@ -55,11 +47,6 @@ class gpu_backend : public executor_backend<gpu_executor> {
     text << "; timed by device events around each run";
     return text.str();
   }
-
-  std::int64_t cache_bytes() const override { return cache_bytes_of(device_of_); }
-
- private:
-  std::vector<int> device_of_;
 };
 
 }  // namespace

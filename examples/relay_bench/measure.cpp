@@ -1,10 +1,12 @@
 #include "measure.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cstring>
 
 #include "conventions.hpp"
 #include "data.hpp"
+#include "predict.hpp"
 #include "relay/plan/make_plan.hpp"
 
 namespace relay::bench {
@@ -116,13 +118,7 @@ class buffer_sets {
 status make_plans(const call_shape& s, const options& o, std::int64_t n, route r, bool in_place,
                   std::vector<plan>& plans) {
   const std::vector<std::vector<int>> groups = call_groups(s);
-  plan_request q;
-  q.coll = s.coll;
-  q.mode = s.mode == run_mode::fused ? mode::fused : mode::single;
-  q.route = r;
-  q.permille = r == route::relay ? s.permille : 0;
-  q.tiles = r == route::pipelined ? s.tiles : 0;
-  q.ranks = s.ranks;
+  plan_request q = request_for(plan_spec(s, r), {}, {});
   q.type = o.type;
   q.op = reduces(s.coll) ? o.op : reduce_op::sum;
   q.in_place = in_place;
@@ -334,6 +330,58 @@ status row_runner::measure(row& r) {
     }
   }
   return {};
+}
+
+int refuse_rank_job(std::string_view executor, const options& o,
+                    const std::vector<call_shape>& shapes, int job_size) {
+  for (const call_shape& s : shapes)
+    if (s.mode == run_mode::parallel) {
+      fmt::print(stderr, "relay-bench: {} runs fused and single, not parallel\n", executor);
+      return exit_usage;
+    }
+  if (job_size >= 0 && job_size != o.ranks) {
+    fmt::print(stderr, "relay-bench: {}: the job has {} processes but N = {}; pass -N {}\n",
+               executor, job_size, o.ranks, job_size);
+    return exit_usage;
+  }
+  return 0;
+}
+
+int run_rank_rows(const options& o, const std::vector<call_shape>& shapes,
+                  const std::vector<std::int64_t>& sizes, const run_info& info,
+                  const rank_job& job) {
+  std::int64_t wrong = 0;
+  for (const call_shape& s : shapes) {
+    const bool with_vendor = job.with_vendor && job.with_vendor(s);
+    if (job.lead) print_table_header(stdout, o, s, with_vendor ? job.vendor : job.baseline, info);
+    for (std::int64_t size : sizes) {
+      row r = sized_row(s, o, size);
+      r.base = with_vendor ? base_source::nccl : base_source::none;
+      for (bool in_place : {false, true}) {
+        if (in_place && !has_in_place(s.coll)) continue;
+        form_pair& forms = in_place ? r.in_place : r.out_of_place;
+        for (bool v : {false, true}) {
+          if (v && !with_vendor) continue;
+          form_result& f = v ? forms.base : forms.relay;
+          if (status st = job.measure(r, in_place, v, f); !st) {
+            fmt::print(stderr, "relay-bench: {}{} A={} {} {} B{}: {}\n", job.who, name(s.coll),
+                       s.active, name(s.mode), r.bytes, v ? " (NCCL)" : "", st.to_string());
+            return exit_failed;
+          }
+          if (f.wrong > 0) {
+            wrong += f.wrong;
+            if (job.lead) print_wrong_form(v ? "NCCL " : "", r, in_place, f);
+          }
+        }
+      }
+      if (job.lead) {
+        print_table_row(stdout, o, r);
+        std::fflush(stdout);
+      }
+    }
+  }
+  if (job.lead) print_wrong_total(stdout, o.check, wrong);
+  return wrong > 0 ? exit_wrong : 0;
 }
 
 }  // namespace relay::bench

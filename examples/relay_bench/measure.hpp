@@ -3,9 +3,14 @@
 // does not find its data in a cache the next real call would not have warmed.
 #pragma once
 
+#include <functional>
+#include <string>
+#include <string_view>
+
 #include "backend.hpp"
 #include "nccl_baseline.hpp"
 #include "options.hpp"
+#include "report.hpp"
 #include "results.hpp"
 
 namespace relay::bench {
@@ -34,6 +39,29 @@ class row_runner {
 
 // A row for one size of configuration `s`: its counts, route and prediction, nothing measured.
 row sized_row(const call_shape& s, const options& o, std::int64_t size);
+
+// What a job of one process per rank (-x shm, -x nccl) brings to run_rank_rows.
+struct rank_job {
+  bool lead = false;     // this process prints the tables (rank 0)
+  std::string who;       // how an error names this process ("rank 3: " or "")
+  std::string baseline;  // the tables' baseline where the vendor's collective does not run
+  std::string vendor;    // ... and where it runs
+  std::function<bool(const call_shape&)> with_vendor;  // empty: the vendor's never runs
+  // Measures one form of `r`: relay's, or with `vendor` the vendor's collective's.
+  std::function<status(const row& r, bool in_place, bool vendor, form_result& f)> measure;
+};
+
+// What a job of one process per rank refuses, said on stderr as `executor` ("-x shm"): a parallel
+// shape, and a job whose size is not -N (job_size < 0: not known yet). exit_usage, or 0.
+int refuse_rank_job(std::string_view executor, const options& o,
+                    const std::vector<call_shape>& shapes, int job_size);
+
+// Every shape at every size, out of place and in place where the collective has one, relay and
+// the vendor's collective where it runs; the lead prints the tables, the wrong forms and the
+// total. Returns the exit status: 0, exit_wrong, or exit_failed at the first form that fails.
+int run_rank_rows(const options& o, const std::vector<call_shape>& shapes,
+                  const std::vector<std::int64_t>& sizes, const run_info& info,
+                  const rank_job& job);
 
 // Where each active rank's input and output sit in one set of its buffers, in bytes. In place,
 // input and output share one buffer, placed as NCCL places them. Regions are 256-byte aligned.

@@ -16,45 +16,32 @@ namespace relay::bench {
 
 namespace {
 
-class nccl_backend : public executor_backend<nccl_executor> {
+class nccl_backend : public device_backend<nccl_executor> {
  public:
-  explicit nccl_backend(std::vector<int> device_of)
-      : executor_backend(
+  explicit nccl_backend(const std::vector<int>& device_of)
+      : device_backend(
             [device_of] {
               nccl_executor_options o;
               o.time_runs = true;
               return std::make_unique<nccl_executor>(device_of, o);
             },
-            std::make_unique<device_event_timer>()),
-        device_of_(std::move(device_of)) {
-    static_cast<device_event_timer&>(clock()).device_seconds = [this] {
-      double longest = -1;
-      for (const auto& e : last_executors())
-        longest = std::max(longest, e->last_run_seconds());
-      return longest;
-    };
-  }
+            device_of) {}
 
   std::string description() const override {
     std::ostringstream text;
     int version = 0;
     (void)ncclGetVersion(&version);
     text << "nccl: relay's nccl transport over NCCL " << version / 10000 << "."
-         << version / 100 % 100 << "." << version % 100 << ", " << device_of_.size()
+         << version / 100 % 100 << "." << version % 100 << ", " << device_of().size()
          << " ranks, a device and a thread each:";
-    for (std::size_t r = 0; r < device_of_.size(); ++r) {
+    for (std::size_t r = 0; r < device_of().size(); ++r) {
       std::string name;
-      (void)gpu::rt::device_name(name, device_of_[r]);
-      text << " " << r << "->" << device_of_[r] << " " << name;
+      (void)gpu::rt::device_name(name, device_of()[r]);
+      text << " " << r << "->" << device_of()[r] << " " << name;
     }
     text << "; timed by device events around each rank's part";
     return text.str();
   }
-
-  std::int64_t cache_bytes() const override { return cache_bytes_of(device_of_); }
-
- private:
-  std::vector<int> device_of_;
 };
 
 }  // namespace

@@ -118,22 +118,14 @@ status measure_form(nccl_rank& me, const options& o, const row& r, bool in_place
 }  // namespace
 
 int run_nccl_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
-  for (const call_shape& s : shapes)
-    if (s.mode == run_mode::parallel) {
-      fmt::print(stderr, "relay-bench: -x nccl runs fused and single, not parallel\n");
-      return exit_usage;
-    }
+  if (int refused = refuse_rank_job("-x nccl", o, shapes, -1)) return refused;
   std::string why;
   std::unique_ptr<nccl_rank> me = make_nccl_rank(why);
   if (!me) {
     fmt::print(stderr, "relay-bench: -x nccl: {}\n", why);
     return exit_failed;
   }
-  if (me->size() != o.ranks) {
-    fmt::print(stderr, "relay-bench: -x nccl: the job has {} processes but N = {}; pass -N {}\n",
-               me->size(), o.ranks, me->size());
-    return exit_usage;
-  }
+  if (int refused = refuse_rank_job("-x nccl", o, shapes, me->size())) return refused;
   const bool lead = me->rank() == 0;
   const std::vector<std::int64_t> sizes =
       size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);
@@ -145,40 +137,18 @@ int run_nccl_rank_bench(const options& o, const std::vector<call_shape>& shapes)
                   o.ranks),
       vendor);
   if (lead) print_run_header(stdout, info, info.executor);
-  std::int64_t wrong = 0;
-  for (const call_shape& s : shapes) {
-    const bool with_vendor =
-        o.baseline != baseline_kind::none && s.active == s.ranks && s.mode == run_mode::single;
-    if (lead) print_table_header(stdout, o, s, with_vendor ? vendor : "none", info);
-    for (std::int64_t size : sizes) {
-      row r = sized_row(s, o, size);
-      r.base = with_vendor ? base_source::nccl : base_source::none;
-      for (bool in_place : {false, true}) {
-        if (in_place && !has_in_place(s.coll)) continue;
-        form_pair& forms = in_place ? r.in_place : r.out_of_place;
-        for (bool v : {false, true}) {
-          if (v && !with_vendor) continue;
-          form_result& f = v ? forms.base : forms.relay;
-          if (status st = measure_form(*me, o, r, in_place, v, f); !st) {
-            fmt::print(stderr, "relay-bench: rank {}: {} A={} {} {} B{}: {}\n", me->rank(),
-                       name(s.coll), s.active, name(s.mode), r.bytes, v ? " (NCCL)" : "",
-                       st.to_string());
-            return exit_failed;
-          }
-          if (f.wrong > 0) {
-            wrong += f.wrong;
-            if (lead) print_wrong_form(v ? "NCCL " : "", r, in_place, f);
-          }
-        }
-      }
-      if (lead) {
-        print_table_row(stdout, o, r);
-        std::fflush(stdout);
-      }
-    }
-  }
-  if (lead) print_wrong_total(stdout, o.check, wrong);
-  return wrong > 0 ? exit_wrong : 0;
+  rank_job job;
+  job.lead = lead;
+  job.who = fmt::format("rank {}: ", me->rank());
+  job.baseline = "none";
+  job.vendor = vendor;
+  job.with_vendor = [&](const call_shape& s) {
+    return o.baseline != baseline_kind::none && s.active == s.ranks && s.mode == run_mode::single;
+  };
+  job.measure = [&](const row& r, bool in_place, bool v, form_result& f) {
+    return measure_form(*me, o, r, in_place, v, f);
+  };
+  return run_rank_rows(o, shapes, sizes, info, job);
 }
 
 }  // namespace relay::bench

@@ -8,6 +8,7 @@
 #include "conventions.hpp"
 #include "data.hpp"
 #include "measure.hpp"
+#include "predict.hpp"
 #include "relay/comm/collectives.hpp"
 #include "relay/comm/from_environment.hpp"
 #include "relay/transport/shm_transport.hpp"
@@ -27,15 +28,11 @@ std::size_t segment_bytes(const options& o, const std::vector<call_shape>& shape
   for (const call_shape& s : shapes) {
     const std::int64_t n = group_count(s.coll, s.active, largest, es);
     for (route r : {route::relay, route::direct}) {
-      plan_request q;
-      q.coll = s.coll;
-      q.mode = s.mode == run_mode::single ? mode::single : mode::fused;
-      q.route = o.route == route_choice::automatic ? r : resolve_route(s, o.route, o.topo, n, es);
-      q.permille = s.permille;
-      q.tiles = q.route == route::pipelined ? s.tiles : 0;
-      q.ranks = s.ranks;
-      q.groups = call_groups(s);
-      q.counts.assign(q.groups.size(), n);
+      const route taken =
+          o.route == route_choice::automatic ? r : resolve_route(s, o.route, o.topo, n, es);
+      const std::vector<std::vector<int>> groups = call_groups(s);
+      plan_request q =
+          request_for(plan_spec(s, taken), groups, std::vector<std::int64_t>(groups.size(), n));
       q.type = o.type;
       q.alignment = o.alignment;
       plan p;
@@ -165,11 +162,7 @@ status measure_form(communicator& comm, const options& o, const row& r, bool in_
 }  // namespace
 
 int run_shm_bench(const options& o, const std::vector<call_shape>& shapes) {
-  for (const call_shape& s : shapes)
-    if (s.mode == run_mode::parallel) {
-      fmt::print(stderr, "relay-bench: -x shm runs fused and single, not parallel\n");
-      return exit_usage;
-    }
+  if (int refused = refuse_rank_job("-x shm", o, shapes, -1)) return refused;
   const std::vector<std::int64_t> sizes =
       size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);
   shm_options segment;
@@ -179,11 +172,7 @@ int run_shm_bench(const options& o, const std::vector<call_shape>& shapes) {
     fmt::print(stderr, "relay-bench: -x shm: {} (start it with relay-run -n N)\n", st.to_string());
     return exit_failed;
   }
-  if (comm->size() != o.ranks) {
-    fmt::print(stderr, "relay-bench: -x shm: the job has {} processes but N = {}; pass -N {}\n",
-               comm->size(), o.ranks, comm->size());
-    return exit_usage;
-  }
+  if (int refused = refuse_rank_job("-x shm", o, shapes, comm->size())) return refused;
   const bool lead = comm->rank() == 0;
   const std::string baseline = "none (no baseline runs in the shm transport's processes)";
   const run_info info =
@@ -192,33 +181,13 @@ int run_shm_bench(const options& o, const std::vector<call_shape>& shapes) {
                                o.ranks, segment.bytes_per_rank >> 20),
                    baseline);
   if (lead) print_run_header(stdout, info, info.executor);
-  std::int64_t wrong = 0;
-  for (const call_shape& s : shapes) {
-    if (lead) print_table_header(stdout, o, s, baseline, info);
-    for (std::int64_t size : sizes) {
-      row r = sized_row(s, o, size);
-      r.base = base_source::none;
-      for (bool in_place : {false, true}) {
-        if (in_place && !has_in_place(s.coll)) continue;
-        form_result& f = in_place ? r.in_place.relay : r.out_of_place.relay;
-        if (status st = measure_form(*comm, o, r, in_place, f); !st) {
-          fmt::print(stderr, "relay-bench: {} A={} {} {} B: {}\n", name(s.coll), s.active,
-                     name(s.mode), r.bytes, st.to_string());
-          return exit_failed;
-        }
-        if (f.wrong > 0) {
-          wrong += f.wrong;
-          if (lead) print_wrong_form("", r, in_place, f);
-        }
-      }
-      if (lead) {
-        print_table_row(stdout, o, r);
-        std::fflush(stdout);
-      }
-    }
-  }
-  if (lead) print_wrong_total(stdout, o.check, wrong);
-  return wrong > 0 ? exit_wrong : 0;
+  rank_job job;
+  job.lead = lead;
+  job.baseline = baseline;
+  job.measure = [&](const row& r, bool in_place, bool, form_result& f) {
+    return measure_form(*comm, o, r, in_place, f);
+  };
+  return run_rank_rows(o, shapes, sizes, info, job);
 }
 
 }  // namespace relay::bench

@@ -11,15 +11,7 @@ std::vector<std::vector<int>> canonical_groups(const relay::schedule_spec& s) {
 }
 
 relay::plan_request make_request(const options& o, const std::vector<std::int64_t>& counts) {
-  relay::plan_request r;
-  r.coll = o.spec.coll;
-  r.mode = o.spec.mode;
-  r.route = o.spec.route;
-  r.permille = o.spec.permille;
-  r.tiles = o.spec.tiles;
-  r.ranks = o.spec.ranks;
-  r.groups = canonical_groups(o.spec);
-  r.counts = counts;
+  relay::plan_request r = relay::request_for(o.spec, canonical_groups(o.spec), counts);
   r.type = o.type;
   r.op = o.op;
   r.in_place = o.in_place;

@@ -1,6 +1,6 @@
 // --run: the call executed on relay's CPU executor (relay::host_executor, through the collective
 // API) with random data, and every output element checked against the naive reference the tests
-// use (tests/support/reference.hpp).
+// use (relay/check/reference.hpp).
 #pragma once
 
 #include <cstdint>

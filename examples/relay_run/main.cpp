@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "relay/bootstrap/tcp_bootstrap.hpp"
+
 #ifndef RELAY_VERSION
 #error "RELAY_VERSION is defined by examples/CMakeLists.txt (the project's version)"
 #endif
@@ -130,18 +132,12 @@ options parse(int argc, char** argv) {
 
 // A port nobody listens on now (the store binds it moments later).
 int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    std::perror("relay-run: finding a free port");
+  int port = 0;
+  if (const relay::status s = relay::free_loopback_port(port); !s) {
+    std::fprintf(stderr, "relay-run: %s\n", s.message().c_str());
     std::exit(2);
   }
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  return port;
 }
 
 struct stream {

@@ -2,7 +2,8 @@
 //
 // The layers, in the order data flows through them:
 //   schedule/  what moves where, symbolic in the count (compile-time or run-time values)
-//   check/     the properties a schedule must satisfy (dataflow, hazards, scratch bounds)
+//   check/     the properties a schedule must satisfy (dataflow, hazards, scratch bounds), and
+//              the naive reference a run's outputs are checked against
 //   topology/  the machines the cost model knows
 //   cost/      link loads, beta and alpha-beta cost, ceilings, lower bounds, route choice
 //   plan/      one call made concrete: physical ranks, byte offsets, validation
@@ -11,6 +12,7 @@
 #pragma once
 
 #include "relay/api/collectives.hpp"
+#include "relay/check/reference.hpp"
 #include "relay/check/verify.hpp"
 #include "relay/core/affine.hpp"
 #include "relay/core/collective.hpp"

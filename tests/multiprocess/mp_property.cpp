@@ -54,8 +54,8 @@ int main(int argc, char** argv) {
     }
     if (failure.empty() && !bad_ranks.empty()) failure = "ranks" + bad_ranks + " failed";
     if (failure.empty()) {
-      const mismatch_report m =
-          check_outputs(c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs);
+      const reference::mismatch_report m =
+          reference::check_outputs(c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs);
       if (m.wrong > 0) failure = std::to_string(m.wrong) + " wrong elements; first: " + m.first;
     }
     if (!failure.empty()) {

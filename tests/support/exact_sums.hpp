@@ -25,7 +25,6 @@
 
 #include "relay/core/collective.hpp"
 #include "relay/core/dtype.hpp"
-#include "support/reference.hpp"
 
 namespace relay::testing {
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "relay/api/collectives.hpp"
+#include "relay/check/reference.hpp"
 #include "support/exact_sums.hpp"
-#include "support/reference.hpp"
 
 namespace relay::testing {
 
@@ -281,8 +281,8 @@ property_result run_case(E& ex, const property_case& c) {
   const bool exact = c.exact_sums && !c.bound_only && reduces(c.coll) &&
                      (c.type == dtype::float16 || c.type == dtype::bfloat16);
   if (result.ok) {
-    const mismatch_report m =
-        check_outputs(c.coll, c.type, c.op, c.groups, c.counts, input, output, c.precision, exact);
+    const reference::mismatch_report m = reference::check_outputs(
+        c.coll, c.type, c.op, c.groups, c.counts, input, output, c.precision, exact);
     if (m.wrong > 0) fail(std::to_string(m.wrong) + " wrong elements; first: " + m.first);
   }
   for (std::size_t r = 0; r < R; ++r)

@@ -5,10 +5,12 @@
 // groups  the active ranks of each group, in active order. Several groups: fused (they must
 //         cover all N ranks, each rank active in one group and a helper for the others). One
 //         group of A < N ranks: single (the other ranks help).
-// send    rank r's input, for r = 0..N-1 (buffer_view{} where rank r is active nowhere)
+// send    rank r's input, for r = 0..N-1 (buffer_view{} where rank r is active nowhere): N is
+//         its size, and recv must have as many
 // recv    rank r's output. In place exactly when every active rank's recv sits where NCCL's
 //         in-place form puts it (allreduce: recv == send; reduce-scatter: recv == send + k*n;
-//         all-gather: send == recv + k*n, k the rank's index in its group).
+//         all-gather: send == recv + k*n, k the rank's index in its group). Where most do and
+//         some do not, the error names a rank that does not (buffers_in_place).
 // counts  per group: count (allreduce), recvCount (reduce-scatter), sendCount (all-gather),
 //         segmentCount (all-to-all). Any count works, 0 included. Any sized range of integers
 //         (std::vector<std::size_t> as NCCL code holds counts, int, std::int64_t, ...); a value
@@ -32,6 +34,9 @@
 namespace relay {
 
 struct options {
+  // route::automatic: per call, the route (and pipeline depth) the cost model predicts fastest on
+  // `machine` at the call's count: direct for small messages, relay for large ones
+  // (with_chosen_route in plan/make_plan.hpp).
   relay::route route = route::relay;
   int permille = 0;  // allreduce offload share (relay route); 0: the link-balanced default
   int tiles = 0;     // pipeline depth (pipelined route)
@@ -39,6 +44,7 @@ struct options {
   // fp16/bf16 partial sums: fp32 (one rounding, the default) or the element type (the spec's
   // 16-bit partials: fewer bytes, one more rounding; docs/schedules.md gives the bound).
   relay::precision precision = precision::fp32_partials;
+  const topology* machine = nullptr;  // what route::automatic prices; nullptr: relay::mi300x
 };
 
 using group_list = std::vector<std::vector<int>>;
@@ -64,25 +70,42 @@ status to_counts(const R& counts, std::vector<std::int64_t>& out) {
   return {};
 }
 
-// Any collective by value: what the four named calls below forward to.
-template <plan_runner E>
-status run_collective(E& ex, collective c, const group_list& groups,
-                      std::span<const buffer_view> send, std::span<const buffer_view> recv,
-                      std::span<const std::int64_t> counts, dtype type, reduce_op op,
-                      const options& opt = {}) {
+// The request of a call of collective `c` on `ranks` ranks: one group is single mode, several are
+// fused; route and tuning from `opt`; the operator only where `c` reduces. Whether it runs in
+// place is the caller's to say (buffers_in_place, placement_of).
+inline plan_request call_request(collective c, const group_list& groups, int ranks,
+                                 std::span<const std::int64_t> counts, dtype type, reduce_op op,
+                                 const options& opt) {
   plan_request request;
   request.coll = c;
   request.mode = groups.size() == 1 ? mode::single : mode::fused;
   request.route = opt.route;
   request.permille = opt.permille;
   request.tiles = opt.tiles;
-  request.ranks = static_cast<int>(send.size());
+  request.ranks = ranks;
   request.groups = groups;
   request.counts.assign(counts.begin(), counts.end());
   request.type = type;
   request.op = reduces(c) ? op : reduce_op::sum;
   request.alignment = opt.alignment;
   request.precision = opt.precision;
+  request.machine = opt.machine;
+  return request;
+}
+
+// Any collective by value: what the four named calls below forward to.
+template <plan_runner E>
+status run_collective(E& ex, collective c, const group_list& groups,
+                      std::span<const buffer_view> send, std::span<const buffer_view> recv,
+                      std::span<const std::int64_t> counts, dtype type, reduce_op op,
+                      const options& opt = {}) {
+  // N is the number of buffers: it cannot be taken from one list when the other differs.
+  if (send.size() != recv.size())
+    return {errc::invalid_buffer, std::to_string(send.size()) + " inputs (send) and " +
+                                      std::to_string(recv.size()) +
+                                      " outputs (recv) were given; give one of each per rank"};
+  plan_request request =
+      call_request(c, groups, static_cast<int>(send.size()), counts, type, op, opt);
   if (static_cast<unsigned>(type) < all_dtypes.size())
     request.in_place = buffers_in_place(c, groups, counts, size_of(type), send, recv);
   plan p;

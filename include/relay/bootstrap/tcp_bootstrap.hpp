@@ -314,6 +314,21 @@ struct hello {
 
 }  // namespace detail
 
+// A loopback port nobody listens on now, for a store that binds it moments later (how relay-run
+// and the tests choose the store's port).
+inline status free_loopback_port(int& port) {
+  const detail::socket_fd fd(::socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd.get() < 0 || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    return detail::socket_error("finding a free port");
+  port = ntohs(addr.sin_port);
+  return {};
+}
+
 inline status make_tcp_bootstrap(const environment& env, std::unique_ptr<bootstrap>& out) {
   using namespace detail;
   if (env.size < 1 || env.rank < 0 || env.rank >= env.size)

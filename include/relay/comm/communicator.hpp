@@ -107,7 +107,7 @@ inline std::string describe_shape(const plan_request& r) {
                   " tiles=" + std::to_string(r.tiles) + " N=" + std::to_string(r.ranks) + " " +
                   std::string(r.type <= dtype::float64 ? name(r.type) : "?") + " " +
                   std::string(name(r.op)) + " alignment=" + std::to_string(r.alignment) +
-                  " groups=";
+                  " precision=" + std::to_string(static_cast<int>(r.precision)) + " groups=";
   for (std::size_t g = 0; g < r.groups.size(); ++g) {
     s += g ? "|" : "";
     for (std::size_t k = 0; k < r.groups[g].size(); ++k)
@@ -161,19 +161,10 @@ inline status communicator::compare_across_ranks(const std::string& shape, place
 
 inline status communicator::run(const rank_call& call) {
   if (call.groups == nullptr) return {errc::invalid_argument, "no groups were given"};
-  plan_request request;
-  request.coll = call.coll;
-  request.mode = call.groups->size() == 1 ? mode::single : mode::fused;
-  request.route = call.opt.route;
-  request.permille = call.opt.permille;
-  request.tiles = call.opt.tiles;
-  request.ranks = size();
-  request.groups = *call.groups;
-  request.counts.assign(call.counts.begin(), call.counts.end());
-  request.type = call.type;
-  request.op = reduces(call.coll) ? call.op : reduce_op::sum;
-  request.alignment = call.opt.alignment;
+  plan_request request =
+      call_request(call.coll, *call.groups, size(), call.counts, call.type, call.op, call.opt);
   request.in_place = false;  // the plan is the out-of-place one; see transport.hpp
+  request = with_chosen_route(std::move(request));  // the shape names the route taken
 
   const std::string shape = detail::describe_shape(request);
   auto found = cache_.find(shape);

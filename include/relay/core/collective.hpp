@@ -18,7 +18,10 @@ enum class mode : unsigned char { fused, single };
 // direct: what NCCL/RCCL do over the active-to-active links only; the baseline of every ceiling.
 // legacy: the spec's original three-step A=2 schedule (numChunks = H+1), kept as a reference.
 // pipelined: single-group A=2 relay cut into T tiles, T+1 steps; tends to the n/(N-1) bound.
-enum class route : unsigned char { relay, direct, legacy, pipelined };
+// automatic: no schedule of its own. A call (make_plan, the collective calls) takes the route,
+//            and for a pipeline the depth, that the cost model predicts fastest at its count
+//            (choose_schedule in cost/route.hpp).
+enum class route : unsigned char { relay, direct, legacy, pipelined, automatic };
 
 inline constexpr std::array<collective, 4> all_collectives{
     collective::allreduce, collective::reduce_scatter, collective::all_gather,
@@ -42,6 +45,7 @@ constexpr std::string_view name(route r) {
     case route::direct: return "direct";
     case route::legacy: return "legacy";
     case route::pipelined: return "pipelined";
+    case route::automatic: return "automatic";
   }
   return "?";
 }

@@ -100,10 +100,6 @@ constexpr std::optional<reduce_op> parse_reduce_op(std::string_view s) {
   return std::nullopt;
 }
 
-constexpr bool is_floating(dtype t) {
-  return t == dtype::float16 || t == dtype::bfloat16 || t == dtype::float32 || t == dtype::float64;
-}
-
 // Calls f(T{}) with the C++ type of `t`.
 template <class F>
 constexpr decltype(auto) visit_dtype(dtype t, F&& f) {

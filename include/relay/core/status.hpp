@@ -47,7 +47,6 @@ class [[nodiscard]] status {
  public:
   status() = default;
   status(errc code, std::string message) : code_(code), message_(std::move(message)) {}
-  static status success() { return {}; }
 
   bool ok() const { return code_ == errc::ok; }
   explicit operator bool() const { return ok(); }

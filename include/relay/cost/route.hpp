@@ -21,8 +21,9 @@ namespace relay {
 // schedule (spec_error says why).
 // `w` prices partial sums (element_widths: widths_of(dtype, precision)); the default prices them
 // as elements.
-constexpr double predicted_seconds(const schedule_spec& s, const topology& t, std::int64_t n,
-                                   int element_size, const element_widths& w = {}) {
+RELAY_CONSTEXPR_SCHEDULE double predicted_seconds(const schedule_spec& s, const topology& t,
+                                                  std::int64_t n, int element_size,
+                                                  const element_widths& w = {}) {
   const std::optional<schedule> sched = build_schedule(s);
   if (!sched) return std::numeric_limits<double>::infinity();
   return alpha_beta_seconds(*sched, t, n, element_size, w);
@@ -30,8 +31,8 @@ constexpr double predicted_seconds(const schedule_spec& s, const topology& t, st
 
 // relay or direct, whichever `predicted_seconds` says is faster; direct on a tie (it is the
 // simpler path). `s.route` is ignored; `s.permille` shapes the relay candidate.
-constexpr route choose_route(schedule_spec s, const topology& t, std::int64_t n, int element_size,
-                             const element_widths& w = {}) {
+RELAY_CONSTEXPR_SCHEDULE route choose_route(schedule_spec s, const topology& t, std::int64_t n,
+                                            int element_size, const element_widths& w = {}) {
   schedule_spec relay_spec = s, direct_spec = s;
   relay_spec.route = route::relay;
   direct_spec.route = route::direct;
@@ -49,8 +50,9 @@ inline constexpr std::array<int, 5> pipeline_depths{2, 4, 8, 16, 32};
 // for a single group of A=2, the pipelined route at each of pipeline_depths (each tile adds a
 // step, so deeper pipelines pay only for larger messages). Ties keep the earlier candidate in
 // that order. `s.route` and `s.tiles` are ignored; `s.permille` shapes the relay candidate.
-constexpr schedule_spec choose_schedule(schedule_spec s, const topology& t, std::int64_t n,
-                                        int element_size, const element_widths& w = {}) {
+RELAY_CONSTEXPR_SCHEDULE schedule_spec choose_schedule(schedule_spec s, const topology& t,
+                                                       std::int64_t n, int element_size,
+                                                       const element_widths& w = {}) {
   schedule_spec best = s;
   best.route = choose_route(s, t, n, element_size, w);
   best.tiles = 0;

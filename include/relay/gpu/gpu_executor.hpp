@@ -87,10 +87,10 @@ struct gpu_run_stats {
   int launches = 0, memcpys = 0, waits = 0, records = 0;
 };
 
-class gpu_executor {
+class gpu_executor : public gpu::device_memory<gpu_executor> {
  public:
   explicit gpu_executor(std::vector<int> rank_device, gpu_options options = {})
-      : device_of_(std::move(rank_device)),
+      : device_memory(std::move(rank_device)),
         options_(options),
         programs_(options.cached_plans),
         init_(initialize()) {}
@@ -107,7 +107,6 @@ class gpu_executor {
   // Whether construction succeeded (devices exist, streams and events were created). Every other
   // call returns this status while it is an error.
   const status& init_status() const { return init_; }
-  int ranks() const { return static_cast<int>(device_of_.size()); }
   int device_of(int rank) const { return device_of_[static_cast<std::size_t>(rank)]; }
   const gpu_options& options() const { return options_; }
   const gpu_run_stats& last_run() const { return stats_; }
@@ -135,21 +134,11 @@ class gpu_executor {
   // -1 when timing is off, nothing ran, or the runtime could not say.
   double last_run_seconds() {
     if (!init_ || !options_.time_runs) return -1;
-    const gpu::device_guard keep;
-    float longest = -1;
-    for (std::size_t l = 0; l < lanes_.size(); ++l) {
-      if (!timed_lane_[l]) continue;
-      float ms = 0;
-      gpu::lane& ln = lanes_[l];
-      if (gpu::rt::set_device(ln.device) != gpu::rt::success ||
-          gpu::rt::event_synchronize(ln.timing_end) != gpu::rt::success ||
-          gpu::rt::event_elapsed_ms(&ms, ln.timing_start, ln.timing_end) != gpu::rt::success) {
-        (void)gpu::rt::get_last_error();
-        return -1;
-      }
-      longest = std::max(longest, ms);
-    }
-    return longest < 0 ? -1 : longest * 1e-3;
+    std::vector<gpu::timed_span> spans;
+    for (std::size_t l = 0; l < lanes_.size(); ++l)
+      if (timed_lane_[l])
+        spans.push_back({lanes_[l].device, lanes_[l].timing_start, lanes_[l].timing_end});
+    return gpu::longest_seconds(spans);
   }
 
   // Waits for everything issued and reports the first error.
@@ -157,20 +146,6 @@ class gpu_executor {
     if (!init_) return init_;
     const gpu::device_guard keep;
     return wait_all();
-  }
-
-  void* allocate(int rank, std::size_t bytes) {
-    if (!init_ || rank < 0 || rank >= ranks()) return nullptr;
-    return gpu::device_allocate(device_of(rank), bytes);
-  }
-  void deallocate(int rank, void* p) {
-    if (rank >= 0 && rank < ranks()) gpu::device_free(device_of(rank), p);
-  }
-  status write(int rank, void* d, const void* s, std::size_t bytes) {
-    return transfer(rank, d, s, bytes, "write");
-  }
-  status read(int rank, void* h, const void* d, std::size_t bytes) {
-    return transfer(rank, h, d, bytes, "read");
   }
 
   // Frees the scratch cache (after the work in flight); the next run allocates it again. The
@@ -187,19 +162,7 @@ class gpu_executor {
  private:
   status initialize() {
     int count = 0;
-    if (gpu::rt::error_t e = gpu::rt::device_count(&count); e != gpu::rt::success) {
-      (void)gpu::rt::get_last_error();
-      return {errc::gpu_error, std::string("no usable GPU: ") + gpu::rt::describe(e)};
-    }
-    if (device_of_.empty() || device_of_.size() > static_cast<std::size_t>(max_ranks))
-      return {errc::invalid_group, "the rank -> device map must name 1.." +
-                                       std::to_string(max_ranks) + " ranks, not " +
-                                       std::to_string(device_of_.size())};
-    for (std::size_t r = 0; r < device_of_.size(); ++r)
-      if (device_of_[r] < 0 || device_of_[r] >= count)
-        return {errc::invalid_group, "rank " + std::to_string(r) + " maps to device " +
-                                         std::to_string(device_of_[r]) + ", but " +
-                                         std::to_string(count) + " device(s) exist"};
+    if (status s = gpu::check_device_map(device_of_, count); !s) return s;
     const gpu::device_guard keep;
     // Lanes, and one scratch slot per distinct device.
     for (const int d : device_of_) {
@@ -229,17 +192,9 @@ class gpu_executor {
     return {};
   }
 
-  status transfer(int rank, void* d, const void* s, std::size_t bytes, const char* what) {
-    if (!init_) return init_;
-    if (rank < 0 || rank >= ranks())
-      return {errc::invalid_group, std::string(what) + ": no rank " + std::to_string(rank)};
-    if (bytes == 0) return {};
-    if (d == nullptr || s == nullptr)
-      return {errc::invalid_buffer, std::string(what) + ": a null pointer"};
-    const gpu::device_guard keep;
-    if (status st = wait_all(); !st) return st;  // runs issued without synchronizing finish first
-    return gpu::device_copy(device_of(rank), d, s, bytes, what);
-  }
+  // device_memory's write and read: runs issued without synchronizing finish first.
+  friend class gpu::device_memory<gpu_executor>;
+  status finish_issued() { return wait_all(); }
 
   status wait_all() { return gpu::wait_lanes(lanes_); }
 
@@ -390,7 +345,6 @@ class gpu_executor {
   }
 
   // Construction fills these through initialize(), so they come before init_.
-  std::vector<int> device_of_;
   gpu_options options_;
   std::vector<gpu::lane> lanes_;
   gpu::lane_layout layout_;

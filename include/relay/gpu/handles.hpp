@@ -1,11 +1,14 @@
 // The runtime handles the GPU executor owns: a lane (a stream on a device with its events), the
-// current device kept across a call, and the status a failed runtime call becomes.
+// current device kept across a call, and the status a failed runtime call becomes; and what every
+// executor whose ranks live on devices does alike (memory by rank, timing by events).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "relay/core/dtype.hpp"
@@ -68,6 +71,91 @@ inline status device_copy(int device, void* dst, const void* src, std::size_t by
   if (rt::error_t e = rt::memcpy(dst, src, bytes); e != rt::success)
     return failure(what, device, e);
   return {};
+}
+
+// An executor's rank -> device map against the devices that exist (their number in `count`):
+// 1..max_ranks ranks, each on a device that exists.
+inline status check_device_map(std::span<const int> device_of, int& count) {
+  count = 0;
+  if (rt::error_t e = rt::device_count(&count); e != rt::success) {
+    (void)rt::get_last_error();
+    return {errc::gpu_error, std::string("no usable GPU: ") + rt::describe(e)};
+  }
+  if (device_of.empty() || device_of.size() > static_cast<std::size_t>(max_ranks))
+    return {errc::invalid_group, "the rank -> device map must name 1.." +
+                                     std::to_string(max_ranks) + " ranks, not " +
+                                     std::to_string(device_of.size())};
+  for (std::size_t r = 0; r < device_of.size(); ++r)
+    if (device_of[r] < 0 || device_of[r] >= count)
+      return {errc::invalid_group, "rank " + std::to_string(r) + " maps to device " +
+                                       std::to_string(device_of[r]) + ", but " +
+                                       std::to_string(count) + " device(s) exist"};
+  return {};
+}
+
+// The memory_provider half (exec/executor.hpp) of an executor whose rank r runs on device
+// device_of_[r]. Derived provides init_status() and finish_issued() (waits for the work it issued,
+// so that a copy sees its results).
+template <class Derived>
+class device_memory {
+ public:
+  int ranks() const { return static_cast<int>(device_of_.size()); }
+  void* allocate(int rank, std::size_t bytes) {
+    if (!self().init_status() || !known(rank)) return nullptr;
+    return device_allocate(device_of_[static_cast<std::size_t>(rank)], bytes);
+  }
+  void deallocate(int rank, void* p) {
+    if (known(rank)) device_free(device_of_[static_cast<std::size_t>(rank)], p);
+  }
+  status write(int rank, void* d, const void* s, std::size_t bytes) {
+    return copy(rank, d, s, bytes, "write");
+  }
+  status read(int rank, void* h, const void* d, std::size_t bytes) {
+    return copy(rank, h, d, bytes, "read");
+  }
+
+ protected:
+  explicit device_memory(std::vector<int> device_of) : device_of_(std::move(device_of)) {}
+  std::vector<int> device_of_;
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+  bool known(int rank) const { return rank >= 0 && rank < ranks(); }
+  // A known rank, nothing to do for 0 bytes, no null pointer; the issued work first, then a
+  // blocking copy. Keeps the current device.
+  status copy(int rank, void* dst, const void* src, std::size_t bytes, const char* what) {
+    if (const status& init = self().init_status(); !init) return init;
+    if (!known(rank))
+      return {errc::invalid_group, std::string(what) + ": no rank " + std::to_string(rank)};
+    if (bytes == 0) return {};
+    if (dst == nullptr || src == nullptr)
+      return {errc::invalid_buffer, std::string(what) + ": a null pointer"};
+    const device_guard keep;
+    if (status st = self().finish_issued(); !st) return st;
+    return device_copy(device_of_[static_cast<std::size_t>(rank)], dst, src, bytes, what);
+  }
+};
+
+// Device time between two events recorded on one device.
+struct timed_span {
+  int device = 0;
+  rt::event_t start = nullptr, end = nullptr;
+};
+// The longest of `spans` in seconds, after waiting for each to end; -1 when there is none or the
+// runtime could not say (its error cleared). Keeps the current device.
+inline double longest_seconds(std::span<const timed_span> spans) {
+  const device_guard keep;
+  float longest = -1;
+  for (const timed_span& s : spans) {
+    float ms = 0;
+    if (rt::set_device(s.device) != rt::success || rt::event_synchronize(s.end) != rt::success ||
+        rt::event_elapsed_ms(&ms, s.start, s.end) != rt::success) {
+      (void)rt::get_last_error();
+      return -1;
+    }
+    longest = std::max(longest, ms);
+  }
+  return longest < 0 ? -1 : longest * 1e-3;
 }
 
 // Every buffer `p` uses is memory of its rank's device (device_of[r]), or managed memory.

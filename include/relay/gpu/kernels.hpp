@@ -115,8 +115,8 @@ inline reduce_desc make_reduce(void* dst, const void* const* srcs, int k, std::u
 }
 
 // The grid of a batched copy: a block per tile (up to 2^22 blocks, then the blocks walk the
-// rest). On an H200 this beat a persistent grid of the resident blocks by up to 5 points of the
-// runtime's memcpy at 16-64 MiB per copy (bench/results/gpu-kernels-h200.md).
+// rest). On an H200 this beat a persistent grid of the resident blocks (the measurements:
+// bench/results/gpu-kernels-h200.md).
 inline unsigned copy_grid(std::uint64_t tiles) {
   constexpr std::uint64_t most = std::uint64_t{1} << 22;  // within HIP's 2^32 threads per grid
   return static_cast<unsigned>(tiles < most ? tiles : most);
@@ -168,11 +168,11 @@ using word_t = std::conditional_t<
                            std::conditional_t<W == 2, std::uint16_t, std::uint8_t>>>>;
 
 // A streaming copy reads and writes each word once: on NVIDIA its 16-byte words go with the
-// evict-first cache hint both ways. Measured on an H200, the hints on loads and stores together
-// lift a batched copy from 86-90% to 89-95% of the runtime's memcpy (either one alone does not
-// help), but make a reduction that reads the copied data next 2-5% slower; the executor streams
-// only plans without reductions (bench/results/2026-11-29-h200-copy-kernel/). HIP has no 16-byte
-// form of the hints: plain accesses there.
+// evict-first cache hint both ways. On an H200 the hints on loads and stores together speed up a
+// batched copy (either one alone does not), but slow down a reduction that reads the copied data
+// next, so the executor streams only plans without reductions (the measurements:
+// bench/results/2026-11-29-h200-copy-kernel/). HIP has no 16-byte form of the hints: plain
+// accesses there.
 template <bool Streaming, class Word>
 __device__ inline Word load_once(const Word* p) {
 #if defined(RELAY_GPU_CUDA)

@@ -27,31 +27,49 @@ inline bool overlap(const buffer_view& a, std::uint64_t a_bytes, const buffer_vi
 
 // Where NCCL's in-place layout puts the output relative to the input, in bytes, for the active
 // rank with index k of a group of count n (all-gather: the input inside the output instead).
-inline std::int64_t in_place_output_offset(const plan& p, int k, std::int64_t n) {
-  const in_place_offsets at = in_place_layout(p.spec.coll, k, n);
-  return (at.output - at.input) * p.element_size();
+// False for a count no plan takes (negative or above max_plan_count, which make_plan refuses):
+// the product is only formed where it cannot overflow.
+inline bool in_place_delta(collective c, int k, std::int64_t n, int element_size,
+                           std::int64_t& delta) {
+  if (n < 0 || n > max_plan_count || k < 0 || k > max_ranks || element_size < 0 ||
+      element_size > 16)
+    return false;
+  const in_place_offsets at = in_place_layout(c, k, n);
+  delta = (at.output - at.input) * element_size;
+  return true;
+}
+
+// recv - send in bytes, as NCCL's in-place forms compare them (modular, never overflowing).
+inline std::int64_t distance(const buffer_view& send, const buffer_view& recv) {
+  return static_cast<std::int64_t>(address(recv.data) - address(send.data));
 }
 
 }  // namespace detail
 
-// For every active rank: is `recv` where NCCL's in-place form puts it relative to `send`
-// (allreduce: the same; reduce-scatter: send + k*n; all-gather: send == recv + k*n)? The
-// collective calls use this to choose between the in-place and out-of-place plans.
+// How the caller's buffers sit: in place when the active ranks' recv sits where NCCL's in-place
+// form puts it relative to send (allreduce: the same; reduce-scatter: send + k*n; all-gather:
+// send == recv + k*n). The collective calls use this to choose between the in-place and
+// out-of-place plans. Ranks whose group's count is 0 (no buffers to speak of), and ranks and
+// counts that make_plan refuses, have no vote. Where the ranks disagree, the majority decides
+// (a tie: in place), so validate_buffers then names a rank that differs from the others: with
+// every rank in place but one, that rank's output is not where the in-place form puts it.
 inline bool buffers_in_place(collective c, const std::vector<std::vector<int>>& groups,
                              std::span<const std::int64_t> counts, int element_size,
                              std::span<const buffer_view> send, std::span<const buffer_view> recv) {
-  if (!has_in_place(c) || groups.empty()) return false;
+  if (!has_in_place(c)) return false;
+  std::size_t placed = 0, apart = 0;
   for (std::size_t g = 0; g < groups.size() && g < counts.size(); ++g)
     for (std::size_t k = 0; k < groups[g].size(); ++k) {
-      const auto rank = static_cast<std::size_t>(groups[g][k]);
-      if (rank >= send.size() || rank >= recv.size()) return false;
-      const in_place_offsets at = in_place_layout(c, static_cast<int>(k), counts[g]);
-      const std::int64_t delta = (at.output - at.input) * element_size;
-      if (static_cast<std::int64_t>(detail::address(recv[rank].data) -
-                                    detail::address(send[rank].data)) != delta)
-        return false;
+      const int rank = groups[g][k];
+      std::int64_t delta = 0;
+      if (counts[g] == 0 || rank < 0 || static_cast<std::size_t>(rank) >= send.size() ||
+          static_cast<std::size_t>(rank) >= recv.size() ||
+          !detail::in_place_delta(c, static_cast<int>(k), counts[g], element_size, delta))
+        continue;
+      const auto r = static_cast<std::size_t>(rank);
+      ++(detail::distance(send[r], recv[r]) == delta ? placed : apart);
     }
-  return true;
+  return placed > 0 && placed >= apart;
 }
 
 // Checks the buffers for a run of `p`; the message names the rank and the buffer.
@@ -87,14 +105,18 @@ inline status validate_buffers(const plan& p, std::span<const buffer_view> input
   for (std::size_t g = 0; g < p.groups.size(); ++g)
     for (std::size_t k = 0; k < p.groups[g].size(); ++k) {
       const auto r = static_cast<std::size_t>(p.groups[g][k]);
-      const std::int64_t delta =
-          detail::in_place_output_offset(p, static_cast<int>(k), p.counts[g]);
-      const bool placed = static_cast<std::int64_t>(detail::address(outputs[r].data) -
-                                                    detail::address(inputs[r].data)) == delta;
-      if (p.in_place && !placed && p.output_bytes[r] > 0)
+      std::int64_t delta = 0;
+      if (!p.in_place || p.output_bytes[r] == 0 ||
+          !detail::in_place_delta(p.spec.coll, static_cast<int>(k), p.counts[g], p.element_size(),
+                                  delta))
+        continue;
+      const std::int64_t at = detail::distance(inputs[r], outputs[r]);
+      if (at != delta)
         return {errc::invalid_buffer, "in place, the output of rank " + std::to_string(r) +
                                           " must start " + std::to_string(delta) +
-                                          " bytes from its input (NCCL's in-place layout)"};
+                                          " bytes from its input (NCCL's in-place layout); it "
+                                          "starts " +
+                                          std::to_string(at)};
     }
   for (std::size_t a = 0; a < R; ++a)
     for (std::size_t b = 0; b < R; ++b) {

@@ -5,11 +5,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "relay/core/status.hpp"
+#include "relay/cost/route.hpp"
 #include "relay/plan/plan.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
@@ -19,6 +20,8 @@ namespace relay {
 struct plan_request {
   collective coll = collective::allreduce;
   relay::mode mode = mode::fused;
+  // route::automatic: the one the cost model predicts fastest on `machine` for this call
+  // (with_chosen_route); `tiles` is then chosen too.
   relay::route route = route::relay;
   int permille = 0;
   int tiles = 0;  // pipeline depth of the pipelined route
@@ -32,7 +35,68 @@ struct plan_request {
   bool in_place = false;
   std::int64_t alignment = default_alignment;  // elements; chunk sizes are multiples of it
   relay::precision precision = precision::fp32_partials;  // how partial sums are stored
+  const topology* machine = nullptr;  // what route::automatic prices; nullptr: mi300x
 };
+
+// A request for schedule `s` (collective, mode, route, permille, tiles, N) over `groups`, one
+// count per group; dtype, operator, in-place form, alignment and precision are the defaults until
+// the caller sets them.
+inline plan_request request_for(const schedule_spec& s, std::vector<std::vector<int>> groups,
+                                std::vector<std::int64_t> counts) {
+  plan_request r;
+  r.coll = s.coll;
+  r.mode = s.mode;
+  r.route = s.route;
+  r.permille = s.permille;
+  r.tiles = s.tiles;
+  r.ranks = s.ranks;
+  r.groups = std::move(groups);
+  r.counts = std::move(counts);
+  return r;
+}
+
+// The request make_plan made `p` from (with the route it took): make_plan(request_of(p)) == p.
+inline plan_request request_of(const plan& p) {
+  plan_request r = request_for(p.spec, p.groups, p.counts);
+  r.type = p.type;
+  r.op = p.op;
+  r.in_place = p.in_place;
+  r.alignment = p.alignment;
+  r.precision = p.precision;
+  return r;
+}
+
+// `r` with route::automatic made concrete: the spec choose_schedule predicts fastest on
+// r.machine (mi300x where null) at the largest of the counts (the group that finishes last),
+// with r's element and partial-sum widths. That is direct or relay (relay with r.permille, for
+// an allreduce), and for a single group of A=2 also the pipelined route at its best depth; A = N
+// is direct, the only route there. A request the relay route refuses (A not a power of two, a
+// permille outside an allreduce, ...) keeps route relay, so make_plan names the problem. Any
+// other route: `r` as it is.
+inline plan_request with_chosen_route(plan_request r) {
+  if (r.route != route::automatic || r.groups.empty()) return r;
+  const int A = static_cast<int>(r.groups.front().size());
+  r.tiles = 0;
+  if (A == r.ranks) {
+    r.route = route::direct;
+    return r;
+  }
+  r.route = route::relay;
+  const schedule_spec relay_spec{r.coll, A, r.ranks, r.mode, route::relay, r.permille, 0};
+  const bool known_widths =
+      static_cast<unsigned>(r.type) < all_dtypes.size() &&
+      (r.precision == precision::fp32_partials || r.precision == precision::native_partials);
+  if (spec_error(relay_spec) != nullptr || !known_widths) return r;
+  std::int64_t n = 0;
+  for (const std::int64_t count : r.counts)
+    n = std::max(n, count);
+  const schedule_spec best = choose_schedule(relay_spec, r.machine ? *r.machine : mi300x, n,
+                                             size_of(r.type), widths_of(r.type, r.precision));
+  r.route = best.route;
+  r.permille = best.permille;
+  r.tiles = best.tiles;
+  return r;
+}
 
 // Bytes from one scratch area to the next on a rank, so every area starts 256-byte aligned.
 inline constexpr std::uint64_t scratch_area_alignment = 256;
@@ -96,10 +160,8 @@ inline status check_request(const plan_request& r) {
   if (r.alignment < 1 || r.alignment > (std::int64_t{1} << 30))
     return fail(errc::invalid_argument,
                 "the alignment must be 1..2^30 elements, not " + std::to_string(r.alignment));
-  // Offsets are affine in n with coefficients up to about A*N: keep every byte offset in range.
-  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / (64 * 64 * 8 * 16);
   for (std::size_t g = 0; g < r.counts.size(); ++g)
-    if (r.counts[g] < 0 || r.counts[g] > limit)
+    if (r.counts[g] < 0 || r.counts[g] > max_plan_count)
       return fail(errc::invalid_count, "count " + std::to_string(r.counts[g]) + " of group " +
                                            std::to_string(g) + " is negative or too large");
   return {};
@@ -127,6 +189,7 @@ inline std::vector<int> physical_ranks(const plan_request& r) {
 
 // Builds `out` for `r`, or returns the first problem and leaves `out` as it was.
 inline status make_plan(const plan_request& r, plan& out) {
+  if (r.route == route::automatic && !r.groups.empty()) return make_plan(with_chosen_route(r), out);
   if (status s = detail::check_request(r); !s) return s;
   const int A = static_cast<int>(r.groups.front().size());
   const schedule_spec spec{r.coll, A, r.ranks, r.mode, r.route, r.permille, r.tiles};

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -97,6 +98,13 @@ struct plan {
     return std::span<const plan_op>(ops).subspan(p.first, p.size);
   }
 };
+
+// The largest count of one group a plan takes. Offsets are affine in n with coefficients up to
+// about A*N (64 * 64), times 16 bytes at most per element and partial: below this bound every
+// byte offset, and every product of a count, an active index and an element size, fits
+// std::int64_t.
+inline constexpr std::int64_t max_plan_count =
+    std::numeric_limits<std::int64_t>::max() / (64 * 64 * 8 * 16);
 
 // A caller's buffer: device or host memory, by executor.
 struct buffer_view {

@@ -26,10 +26,9 @@ inline placement placement_of(collective c, const std::vector<std::vector<int>>&
       if (groups[g][k] != rank) continue;
       if (counts[g] == 0) return placement::helper;  // no buffers to speak of: no vote
       if (!has_in_place(c)) return placement::out_of_place;
-      const in_place_offsets at = in_place_layout(c, static_cast<int>(k), counts[g]);
-      const std::int64_t delta = (at.output - at.input) * element_size;
-      return static_cast<std::int64_t>(detail::address(recv.data) - detail::address(send.data)) ==
-                     delta
+      std::int64_t delta = 0;  // a count make_plan refuses: out of place, and refused there
+      return detail::in_place_delta(c, static_cast<int>(k), counts[g], element_size, delta) &&
+                     detail::distance(send, recv) == delta
                  ? placement::in_place
                  : placement::out_of_place;
     }

@@ -29,6 +29,8 @@ constexpr bool is_power_of_two(int x) {
 // Why a spec has no schedule, or nullptr when it has one. The compile-time path states the same
 // rules as static_asserts (see make_schedule); keep the two in step.
 constexpr const char* spec_error(const schedule_spec& s) {
+  if (s.route == route::automatic)
+    return "route automatic names no schedule: a call chooses one by its count (choose_schedule)";
   if (s.active < 2) return "the active count A must be at least 2";
   if (!is_power_of_two(s.active)) return "the active count A must be a power of two (2, 4, 8, 16)";
   if (s.active > max_reduce_inputs) return "the active count A must be at most 16";
@@ -104,6 +106,8 @@ RELAY_CONSTEXPR_SCHEDULE std::optional<schedule> build_schedule(const schedule_s
 // schedule stops the build with the reason.
 template <schedule_spec S>
 consteval auto make_schedule() {
+  static_assert(S.route != route::automatic,
+                "relay: route automatic names no schedule: a call chooses one by its count");
   static_assert(S.active >= 2, "relay: the active count A must be at least 2");
   static_assert(is_power_of_two(S.active), "relay: the active count A must be a power of two");
   static_assert(S.active <= max_reduce_inputs, "relay: the active count A must be at most 16");

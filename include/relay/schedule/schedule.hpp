@@ -124,10 +124,6 @@ struct group_layout {
   int group = 0, active = 2, ranks = 8;
   constexpr int active_rank(int j) const { return group * active + j; }
   constexpr int helper_rank(int i) const { return i < group * active ? i : i + active; }
-  constexpr int helper_count() const { return ranks - active; }
-  constexpr bool is_active(int rank) const {
-    return rank >= group * active && rank < (group + 1) * active;
-  }
 };
 
 }  // namespace relay

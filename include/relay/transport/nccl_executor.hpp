@@ -37,10 +37,10 @@ struct nccl_executor_options {
   bool time_runs = false;   // timing events around each rank's part, for last_run_seconds()
 };
 
-class nccl_executor {
+class nccl_executor : public gpu::device_memory<nccl_executor> {
  public:
   explicit nccl_executor(std::vector<int> rank_device, nccl_executor_options options = {})
-      : device_of_(std::move(rank_device)), options_(options), init_(initialize()) {}
+      : device_memory(std::move(rank_device)), options_(options), init_(initialize()) {}
   ~nccl_executor() {
     stop_workers();
     const gpu::device_guard keep;
@@ -58,7 +58,6 @@ class nccl_executor {
   nccl_executor& operator=(const nccl_executor&) = delete;
 
   const status& init_status() const { return init_; }
-  int ranks() const { return static_cast<int>(device_of_.size()); }
 
   status run(const plan& p, std::span<const buffer_view> in, std::span<const buffer_view> out) {
     if (!init_) return init_;
@@ -90,35 +89,12 @@ class nccl_executor {
   // The longest rank's time between its timing events of the last run (time_runs), or -1.
   double last_run_seconds() {
     if (!init_ || !options_.time_runs) return -1;
-    const gpu::device_guard keep;
-    float longest = -1;
-    for (rank_state& r : ranks_) {
-      float ms = 0;
-      if (gpu::rt::set_device(r.device) != gpu::rt::success ||
-          gpu::rt::event_synchronize(r.end) != gpu::rt::success ||
-          gpu::rt::event_elapsed_ms(&ms, r.start, r.end) != gpu::rt::success) {
-        (void)gpu::rt::get_last_error();
-        return -1;
-      }
-      longest = std::max(longest, ms);
-    }
-    return longest < 0 ? -1 : longest * 1e-3;
+    std::vector<gpu::timed_span> spans;
+    for (const rank_state& r : ranks_)
+      spans.push_back({r.device, r.start, r.end});
+    return gpu::longest_seconds(spans);
   }
 
-  void* allocate(int rank, std::size_t bytes) {
-    if (!init_ || rank < 0 || rank >= ranks()) return nullptr;
-    return gpu::device_allocate(device_of_[static_cast<std::size_t>(rank)], bytes);
-  }
-  void deallocate(int rank, void* p) {
-    if (rank >= 0 && rank < ranks())
-      gpu::device_free(device_of_[static_cast<std::size_t>(rank)], p);
-  }
-  status write(int rank, void* d, const void* s, std::size_t bytes) {
-    return transfer(rank, d, s, bytes, "write");
-  }
-  status read(int rank, void* h, const void* d, std::size_t bytes) {
-    return transfer(rank, h, d, bytes, "read");
-  }
   void release_scratch() {
     for (rank_state& r : ranks_)
       if (r.link) r.link->release();
@@ -141,18 +117,8 @@ class nccl_executor {
 
   status initialize() {
     int count = 0;
-    if (gpu::rt::error_t e = gpu::rt::device_count(&count); e != gpu::rt::success) {
-      (void)gpu::rt::get_last_error();
-      return {errc::gpu_error, std::string("no usable GPU: ") + gpu::rt::describe(e)};
-    }
-    if (device_of_.empty() || device_of_.size() > static_cast<std::size_t>(max_ranks))
-      return {errc::invalid_group,
-              "the rank -> device map must name 1.." + std::to_string(max_ranks) + " ranks"};
+    if (status s = gpu::check_device_map(device_of_, count); !s) return s;
     for (std::size_t r = 0; r < device_of_.size(); ++r) {
-      if (device_of_[r] < 0 || device_of_[r] >= count)
-        return {errc::invalid_group, "rank " + std::to_string(r) + " maps to device " +
-                                         std::to_string(device_of_[r]) + ", but " +
-                                         std::to_string(count) + " device(s) exist"};
       for (std::size_t q = 0; q < r; ++q)
         if (device_of_[q] == device_of_[r])
           return {errc::invalid_group, "ranks " + std::to_string(q) + " and " + std::to_string(r) +
@@ -185,18 +151,7 @@ class nccl_executor {
   // rank's slice of it, kept while calls repeat the shape.
   status shape(const plan& p) {
     if (have_shape_ && p == last_) return {};
-    plan_request req;
-    req.coll = p.spec.coll;
-    req.mode = p.spec.mode;
-    req.route = p.spec.route;
-    req.permille = p.spec.permille;
-    req.tiles = p.spec.tiles;
-    req.ranks = p.spec.ranks;
-    req.groups = p.groups;
-    req.counts = p.counts;
-    req.type = p.type;
-    req.op = p.op;
-    req.alignment = p.alignment;
+    plan_request req = request_of(p);
     req.in_place = false;
     if (p.in_place) {
       if (status s = make_plan(req, out_of_place_); !s) return s;
@@ -246,14 +201,9 @@ class nccl_executor {
         (void)(s.result = gpu::failure("running the plan", s.device, e));
   }
 
-  status transfer(int rank, void* d, const void* s, std::size_t bytes, const char* what) {
-    if (!init_) return init_;
-    if (rank < 0 || rank >= ranks())
-      return {errc::invalid_group, std::string(what) + ": no rank " + std::to_string(rank)};
-    if (bytes == 0) return {};
-    if (status st = synchronize(); !st) return st;
-    return gpu::device_copy(device_of_[static_cast<std::size_t>(rank)], d, s, bytes, what);
-  }
+  // device_memory's write and read: every rank's stream finishes first.
+  friend class gpu::device_memory<nccl_executor>;
+  status finish_issued() { return synchronize(); }
 
   // One worker thread per rank, started on the first run; run() wakes them all and waits.
   void dispatch() {
@@ -291,7 +241,6 @@ class nccl_executor {
     workers_.clear();
   }
 
-  std::vector<int> device_of_;
   nccl_executor_options options_;
   std::vector<rank_state> ranks_;
   plan last_, out_of_place_;

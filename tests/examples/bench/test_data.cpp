@@ -1,11 +1,11 @@
-// The bench's fast check against the tests' naive reference (tests/support/reference.hpp): both
+// The bench's fast check against the library's naive reference (relay/check/reference.hpp): both
 // accept the right outputs, and both count the same wrong elements.
 #include "data.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstring>
 
-#include "support/reference.hpp"
+#include "relay/check/reference.hpp"
 
 using namespace relay;
 using namespace relay::bench;
@@ -116,7 +116,7 @@ TEST_CASE("check_output agrees with the reference, right and wrong", "[bench]") 
         }
         auto outputs = right_outputs(c, t, op, groups[0], n, ranks, seed);
         const std::vector<std::int64_t> counts{n};
-        CHECK(testing::check_outputs(c, t, op, groups, counts, inputs, outputs).wrong == 0);
+        CHECK(reference::check_outputs(c, t, op, groups, counts, inputs, outputs).wrong == 0);
         for (int k = 0; k < 4; ++k)
           CHECK(
               check_output(
@@ -131,6 +131,6 @@ TEST_CASE("check_output agrees with the reference, right and wrong", "[bench]") 
         const check_result mine = check_output(c, t, op, groups[0], 2, n, seed, out3.data());
         CHECK(mine.wrong == 2);
         CHECK_THAT(mine.first, Catch::StartsWith("rank 3 element 17: got"));
-        CHECK(testing::check_outputs(c, t, op, groups, counts, inputs, outputs).wrong == 2);
+        CHECK(reference::check_outputs(c, t, op, groups, counts, inputs, outputs).wrong == 2);
       }
 }

@@ -22,6 +22,17 @@ std::vector<buffer_view> views(std::vector<std::vector<T>>& buffers) {
   return v;
 }
 
+// The host executor, remembering the spec of the last plan it was given.
+struct recording_executor {
+  host_executor inner;
+  schedule_spec last{};
+  status run(const plan& p, std::span<const buffer_view> in, std::span<const buffer_view> out) {
+    last = p.spec;
+    return inner.run(p, in, out);
+  }
+  void release_scratch() { inner.release_scratch(); }
+};
+
 }  // namespace
 
 TEST_CASE("allreduce of small integers, by hand", "[api]") {
@@ -250,4 +261,97 @@ TEST_CASE("counts that do not fit std::int64_t are refused, buffers untouched", 
   CHECK(reduce_scatter(ex, {{0, 1}, {2, 3}}, views(send), views(recv), negative, dtype::float32,
                        reduce_op::sum)
             .code() == errc::invalid_count);
+}
+
+TEST_CASE("7 inputs and 8 outputs: the error names the mismatch, not a group's rank", "[api]") {
+  host_executor ex;
+  std::vector<std::vector<float>> send(7, std::vector<float>(4, 1.0f));
+  std::vector<std::vector<float>> recv(8, std::vector<float>(4, -7.0f));
+  const group_list fused{{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+  const status st = allreduce(ex, fused, views(send), views(recv), std::vector<std::int64_t>(4, 4),
+                              dtype::float32, reduce_op::sum);
+  CHECK(st.to_string() ==
+        "invalid buffer: 7 inputs (send) and 8 outputs (recv) were given; give one of each per "
+        "rank");
+  for (const auto& r : recv)
+    CHECK(r == std::vector<float>(4, -7.0f));
+}
+
+TEST_CASE("in place but for rank 1's output, one element on: the error names rank 1", "[api]") {
+  host_executor ex;
+  // The README's call: allreduce, 4 pairs, recv == send on every rank but rank 1, whose recv
+  // starts one float (4 bytes) into its input. 7 of 8 ranks are in place, so the call is; rank 1
+  // is not where NCCL's in-place layout puts it (0 bytes from its input).
+  const std::int64_t n = 16;
+  std::vector<std::vector<float>> buf(8, std::vector<float>(n + 1, 2.5f));
+  std::vector<buffer_view> send, recv;
+  for (std::size_t r = 0; r < 8; ++r) {
+    send.push_back({buf[r].data(), n * sizeof(float)});
+    recv.push_back({buf[r].data() + (r == 1 ? 1 : 0), n * sizeof(float)});
+  }
+  const auto before = buf;
+  const status st = allreduce(ex, {{0, 1}, {2, 3}, {4, 5}, {6, 7}}, send, recv,
+                              std::vector<std::int64_t>(4, n), dtype::float32, reduce_op::sum);
+  CHECK(st.to_string() ==
+        "invalid buffer: in place, the output of rank 1 must start 0 bytes from its input (NCCL's "
+        "in-place layout); it starts 4");
+  CHECK(buf == before);
+  // The other way round: out of place on every rank but rank 3, whose recv == send. The call is
+  // out of place, and rank 3's output overlaps its input.
+  std::vector<std::vector<float>> out(8, std::vector<float>(n, -1.0f));
+  for (std::size_t r = 0; r < 8; ++r)
+    recv[r] = {out[r].data(), n * sizeof(float)};
+  recv[3] = send[3];
+  CHECK(allreduce(ex, {{0, 1}, {2, 3}, {4, 5}, {6, 7}}, send, recv, std::vector<std::int64_t>(4, n),
+                  dtype::float32, reduce_op::sum)
+            .to_string() ==
+        "invalid buffer: the output of rank 3 overlaps the input of rank 3 (out of place; pass the "
+        "in-place layout for in place)");
+  CHECK(buf == before);
+}
+
+TEST_CASE("reduce-scatter with recv == send and count 2^61 + 1 (fp64) is refused by its count",
+          "[api]") {
+  // In-place detection forms no byte offset from a count a plan refuses (no signed overflow).
+  host_executor ex;
+  std::vector<std::vector<double>> buf(8, std::vector<double>(4, 1.0));
+  std::vector<buffer_view> v = views(buf);
+  const std::vector<std::int64_t> counts(4, (std::int64_t{1} << 61) + 1);
+  CHECK(reduce_scatter(ex, {{0, 1}, {2, 3}, {4, 5}, {6, 7}}, v, v, counts, dtype::float64,
+                       reduce_op::sum)
+            .to_string() ==
+        "invalid count: count 2305843009213693953 of group 0 is negative or too large");
+  CHECK(buf == std::vector<std::vector<double>>(8, std::vector<double>(4, 1.0)));
+}
+
+TEST_CASE("route::automatic: direct for a small call, relay for a large one", "[api]") {
+  // Allreduce A=2 N=8 fused, float32, priced on MI300X (48 GB/s a link, 10 us a step):
+  //   relay  20 us + (n/4) * 4 B / 48 GB/s = 20 us + n / 48e9 s
+  //   direct 10 us +  n    * 4 B / 48 GB/s = 10 us + n / 12e9 s
+  // equal at n = 160,000. n = 1,000: direct 10.08 us, relay 20.02 us, so direct. n = 2^18: direct
+  // 31.8 us, relay 25.5 us, so relay.
+  recording_executor ex;
+  options automatic;
+  automatic.route = route::automatic;
+  const group_list fused{{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+  for (const auto& [n, expected] :
+       {std::pair<std::size_t, route>{1000, route::direct}, {std::size_t{1} << 18, route::relay}}) {
+    INFO("n = " << n);
+    std::vector<std::vector<float>> send(8, std::vector<float>(n)), recv(8, std::vector<float>(n));
+    for (std::size_t r = 0; r < 8; ++r)
+      for (std::size_t i = 0; i < n; ++i) {
+        send[r][i] = static_cast<float>(r * 8 + i % 5);
+        recv[r][i] = -1.0f;  // poison
+      }
+    REQUIRE(allreduce(ex, fused, views(send), views(recv), std::vector<std::size_t>(4, n),
+                      dtype::float32, reduce_op::sum, automatic)
+                .ok());
+    CHECK(ex.last.route == expected);
+    // Either route computes the same sums: ranks 2g and 2g+1 hold 8(4g + 1) + 2(i % 5).
+    std::size_t wrong = 0;
+    for (std::size_t r = 0; r < 8; ++r)
+      for (std::size_t i = 0; i < n; ++i)
+        wrong += recv[r][i] != static_cast<float>(8 * (4 * (r / 2) + 1) + 2 * (i % 5));
+    CHECK(wrong == 0);
+  }
 }

@@ -11,15 +11,10 @@ using namespace relay;
 namespace {
 
 int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  int port = 0;
+  REQUIRE(free_loopback_port(port));
+  CHECK(port > 0);
+  return port;
 }
 
 environment place(int rank, int size, int port, std::chrono::milliseconds timeout) {

@@ -105,7 +105,7 @@ TEST_CASE("the exact-sum suite fails where partials are rounded to 16 bits (the 
 
 TEST_CASE("16-bit partials stay within the documented bound", "[exec][precision][property]") {
   // Random data in [-1, 1] and the adversarial exact-sum data, checked against the fp64 (long
-  // double) reference with the native-partials bound of support/reference.hpp.
+  // double) reference with the native-partials bound of relay/check/reference.hpp.
   host_executor ex;
   std::mt19937_64 rng(20261202);
   int failures = 0, checked = 0;

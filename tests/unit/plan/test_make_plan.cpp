@@ -207,3 +207,101 @@ TEST_CASE("fp16/bf16 partial sums are laid out and moved at fp32 width", "[plan]
   CHECK(s.code() == errc::unsupported);
   CHECK_THAT(s.message(), Catch::Contains("unknown precision"));
 }
+
+// route::automatic against the alpha-beta model, by hand. MI300X: B = 48 GB/s a link, 10 us a
+// step. Allreduce A=2 N=8 fused, float32 (X = 4n bytes):
+//   relay  2 steps, n/4 on the busiest link: 20 us + (n/4) * 4 B / B = 20 us + n / 48e9 s
+//   direct 1 step,  n on the busiest link:   10 us +  n    * 4 B / B = 10 us + n / 12e9 s
+// equal where 10 us = n/12e9 - n/48e9 = n/16e9: n = 160,000. At n = 1,000 direct takes 10.08 us
+// and relay 20.02 us; at n = 2^20 direct 97.4 us and relay 41.8 us.
+TEST_CASE("route::automatic takes the model's faster route for the call's count", "[plan]") {
+  plan_request r = request(collective::allreduce, 2, 8);
+  r.route = route::automatic;
+  r.permille = 0;
+  plan p;
+  r.counts.assign(4, 1000);
+  REQUIRE(make_plan(r, p));
+  CHECK(p.spec.route == route::direct);
+  r.counts.assign(4, 1 << 20);
+  REQUIRE(make_plan(r, p));
+  CHECK(p.spec.route == route::relay);
+  // Heterogeneous groups: the largest count decides (the group that finishes last).
+  r.counts = {1000, 1000, 1 << 20, 0};
+  REQUIRE(make_plan(r, p));
+  CHECK(p.spec.route == route::relay);
+  // On a switch a GPU's port is the limit and relaying never pays: direct at 2^20 too.
+  r.machine = &h200_nvswitch;
+  REQUIRE(make_plan(r, p));
+  CHECK(p.spec.route == route::direct);
+  r.machine = nullptr;
+
+  // bf16 reduce-scatter A=4 N=8 fused, n = 600,000 (X = 2n bytes; tests/unit/cost/test_route.cpp):
+  //   relay, fp32 partials:   20 us + (5n/8) * 2 B / B = 20 us + n / 38.4e9 s = 35.6 us
+  //   relay, 16-bit partials: 20 us + (n/2)  * 2 B / B = 20 us + n / 48e9 s   = 32.5 us
+  //   direct:                 10 us +  n     * 2 B / B = 10 us + n / 24e9 s   = 35.0 us
+  // so the partials' width decides: direct with fp32 partials, relay with native ones.
+  plan_request rs = request(collective::reduce_scatter, 4, 8);
+  rs.route = route::automatic;
+  rs.type = dtype::bfloat16;
+  rs.counts.assign(2, 600'000);
+  REQUIRE(make_plan(rs, p));
+  CHECK(p.spec.route == route::direct);
+  rs.precision = precision::native_partials;
+  REQUIRE(make_plan(rs, p));
+  CHECK(p.spec.route == route::relay);
+
+  // One group of A=2 pipelines large messages. All-gather bf16 (X = 2n bytes): pipelined T tiles
+  // take 10(T+1) us + (T+1)/(7T+1) X/B, relay 20 us + X/(4B), direct 10 us + X/B. At X = 20 MiB
+  // (n = 10,485,760, X/B = 436.9 us): direct 446.9 us, relay 20 + 109.2 = 129.2 us, T=2
+  // 30 + 436.9 * 3/15 = 117.4 us, T=4 50 + 436.9 * 5/29 = 125.3 us, T=8 90 + 436.9 * 9/57 = 159 us.
+  plan_request ag = request(collective::all_gather, 2, 8, mode::single);
+  ag.route = route::automatic;
+  ag.type = dtype::bfloat16;
+  ag.counts = {10 << 20};
+  REQUIRE(make_plan(ag, p));
+  CHECK(p.spec.route == route::pipelined);
+  CHECK(p.spec.tiles == 2);
+
+  // A = N: direct, the only route. A request relay refuses keeps relay's message.
+  plan_request whole = request(collective::allreduce, 4, 4, mode::single);
+  whole.route = route::automatic;
+  REQUIRE(make_plan(whole, p));
+  CHECK(p.spec.route == route::direct);
+  plan_request three = request(collective::allreduce, 2, 8, mode::single);
+  three.route = route::automatic;
+  three.groups = {{0, 1, 2}};
+  CHECK(fails(three).message() == "the active count A must be a power of two (2, 4, 8, 16)");
+  // The route itself names no schedule.
+  CHECK(std::string(spec_error({collective::allreduce, 2, 8, mode::fused, route::automatic})) ==
+        "route automatic names no schedule: a call chooses one by its count (choose_schedule)");
+}
+
+TEST_CASE("request_of(p) makes p again; request_for takes the schedule's fields", "[plan]") {
+  plan_request r = request(collective::reduce_scatter, 4, 8);
+  r.type = dtype::bfloat16;
+  r.op = reduce_op::avg;
+  r.in_place = true;
+  r.alignment = 64;
+  r.precision = precision::native_partials;
+  r.counts = {1000, 3};
+  plan p, again;
+  REQUIRE(make_plan(r, p));
+  REQUIRE(make_plan(request_of(p), again));
+  CHECK(again == p);
+  // With route::automatic, the plan keeps the route taken, and so does its request.
+  r.route = route::automatic;
+  REQUIRE(make_plan(r, p));
+  CHECK(request_of(p).route == p.spec.route);
+  CHECK(p.spec.route != route::automatic);
+
+  const schedule_spec s{collective::all_gather, 2, 8, mode::single, route::pipelined, 0, 4};
+  const plan_request q = request_for(s, {{3, 5}}, {77});
+  CHECK(q.coll == collective::all_gather);
+  CHECK(q.mode == mode::single);
+  CHECK(q.route == route::pipelined);
+  CHECK(q.tiles == 4);
+  CHECK(q.ranks == 8);
+  CHECK(q.groups == std::vector<std::vector<int>>{{3, 5}});
+  CHECK(q.counts == std::vector<std::int64_t>{77});
+  CHECK(make_plan(q, p));
+}

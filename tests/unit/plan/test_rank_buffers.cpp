@@ -37,6 +37,11 @@ TEST_CASE("a rank's placement follows NCCL's in-place layouts", "[plan][rank_buf
   CHECK(placement_of(collective::allreduce, {{0, 1}}, counts, 4, 3, {}, {}) == placement::helper);
   const std::int64_t zero[] = {0, 4};
   CHECK(placement_of(collective::allreduce, pairs, zero, 4, 1, at(0), at(64)) == placement::helper);
+  // A count no plan takes (2^61 + 1 fp64: 2^64 + 8 bytes at index 1) forms no offset: out of
+  // place, and make_plan refuses the count.
+  const std::int64_t huge[] = {(std::int64_t{1} << 61) + 1, 4};
+  CHECK(placement_of(collective::reduce_scatter, pairs, huge, 8, 1, at(0), at(0)) ==
+        placement::out_of_place);
 }
 
 TEST_CASE("a rank checks its own buffers only, with validate_buffers' messages",

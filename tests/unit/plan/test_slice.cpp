@@ -231,14 +231,8 @@ TEST_CASE("any interleaving of the slices that respects their waits computes the
     for (auto& n : c.counts)
       n = std::min<std::int64_t>(n, 5000);
     INFO(c.describe());
-    plan_request q;
-    q.coll = c.coll;
-    q.mode = c.mode;
-    q.route = c.route;
-    q.tiles = c.tiles;
-    q.ranks = c.ranks;
-    q.groups = c.groups;
-    q.counts = c.counts;
+    plan_request q =
+        request_for({c.coll, c.active, c.ranks, c.mode, c.route, 0, c.tiles}, c.groups, c.counts);
     q.type = c.type;
     q.op = c.op;
     q.in_place = c.in_place;
@@ -257,8 +251,8 @@ TEST_CASE("any interleaving of the slices that respects their waits computes the
     for (int order = 0; order < 3; ++order) {
       INFO("interleaving " << order);
       REQUIRE(simulate(p, c, inputs, outputs, data));
-      const testing::mismatch_report m =
-          testing::check_outputs(c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs);
+      const reference::mismatch_report m =
+          reference::check_outputs(c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs);
       CHECK(m.wrong == 0);
       if (m.wrong > 0) FAIL(m.first);
     }

@@ -1,8 +1,13 @@
-// Naive reference collectives, for tests only: plain loops over every output element, no
-// schedule, no chunking, and none of the library's arithmetic. Integers are exact (the sum wraps
-// in the type's own width, as NCCL's does; AVG divides that sum once, truncating); floating
-// results are computed in long double and compared within a bound derived from the dtype, the
-// number of contributions and how partial sums are stored (docs/schedules.md, "Precision").
+// The naive reference: each collective written once more from its definition, as plain loops
+// over every output element. No schedule, no plan, no chunking, and none of the library's
+// arithmetic (core/reduction.hpp): it shares only core/'s vocabulary with the executors it checks,
+// so a mistake in a schedule, a plan or an executor is not repeated here. The tests check every
+// executor against it; relay-plan --run checks its call with it.
+//
+// Integers are exact (the sum wraps in the type's own width, as NCCL's does; AVG divides that sum
+// once, truncating); floating results are computed in long double and compared within a bound
+// derived from the dtype, the number of contributions and how partial sums are stored
+// (docs/schedules.md, "Precision").
 #pragma once
 
 #include <cmath>
@@ -16,7 +21,7 @@
 #include "relay/core/collective.hpp"
 #include "relay/core/dtype.hpp"
 
-namespace relay::testing {
+namespace relay::reference {
 
 struct mismatch_report {
   std::int64_t wrong = 0;  // elements outside the bound
@@ -66,8 +71,8 @@ T load(const std::byte* base, std::int64_t index) {
 
 // Checks `outputs` (host copies, indexed by rank) of one call against `inputs` (the host data
 // the call started from). Every active rank's output is compared element by element. `exact`:
-// the inputs' sums are representable (support/exact_sums.hpp), so each floating result must be
-// that sum's bits, rounded once, instead of lying within the bound.
+// the inputs' sums are representable (as tests/support/exact_sums.hpp makes them), so each
+// floating result must be that sum's bits, rounded once, instead of lying within the bound.
 inline mismatch_report check_outputs(collective c, dtype type, reduce_op op,
                                      const std::vector<std::vector<int>>& groups,
                                      std::span<const std::int64_t> counts,
@@ -152,4 +157,4 @@ inline mismatch_report check_outputs(collective c, dtype type, reduce_op op,
   return report;
 }
 
-}  // namespace relay::testing
+}  // namespace relay::reference
