@@ -7,16 +7,15 @@
 #pragma once
 
 #include <barrier>
-#include <condition_variable>
+#include <cstddef>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <new>
-#include <thread>
 #include <vector>
 
 #include "relay/exec/executor.hpp"
 #include "relay/exec/host_ops.hpp"
+#include "relay/exec/rank_threads.hpp"
 #include "relay/plan/validate.hpp"
 
 namespace relay {
@@ -26,7 +25,7 @@ class host_executor {
   host_executor() = default;
   host_executor(const host_executor&) = delete;
   host_executor& operator=(const host_executor&) = delete;
-  ~host_executor() { stop_workers(); }
+  ~host_executor() = default;
 
   status run(const plan& p, std::span<const buffer_view> inputs,
              std::span<const buffer_view> outputs) {
@@ -41,14 +40,11 @@ class host_executor {
                                            " bytes of scratch on rank " + std::to_string(r)};
       }
     job_ = {&p, inputs, outputs};
-    start_workers(static_cast<int>(R));
-    {
-      std::unique_lock lock(mutex_);
-      ++generation_;
-      pending_ = static_cast<int>(R);
-      wake_.notify_all();
-      done_.wait(lock, [&] { return pending_ == 0; });
+    if (barrier_ranks_ != R) {
+      barrier_ = std::make_unique<std::barrier<>>(static_cast<std::ptrdiff_t>(R));
+      barrier_ranks_ = R;
     }
+    threads_.run(static_cast<int>(R), [this](int rank) { run_rank(rank); });
     return {};
   }
 
@@ -109,50 +105,11 @@ class host_executor {
     }
   }
 
-  void start_workers(int ranks) {
-    if (static_cast<int>(workers_.size()) == ranks) return;
-    stop_workers();
-    barrier_ = std::make_unique<std::barrier<>>(ranks);
-    stopping_ = false;
-    const unsigned long current = generation_;  // new workers wait for the next job
-    for (int r = 0; r < ranks; ++r)
-      workers_.emplace_back([this, r, current] { worker(r, current); });
-  }
-
-  void stop_workers() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-      wake_.notify_all();
-    }
-    for (std::thread& t : workers_)
-      t.join();
-    workers_.clear();
-  }
-
-  void worker(int rank, unsigned long seen) {
-    for (;;) {
-      {
-        std::unique_lock lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-        if (stopping_) return;
-        seen = generation_;
-      }
-      run_rank(rank);
-      std::lock_guard lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
-    }
-  }
-
   std::vector<buffer_holder> scratch_;
   job job_{};
-  std::vector<std::thread> workers_;
-  std::unique_ptr<std::barrier<>> barrier_;
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  unsigned long generation_ = 0;
-  int pending_ = 0;
-  bool stopping_ = false;
+  std::unique_ptr<std::barrier<>> barrier_;  // between the phases, for barrier_ranks_ ranks
+  std::size_t barrier_ranks_ = 0;
+  rank_threads threads_;  // last: its destructor ends the threads before the rest goes
 };
 
 static_assert(executor<host_executor>);

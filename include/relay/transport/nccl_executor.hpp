@@ -15,14 +15,12 @@
 #pragma once
 
 #include <algorithm>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "relay/exec/executor.hpp"
+#include "relay/exec/rank_threads.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "relay/plan/make_plan.hpp"
@@ -42,7 +40,7 @@ class nccl_executor : public gpu::device_memory<nccl_executor> {
   explicit nccl_executor(std::vector<int> rank_device, nccl_executor_options options = {})
       : device_memory(std::move(rank_device)), options_(options), init_(initialize()) {}
   ~nccl_executor() {
-    stop_workers();
+    threads_.stop();
     const gpu::device_guard keep;
     for (rank_state& r : ranks_) {
       (void)gpu::rt::set_device(r.device);
@@ -69,7 +67,7 @@ class nccl_executor : public gpu::device_memory<nccl_executor> {
     if (status s = shape(p); !s) return s;
     ++sequence_;
     job_ = {&p, in, out};
-    dispatch();
+    threads_.run(ranks(), [this](int r) { run_rank(static_cast<std::size_t>(r)); });
     for (rank_state& r : ranks_)
       if (!r.result) return r.result;
     return {};
@@ -205,54 +203,13 @@ class nccl_executor : public gpu::device_memory<nccl_executor> {
   friend class gpu::device_memory<nccl_executor>;
   status finish_issued() { return synchronize(); }
 
-  // One worker thread per rank, started on the first run; run() wakes them all and waits.
-  void dispatch() {
-    if (workers_.empty())
-      for (std::size_t r = 0; r < ranks_.size(); ++r)
-        workers_.emplace_back([this, r] { worker(r); });
-    std::unique_lock lock(mutex_);
-    ++generation_;
-    pending_ = ranks();
-    wake_.notify_all();
-    done_.wait(lock, [&] { return pending_ == 0; });
-  }
-  void worker(std::size_t r) {
-    unsigned long seen = 0;
-    for (;;) {
-      {
-        std::unique_lock lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-        if (stopping_) return;
-        seen = generation_;
-      }
-      run_rank(r);
-      const std::lock_guard lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
-    }
-  }
-  void stop_workers() {
-    {
-      const std::lock_guard lock(mutex_);
-      stopping_ = true;
-      wake_.notify_all();
-    }
-    for (std::thread& t : workers_)
-      t.join();
-    workers_.clear();
-  }
-
   nccl_executor_options options_;
   std::vector<rank_state> ranks_;
   plan last_, out_of_place_;
   bool have_shape_ = false;
   std::uint64_t sequence_ = 0;
   job job_{};
-  std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  unsigned long generation_ = 0;
-  int pending_ = 0;
-  bool stopping_ = false;
+  rank_threads threads_;  // each rank's thread
   status init_;  // last: initialize() runs in its initializer, after every member above exists
 };
 

@@ -18,6 +18,8 @@ struct recorded {
   errc local = errc::ok;
   int plan_ranks = 0;
   std::size_t slice_phases = 0;
+  route plan_route = route::relay;
+  precision plan_precision = precision::fp32_partials;
 };
 
 class recording_transport final : public transport {
@@ -27,7 +29,7 @@ class recording_transport final : public transport {
   bool broken() const override { return false; }
   status run(const call_context& c) override {
     calls_.push_back({c.sequence, c.fingerprint, c.placement, c.local.code(), c.p->ranks(),
-                      c.slice->phases.size()});
+                      c.slice->phases.size(), c.p->spec.route, c.p->precision});
     return c.local;
   }
 
@@ -155,4 +157,30 @@ TEST_CASE("the plan cache keeps the most recently used shapes", "[comm]") {
   // 1, 2, 3 fill and evict 1; 2 is cached; 1 comes back (evicting 3).
   CHECK(f.gathers == 4);
   CHECK(f.comm.cached_shapes() == 2);
+}
+
+TEST_CASE("the options reach the plan: precision, and route::automatic made concrete", "[comm]") {
+  fixture f;
+  alignas(8) std::byte memory[256];
+  const buffer_view in{memory, 32}, out{memory + 64, 32};
+  const group_list groups{{0, 1}, {2, 3}};
+  const std::vector<std::int64_t> counts{16, 16};  // bf16: 32 bytes each
+  options opt;
+  opt.precision = precision::native_partials;
+  REQUIRE(relay::reduce_scatter(f.comm, groups, {memory, 64}, out, counts, dtype::bfloat16,
+                                reduce_op::sum, opt));
+  // The same call with fp32 partials is another shape (compared again), with its own plan.
+  opt.precision = precision::fp32_partials;
+  REQUIRE(relay::reduce_scatter(f.comm, groups, {memory, 64}, out, counts, dtype::bfloat16,
+                                reduce_op::sum, opt));
+  CHECK(f.gathers == 2);
+  // Allreduce A=2 N=4 fused, int32, on MI300X (48 GB/s a link, 10 us a step): relay 20 us +
+  // (n/2) * 4 B / 48 GB/s, direct 10 us + n * 4 B / 48 GB/s; at n = 8 direct (10.0007 us).
+  opt.route = route::automatic;
+  REQUIRE(relay::allreduce(f.comm, groups, in, out, std::vector<std::int64_t>{8, 8}, dtype::int32,
+                           reduce_op::sum, opt));
+  REQUIRE(f.calls.size() == 3);
+  CHECK(f.calls[0].plan_precision == precision::native_partials);
+  CHECK(f.calls[1].plan_precision == precision::fp32_partials);
+  CHECK(f.calls[2].plan_route == route::direct);
 }
