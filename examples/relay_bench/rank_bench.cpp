@@ -1,21 +1,25 @@
-// relay-bench -x nccl as one rank of a multi-process job (relay-run -n G -- relay-bench -x nccl
-// ...): every call through this rank's communicator over the nccl transport, NCCL's own
-// collective on the same NCCL communicator beside it where one group covers the node. Each rank
-// checks its own output element by element; an iteration lasts as long as its slowest rank's
-// part (device events); rank 0 prints the table with #wrong summed over the ranks; every rank
-// exits 1 when any element anywhere was wrong.
+// relay-bench -x nccl or -x ipc as one rank of a multi-process job (relay-run -n G -- relay-bench
+// -x nccl ...): every call through this rank's communicator over the transport; with nccl,
+// NCCL's own collective on the same NCCL communicator beside it where one group covers the node;
+// with ipc and --graph K, timed runs replay a captured graph of K calls. Each rank checks its own
+// output element by element; an iteration lasts as long as its slowest rank's part (device
+// events); rank 0 prints the table with #wrong summed over the ranks; every rank exits 1 when
+// any element anywhere was wrong.
 #include <fmt/format.h>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "conventions.hpp"
 #include "data.hpp"
+#include "gpu_rank.hpp"
 #include "measure.hpp"
-#include "nccl_rank.hpp"
 #include "options.hpp"
 #include "predict.hpp"
+#include "rank_bench.hpp"
 #include "report.hpp"
 #include "results.hpp"
+#include "shm_bench.hpp"
 #include "sizes.hpp"
 
 namespace relay::bench {
@@ -25,13 +29,13 @@ namespace {
 constexpr int exit_wrong = 1, exit_usage = 2, exit_failed = 3;
 
 // Every rank's bytes; all[r] is rank r's.
-status gather(nccl_rank& me, std::span<const std::byte> mine,
+status gather(gpu_rank& me, std::span<const std::byte> mine,
               std::vector<std::vector<std::byte>>& all) {
   return me.boot().all_gather(mine, all, me.timeout());
 }
 
 // One form of one row on this rank: relay's (vendor = false) or NCCL's.
-status measure_form(nccl_rank& me, const options& o, const row& r, bool in_place, bool vendor,
+status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place, bool vendor,
                     form_result& result) {
   const call_shape& s = r.shape;
   const int es = size_of(o.type), rank = me.rank();
@@ -119,49 +123,58 @@ status measure_form(nccl_rank& me, const options& o, const row& r, bool in_place
 
 }  // namespace
 
-int run_nccl_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
+bool launched_as_rank() {
+  for (const char* v : {"RELAY_RANK", "RANK"})
+    if (const char* x = std::getenv(v); x != nullptr && *x != '\0') return true;
+  return false;
+}
+
+int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
+  const std::string_view transport = name(o.executor);
   for (const call_shape& s : shapes)
     if (s.mode == run_mode::parallel) {
-      fmt::print(stderr, "relay-bench: -x nccl runs fused and single, not parallel\n");
+      fmt::print(stderr, "relay-bench: -x {} runs fused and single, not parallel\n", transport);
       return exit_usage;
     }
+  const std::vector<std::int64_t> sizes =
+      size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);
+  const bool ipc = o.executor == executor_kind::ipc;
   std::string why;
-  std::unique_ptr<nccl_rank> me = make_nccl_rank(why);
+  std::unique_ptr<gpu_rank> me =
+      ipc ? make_ipc_rank(staging_bytes(o, shapes, sizes.empty() ? 0 : sizes.back()), o.graph_calls,
+                          why)
+          : make_nccl_rank(why);
   if (!me) {
-    fmt::print(stderr, "relay-bench: -x nccl: {}\n", why);
+    fmt::print(stderr, "relay-bench: -x {}: {}\n", transport, why);
     return exit_failed;
   }
   if (me->size() != o.ranks) {
-    fmt::print(stderr, "relay-bench: -x nccl: the job has {} processes but N = {}; pass -N {}\n",
-               me->size(), o.ranks, me->size());
+    fmt::print(stderr, "relay-bench: -x {}: the job has {} processes but N = {}; pass -N {}\n",
+               transport, me->size(), o.ranks, me->size());
     return exit_usage;
   }
   const bool lead = me->rank() == 0;
-  const std::vector<std::int64_t> sizes =
-      size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);
   const std::string vendor =
-      "NCCL's own collectives on the transport's communicator (" + me->description() + ")";
-  const run_info info = describe_run(
-      o,
-      fmt::format("nccl: {} processes, one rank and one device each, relay's nccl transport",
-                  o.ranks),
-      vendor);
-  if (lead)
-    print_run_header(stdout, info, info.executor);
-  const int es = size_of(o.type);
+      ipc ? "none (NCCL allows one rank per device; these ranks may share one)"
+          : "NCCL's own collectives on the transport's communicator (" + me->description() + ")";
+  const std::string how =
+      ipc ? fmt::format("ipc: {} processes, one rank each, relay's ipc transport ({}); {}", o.ranks,
+                        me->description(),
+                        o.graph_calls > 0
+                            ? fmt::format("times from replays of a graph of {} captured calls",
+                                          o.graph_calls)
+                            : std::string("eager calls"))
+          : fmt::format("nccl: {} processes, one rank and one device each, relay's nccl transport",
+                        o.ranks);
+  const run_info info = describe_run(o, how, vendor);
+  if (lead) print_run_header(stdout, info, info.executor);
   std::int64_t wrong = 0;
   for (const call_shape& s : shapes) {
-    const bool with_vendor =
-        o.baseline != baseline_kind::none && s.active == s.ranks && s.mode == run_mode::single;
+    const bool with_vendor = !ipc && o.baseline != baseline_kind::none && s.active == s.ranks &&
+                             s.mode == run_mode::single;
     if (lead) print_table_header(stdout, o, s, with_vendor ? vendor : "none", info);
     for (std::int64_t size : sizes) {
-      row r;
-      r.shape = s;
-      r.n = group_count(s.coll, s.active, size, es);
-      r.bytes = call_bytes(s.coll, s.active, r.n, es);
-      r.count = r.bytes / es;
-      r.chosen = resolve_route(s, o.route, o.topo, r.n, es);
-      r.predicted = predict_seconds(s, r.chosen, o.topo, r.n, es);
+      row r = sized_row(s, o, size);
       r.base = with_vendor ? base_source::nccl : base_source::none;
       for (bool in_place : {false, true}) {
         if (in_place && !has_in_place(s.coll)) continue;
