@@ -158,8 +158,7 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
       ipc ? "none (NCCL allows one rank per device; these ranks may share one)"
           : "NCCL's own collectives on the transport's communicator (" + me->description() + ")";
   const std::string how =
-      ipc ? fmt::format("ipc: {} processes, one rank each, relay's ipc transport ({}); {}", o.ranks,
-                        me->description(),
+      ipc ? fmt::format("ipc: {} processes, one rank each ({}); {}", o.ranks, me->description(),
                         o.graph_calls > 0
                             ? fmt::format("times from replays of a graph of {} captured calls",
                                           o.graph_calls)
