@@ -8,9 +8,9 @@
 #include "conventions.hpp"
 #include "measure.hpp"
 #include "nccl_baseline.hpp"
-#include "nccl_rank_bench.hpp"
 #include "options.hpp"
 #include "progress.hpp"
+#include "rank_bench.hpp"
 #include "relay/schedule/generate.hpp"
 #include "report.hpp"
 #include "shm_bench.hpp"
@@ -91,9 +91,10 @@ int main(int argc, char** argv) {
   }
 
   if (o.executor == executor_kind::shm) return run_shm_bench(o, shapes);
-  // Under a launcher, -x nccl is one rank of a multi-process job (nccl_rank_bench.cpp).
-  if (o.executor == executor_kind::nccl && launched_as_rank())
-    return run_nccl_rank_bench(o, shapes);
+  // Under a launcher, -x nccl is one rank of a multi-process job, as -x ipc always is
+  // (rank_bench.cpp).
+  if (o.executor == executor_kind::ipc || (o.executor == executor_kind::nccl && launched_as_rank()))
+    return run_rank_bench(o, shapes);
 
   std::unique_ptr<backend> exec;
   if (o.executor == executor_kind::cpu) {

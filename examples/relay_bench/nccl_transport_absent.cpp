@@ -1,6 +1,6 @@
 // -x nccl where this relay-bench has no nccl transport: no NCCL, or no GPU code compiled.
 #include "backend.hpp"
-#include "nccl_rank.hpp"
+#include "gpu_rank.hpp"
 
 namespace relay::bench {
 
@@ -9,13 +9,9 @@ std::unique_ptr<backend> make_nccl_backend(int, const std::vector<int>&, std::st
   return nullptr;
 }
 
-std::unique_ptr<nccl_rank> make_nccl_rank(std::string& why) {
+std::unique_ptr<gpu_rank> make_nccl_rank(std::string& why) {
   why = "this relay-bench was built without the nccl transport";
   return nullptr;
-}
-
-bool launched_as_rank() {
-  return false;
 }
 
 }  // namespace relay::bench

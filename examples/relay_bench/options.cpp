@@ -26,6 +26,7 @@ std::string_view name(executor_kind e) {
     case executor_kind::gpu: return "gpu";
     case executor_kind::shm: return "shm";
     case executor_kind::nccl: return "nccl";
+    case executor_kind::ipc: return "ipc";
   }
   return "?";
 }
@@ -118,11 +119,15 @@ measurement
                           find their data in cache (default: twice the executor's cache;
                           0: never)
       --seed S            input data seed (default 1)
+      --graph K           -x ipc: capture K calls into a graph and time its replays (the
+                          time per call is a replay's over K); the check runs eagerly
 
 where
-  -x, --executor E        cpu, gpu, shm or nccl (default cpu); shm: one rank per process,
-                          under relay-run -n N; nccl: the nccl transport, a rank per device,
-                          each rank a thread running its slice
+  -x, --executor E        cpu, gpu, shm, nccl or ipc (default cpu); shm: one rank per
+                          process, under relay-run -n N; nccl: the nccl transport, a rank per
+                          device, each rank a thread running its slice (or a process, under
+                          relay-run); ipc: the ipc transport, one rank per process under
+                          relay-run, ranks sharing the devices round-robin
       --devices LIST      gpu: the device of each rank, e.g. 0,0,0,0,1,1,1,1
                           (default: ranks round-robin over the visible devices)
   -t, --topology T        what the prediction prices: mi300x, mi350x, h200-nvswitch,
@@ -226,7 +231,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
                                      route_choice::direct, route_choice::legacy,
                                      route_choice::pipelined};
   constexpr executor_kind executors[] = {executor_kind::cpu, executor_kind::gpu, executor_kind::shm,
-                                         executor_kind::nccl};
+                                         executor_kind::nccl, executor_kind::ipc};
   constexpr baseline_kind baselines[] = {baseline_kind::automatic, baseline_kind::nccl,
                                          baseline_kind::direct, baseline_kind::none};
   const option_spec specs[] = {
@@ -283,6 +288,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
       {"-n", "--iters", int_into(o.iterations, {1, 1000000})},
       {"-w", "--warmup_iters", int_into(o.warmup, {0, 1000000})},
       {"-c", "--check", switch_into(o.check)},
+      {nullptr, "--graph", int_into(o.graph_calls, {1, 100000})},
       {nullptr, "--rotate", bytes_into(o.rotate_bytes)},
       {nullptr, "--seed",
        [&](std::string_view v) -> std::string {
@@ -294,7 +300,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
       {"-x", "--executor",
        one_of(
            o.executor, [&](std::string_view v) { return parse_enum(v, executors); },
-           "cpu, gpu, shm, nccl")},
+           "cpu, gpu, shm, nccl, ipc")},
       {nullptr, "--devices", list_into(o.devices, int_entry({0, 1023}))},
       {"-t", "--topology",
        [&](std::string_view v) -> std::string {
@@ -420,6 +426,10 @@ parse_outcome parse_options(int argc, const char* const* argv) {
       }))
     out.warnings.push_back("--op " + std::string(relay::name(o.op)) +
                            " applies to the allreduce and reduce-scatter rows only");
+  if (o.graph_calls > 0 && o.executor != executor_kind::ipc) {
+    out.error = "--graph times replays of captured calls: it needs --executor ipc";
+    return out;
+  }
   if (!o.devices.empty() && o.executor != executor_kind::gpu) {
     out.error = "--devices maps ranks to GPUs: it needs --executor gpu";
     return out;

@@ -17,8 +17,10 @@ enum class run_mode : unsigned char { fused, parallel, single };
 std::string_view name(run_mode m);
 
 // shm: one rank of a multi-process job (relay-run), over the shm transport (shm_bench.hpp).
-// nccl: the nccl transport, a rank per device, each rank a thread running its slice.
-enum class executor_kind : unsigned char { cpu, gpu, shm, nccl };
+// nccl: the nccl transport, a rank per device, each rank a thread running its slice (or one
+// process per rank under relay-run).
+// ipc: one rank of a multi-process job (relay-run), over the ipc transport (rank_bench.hpp).
+enum class executor_kind : unsigned char { cpu, gpu, shm, nccl, ipc };
 std::string_view name(executor_kind e);
 
 // auto: the route the cost model predicts faster, per size.
@@ -53,6 +55,7 @@ struct options {
   int iterations = 20;
   int warmup = 5;
   bool check = true;
+  int graph_calls = 0;  // > 0 (-x ipc): time replays of a graph of this many captured calls
   std::int64_t rotate_bytes = -1;  // -1: twice the executor's cache; 0: never rotate
   std::uint64_t seed = 1;
   // Where it runs.

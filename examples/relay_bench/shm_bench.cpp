@@ -18,10 +18,7 @@
 
 namespace relay::bench {
 
-namespace {
-
-// The shared memory every rank needs for the largest call of the sweep.
-std::size_t segment_bytes(const options& o, const std::vector<call_shape>& shapes,
+std::size_t staging_bytes(const options& o, const std::vector<call_shape>& shapes,
                           std::int64_t largest) {
   std::size_t need = std::size_t{1} << 20;
   const int es = size_of(o.type);
@@ -38,11 +35,13 @@ std::size_t segment_bytes(const options& o, const std::vector<call_shape>& shape
       plan p;
       if (!make_plan(q, p)) continue;
       for (std::size_t k = 0; k < p.input_bytes.size(); ++k)
-        need = std::max<std::size_t>(need, shm::layout_of(p, k).end);
+        need = std::max<std::size_t>(need, layout_of(p, k).end);
     }
   }
   return need;
 }
+
+namespace {
 
 // Sums a count over the ranks (and keeps the first non-empty note, lowest rank first).
 status sum_over_ranks(communicator& comm, std::int64_t mine, const std::string& note,
@@ -166,7 +165,7 @@ int run_shm_bench(const options& o, const std::vector<call_shape>& shapes) {
   const std::vector<std::int64_t> sizes =
       size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);
   shm_options segment;
-  segment.bytes_per_rank = segment_bytes(o, shapes, sizes.empty() ? 0 : sizes.back());
+  segment.bytes_per_rank = staging_bytes(o, shapes, sizes.empty() ? 0 : sizes.back());
   std::unique_ptr<communicator> comm;
   if (status st = communicator_from_environment(shm_factory(segment), comm); !st) {
     fmt::print(stderr, "relay-bench: -x shm: {} (start it with relay-run -n N)\n", st.to_string());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -18,9 +19,11 @@
 
 namespace relay::testing {
 
-inline std::unique_ptr<communicator> connect_or_exit() {
+// The communicator over the shm transport, or over the one `factory` makes.
+inline std::unique_ptr<communicator> connect_or_exit(
+    const transport_factory& factory = shm_factory()) {
   std::unique_ptr<communicator> comm;
-  if (status s = communicator_from_environment(shm_factory(), comm); !s) {
+  if (status s = communicator_from_environment(factory, comm); !s) {
     std::fprintf(stderr, "cannot make the communicator: %s\n", s.to_string().c_str());
     std::exit(2);
   }
@@ -89,12 +92,88 @@ struct rank_frame {
   }
 };
 
-inline status call(communicator& comm, const property_case& c, rank_frame& f) {
+// This rank's call of case `c` with its buffers (on `stream`, for GPU transports).
+inline status call(communicator& comm, const property_case& c, buffer_view send, buffer_view recv,
+                   void* stream = nullptr) {
   options opt;
   opt.route = c.route;
   opt.alignment = c.alignment;
   opt.tiles = c.tiles;
-  return run_collective(comm, c.coll, c.groups, f.send(), f.recv(), c.counts, c.type, c.op, opt);
+  return run_collective(comm, c.coll, c.groups, send, recv, c.counts, c.type, c.op, opt, stream);
+}
+inline status call(communicator& comm, const property_case& c, rank_frame& f) {
+  return call(comm, c, f.send(), f.recv());
+}
+
+// The property run: `calls` random cases (all four collectives, A=2 and 4, fused and single, every
+// route, dtype and operator, odd and zero counts, in and out of place; counts capped at
+// `max_count`), each made on every rank through `run(c, frame)`, which makes this rank's call
+// with its frame and leaves the frame as the call left it. Every rank checks its canaries and its
+// untouched input, then every rank checks every rank's output (all-gathered through the
+// bootstrap) against the naive reference. Returns the process's exit status; a failure names the
+// call, the seed and the case.
+template <class Run>
+int property_run(communicator& comm, int calls, std::uint64_t seed, std::int64_t max_count,
+                 const char* where, Run&& run) {
+  const int me = comm.rank();
+  std::mt19937_64 cases(seed);
+  const auto start = std::chrono::steady_clock::now();
+  std::int64_t elements = 0;
+  for (int i = 0; i < calls; ++i) {
+    property_case c = random_case(cases);
+    while (c.ranks != comm.size() || c.active >= c.ranks)
+      c = random_case(cases);
+    for (auto& n : c.counts)
+      n = std::min<std::int64_t>(n, max_count);
+    const auto inputs = all_inputs(c);
+    rank_frame frame(c, me, inputs[static_cast<std::size_t>(me)]);
+    const status s = run(c, frame);
+    std::string failure;
+    if (!s) failure = "the call failed: " + s.to_string();
+    if (failure.empty() && !frame.canaries_intact()) failure = "a canary byte changed";
+    if (failure.empty() && !c.in_place && frame.in_bytes > 0 &&
+        !std::equal(inputs[static_cast<std::size_t>(me)].begin(),
+                    inputs[static_cast<std::size_t>(me)].end(),
+                    frame.bytes.begin() + static_cast<std::ptrdiff_t>(frame.in_off)))
+      failure = "the input changed out of place";
+    // Every rank's verdict and output, to every rank.
+    std::vector<std::byte> mine(1, std::byte{failure.empty() ? std::uint8_t{1} : std::uint8_t{0}});
+    const auto out = frame.output();
+    mine.insert(mine.end(), out.begin(), out.end());
+    std::vector<std::vector<std::byte>> all;
+    if (status g = comm.boot().all_gather(mine, all, std::chrono::seconds(60)); !g) {
+      std::fprintf(stderr, "call %d: gathering the outputs failed: %s\n", i, g.to_string().c_str());
+      return 1;
+    }
+    std::vector<std::vector<std::byte>> outputs(all.size());
+    std::string bad_ranks;
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      if (all[r].empty() || all[r][0] != std::byte{1}) bad_ranks += " " + std::to_string(r);
+      if (!all[r].empty()) outputs[r].assign(all[r].begin() + 1, all[r].end());
+    }
+    if (failure.empty() && !bad_ranks.empty()) failure = "ranks" + bad_ranks + " failed";
+    if (failure.empty()) {
+      const mismatch_report m =
+          check_outputs(c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs);
+      if (m.wrong > 0) failure = std::to_string(m.wrong) + " wrong elements; first: " + m.first;
+    }
+    if (!failure.empty()) {
+      std::fprintf(stderr, "call %d of seed %llu: %s: %s\n", i,
+                   static_cast<unsigned long long>(seed), c.describe().c_str(), failure.c_str());
+      return 1;
+    }
+    for (auto n : c.counts)
+      elements += n;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (me == 0)
+    std::printf(
+        "%d calls over %d processes%s, every output right on every rank (seed %llu, %lld "
+        "elements per group in all, %.1f s)\n",
+        calls, comm.size(), where, static_cast<unsigned long long>(seed),
+        static_cast<long long>(elements), seconds);
+  return 0;
 }
 
 }  // namespace relay::testing

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -64,6 +65,27 @@ inline status timeout_from_environment(std::chrono::milliseconds& out,
     return {errc::invalid_argument,
             "RELAY_TIMEOUT must be a positive number of seconds, not '" + *v + "'"};
   out = std::chrono::milliseconds(static_cast<long long>(seconds * 1000 + 0.5));
+  return {};
+}
+
+// A size in bytes from `var` (a number with an optional K, M or G suffix, such as 64M) into
+// `out`, left as it is where the variable is unset; anything else is an error naming it.
+inline status size_from_environment(const char* var, std::size_t& out) {
+  const char* v = std::getenv(var);
+  if (v == nullptr || *v == '\0') return {};
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  unsigned long long scale = 1;
+  if (*end == 'K' || *end == 'k')
+    scale = 1ull << 10, ++end;
+  else if (*end == 'M' || *end == 'm')
+    scale = 1ull << 20, ++end;
+  else if (*end == 'G' || *end == 'g')
+    scale = 1ull << 30, ++end;
+  if (end == v || *end != '\0' || n == 0 || n > (1ull << 40) / scale)
+    return {errc::invalid_argument,
+            std::string(var) + " must be a positive size such as 64M, not '" + v + "'"};
+  out = static_cast<std::size_t>(n * scale);
   return {};
 }
 

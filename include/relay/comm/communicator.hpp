@@ -62,6 +62,7 @@ class communicator {
   const comm_config& config() const { return config_; }
   bootstrap& boot() { return *boot_; }
   relay::transport& link() { return *link_; }
+  const relay::transport& link() const { return *link_; }
 
   // Runs one call (the rank-local collectives in comm/collectives.hpp forward here).
   inline status run(const rank_call& call);

@@ -231,27 +231,38 @@ struct pack {
 
 }  // namespace detail
 
+// Tile `tile` of one copy (its ends with tile 0). A device function so that other kernels (the
+// ipc transport's step kernel) walk copies exactly as the batched kernel does.
+template <int Block = default_block, int Unroll = default_unroll, bool Streaming = true>
+__device__ inline void copy_desc_tile(const copy_desc& c, std::uint64_t tile) {
+  switch (c.width) {
+    case 16: detail::copy_tile<16, Block, Unroll, Streaming>(c, tile); break;
+    case 8: detail::copy_tile<8, Block, Unroll, Streaming>(c, tile); break;
+    case 4: detail::copy_tile<4, Block, Unroll, Streaming>(c, tile); break;
+    case 2: detail::copy_tile<2, Block, Unroll, Streaming>(c, tile); break;
+    default: detail::copy_tile<1, Block, Unroll, Streaming>(c, tile); break;
+  }
+  if (tile == 0) {
+    if (threadIdx.x < c.head) c.dst[threadIdx.x] = c.src[threadIdx.x];
+    const std::uint64_t tail = c.head + c.units * c.width;
+    if (threadIdx.x < c.tail) c.dst[tail + threadIdx.x] = c.src[tail + threadIdx.x];
+  }
+}
+
+// Tile t (0 .. the list's tiles - 1) of a copy list.
+template <int Block = default_block, int Unroll = default_unroll, bool Streaming = true>
+__device__ inline void copy_list_tile(const copy_desc* descs, std::uint32_t n, std::uint64_t t) {
+  // By value: in registers, not reloaded after every store through the byte pointers.
+  const copy_desc c = descs[detail::find_desc(descs, n, t)];
+  copy_desc_tile<Block, Unroll, Streaming>(c, t - c.first_tile);
+}
+
 // Streaming: the evict-first hints above (for copies whose data no reduction reads next).
 template <int Block = default_block, int Unroll = default_unroll, bool Streaming = true>
 __global__ void __launch_bounds__(Block)
     batched_copy_kernel(const copy_desc* descs, std::uint32_t n, std::uint64_t tiles) {
-  for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    // By value: in registers, not reloaded after every store through the byte pointers.
-    const copy_desc c = descs[detail::find_desc(descs, n, t)];
-    const std::uint64_t tile = t - c.first_tile;
-    switch (c.width) {
-      case 16: detail::copy_tile<16, Block, Unroll, Streaming>(c, tile); break;
-      case 8: detail::copy_tile<8, Block, Unroll, Streaming>(c, tile); break;
-      case 4: detail::copy_tile<4, Block, Unroll, Streaming>(c, tile); break;
-      case 2: detail::copy_tile<2, Block, Unroll, Streaming>(c, tile); break;
-      default: detail::copy_tile<1, Block, Unroll, Streaming>(c, tile); break;
-    }
-    if (tile == 0) {
-      if (threadIdx.x < c.head) c.dst[threadIdx.x] = c.src[threadIdx.x];
-      const std::uint64_t tail = c.head + c.units * c.width;
-      if (threadIdx.x < c.tail) c.dst[tail + threadIdx.x] = c.src[tail + threadIdx.x];
-    }
-  }
+  for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x)
+    copy_list_tile<Block, Unroll, Streaming>(descs, n, t);
 }
 
 namespace detail {
@@ -319,36 +330,42 @@ __device__ inline void reduce_vector_tile(const reduce_desc& r, std::uint64_t ti
 
 }  // namespace detail
 
+// Tile t (0 .. the list's tiles - 1) of a reduction list.
+template <class T, int Block = default_block, int Unroll = default_unroll>
+__device__ inline void reduce_list_tile(const reduce_desc* descs, std::uint32_t n,
+                                        std::uint64_t t) {
+  const reduce_desc& r = descs[detail::find_desc(descs, n, t)];
+  const std::uint64_t tile = t - r.first_tile;
+  if (r.vector) {
+    detail::reduce_vector_tile<T, Block, Unroll>(r, tile);
+    if (tile == 0) {  // the unaligned ends, fewer than 16 bytes each
+      constexpr std::uint64_t E = 16 / sizeof(T);
+      const std::uint64_t tail = r.head + r.units * E;
+      if (threadIdx.x < r.head) detail::reduce_one<T>(r, threadIdx.x);
+      if (tail + threadIdx.x < r.count) detail::reduce_one<T>(r, tail + threadIdx.x);
+    }
+  } else if (r.partial != 0) {  // uniform per operation: no per-element test elsewhere
+    const std::uint64_t base = tile * static_cast<std::uint64_t>(Block * Unroll) + threadIdx.x;
+#pragma unroll
+    for (int u = 0; u < Unroll; ++u) {
+      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Block;
+      if (i < r.count) reduce_element_mixed<T>(r.dst, r.src, r.k, r.partial, i, r.divisor);
+    }
+  } else {
+    const std::uint64_t base = tile * static_cast<std::uint64_t>(Block * Unroll) + threadIdx.x;
+#pragma unroll
+    for (int u = 0; u < Unroll; ++u) {
+      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Block;
+      if (i < r.count) detail::reduce_one<T>(r, i);
+    }
+  }
+}
+
 template <class T, int Block = default_block, int Unroll = default_unroll>
 __global__ void __launch_bounds__(Block)
     batched_reduce_kernel(const reduce_desc* descs, std::uint32_t n, std::uint64_t tiles) {
-  for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const reduce_desc& r = descs[detail::find_desc(descs, n, t)];
-    const std::uint64_t tile = t - r.first_tile;
-    if (r.vector) {
-      detail::reduce_vector_tile<T, Block, Unroll>(r, tile);
-      if (tile == 0) {  // the unaligned ends, fewer than 16 bytes each
-        constexpr std::uint64_t E = 16 / sizeof(T);
-        const std::uint64_t tail = r.head + r.units * E;
-        if (threadIdx.x < r.head) detail::reduce_one<T>(r, threadIdx.x);
-        if (tail + threadIdx.x < r.count) detail::reduce_one<T>(r, tail + threadIdx.x);
-      }
-    } else if (r.partial != 0) {  // uniform per operation: no per-element test elsewhere
-      const std::uint64_t base = tile * static_cast<std::uint64_t>(Block * Unroll) + threadIdx.x;
-#pragma unroll
-      for (int u = 0; u < Unroll; ++u) {
-        const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Block;
-        if (i < r.count) reduce_element_mixed<T>(r.dst, r.src, r.k, r.partial, i, r.divisor);
-      }
-    } else {
-      const std::uint64_t base = tile * static_cast<std::uint64_t>(Block * Unroll) + threadIdx.x;
-#pragma unroll
-      for (int u = 0; u < Unroll; ++u) {
-        const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Block;
-        if (i < r.count) detail::reduce_one<T>(r, i);
-      }
-    }
-  }
+  for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x)
+    reduce_list_tile<T, Block, Unroll>(descs, n, t);
 }
 
 // The largest grid worth launching for a kernel: every block resident at once.

@@ -51,6 +51,13 @@ inline error_t free(void* p) {
 inline error_t memcpy(void* d, const void* s, std::size_t n) {
   return RELAY_RT(Memcpy)(d, s, n, RELAY_RT(MemcpyDefault));
 }
+// Host to device, landed on return. A plain memcpy from pageable host memory may return once the
+// bytes are staged, before the device has them, and work on a non-blocking stream does not wait
+// for it: a kernel there could read the old bytes.
+inline error_t upload(void* d, const void* host, std::size_t n) {
+  const error_t e = RELAY_RT(Memcpy)(d, host, n, RELAY_RT(MemcpyDefault));
+  return e == RELAY_RT(Success) ? RELAY_RT(DeviceSynchronize)() : e;
+}
 inline error_t memcpy_async(void* d, const void* s, std::size_t n, stream_t st) {
   return RELAY_RT(MemcpyAsync)(d, s, n, RELAY_RT(MemcpyDefault), st);
 }
@@ -191,6 +198,70 @@ inline error_t launch(void (*kernel)(Params...), unsigned grid, unsigned block, 
                       Args&&... args) {
   kernel<<<grid, block, 0, stream>>>(static_cast<Args&&>(args)...);
   return get_last_error();
+}
+
+// ---- the ipc transport's calls (transport/ipc_memory.hpp) and graph capture --------------------
+
+using ipc_handle_t = RELAY_RT(IpcMemHandle_t);
+inline error_t ipc_get_handle(ipc_handle_t* h, void* p) {
+  return RELAY_RT(IpcGetMemHandle)(h, p);
+}
+// Maps a peer process's exported allocation; peer access to its device is enabled as needed.
+inline error_t ipc_open(void** p, const ipc_handle_t& h) {
+  return RELAY_RT(IpcOpenMemHandle)(p, h, RELAY_RT(IpcMemLazyEnablePeerAccess));
+}
+inline error_t ipc_close(void* p) {
+  return RELAY_RT(IpcCloseMemHandle)(p);
+}
+// Pinned host memory that the device writes directly (its device address from device_address).
+inline error_t host_alloc_mapped(void** p, std::size_t n) {
+#if defined(RELAY_GPU_HIP)
+  return hipHostMalloc(p, n, hipHostMallocMapped);
+#else
+  return cudaHostAlloc(p, n, cudaHostAllocMapped);
+#endif
+}
+inline error_t host_free(void* p) {
+#if defined(RELAY_GPU_HIP)
+  return hipHostFree(p);
+#else
+  return cudaFreeHost(p);
+#endif
+}
+inline error_t device_address(void** d, void* host) {
+  return RELAY_RT(HostGetDevicePointer)(d, host, 0);
+}
+// Whether work issued on s is being captured into a graph.
+inline error_t is_capturing(stream_t s, bool* capturing) {
+  RELAY_RT(StreamCaptureStatus) st = RELAY_RT(StreamCaptureStatusNone);
+  const error_t e = RELAY_RT(StreamIsCapturing)(s, &st);
+  *capturing = st != RELAY_RT(StreamCaptureStatusNone);
+  return e;
+}
+using graph_t = RELAY_RT(Graph_t);
+using graph_exec_t = RELAY_RT(GraphExec_t);
+// Capture of this thread's work on s (other threads may keep calling the runtime meanwhile).
+inline error_t begin_capture(stream_t s) {
+  return RELAY_RT(StreamBeginCapture)(s, RELAY_RT(StreamCaptureModeThreadLocal));
+}
+inline error_t end_capture(stream_t s, graph_t* g) {
+  return RELAY_RT(StreamEndCapture)(s, g);
+}
+inline error_t graph_instantiate(graph_exec_t* x, graph_t g) {
+#if defined(RELAY_GPU_HIP)
+  return hipGraphInstantiate(x, g, nullptr, nullptr, 0);
+#else
+  return cudaGraphInstantiate(x, g, 0);
+#endif
+}
+inline error_t graph_launch(graph_exec_t x, stream_t s) {
+  return RELAY_RT(GraphLaunch)(x, s);
+}
+inline error_t graph_exec_destroy(graph_exec_t x) {
+  return RELAY_RT(GraphExecDestroy)(x);
+}
+inline error_t graph_destroy(graph_t g) {
+  return RELAY_RT(GraphDestroy)(g);
 }
 
 // "cudaErrorInvalidValue (invalid argument)"

@@ -30,6 +30,7 @@
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
 #include "relay/exec/host_ops.hpp"
+#include "relay/plan/area_layout.hpp"
 #include "relay/transport/shm_segment.hpp"
 #include "relay/transport/shm_wait.hpp"
 #include "relay/transport/transport.hpp"
@@ -45,37 +46,14 @@ struct shm_options {
 
 // Reads RELAY_SHM_BYTES (bytes; K, M, G suffixes) into `o`, leaving it as it is when unset.
 inline status shm_options_from_environment(shm_options& o) {
-  const char* v = std::getenv("RELAY_SHM_BYTES");
-  if (v == nullptr || *v == '\0') return {};
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  unsigned long long scale = 1;
-  if (*end == 'K' || *end == 'k')
-    scale = 1ull << 10, ++end;
-  else if (*end == 'M' || *end == 'm')
-    scale = 1ull << 20, ++end;
-  else if (*end == 'G' || *end == 'g')
-    scale = 1ull << 30, ++end;
-  if (end == v || *end != '\0' || n == 0 || n > (1ull << 40) / scale)
-    return {errc::invalid_argument,
-            std::string("RELAY_SHM_BYTES must be a positive size such as 64M, not '") + v + "'"};
-  o.bytes_per_rank = static_cast<std::size_t>(n * scale);
-  return {};
+  return size_from_environment("RELAY_SHM_BYTES", o.bytes_per_rank);
 }
 
 namespace shm {
 
 // Where a plan puts rank r's input, output and scratch in its data area: the same on every rank.
-struct area_layout {
-  std::uint64_t input = 0, output = 0, scratch = 0, end = 0;
-};
-inline area_layout layout_of(const plan& p, std::size_t r) {
-  area_layout a;
-  a.output = round_up(p.input_bytes[r], 256);
-  a.scratch = a.output + round_up(p.output_bytes[r], 256);
-  a.end = a.scratch + p.scratch_bytes[r];
-  return a;
-}
+using relay::area_layout;
+using relay::layout_of;
 
 class transport final : public relay::transport {
  public:
@@ -164,9 +142,7 @@ class transport final : public relay::transport {
                                           " ranks; the communicator has " +
                                           std::to_string(seg_.ranks())};
     // The same plan on every rank, so every rank refuses an oversized call alike.
-    std::uint64_t largest = 0;
-    for (std::size_t r = 0; r < static_cast<std::size_t>(p.ranks()); ++r)
-      largest = std::max(largest, layout_of(p, r).end);
+    const std::uint64_t largest = largest_area(p);
     if (largest > seg_.bytes_per_rank())
       return {errc::out_of_memory, "the call needs " + std::to_string(largest) +
                                        " bytes of shared memory per rank; the segment has " +

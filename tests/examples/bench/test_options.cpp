@@ -99,6 +99,16 @@ TEST_CASE("options: the pipelined route and its depth", "[bench]") {
   CHECK_THAT(parse({"--tiles", "1"}).error, Catch::Contains("--tiles"));
 }
 
+TEST_CASE("options: -x ipc and --graph", "[bench]") {
+  const parse_outcome p = parse({"-x", "ipc", "--graph", "100"});
+  REQUIRE(p.error.empty());
+  CHECK(p.opts.executor == executor_kind::ipc);
+  CHECK(p.opts.graph_calls == 100);
+  CHECK(parse({"-x", "ipc"}).opts.graph_calls == 0);  // eager unless asked
+  CHECK_THAT(parse({"--graph", "100"}).error, Catch::Contains("it needs --executor ipc"));
+  CHECK_THAT(parse({"-x", "ipc", "--graph", "0"}).error, Catch::Contains("--graph"));
+}
+
 TEST_CASE("options: collective names as NCCL and nccl-tests spell them", "[bench]") {
   const parse_outcome p = parse({"-C", "alltoall,reduce_scatter,allgather,all-reduce"});
   REQUIRE(p.error.empty());

@@ -3,6 +3,8 @@
 #include "relay/bootstrap/environment.hpp"
 
 #include <catch2/catch.hpp>
+#include <cstddef>
+#include <utility>
 
 #include "relay/bootstrap/callback_bootstrap.hpp"
 
@@ -99,4 +101,27 @@ TEST_CASE("the callback bootstrap forwards to the caller's store", "[bootstrap]"
     return status{};
   });
   CHECK(wrong.all_gather({}, all, std::chrono::seconds(1)).code() == errc::invalid_argument);
+}
+
+TEST_CASE("sizes from the environment: K, M, G suffixes; unset keeps the default",
+          "[bootstrap][environment]") {
+  std::size_t bytes = 123;
+  ::unsetenv("RELAY_TEST_BYTES");
+  REQUIRE(size_from_environment("RELAY_TEST_BYTES", bytes));
+  CHECK(bytes == 123);
+  for (const auto& [text, want] : {std::pair<const char*, std::size_t>{"4096", 4096},
+                                   {"64K", std::size_t{64} << 10},
+                                   {"64M", std::size_t{64} << 20},
+                                   {"2g", std::size_t{2} << 30}}) {
+    ::setenv("RELAY_TEST_BYTES", text, 1);
+    REQUIRE(size_from_environment("RELAY_TEST_BYTES", bytes));
+    CHECK(bytes == want);
+  }
+  for (const char* bad : {"0", "-1", "12Q", "M", "1.5M"}) {
+    ::setenv("RELAY_TEST_BYTES", bad, 1);
+    const status s = size_from_environment("RELAY_TEST_BYTES", bytes);
+    CHECK(s.code() == errc::invalid_argument);
+    CHECK_THAT(s.message(), Catch::Contains("RELAY_TEST_BYTES must be a positive size"));
+  }
+  ::unsetenv("RELAY_TEST_BYTES");
 }

@@ -1,7 +1,11 @@
-// relay-bench -x nccl under a launcher (relay-run, torchrun): this process is one rank, its calls
-// go through a rank-local communicator over the nccl transport, and NCCL's own collectives run
-// on the same NCCL communicator as the baseline. This header knows nothing of CUDA or NCCL:
-// nccl_rank.cpp (GPU code) implements it, nccl_rank_bench.cpp drives the sweep with it.
+// relay-bench's GPU transports under a launcher (relay-run, torchrun): this process is one rank,
+// and its calls go through a rank-local communicator over a GPU transport, on a stream of its
+// own:
+//   -x nccl  the nccl transport; NCCL's own collectives on the same NCCL communicator as the
+//            baseline (nccl_rank.cpp);
+//   -x ipc   the ipc transport, eager or replaying a captured graph (ipc_rank.cpp).
+// This header knows nothing of CUDA or NCCL: the GPU files implement it (stream_rank.hpp holds
+// what they share), rank_bench.cpp drives the sweep with it.
 #pragma once
 
 #include <chrono>
@@ -10,13 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "nccl_rank_bench.hpp"
 #include "relay/api/collectives.hpp"
 #include "relay/bootstrap/bootstrap.hpp"
 
 namespace relay::bench {
 
-// One call of this rank, relay's or NCCL's.
+// One call of this rank, relay's or the vendor's.
 struct rank_collective {
   collective coll = collective::allreduce;
   group_list groups;
@@ -27,9 +30,9 @@ struct rank_collective {
   buffer_view send{}, recv{};
 };
 
-class nccl_rank {
+class gpu_rank {
  public:
-  virtual ~nccl_rank() = default;
+  virtual ~gpu_rank() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual std::chrono::milliseconds timeout() const = 0;
@@ -40,16 +43,20 @@ class nccl_rank {
   virtual void* device_memory(std::size_t bytes) = 0;
   virtual status upload(void* dst, const void* host_src, std::size_t bytes) = 0;
   virtual status download(void* host_dst, const void* src, std::size_t bytes) = 0;
-  // Whether NCCL's own collective can run the call (one group covering every rank).
+  // Whether the vendor's own collective can run the call (one group covering every rank).
   virtual bool vendor_supports(const rank_collective& c) const = 0;
-  // Issues the call `iterations` times on this rank's stream (NCCL's own collective when
+  // Issues the call `iterations` times on this rank's stream (the vendor's collective when
   // `vendor`), each between device events, and waits; `seconds` (if given) gets each one's time.
   virtual status run(const rank_collective& c, bool vendor, int iterations,
                      std::vector<double>* seconds) = 0;
 };
 
 // This process's rank, from the environment (relay-run's or torchrun's variables); nullptr and
-// `why` where it cannot start (no launcher, no GPU, NCCL refused).
-std::unique_ptr<nccl_rank> make_nccl_rank(std::string& why);
+// `why` where it cannot start (no launcher, no GPU, the transport refused).
+std::unique_ptr<gpu_rank> make_nccl_rank(std::string& why);
+// bytes_per_rank: the ipc transport's registered data area. graph_calls > 0: timed runs replay
+// a captured graph of that many calls.
+std::unique_ptr<gpu_rank> make_ipc_rank(std::size_t bytes_per_rank, int graph_calls,
+                                        std::string& why);
 
 }  // namespace relay::bench

@@ -1,21 +1,25 @@
-// relay-bench -x nccl as one rank of a multi-process job (relay-run -n G -- relay-bench -x nccl
-// ...): every call through this rank's communicator over the nccl transport, NCCL's own
-// collective on the same NCCL communicator beside it where one group covers the node. Each rank
-// checks its own output element by element; an iteration lasts as long as its slowest rank's
-// part (device events); rank 0 prints the table with #wrong summed over the ranks; every rank
-// exits 1 when any element anywhere was wrong.
+// relay-bench -x nccl or -x ipc as one rank of a multi-process job (relay-run -n G -- relay-bench
+// -x nccl ...): every call through this rank's communicator over the transport; with nccl,
+// NCCL's own collective on the same NCCL communicator beside it where one group covers the node;
+// with ipc and --graph K, timed runs replay a captured graph of K calls. Each rank checks its own
+// output element by element; an iteration lasts as long as its slowest rank's part (device
+// events); rank 0 prints the table with #wrong summed over the ranks; every rank exits 1 when
+// any element anywhere was wrong.
 #include <fmt/format.h>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "conventions.hpp"
 #include "data.hpp"
+#include "gpu_rank.hpp"
 #include "measure.hpp"
-#include "nccl_rank.hpp"
 #include "options.hpp"
 #include "predict.hpp"
+#include "rank_bench.hpp"
 #include "report.hpp"
 #include "results.hpp"
+#include "shm_bench.hpp"
 #include "sizes.hpp"
 
 namespace relay::bench {
@@ -23,13 +27,13 @@ namespace relay::bench {
 namespace {
 
 // Every rank's bytes; all[r] is rank r's.
-status gather(nccl_rank& me, std::span<const std::byte> mine,
+status gather(gpu_rank& me, std::span<const std::byte> mine,
               std::vector<std::vector<std::byte>>& all) {
   return me.boot().all_gather(mine, all, me.timeout());
 }
 
 // One form of one row on this rank: relay's (vendor = false) or NCCL's.
-status measure_form(nccl_rank& me, const options& o, const row& r, bool in_place, bool vendor,
+status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place, bool vendor,
                     form_result& result) {
   const call_shape& s = r.shape;
   const int es = size_of(o.type), rank = me.rank();
@@ -117,25 +121,41 @@ status measure_form(nccl_rank& me, const options& o, const row& r, bool in_place
 
 }  // namespace
 
-int run_nccl_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
-  if (int refused = refuse_rank_job("-x nccl", o, shapes, -1)) return refused;
-  std::string why;
-  std::unique_ptr<nccl_rank> me = make_nccl_rank(why);
-  if (!me) {
-    fmt::print(stderr, "relay-bench: -x nccl: {}\n", why);
-    return exit_failed;
-  }
-  if (int refused = refuse_rank_job("-x nccl", o, shapes, me->size())) return refused;
-  const bool lead = me->rank() == 0;
+bool launched_as_rank() {
+  for (const char* v : {"RELAY_RANK", "RANK"})
+    if (const char* x = std::getenv(v); x != nullptr && *x != '\0') return true;
+  return false;
+}
+
+int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
+  const std::string executor = fmt::format("-x {}", name(o.executor));
+  if (int refused = refuse_rank_job(executor, o, shapes, -1)) return refused;
   const std::vector<std::int64_t> sizes =
       size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);
+  const bool ipc = o.executor == executor_kind::ipc;
+  std::string why;
+  std::unique_ptr<gpu_rank> me =
+      ipc ? make_ipc_rank(staging_bytes(o, shapes, sizes.empty() ? 0 : sizes.back()), o.graph_calls,
+                          why)
+          : make_nccl_rank(why);
+  if (!me) {
+    fmt::print(stderr, "relay-bench: {}: {}\n", executor, why);
+    return exit_failed;
+  }
+  if (int refused = refuse_rank_job(executor, o, shapes, me->size())) return refused;
+  const bool lead = me->rank() == 0;
   const std::string vendor =
-      "NCCL's own collectives on the transport's communicator (" + me->description() + ")";
-  const run_info info = describe_run(
-      o,
-      fmt::format("nccl: {} processes, one rank and one device each, relay's nccl transport",
-                  o.ranks),
-      vendor);
+      ipc ? "none (NCCL allows one rank per device; these ranks may share one)"
+          : "NCCL's own collectives on the transport's communicator (" + me->description() + ")";
+  const std::string how =
+      ipc ? fmt::format("ipc: {} processes, one rank each ({}); {}", o.ranks, me->description(),
+                        o.graph_calls > 0
+                            ? fmt::format("times from replays of a graph of {} captured calls",
+                                          o.graph_calls)
+                            : std::string("eager calls"))
+          : fmt::format("nccl: {} processes, one rank and one device each, relay's nccl transport",
+                        o.ranks);
+  const run_info info = describe_run(o, how, vendor);
   if (lead) print_run_header(stdout, info, info.executor);
   rank_job job;
   job.lead = lead;
@@ -143,7 +163,8 @@ int run_nccl_rank_bench(const options& o, const std::vector<call_shape>& shapes)
   job.baseline = "none";
   job.vendor = vendor;
   job.with_vendor = [&](const call_shape& s) {
-    return o.baseline != baseline_kind::none && s.active == s.ranks && s.mode == run_mode::single;
+    return !ipc && o.baseline != baseline_kind::none && s.active == s.ranks &&
+           s.mode == run_mode::single;
   };
   job.measure = [&](const row& r, bool in_place, bool v, form_result& f) {
     return measure_form(*me, o, r, in_place, v, f);

@@ -1,0 +1,486 @@
+// Transport `ipc`: processes of one node, each with its own device (or sharing one), moving data
+// by pushing into each other's registered device memory, ordered by device-side signals. No
+// host work crosses processes during a call: a call is a few kernel launches on the caller's
+// stream, so it can be captured into a CUDA/HIP graph and replayed.
+//
+//   std::unique_ptr<relay::communicator> comm;
+//   relay::communicator_from_environment(relay::ipc_factory(), comm);   // under relay-run
+//   relay::allreduce(*comm, groups, send, recv, counts, relay::dtype::bfloat16,
+//                    relay::reduce_op::sum, {}, stream);                 // enqueues, returns
+//
+// Set-up (collective): every rank allocates one area of device memory (transport/ipc_memory.hpp:
+// control block with signal words, then data of ipc_options::bytes_per_rank, RELAY_IPC_BYTES),
+// exports it with cudaIpcGetMemHandle / hipIpcGetMemHandle, and all-gathers the handles through
+// the bootstrap; every rank maps every peer's area. Nothing is allocated or exchanged after that
+// but one small descriptor list per plan shape (below).
+//
+// A call runs the out-of-place plan on the areas (plan/area_layout.hpp puts each rank's input,
+// output and scratch there), as gpu/ipc_kernels.hpp describes:
+//   entry   copy the user's input into the area (in place or not: the plan never sees user
+//           memory), advance the call counter, publish "entered";
+//   phases  per phase of the slice in which this rank issues operations: wait for its slice
+//           waits, push its copies into peers' areas or run its reductions, publish "finished";
+//   exit    wait for the slice's exit waits, copy the output to the user's buffer.
+// Each is one launch of one kernel (the stepped form), or, for small calls, all of them are one
+// launch (the one-shot form, ipc_options::one_shot_tiles); all on call.stream, in stream order,
+// and run() returns without waiting. The staging costs one extra read and write of this rank's
+// buffers on device memory; relay-bench measures it in its rows.
+//
+// Descriptor lists are built on the first call of each plan shape and uploaded on its stream
+// (cached, up to 64 shapes). That first call allocates, so it must come before graph capture: a
+// capture of a shape's first call returns errc::invalid_argument saying so.
+//
+// Failures. A rank's own invalid buffers (call.local): the rank runs nothing, user memory
+// untouched, and publishes an abort mark; run() returns call.local. A wait that outlasts
+// call.timeout, or sees a peer's abort mark, makes the rank give up: it skips the rest of the
+// call (user memory included) and publishes abort marks, so no rank spins on it either. Device
+// work is asynchronous, so a rank learns of that after the fact: run() reads the report (host
+// memory the kernels write, no synchronization) before it enqueues, and from then on returns
+// errc::timeout naming the peer, the step and the call (or errc::peer_error naming the rank that
+// gave up first); device_status() returns the same at any time (after synchronizing the stream
+// it is final for the calls issued). A rank that gave up stays given up: broken() is true, since
+// the ranks are out of step. The per-call fingerprint is not compared (the communicator
+// compares arguments on the first call of each shape, as for the nccl transport).
+//
+// Several ranks on one device work (CUDA IPC works within a device): how one GPU tests 8 ranks.
+// Without MPS the device time-slices the processes' contexts, so a wait may last a time slice
+// (measured on an H200: about 4.5 ms a call, bench/results/2026-12-01-h200-ipc/); slow, but
+// nothing depends on different ranks' kernels being resident together. (The one-shot kernel's
+// own blocks must be, and are: its grid is within the multiprocessors.)
+//
+// Only code compiled by nvcc or hipcc may include this header.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "relay/bootstrap/bootstrap.hpp"
+#include "relay/bootstrap/environment.hpp"
+#include "relay/core/status.hpp"
+#include "relay/gpu/handles.hpp"
+#include "relay/gpu/ipc_kernels.hpp"
+#include "relay/gpu/kernels.hpp"
+#include "relay/gpu/runtime.hpp"
+#include "relay/plan/area_layout.hpp"
+#include "relay/plan/slice.hpp"
+#include "relay/plan/validate.hpp"
+#include "relay/transport/ipc_memory.hpp"
+#include "relay/transport/transport.hpp"
+
+namespace relay {
+
+struct ipc_options {
+  // Bytes of data area per rank: a call needs its input, output and scratch there (a larger
+  // call fails on every rank with errc::out_of_memory naming the size). RELAY_IPC_BYTES
+  // overrides it.
+  std::size_t bytes_per_rank = std::size_t{64} << 20;
+  // A call runs in one launch (the one-shot form) when no stage of it has more tiles (16 KiB of
+  // work each) than this, nor than the device has multiprocessors; 0: never. The forms speak the
+  // same protocol, so ranks need not agree. RELAY_IPC_ONE_SHOT_TILES overrides it.
+  int one_shot_tiles = 32;
+};
+
+// RELAY_IPC_BYTES and RELAY_IPC_ONE_SHOT_TILES into `o`, where set.
+inline status ipc_options_from_environment(ipc_options& o) {
+  if (status s = size_from_environment("RELAY_IPC_BYTES", o.bytes_per_rank); !s) return s;
+  if (const char* v = std::getenv("RELAY_IPC_ONE_SHOT_TILES"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (end == v || *end != '\0' || n < 0 || n > 4096)
+      return {errc::invalid_argument,
+              std::string("RELAY_IPC_ONE_SHOT_TILES must be a tile count of 0 to 4096, not '") + v +
+                  "'"};
+    o.one_shot_tiles = static_cast<int>(n);
+  }
+  return {};
+}
+
+class ipc_transport final : public transport {
+ public:
+  // Collective: every rank of `boot` calls it. The bootstrap serves set-up and teardown only.
+  static status create(bootstrap& boot, int device, const ipc_options& o,
+                       std::chrono::milliseconds timeout, std::unique_ptr<ipc_transport>& out) {
+    std::unique_ptr<ipc_transport> t(new ipc_transport(boot, device));
+    int sms = 0;
+    if (gpu::rt::error_t e = gpu::rt::sm_count(&sms, device); e != gpu::rt::success)
+      return gpu::failure("counting the multiprocessors", device, e);
+    t->one_shot_tiles_ = static_cast<std::uint64_t>(std::min(std::max(0, o.one_shot_tiles), sms));
+    if (status s = t->area_.open(boot, device, o.bytes_per_rank, timeout); !s) return s;
+    if (gpu::rt::error_t e = gpu::ticks_per_ms(&t->ticks_per_ms_, device); e != gpu::rt::success)
+      return gpu::failure("reading the device clock's rate", device, e);
+    if (gpu::rt::error_t e = gpu::resident_blocks(&t->max_grid_, gpu::ipc_step_kernel<float>,
+                                                  gpu::default_block, device);
+        e != gpu::rt::success)
+      return gpu::failure("querying the step kernel's occupancy", device, e);
+    out = std::move(t);
+    return {};
+  }
+
+  ipc_transport(const ipc_transport&) = delete;
+  ipc_transport& operator=(const ipc_transport&) = delete;
+  ~ipc_transport() override {
+    const gpu::device_guard keep;
+    (void)gpu::rt::set_device(device_);
+    (void)gpu::rt::device_synchronize();
+    // A peer may still publish its last marks into this rank's area: every rank finishes its
+    // device work before any frees (bounded: a dead peer costs the wait, nothing more).
+    (void)boot_->barrier(std::chrono::seconds(10));
+    for (program& p : programs_)
+      (void)gpu::rt::free(p.device);
+    area_.close();
+  }
+
+  std::string_view name() const override { return "ipc"; }
+  int device() const { return device_; }
+  std::size_t bytes_per_rank() const { return area_.data_bytes(); }
+  bool broken() const override { return !broken_.ok() || area_.report().code != gpu::ipc_ok; }
+
+  // What the device reported so far: ok, or why this rank gave up (see the top of this file).
+  status device_status() const {
+    const gpu::ipc_report r = area_.report();
+    switch (r.code) {
+      case gpu::ipc_ok: return {};
+      case gpu::ipc_refused:
+        return {errc::invalid_buffer, "this rank's buffers were refused in call #" +
+                                          std::to_string(r.call) + "; it ran nothing since"};
+      case gpu::ipc_peer_aborted:
+        return {errc::peer_error, "rank " + std::to_string(r.peer) + " gave up (a timeout or " +
+                                      "refused buffers) while this rank waited for it to " +
+                                      what(r) + " of call #" + std::to_string(r.call)};
+      default:
+        return {errc::timeout, "rank " + std::to_string(r.peer) + " did not " + what(r) +
+                                   " of call #" + std::to_string(r.call) + " within " +
+                                   std::to_string(timeout_ms_) + " ms"};
+    }
+  }
+
+  status run(const call_context& call) override {
+    if (!broken_.ok()) return broken_;
+    if (status s = device_status(); !s) return broken_ = s;
+    if (call.p == nullptr || call.slice == nullptr)
+      return {errc::invalid_argument, "the call has no plan or no slice"};
+    const plan& p = *call.p;
+    const int me = call.slice->rank;
+    // Checks that depend only on the plan: every rank refuses alike, with nothing enqueued.
+    if (status s = validate_plan(p); !s) return s;
+    if (p.ranks() != area_.ranks())
+      return {errc::invalid_argument, "the plan has " + std::to_string(p.ranks()) +
+                                          " ranks; the ipc transport has " +
+                                          std::to_string(area_.ranks())};
+    if (p.in_place)
+      return {errc::invalid_argument, "the ipc transport runs the out-of-place plan of a call"};
+    if (p.phases.size() + 1 >= gpu::signal_abort)
+      return {errc::unsupported, "the plan has more phases than a signal word counts"};
+    if (const std::uint64_t need = largest_area(p); need > area_.data_bytes())
+      return {errc::out_of_memory, "the call needs " + std::to_string(need) +
+                                       " bytes of registered memory per rank; the ipc transport "
+                                       "has " +
+                                       std::to_string(area_.data_bytes()) +
+                                       " (raise RELAY_IPC_BYTES or ipc_options::bytes_per_rank)"};
+    const auto stream = static_cast<gpu::rt::stream_t>(call.stream);
+    const gpu::device_guard keep;
+    if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
+      return gpu::failure("selecting the device", device_, e);
+    const program* prog = nullptr;
+    if (status s = program_for(p, *call.slice, stream, prog); !s) return s;
+    timeout_ms_ = call.timeout.count();
+    const gpu::ipc_env env =
+        area_.env(static_cast<std::uint64_t>(call.timeout.count()) * ticks_per_ms_);
+    const auto r = static_cast<std::size_t>(me);
+    const area_layout at = layout_of(p, r);
+    unsigned char* mine = area_.data(me);
+
+    if (!call.local) {
+      // Nothing of this rank's runs; its abort mark stops the peers that wait on it.
+      if (status s = launch(p.type, prog->entry, {}, 0, env, 1, stream); !s) return s;
+      return broken_ = call.local;
+    }
+    const gpu::copy_desc in = user_copy(call.send.data, mine + at.input, p.input_bytes[r]);
+    const gpu::copy_desc out = user_copy(mine + at.output, call.recv.data, p.output_bytes[r]);
+    const std::uint64_t in_tiles = user_tiles(in, p.input_bytes[r]);
+    const std::uint64_t out_tiles = user_tiles(out, p.output_bytes[r]);
+    if (std::max({prog->most_tiles, prog->entry.tiles + in_tiles, prog->exit.tiles + out_tiles}) <=
+        one_shot_tiles_)
+      return launch_one_shot(p.type, *prog, in, in_tiles, out, out_tiles, env, stream);
+    if (status s = launch(p.type, prog->entry, in, in_tiles, env, 0, stream); !s) return s;
+    for (const stage_ref& st : prog->phases)
+      if (status s = launch(p.type, st, {}, 0, env, 0, stream); !s) return s;
+    return launch(p.type, prog->exit, out, out_tiles, env, 0, stream);
+  }
+
+ private:
+  // A stage in device memory and its tile count (for the grid).
+  struct stage_ref {
+    const gpu::ipc_stage* device = nullptr;
+    std::uint64_t tiles = 0;
+  };
+  struct program {
+    plan key;
+    void* device = nullptr;
+    stage_ref entry, exit;  // stored contiguously: entry, phases..., exit
+    std::vector<stage_ref> phases;
+    std::uint64_t most_tiles = 0;  // of any phase
+    std::uint64_t last_use = 0;
+  };
+  static constexpr std::size_t cached_programs = 64;
+  static constexpr std::uint64_t tile_units =
+      static_cast<std::uint64_t>(gpu::default_block) * gpu::default_unroll;
+
+  ipc_transport(bootstrap& boot, int device) : boot_(&boot), device_(device) {}
+
+  static std::string what(const gpu::ipc_report& r) {
+    if (r.phase < 0) return "enter";
+    return "finish step " + std::to_string(r.step) + (r.reduce ? " (reduce" : " (transfer") +
+           ", phase " + std::to_string(r.phase) + ")";
+  }
+
+  status fail(status s) {
+    broken_ = s;  // part of a call may be enqueued: the ranks may be out of step
+    return s;
+  }
+
+  // The entry's or exit's copy between the user's buffer and the area (none when bytes is 0).
+  static gpu::copy_desc user_copy(const void* src, void* dst, std::uint64_t bytes) {
+    return bytes > 0 ? gpu::make_copy(src, dst, bytes) : gpu::copy_desc{};
+  }
+  static std::uint64_t user_tiles(const gpu::copy_desc& c, std::uint64_t bytes) {
+    return bytes > 0 ? gpu::tiles_for(c.units, tile_units) : 0;
+  }
+
+  status launch(dtype type, const stage_ref& st, const gpu::copy_desc& user,
+                std::uint64_t user_tiles, const gpu::ipc_env& env, std::uint32_t refuse,
+                gpu::rt::stream_t stream) {
+    const std::uint64_t tiles = std::max<std::uint64_t>(1, st.tiles + user_tiles);
+    const auto most = static_cast<std::uint64_t>(std::max(1, max_grid_));
+    const auto grid = static_cast<unsigned>(std::min(tiles, most));
+    const gpu::rt::error_t e = visit_dtype(type, [&](auto x) {
+      using T = decltype(x);
+      return gpu::rt::launch(gpu::ipc_step_kernel<T>, grid, gpu::default_block, stream, st.device,
+                             user, user_tiles, env, refuse);
+    });
+    if (e != gpu::rt::success)
+      return fail(gpu::failure("launching the ipc step kernel", device_, e));
+    return {};
+  }
+
+  // The whole call in one launch, one block per tile of its largest stage (all resident: the
+  // grid is within the multiprocessors, see ipc_options::one_shot_tiles).
+  status launch_one_shot(dtype type, const program& prog, const gpu::copy_desc& in,
+                         std::uint64_t in_tiles, const gpu::copy_desc& out, std::uint64_t out_tiles,
+                         const gpu::ipc_env& env, gpu::rt::stream_t stream) {
+    const auto grid = static_cast<unsigned>(std::max<std::uint64_t>(
+        {1, prog.most_tiles, prog.entry.tiles + in_tiles, prog.exit.tiles + out_tiles}));
+    const auto count = static_cast<std::uint32_t>(prog.phases.size() + 2);
+    const gpu::rt::error_t e = visit_dtype(type, [&](auto x) {
+      using T = decltype(x);
+      return gpu::rt::launch(gpu::ipc_one_shot_kernel<T>, grid, gpu::default_block, stream,
+                             prog.entry.device, count, in, in_tiles, out, out_tiles, env);
+    });
+    if (e != gpu::rt::success)
+      return fail(gpu::failure("launching the ipc one-shot kernel", device_, e));
+    return {};
+  }
+
+  // The cached program of this plan, else built and uploaded (not while capturing).
+  status program_for(const plan& p, const plan_slice& slice, gpu::rt::stream_t stream,
+                     const program*& out) {
+    for (program& c : programs_)
+      if (c.key == p) {
+        c.last_use = ++clock_;
+        out = &c;
+        return {};
+      }
+    bool capturing = false;
+    if (gpu::rt::error_t e = gpu::rt::is_capturing(stream, &capturing); e != gpu::rt::success)
+      return gpu::failure("asking whether the stream is capturing", device_, e);
+    if (capturing)
+      return {errc::invalid_argument,
+              "the ipc transport prepares each call shape on its first call, which synchronizes: "
+              "make one call of this shape before capturing it into a graph"};
+    if (programs_.size() >= cached_programs) {
+      // The oldest may still be read by work in flight.
+      if (gpu::rt::error_t e = gpu::rt::device_synchronize(); e != gpu::rt::success)
+        return fail(gpu::failure("waiting before evicting a descriptor list", device_, e));
+      const auto oldest = std::min_element(
+          programs_.begin(), programs_.end(),
+          [](const program& a, const program& b) { return a.last_use < b.last_use; });
+      (void)gpu::rt::free(oldest->device);
+      programs_.erase(oldest);
+    }
+    program built;
+    if (status s = build(p, slice, stream, built); !s) return s;
+    built.last_use = ++clock_;
+    programs_.push_back(std::move(built));
+    out = &programs_.back();
+    return {};
+  }
+
+  // The stages of this rank's slice as device-side lists, in one allocation.
+  status build(const plan& p, const plan_slice& slice, gpu::rt::stream_t stream, program& out) {
+    auto address = [&](const plan_operand& o) {
+      const area_layout a = layout_of(p, o.rank);
+      const std::uint64_t base = o.buf == buffer::input    ? a.input
+                                 : o.buf == buffer::output ? a.output
+                                                           : a.scratch;
+      return area_.data(o.rank) + base + o.offset;
+    };
+    auto waits_of = [&](const std::vector<slice_wait>& ws) {
+      std::vector<gpu::ipc_wait> v;
+      for (const slice_wait& w : ws) {
+        gpu::ipc_wait x;
+        x.peer = w.peer;
+        x.phase = w.phase;
+        if (w.phase >= 0) {
+          const plan_phase& ph = p.phases[static_cast<std::size_t>(w.phase)];
+          x.step = ph.step;
+          x.reduce = ph.phase == phase::reduce ? 1 : 0;
+        }
+        v.push_back(x);
+      }
+      return v;
+    };
+    struct host_stage {
+      std::vector<gpu::ipc_wait> waits;
+      std::vector<gpu::copy_desc> copies;
+      std::vector<gpu::reduce_desc> reduces;
+      gpu::ipc_stage s;
+    };
+    std::vector<host_stage> stages;
+    host_stage entry;
+    entry.s.enter = 1;
+    entry.s.publish = 0;
+    stages.push_back(entry);
+    for (const slice_phase& sp : slice.phases) {
+      if (sp.issued.empty()) continue;  // only receives: the peers' waits cover them
+      host_stage h;
+      h.waits = waits_of(sp.waits);
+      h.s.publish = static_cast<std::int32_t>(sp.index + 1);
+      for (std::uint32_t i : sp.issued) {
+        const plan_op& o = p.ops[i];
+        if (o.count == 0) continue;
+        const auto sources = p.sources_of(o);
+        if (o.phase == phase::transfer) {
+          h.copies.push_back(
+              gpu::make_copy(address(sources[0]), address(o.dst), o.count * p.dst_width(o)));
+          continue;
+        }
+        std::array<const void*, max_reduce_inputs> src{};
+        for (std::size_t k = 0; k < sources.size(); ++k)
+          src[k] = address(sources[k]);
+        h.reduces.push_back(gpu::make_reduce(address(o.dst), src.data(), o.source_count, o.count,
+                                             p.element_size(), o.finalize ? p.divisor : 1,
+                                             o.partial_mask));
+      }
+      h.s.copy_tiles = gpu::assign_tiles(h.copies.data(), h.copies.size(), tile_units);
+      h.s.reduce_tiles = gpu::assign_tiles(h.reduces.data(), h.reduces.size(), tile_units);
+      stages.push_back(std::move(h));
+    }
+    host_stage exit;
+    exit.waits = waits_of(slice.exit_waits);
+    stages.push_back(exit);
+
+    // One blob: the stage structs first, then each stage's lists (16-byte aligned).
+    auto up = [](std::size_t x) { return (x + 15) / 16 * 16; };
+    std::size_t bytes = up(stages.size() * sizeof(gpu::ipc_stage));
+    for (const host_stage& h : stages)
+      bytes += up(h.waits.size() * sizeof(gpu::ipc_wait)) +
+               up(h.copies.size() * sizeof(gpu::copy_desc)) +
+               up(h.reduces.size() * sizeof(gpu::reduce_desc));
+    if (gpu::rt::error_t e = gpu::rt::malloc(&out.device, bytes); e != gpu::rt::success) {
+      out.device = nullptr;
+      return gpu::failure("allocating the ipc descriptor lists", device_, e);
+    }
+    auto* base = static_cast<unsigned char*>(out.device);
+    std::vector<unsigned char> host(bytes);
+    std::size_t at = up(stages.size() * sizeof(gpu::ipc_stage));
+    auto place = [&](const auto& v) {
+      using E = typename std::decay_t<decltype(v)>::value_type;
+      const std::size_t n = v.size() * sizeof(E);
+      if (n > 0) std::memcpy(host.data() + at, v.data(), n);
+      const auto* where = reinterpret_cast<const E*>(base + at);
+      at += up(n);
+      return where;
+    };
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      host_stage& h = stages[i];
+      h.s.waits = place(h.waits);
+      h.s.copies = place(h.copies);
+      h.s.reduces = place(h.reduces);
+      h.s.wait_count = static_cast<std::uint32_t>(h.waits.size());
+      h.s.copy_count = static_cast<std::uint32_t>(h.copies.size());
+      h.s.reduce_count = static_cast<std::uint32_t>(h.reduces.size());
+      std::memcpy(host.data() + i * sizeof(gpu::ipc_stage), &h.s, sizeof h.s);
+      const stage_ref ref{reinterpret_cast<const gpu::ipc_stage*>(base) + i,
+                          h.s.copy_tiles + h.s.reduce_tiles};
+      if (i == 0)
+        out.entry = ref;
+      else if (i + 1 == stages.size())
+        out.exit = ref;
+      else
+        out.phases.push_back(ref);
+      if (i > 0 && i + 1 < stages.size()) out.most_tiles = std::max(out.most_tiles, ref.tiles);
+    }
+    // On the call's stream, so the launches that read the lists come after them (a plain memcpy
+    // from pageable memory may return before the device has the bytes; see gpu::rt::upload).
+    // Pageable memory is staged before the call returns, so `host` may go.
+    if (gpu::rt::error_t e = gpu::rt::memcpy_async(out.device, host.data(), bytes, stream);
+        e != gpu::rt::success) {
+      (void)gpu::rt::free(out.device);
+      out.device = nullptr;
+      return gpu::failure("uploading the ipc descriptor lists", device_, e);
+    }
+    out.key = p;
+    return {};
+  }
+
+  bootstrap* boot_;
+  int device_ = 0;
+  ipc::area area_;
+  std::uint64_t ticks_per_ms_ = 1;
+  int max_grid_ = 1;
+  std::uint64_t one_shot_tiles_ = 0;
+  long long timeout_ms_ = 0;
+  status broken_;
+  std::vector<program> programs_;
+  std::uint64_t clock_ = 0;
+};
+
+// Creates the transport (collective: every rank of `boot` calls it).
+inline status make_ipc_transport(bootstrap& boot, int device, const ipc_options& o,
+                                 std::chrono::milliseconds timeout,
+                                 std::unique_ptr<ipc_transport>& out) {
+  return ipc_transport::create(boot, device, o, timeout, out);
+}
+
+// The transport of a communicator made from the environment (comm/from_environment.hpp):
+//   relay::communicator_from_environment(relay::ipc_factory(), comm);
+// Each process drives the device RELAY_DEVICE names (relay-run sets it; else the local rank),
+// modulo the devices it sees, so 8 ranks share one GPU where there is one; RELAY_IPC_BYTES sizes
+// the registered area.
+inline auto ipc_factory(ipc_options o = {}) {
+  return [o](bootstrap& boot, const environment& env, std::unique_ptr<transport>& out) {
+    ipc_options sized = o;
+    if (status s = ipc_options_from_environment(sized); !s) return s;
+    int devices = 0;
+    if (gpu::rt::error_t e = gpu::rt::device_count(&devices); e != gpu::rt::success)
+      return gpu::failure("counting the devices", env.device, e);
+    if (devices == 0) return status{errc::gpu_error, "no GPU is visible to this process"};
+    const int device = env.device % devices;
+    if (gpu::rt::error_t e = gpu::rt::set_device(device); e != gpu::rt::success)
+      return gpu::failure("selecting the device", device, e);
+    std::unique_ptr<ipc_transport> t;
+    if (status s = ipc_transport::create(boot, device, sized, env.timeout, t); !s) return s;
+    out = std::move(t);
+    return status{};
+  };
+}
+
+}  // namespace relay

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The ipc transport's GPU checks and measurements in one go, on a machine with one NVIDIA GPU or
+# more (8 processes share the GPUs round-robin): the property suite, the graph test, the two
+# failure scenarios, compute-sanitizer memcheck on a reduced property run, and relay-bench -x ipc
+# (eager and --graph, 8 and 2 processes, A=2 allreduce bf16 4 KB-64 KB). Logs go to $OUT
+# (default ./gpu-run).
+#
+#   tests/gpu/ipc/device_run.sh [CALLS] [K] [REPLAYS] [STEPS]   STEPS: a regular expression of the
+#                                                              steps to run (default: all)
+# BUILD_TARGETS in the environment narrows the build (default: the tests, relay-bench, relay-run).
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+OUT=${OUT:-$PWD/gpu-run}
+mkdir -p "$OUT"
+CALLS=${1:-500} K=${2:-100} REPLAYS=${3:-100} STEPS=${4:-.}
+export NCCL_NVLS_ENABLE=0  # the machine's rule: no NVLink multicast
+lib=$(find / -name 'libnccl.so.2' -not -path '*/proc/*' 2>/dev/null | head -1)
+[[ -n "$lib" ]] && export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+[[ -d .gpu-deps/lib ]] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(find "$PWD/.gpu-deps/lib" -name 'libfmt.so*' -printf '%h\n' | head -1)"
+{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem \
+    --format=csv; nvcc --version | tail -1; uname -r; } >"$OUT/machine.txt" 2>&1
+cat "$OUT/machine.txt"
+
+echo "== build"
+inc=$(dirname "$(find / -name nccl.h -not -path '*/proc/*' 2>/dev/null | head -1)")
+start=$SECONDS
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRELAY_GPU=CUDA \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DRELAY_BUILD_STATIC_TESTS=OFF \
+  -DCMAKE_PREFIX_PATH="$PWD/.gpu-deps" -DRELAY_NCCL_INCLUDE_DIR="$inc" \
+  ${lib:+-DRELAY_NCCL_LIBRARY=$lib} >"$OUT/build.log" 2>&1 &&
+  cmake --build build -j"$(nproc)" --target ${BUILD_TARGETS:-relay_ipc_tests relay_bench relay_run} \
+    >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+echo "built in $((SECONDS - start)) s"
+T=build/tests/gpu/relay_ipc_tests
+RUN=build/examples/relay-run
+BENCH=build/examples/relay_bench/relay-bench
+status=0
+step() {  # step NAME LIMIT COMMAND...: runs it, logs to $OUT/NAME.log, prints its tail and time
+  local name=$1 limit=$2
+  shift 2
+  [[ $name =~ $STEPS ]] || return 0
+  local t0=$SECONDS
+  echo "== $name: $*"
+  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  ((rc != 0)) && status=1
+  tail -${TAILN:-4} "$OUT/$name.log"
+  echo "-- $name: exit $rc, $((SECONDS - t0)) s"
+}
+step property 150 "$RUN" -n 8 --timeout 140 -- "$T" property "$CALLS"
+RELAY_IPC_ONE_SHOT_TILES=0 step property_stepped 150 "$RUN" -n 8 --timeout 140 -- "$T" property "$CALLS" 11
+step graph 150 "$RUN" -n 8 --timeout 140 -- "$T" graph "$K" "$REPLAYS"
+TAILN=10 RELAY_TIMEOUT=2 step stall 60 "$RUN" -n 8 --timeout 55 -- "$T" stall
+TAILN=10 RELAY_TIMEOUT=2 step refused 60 "$RUN" -n 8 --timeout 55 -- "$T" refused
+# The sanitizers on ranks 0 (a helper or active, by case) and 3, the others plain: 8 sanitized
+# processes time-slicing one GPU would take long. $0: the test binary, $1: the tool, $2: calls.
+sanitized='case $RELAY_RANK in 0|3) exec compute-sanitizer --tool "$1" --error-exitcode 9 "$0" property "$2" 7;; *) exec "$0" property "$2" 7;; esac'
+export RELAY_TIMEOUT=120  # sanitized ranks are slow; their peers wait for them
+TAILN=6 step memcheck 150 "$RUN" -n 8 --timeout 140 -- bash -c "$sanitized" "$T" memcheck 40
+TAILN=6 step racecheck 100 "$RUN" -n 8 --timeout 90 -- bash -c "$sanitized" "$T" racecheck 10
+unset RELAY_TIMEOUT
+sweep=(-C allreduce -A 2 -d bfloat16 -b 4K -e 64K -f 2 -n 20 -w 5 -t switched:363.3:13.59:0.00)
+TAILN=14 step bench8 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 -m fused,single \
+  "${sweep[@]}"
+TAILN=14 step bench8_graph 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 \
+  -m fused,single --graph 20 "${sweep[@]}"
+TAILN=14 step bench2 45 "$RUN" -n 2 --timeout 40 -- "$BENCH" -x ipc -N 2 -m single -r direct \
+  "${sweep[@]}"
+TAILN=14 step bench2_graph 45 "$RUN" -n 2 --timeout 40 -- "$BENCH" -x ipc -N 2 -m single \
+  -r direct --graph 20 "${sweep[@]}"
+RELAY_IPC_ONE_SHOT_TILES=0 TAILN=14 step bench2_stepped 45 "$RUN" -n 2 --timeout 40 -- \
+  "$BENCH" -x ipc -N 2 -m single -r direct "${sweep[@]}"
+exit $status
