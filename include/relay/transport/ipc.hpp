@@ -120,6 +120,7 @@ class ipc_transport final : public transport {
                                                   gpu::default_block, device);
         e != gpu::rt::success)
       return gpu::failure("querying the step kernel's occupancy", device, e);
+    t->ready_ = true;
     out = std::move(t);
     return {};
   }
@@ -131,8 +132,9 @@ class ipc_transport final : public transport {
     (void)gpu::rt::set_device(device_);
     (void)gpu::rt::device_synchronize();
     // A peer may still publish its last marks into this rank's area: every rank finishes its
-    // device work before any frees (bounded: a dead peer costs the wait, nothing more).
-    (void)boot_->barrier(std::chrono::seconds(10));
+    // device work before any frees (bounded: a dead peer costs the wait, nothing more). A
+    // transport whose creation failed never ran a call, and its peers may not come here.
+    if (ready_) (void)boot_->barrier(std::chrono::seconds(10));
     for (program& p : programs_)
       (void)gpu::rt::free(p.device);
     area_.close();
@@ -442,6 +444,7 @@ class ipc_transport final : public transport {
   }
 
   bootstrap* boot_;
+  bool ready_ = false;  // created: its peers mapped its area
   int device_ = 0;
   ipc::area area_;
   std::uint64_t ticks_per_ms_ = 1;
