@@ -63,12 +63,13 @@ inline void device_free(int device, void* p) {
   (void)rt::set_device(device);
   (void)rt::free(p);
 }
-// A blocking copy between host and device memory of `device`, in either direction.
+// A blocking copy between host and device memory of `device`, in either direction, complete on
+// return: a host-to-device copy has landed (rt::upload), so work on any stream sees it.
 inline status device_copy(int device, void* dst, const void* src, std::size_t bytes,
                           const char* what) {
   const device_guard keep;
   if (rt::error_t e = rt::set_device(device); e != rt::success) return failure(what, device, e);
-  if (rt::error_t e = rt::memcpy(dst, src, bytes); e != rt::success)
+  if (rt::error_t e = rt::upload(dst, src, bytes); e != rt::success)
     return failure(what, device, e);
   return {};
 }

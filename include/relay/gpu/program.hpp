@@ -121,7 +121,9 @@ inline status build_program(const plan& p, std::span<const buffer_view> in,
         prog.descs[l] = nullptr;
         return fail("allocating the operation lists", ln.device, e);
       }
-      if (rt::error_t e = rt::memcpy(prog.descs[l], host[l].data(), host[l].size());
+      // upload, not memcpy: the lists must have landed before a kernel on a non-blocking
+      // stream reads them (runtime.hpp says why a plain memcpy may return earlier).
+      if (rt::error_t e = rt::upload(prog.descs[l], host[l].data(), host[l].size());
           e != rt::success)
         return fail("uploading the operation lists", ln.device, e);
     }

@@ -397,7 +397,8 @@ class nccl_transport final : public transport {
     if (!host.empty()) {
       if (gpu::rt::error_t e = gpu::rt::malloc(&built.device, host.size()); e != gpu::rt::success)
         return gpu::failure("allocating the reduction lists", device_, e);
-      if (gpu::rt::error_t e = gpu::rt::memcpy(built.device, host.data(), host.size());
+      // Landed before the kernels on the caller's (non-blocking) stream read it: runtime.hpp.
+      if (gpu::rt::error_t e = gpu::rt::upload(built.device, host.data(), host.size());
           e != gpu::rt::success) {
         (void)gpu::rt::free(built.device);
         return gpu::failure("uploading the reduction lists", device_, e);
