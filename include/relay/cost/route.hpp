@@ -43,12 +43,12 @@ RELAY_CONSTEXPR_SCHEDULE route choose_route(schedule_spec s, const topology& t, 
              : route::direct;
 }
 
-// The pipeline depths choose_schedule considers for a single group of A=2.
+// The pipeline depths choose_schedule considers for a single group.
 inline constexpr std::array<int, 5> pipeline_depths{2, 4, 8, 16, 32};
 
 // The spec the model predicts fastest for `s`'s collective, A, N and mode: direct, relay, and,
-// for a single group of A=2, the pipelined route at each of pipeline_depths (each tile adds a
-// step, so deeper pipelines pay only for larger messages). Ties keep the earlier candidate in
+// for a single group (any A < N), the pipelined route at each of pipeline_depths (each tile adds
+// a step, so deeper pipelines pay only for larger messages). Ties keep the earlier candidate in
 // that order. `s.route` and `s.tiles` are ignored; `s.permille` shapes the relay candidate.
 RELAY_CONSTEXPR_SCHEDULE schedule_spec choose_schedule(schedule_spec s, const topology& t,
                                                        std::int64_t n, int element_size,
@@ -58,7 +58,7 @@ RELAY_CONSTEXPR_SCHEDULE schedule_spec choose_schedule(schedule_spec s, const to
   best.tiles = 0;
   if (best.route == route::direct) best.permille = 0;
   double best_seconds = predicted_seconds(best, t, n, element_size, w);
-  if (s.active != 2 || s.mode != mode::single) return best;
+  if (s.mode != mode::single) return best;
   for (int depth : pipeline_depths) {
     schedule_spec p = s;
     p.route = route::pipelined;

@@ -5,12 +5,14 @@
 //
 // Names: A actives a_j, H = N - A helpers h_i, T tiles, steps s = 1..T+1. One quantum c.
 //
-// All-gather, reduce-scatter, all-to-all. The link model's split (from the bound's LP: every
-// active link busy both ways): per tile an active sends c to each helper (for every destination
-// it serves), a helper returns (A-1)c to each active, and a direct piece of (A-1)c rides on every
-// active pair in every step. Layout of n (a reduce-scatter block, an all-to-all segment, an
-// all-gather input): T tiles of H chunks, then T+1 direct pieces of (A-1)c (the last takes the
-// rest), so n = (T*H + (T+1)(A-1)) c:
+// All-gather, reduce-scatter, all-to-all. The link model's split (every active link busy both
+// ways, as the single-group bound needs): per tile an active sends c to each helper (for every
+// destination it serves), a helper returns (A-1)c to each active, and a direct piece of (A-1)c
+// rides on every active pair in every step, except where a step's relay links carry only c:
+// all-gather's step 1 (the scatter of one chunk) and reduce-scatter's step T+1 (the return of
+// one partial) take a direct piece of c, as the two-step relay route's 1:(A-1) split does.
+// Layout of n (a reduce-scatter block, an all-to-all segment, an all-gather input): T tiles of H
+// chunks, then T+1 direct pieces (the last takes the rest):
 //
 //   step s  transfer: a_j -> h_i  chunk i of tile s-1             (s <= T)
 //                       all-gather: a_j's chunk (c); reduce-scatter / all-to-all: the chunk of
@@ -19,18 +21,21 @@
 //                       all-gather: chunk i of every a_j, j != k ((A-1)c); all-to-all: every
 //                       chunk bound for k ((A-1)c); reduce-scatter: one partial sum (c, twice
 //                       the bytes for 16-bit types)
-//                     a_j -> a_k  direct piece s-1                 ((A-1)c)
+//                     a_j -> a_k  direct piece s-1                 ((A-1)c or c)
 //           reduce:   reduce-scatter: h_i sums, per owner k, the A-1 chunks of tile s-1 into a
 //                     partial (not final: the owner's own is missing); a_k adds its own block to
 //                     the returned partials of tile s-2 and reduces direct piece s-1 (final)
 //
-// Every step costs (A-1)c on its busiest link, so the cost is (T+1)(A-1)n/(T(N-1) + A-1):
-// 3(T+1)n/(7T+3) at A=4, N=8 (9n/17, 15n/31, 27n/59 for T = 2, 4, 8), under the target
-// 3n/7 x (T+1)/T and tending to the bound (A-1)n/(N-1). It stays above the bound at every T: in
-// step 1 no helper has anything for an active (all-gather, all-to-all), and in step T+1 nothing
-// sent to a helper can still come back (reduce-scatter, all-to-all), so those links idle once.
-// Reduce-scatter's 16-bit partials (2c on the return hop) fit under (A-1)c for A >= 3: fp32
-// partials cost nothing here, unlike the two-step relay route.
+// Costs (each step's busiest link; bound (A-1)n/(N-1)):
+//   all-gather, reduce-scatter: n = (T(N-1) + 1)c, cost (T(A-1) + 1)c: (3T+1)n/(7T+1) at A=4,
+//     N=8 (7n/15, 13n/29, 25n/57 for T = 2, 4, 8; T=1 would be the two-step relay's n/2);
+//   all-to-all: both relay directions carry (A-1)c in steps 1 and T+1 too, so n =
+//     (T(N-1) + A-1)c, cost (T+1)(A-1)c: 3(T+1)n/(7T+3) (9n/17, 15n/31, 27n/59).
+// All are under the target 3n/7 x (T+1)/T and tend to the bound, and stay above it at every T:
+// in step 1 no helper has anything for an active, and in step T+1 nothing sent to a helper can
+// still come back, so those links idle once. Reduce-scatter's 16-bit partials (2c on the return
+// hop) fit under (A-1)c for A >= 3 in steps 2..T and cost c more in step T+1:
+// (T(A-1) + 2)n/(T(N-1) + 1) for fp16/bf16 with fp32 partials (14n/29 at T=4).
 //
 // Allreduce: helper-reduce then broadcast, pipelined, with a direct reduce-scatter/all-gather
 // among the actives pipelined beside it. Layout of n: T tiles of H chunks of o = 2c, then T
@@ -72,23 +77,31 @@ constexpr schedule_header pipelined_forward(const schedule_spec& s, Sink& sink) 
   h.steps = T + 1;
   h.quantum_count = 1;
   h.quanta[0].base = N();
-  h.quanta[0].den = T * H + (T + 1) * (A - 1);
+  const bool rs = coll == collective::reduce_scatter, a2a = coll == collective::all_to_all;
+  const bool ag = coll == collective::all_gather;
+  // Direct pieces in units of c: each, but 1 in the step whose relay links carry c only
+  // (all-gather's first, reduce-scatter's last); the last piece takes the rest.
+  const int small_piece = a2a ? A - 1 : 1;
+  h.quanta[0].den = T * H + T * (A - 1) + small_piece;
   h.quanta[0].align_units = 1;
   h.quantum_names = {"chunk c", nullptr, nullptr, nullptr};
   const affine c = Q(0), relayed = Q(0, T * H);  // tiles occupy [0, T*H*c)
-  const affine rest = N() - relayed - Q(0, T * (A - 1));
-  auto piece_offset = [&](int p) { return relayed + Q(0, p * (A - 1)); };
-  auto piece_length = [&](int p) { return p < T ? Q(0, A - 1) : rest; };
+  auto piece_offset = [&](int p) {
+    return relayed + Q(0, ag && p > 0 ? small_piece + (p - 1) * (A - 1) : p * (A - 1));
+  };
+  const affine rest = N() - piece_offset(T);
+  auto piece_length = [&](int p) {
+    return p == T ? rest : Q(0, ag && p == 0 ? small_piece : A - 1);
+  };
   auto chunk = [&](int t, int i) { return Q(0, t * H + i); };
-  const bool rs = coll == collective::reduce_scatter, a2a = coll == collective::all_to_all;
   // Where a_j's data bound for a_k starts in a_j's input, and where a_k keeps what j sent.
   auto from = [&](int k, affine at) { return (rs || a2a ? N(k) : K(0)) + at; };
   // Helper slots: all-gather one chunk per source, all-to-all and reduce-scatter one per
   // (source, destination); forwarding collectives keep two tiles.
-  const int per_tile = coll == collective::all_gather ? A : A * (A - 1);
+  const int per_tile = ag ? A : A * (A - 1);
   auto slot = [&](int t, int j, int k) {
     const int half = rs ? 0 : (t % 2) * per_tile;
-    if (coll == collective::all_gather) return Q(0, half + j);
+    if (ag) return Q(0, half + j);
     return rs ? Q(0, half + k * (A - 1) + other_index(j, k))
               : Q(0, half + j * (A - 1) + other_index(k, j));
   };
@@ -119,9 +132,9 @@ constexpr schedule_header pipelined_forward(const schedule_spec& s, Sink& sink) 
     for (int j = 0; j < A; ++j) {
       const int rj = L.active_rank(j);
       for (int i = 0; i < H && scatter < T; ++i) {
-        if (coll == collective::all_gather)  // one chunk serves every destination
+        if (ag)  // one chunk serves every destination
           b.copy(in(rj, chunk(scatter, i)), scr(L.helper_rank(i), slot(scatter, j, j)), c);
-        for (int k = 0; k < A && coll != collective::all_gather; ++k)
+        for (int k = 0; k < A && !ag; ++k)
           if (k != j)
             b.copy(in(rj, from(k, chunk(scatter, i))), scr(L.helper_rank(i), slot(scatter, j, k)),
                    c);
