@@ -1,16 +1,17 @@
 // Pipelined single-group schedules for A >= 4 (A=2 is pipelined.hpp): the relayed part of n cut
 // into T tiles, tile t's scatter to the helpers riding in the same step as tile t-1's return from
 // them. The two use opposite directions of the active-helper links, so once the pipeline is full
-// every link of every active is busy both ways, which is what the single-group bound needs.
+// every link into the actives (all-gather), out of them (reduce-scatter) or both (all-to-all,
+// allreduce) is busy in every step, which is what the single-group bound needs.
 //
 // Names: A actives a_j, H = N - A helpers h_i, T tiles, steps s = 1..T+1. One quantum c.
 //
-// All-gather, reduce-scatter, all-to-all. The link model's split (every active link busy both
-// ways, as the single-group bound needs): per tile an active sends c to each helper (for every
-// destination it serves), a helper returns (A-1)c to each active, and a direct piece of (A-1)c
-// rides on every active pair in every step, except where a step's relay links carry only c:
-// all-gather's step 1 (the scatter of one chunk) and reduce-scatter's step T+1 (the return of
-// one partial) take a direct piece of c, as the two-step relay route's 1:(A-1) split does.
+// All-gather, reduce-scatter, all-to-all. The link model's split (each active receives, or
+// sends, (A-1)n over its N-1 links, all of them equally loaded): per tile an active sends c to each
+// helper (for every destination it serves), a helper returns (A-1)c to each active, and a direct
+// piece of (A-1)c rides on every active pair in every step, except where a step's relay links carry
+// only c: all-gather's step 1 (the scatter of one chunk) and reduce-scatter's step T+1 (the return
+// of one partial) take a direct piece of c, as the two-step relay route's 1:(A-1) split does.
 // Layout of n (a reduce-scatter block, an all-to-all segment, an all-gather input): T tiles of H
 // chunks, then T+1 direct pieces (the last takes the rest):
 //
@@ -187,7 +188,7 @@ constexpr schedule_header pipelined_allreduce(const schedule_spec& s, Sink& sink
   h.quanta[0].base = N();
   h.quanta[0].den = 2 * T * H + A * T + 2;
   h.quanta[0].align_units = 1;
-  h.quantum_names = {"direct piece c (helper chunks are 2c)", nullptr, nullptr, nullptr};
+  h.quantum_names = {"chunk c", nullptr, nullptr, nullptr};  // helper chunks are 2c
   const affine c = Q(0), o = Q(0, 2), direct = Q(0, 2 * T * H);
   auto chunk = [&](int t, int i) { return Q(0, 2 * (t * H + i)); };
   auto block = [&](int b, int k) { return direct + Q(0, b * A + k); };
