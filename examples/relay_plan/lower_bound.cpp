@@ -13,7 +13,7 @@ std::optional<known_bound> lower_bound(const relay::schedule_spec& s, const rela
   std::string note;
   if (s.mode == relay::mode::single)
     note = s.coll == relay::collective::allreduce && s.active > 2
-               ? "a cut bound, not known to be reachable (n/6 is, pipelined)"
+               ? "a cut bound, not known to be reachable (the pipelined route tends to n/6)"
                : "reached only by pipelining";
   return known_bound{*bound, note};
 }

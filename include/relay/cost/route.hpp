@@ -30,13 +30,15 @@ RELAY_CONSTEXPR_SCHEDULE double predicted_seconds(const schedule_spec& s, const 
 }
 
 // relay or direct, whichever `predicted_seconds` says is faster; direct on a tie (it is the
-// simpler path). `s.route` is ignored; `s.permille` shapes the relay candidate.
+// simpler path). `s.route` and `s.tiles` are ignored; `s.permille` shapes the relay candidate.
 RELAY_CONSTEXPR_SCHEDULE route choose_route(schedule_spec s, const topology& t, std::int64_t n,
                                             int element_size, const element_widths& w = {}) {
   schedule_spec relay_spec = s, direct_spec = s;
   relay_spec.route = route::relay;
+  relay_spec.tiles = 0;  // a pipelined spec's depth is no relay's
   direct_spec.route = route::direct;
   direct_spec.permille = 0;
+  direct_spec.tiles = 0;
   return predicted_seconds(relay_spec, t, n, element_size, w) <
                  predicted_seconds(direct_spec, t, n, element_size, w)
              ? route::relay

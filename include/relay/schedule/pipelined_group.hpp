@@ -51,18 +51,20 @@
 //           reduce:   h_i sums the A chunks of tile s-1 (final); a_k sums piece k of block s-1
 //                     and, in steps 1 and T+1, the whole exchange piece (final)
 //
-// Every link of an active carries 2c per direction per step (the exchange pieces fill the slack
-// the direct pipeline leaves in its first and last step), so the cost is
+// Every step carries 2c on every active-pair link direction (the exchange pieces fill the slack
+// the direct pipeline leaves in its first and last step) and on every active-helper direction in
+// use (one idles in step 1, the other in step T+1), so the cost is
 // 2(T+1)c = (T+1)n/(T(H + A/2) + 1): (T+1)n/(6T+1) at A=4, N=8 (3n/13, n/5, 9n/49 for T = 2,
 // 4, 8), under the target n/6 x (T+1)/T and tending to n/(N - A/2) (n/6). A relayed element
 // crosses two active-helper link directions and a direct one 2(A-1)/A active-pair directions
 // (reduce-scatter plus all-gather), which is what n/(H + A/2) balances; whether the cut bound
 // n/7 can be reached by another shape is cost-model.md's question.
 //
-// Helpers double-buffer where they forward what they received (tile t in half t%2, so receiving
-// tile t+1 never touches the half being returned); reduce-scatter helpers reduce in the step
-// they receive, so one buffer serves. Fused mode gains nothing (every link direction is already
-// busy there), so this is single mode only.
+// Helpers double-buffer where they send a tile in the step after it arrived (tile t in half t%2,
+// so receiving tile t+1 never touches the half being returned): all-gather, all-to-all and the
+// allreduce's reduced chunks. Reduce-scatter helpers reduce into the partial space in the step
+// they receive, so one tile of slots serves. Fused mode gains nothing (every link direction is
+// already busy there), so this is single mode only.
 #pragma once
 
 #include "relay/schedule/builder.hpp"

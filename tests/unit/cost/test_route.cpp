@@ -130,6 +130,12 @@ TEST_CASE("choose_schedule pipelines a single group of A=4 by size", "[cost][rou
   CHECK(predicted_seconds(p, mi300x, 24'000'000, 2) == Approx(50e-6 + 13e-3 / 29));
   p.coll = collective::allreduce;
   CHECK(predicted_seconds(p, mi300x, 24'000'000, 2) == Approx(250e-6));
+  // A pipelined spec's own depth is ignored (relay-plan asks with the spec it prints): at 2 MB
+  // and 16 MB relay still beats direct and every depth.
+  const schedule_spec asked{collective::allreduce, 4, 8, mode::single, route::pipelined, 0, 4};
+  CHECK(choose_route(asked, mi300x, 1'000'000, 2) == route::relay);
+  CHECK(choose_schedule(asked, mi300x, 8'000'000, 2).route == route::relay);
+  CHECK(choose_schedule(asked, mi300x, 8'000'000, 2).tiles == 0);
   // Fused groups of 4 never pipeline.
   const schedule_spec fused{collective::all_gather, 4, 8, mode::fused};
   CHECK(pick(fused, 4'000'000'000).route == route::relay);
