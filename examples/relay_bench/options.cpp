@@ -102,7 +102,7 @@ sweep
   -m, --mode LIST         fused, parallel, single (default fused)
   -r, --route R           auto, relay, direct, legacy, pipelined (default auto: relay or
                           direct, whichever the cost model predicts faster, per size)
-      --tiles T           pipeline depth of the pipelined route (single-group A=2), 2..64
+      --tiles T           pipeline depth of the pipelined route (single groups), 2..64
                           (default 4)
   -p, --permille P        allreduce offload share of the relay route, 1..999 (default:
                           the link-balanced one)

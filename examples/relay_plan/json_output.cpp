@@ -139,6 +139,8 @@ void timings(json_writer& w, const plan_report& r) {
     std::optional<double> speedup;
     if (t.relay_seconds && t.direct_seconds) speedup = *t.direct_seconds / *t.relay_seconds;
     w.member("speedup", speedup);
+    w.member("router", relay::name(t.router.route));
+    w.member("router_tiles", t.router.tiles);
     w.end_object();
   }
   w.end_array();

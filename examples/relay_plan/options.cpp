@@ -161,7 +161,7 @@ const std::vector<flag>& flags() {
        set_spec_int<&relay::schedule_spec::permille, relay::cli::permille_range>,
        "allreduce relay offload fraction, 1..999 (default: balanced, 1000*H/N)"},
       {"--tiles", "T", false, set_spec_int<&relay::schedule_spec::tiles, relay::cli::tiles_range>,
-       "pipeline depth of --schedule pipelined (single-group A=2 only), 2..64 (default 4)"},
+       "pipeline depth of --schedule pipelined (single groups only), 2..64 (default 4)"},
       {"--dtype", "D", false, set_dtype,
        fmt::format("element type (default float32): {}", dtype_names())},
       {"--count", "n", false, set_count, "every group's count: show concrete sizes and time"},

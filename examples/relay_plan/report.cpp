@@ -8,6 +8,7 @@
 
 #include "call.hpp"
 #include "relay/cost/link_cost.hpp"
+#include "relay/cost/route.hpp"
 #include "relay/plan/make_plan.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
@@ -139,7 +140,8 @@ plan_report make_report(const options& o) {
     const std::int64_t count = bytes / r.element_size();
     r.timings.push_back(
         {bytes, count, seconds(r.sched, r.beta, r.topo, count, r.element_size(), r.widths),
-         seconds(r.direct, r.direct_beta, r.topo, count, r.element_size(), r.widths)});
+         seconds(r.direct, r.direct_beta, r.topo, count, r.element_size(), r.widths),
+         relay::choose_schedule(o.spec, r.topo, count, r.element_size(), r.widths)});
   }
   if (const std::vector<std::int64_t> counts = group_counts(o); !counts.empty()) {
     relay::plan p;

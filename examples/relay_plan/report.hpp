@@ -50,10 +50,13 @@ struct scratch_info {
   std::string active_partial_formula, helper_partial_formula;
 };
 
-// The alpha-beta time of one group's message of `bytes` (count = bytes / element size).
+// The alpha-beta time of one group's message of `bytes` (count = bytes / element size), and the
+// schedule the router (relay::choose_schedule: direct, relay, or a pipeline depth for a single
+// group) picks for that count, which is what route::automatic runs.
 struct timing {
   std::int64_t bytes = 0, count = 0;
   std::optional<double> relay_seconds, direct_seconds;
+  relay::schedule_spec router;
 };
 
 // The call of --count/--counts, planned by relay::make_plan.

@@ -268,16 +268,18 @@ void resources(out_it out, const plan_report& r) {
 void timings(out_it out, const plan_report& r) {
   fmt::format_to(out, "\nalpha-beta time ({}, one group's message; {:g} us per step)\n",
                  name(r.opts.type), r.topo.step_latency * 1e6);
-  fmt::format_to(out, "  {:>10} {:>12} {:>11} {:>11} {:>8}\n", "message", "count n",
-                 name(r.sched.header.spec.route), "direct", "speedup");
+  fmt::format_to(out, "  {:>10} {:>12} {:>11} {:>11} {:>8}  {}\n", "message", "count n",
+                 name(r.sched.header.spec.route), "direct", "speedup", "router's pick");
   for (const timing& t : r.timings) {
     const std::string relay_time = t.relay_seconds ? format_seconds(*t.relay_seconds) : "-";
     const std::string direct_time = t.direct_seconds ? format_seconds(*t.direct_seconds) : "-";
     const std::string speedup = t.relay_seconds && t.direct_seconds
                                     ? fmt::format("{:.2f}x", *t.direct_seconds / *t.relay_seconds)
                                     : "-";
-    fmt::format_to(out, "  {:>10} {:>12} {:>11} {:>11} {:>8}\n", relay::cli::format_bytes(t.bytes),
-                   t.count, relay_time, direct_time, speedup);
+    fmt::format_to(out, "  {:>10} {:>12} {:>11} {:>11} {:>8}  {}{}\n",
+                   relay::cli::format_bytes(t.bytes), t.count, relay_time, direct_time, speedup,
+                   name(t.router.route),
+                   t.router.tiles > 0 ? fmt::format(" T={}", t.router.tiles) : "");
   }
 }
 

@@ -1,4 +1,4 @@
-// expect: single-group A=2 only
+// expect: single groups only
 #include "relay/schedule/generate.hpp"
 
 constexpr auto& s = relay::schedule_for<relay::schedule_spec{.coll = relay::collective::allreduce,

@@ -88,3 +88,72 @@ constexpr auto& pipelined4 =
 static_assert(relay::beta_cost(pipelined4, relay::mi300x) == relay::ratio{5, 29});
 static_assert(relay::verify(pipelined4).ok());
 }  // namespace
+
+namespace {
+using namespace relay;
+using C = collective;
+// Pipelined single groups of A=4 on N=8 (issue 16), H = 4 helpers, T tiles, one quantum c.
+template <C c, int T, int A = 4, int N = 8>
+constexpr const auto& piped = schedule_for<schedule_spec{.coll = c,
+                                                         .active = A,
+                                                         .ranks = N,
+                                                         .mode = mode::single,
+                                                         .route = route::pipelined,
+                                                         .tiles = T}>;
+template <C c, int T, int A = 4, int N = 8>
+constexpr ratio piped_beta = beta_cost(piped<c, T, A, N>, mesh(N, 1e9));
+
+// All-gather and reduce-scatter: n = T*H tile chunks + a direct piece of 1 chunk (all-gather's
+// step 1 / reduce-scatter's step T+1, whose relay links carry one chunk) + T direct pieces of
+// A-1 = 3 chunks, so n = (4T + 1 + 3T)c = (7T+1)c; each step costs 3c but that one, c, so the
+// cost is (3T+1)c = (3T+1)n/(7T+1):
+//   T=2: n = 15c, 7c  = 7n/15    (target 3n/7 x 3/2 = 9n/14)
+//   T=4: n = 29c, 13c = 13n/29   (target 3n/7 x 5/4 = 15n/28)
+//   T=8: n = 57c, 25c = 25n/57   (target 3n/7 x 9/8 = 27n/56)
+static_assert(piped_beta<C::all_gather, 2> == ratio{7, 15});
+static_assert(piped_beta<C::all_gather, 4> == ratio{13, 29});
+static_assert(piped_beta<C::all_gather, 8> == ratio{25, 57});
+static_assert(piped_beta<C::reduce_scatter, 2> == ratio{7, 15});
+static_assert(piped_beta<C::reduce_scatter, 4> == ratio{13, 29});
+static_assert(piped_beta<C::reduce_scatter, 8> == ratio{25, 57});
+static_assert(ratio{13, 29} < ratio{15, 28} && ratio{25, 57} < ratio{27, 56});
+static_assert(ratio{7, 15} < ratio{9, 14} && ratio{25, 57} > ratio{3, 7});  // above the bound
+// Reduce-scatter, bf16 with fp32 partials: a partial of c costs 2c on the return hop, under the
+// 3c of steps 2..T but c more than the direct piece in step T+1: (3T+2)c, 14n/29 at T=4.
+static_assert(beta_cost(piped<C::reduce_scatter, 4>, mi300x, dtype::bfloat16) == ratio{14, 29});
+static_assert(beta_cost(piped<C::reduce_scatter, 2>, mi300x, dtype::bfloat16) == ratio{8, 15});
+static_assert(beta_cost(piped<C::reduce_scatter, 8>, mi300x, dtype::bfloat16) == ratio{26, 57});
+// Ceiling against direct's n: 29/13 = 2.23x at T=4.
+static_assert(ceiling(piped<C::all_gather, 4>, mi300x) == ratio{29, 13});
+
+// All-to-all: every segment has T*H tile chunks and T+1 direct pieces of 3 chunks, and every
+// step costs 3c (step 1's scatter and step T+1's forward carry 3c too): n = (4T + 3T + 3)c =
+// (7T+3)c, cost 3(T+1)c:
+//   T=2: 9n/17, T=4: 15n/31, T=8: 27n/59 (targets 9n/14, 15n/28, 27n/56).
+static_assert(piped_beta<C::all_to_all, 2> == ratio{9, 17});
+static_assert(piped_beta<C::all_to_all, 4> == ratio{15, 31});
+static_assert(piped_beta<C::all_to_all, 8> == ratio{27, 59});
+
+// Allreduce, helper-reduce then broadcast, pipelined: T tiles of H chunks of 2c, T direct blocks
+// of A pieces of c, and two exchange pieces of c, so n = (8T + 4T + 2)c = (12T+2)c; every step
+// costs 2c on every active link: 2(T+1)c = (T+1)n/(6T+1):
+//   T=2: n = 26c, 6c = 3n/13    (target n/6 x 3/2 = n/4)
+//   T=4: n = 50c, 10c = n/5     (target n/6 x 5/4 = 5n/24)
+//   T=8: n = 98c, 18c = 9n/49   (target n/6 x 9/8 = 3n/16)
+static_assert(piped_beta<C::allreduce, 2> == ratio{3, 13});
+static_assert(piped_beta<C::allreduce, 4> == ratio{1, 5});
+static_assert(piped_beta<C::allreduce, 8> == ratio{9, 49});
+static_assert(ratio{3, 13} < ratio{1, 4} && ratio{1, 5} < ratio{5, 24} &&
+              ratio{9, 49} < ratio{3, 16});
+// No partial sums: its bf16 cost is its element cost; ceiling against direct's n/2: 5/2 at T=4.
+static_assert(beta_cost(piped<C::allreduce, 4>, mi300x, dtype::bfloat16) == ratio{1, 5});
+static_assert(ceiling(piped<C::allreduce, 4>, mi300x) == ratio{5, 2});
+
+// A=8 on N=16 (H = 8), depth 4: all-gather n = (15T+1)c, cost (7T+1)c = 29n/61 (bound 7n/15);
+// all-to-all n = (15T+7)c, cost 7(T+1)c = 35n/67; allreduce n = (16T+8T+2)c = 98c, cost 10c =
+// 5n/49 (limit n/(N - A/2) = n/12).
+static_assert(piped_beta<C::all_gather, 4, 8, 16> == ratio{29, 61});
+static_assert(piped_beta<C::reduce_scatter, 4, 8, 16> == ratio{29, 61});
+static_assert(piped_beta<C::all_to_all, 4, 8, 16> == ratio{35, 67});
+static_assert(piped_beta<C::allreduce, 4, 8, 16> == ratio{5, 49});
+}  // namespace

@@ -17,7 +17,7 @@ enum class mode : unsigned char { fused, single };
 // relay:  the link-balanced helper schedules (the default, and the reason relay exists).
 // direct: what NCCL/RCCL do over the active-to-active links only; the baseline of every ceiling.
 // legacy: the spec's original three-step A=2 schedule (numChunks = H+1), kept as a reference.
-// pipelined: single-group A=2 relay cut into T tiles, T+1 steps; tends to the n/(N-1) bound.
+// pipelined: single-group relay cut into T tiles, T+1 steps; tends to the single-group bound.
 // automatic: no schedule of its own. A call (make_plan, the collective calls) takes the route,
 //            and for a pipeline the depth, that the cost model predicts fastest at its count
 //            (choose_schedule in cost/route.hpp).

@@ -30,25 +30,27 @@ RELAY_CONSTEXPR_SCHEDULE double predicted_seconds(const schedule_spec& s, const 
 }
 
 // relay or direct, whichever `predicted_seconds` says is faster; direct on a tie (it is the
-// simpler path). `s.route` is ignored; `s.permille` shapes the relay candidate.
+// simpler path). `s.route` and `s.tiles` are ignored; `s.permille` shapes the relay candidate.
 RELAY_CONSTEXPR_SCHEDULE route choose_route(schedule_spec s, const topology& t, std::int64_t n,
                                             int element_size, const element_widths& w = {}) {
   schedule_spec relay_spec = s, direct_spec = s;
   relay_spec.route = route::relay;
+  relay_spec.tiles = 0;  // a pipelined spec's depth is no relay's
   direct_spec.route = route::direct;
   direct_spec.permille = 0;
+  direct_spec.tiles = 0;
   return predicted_seconds(relay_spec, t, n, element_size, w) <
                  predicted_seconds(direct_spec, t, n, element_size, w)
              ? route::relay
              : route::direct;
 }
 
-// The pipeline depths choose_schedule considers for a single group of A=2.
+// The pipeline depths choose_schedule considers for a single group.
 inline constexpr std::array<int, 5> pipeline_depths{2, 4, 8, 16, 32};
 
 // The spec the model predicts fastest for `s`'s collective, A, N and mode: direct, relay, and,
-// for a single group of A=2, the pipelined route at each of pipeline_depths (each tile adds a
-// step, so deeper pipelines pay only for larger messages). Ties keep the earlier candidate in
+// for a single group (any A < N), the pipelined route at each of pipeline_depths (each tile adds
+// a step, so deeper pipelines pay only for larger messages). Ties keep the earlier candidate in
 // that order. `s.route` and `s.tiles` are ignored; `s.permille` shapes the relay candidate.
 RELAY_CONSTEXPR_SCHEDULE schedule_spec choose_schedule(schedule_spec s, const topology& t,
                                                        std::int64_t n, int element_size,
@@ -58,7 +60,7 @@ RELAY_CONSTEXPR_SCHEDULE schedule_spec choose_schedule(schedule_spec s, const to
   best.tiles = 0;
   if (best.route == route::direct) best.permille = 0;
   double best_seconds = predicted_seconds(best, t, n, element_size, w);
-  if (s.active != 2 || s.mode != mode::single) return best;
+  if (s.mode != mode::single) return best;
   for (int depth : pipeline_depths) {
     schedule_spec p = s;
     p.route = route::pipelined;

@@ -69,7 +69,7 @@ inline plan_request request_of(const plan& p) {
 // `r` with route::automatic made concrete: the spec choose_schedule predicts fastest on
 // r.machine (mi300x where null) at the largest of the counts (the group that finishes last),
 // with r's element and partial-sum widths. That is direct or relay (relay with r.permille, for
-// an allreduce), and for a single group of A=2 also the pipelined route at its best depth; A = N
+// an allreduce), and for a single group also the pipelined route at its best depth; A = N
 // is direct, the only route there. A request the relay route refuses (A not a power of two, a
 // permille outside an allreduce, ...) keeps route relay, so make_plan names the problem. Any
 // other route: `r` as it is.

@@ -18,6 +18,7 @@
 #include "relay/schedule/direct.hpp"
 #include "relay/schedule/legacy.hpp"
 #include "relay/schedule/pipelined.hpp"
+#include "relay/schedule/pipelined_group.hpp"
 #include "relay/schedule/reduce_scatter.hpp"
 
 namespace relay {
@@ -47,9 +48,9 @@ constexpr const char* spec_error(const schedule_spec& s) {
     return "an offload permille applies to the allreduce relay route only";
   if (s.permille < 0 || s.permille >= 1000) return "the offload permille must be in 1..999";
   if (s.route == route::pipelined) {
-    if (s.active != 2 || s.mode != mode::single)
-      return "the pipelined schedule exists for single-group A=2 only (fused links are already "
-             "busy both ways)";
+    if (s.mode != mode::single)
+      return "the pipelined schedule exists for single groups only (fused links are already busy "
+             "both ways)";
     if (s.tiles < 2 || s.tiles > 64) return "the pipelined schedule needs 2..64 tiles";
   } else if (s.tiles != 0) {
     return "a tile count applies to the pipelined route only";
@@ -63,7 +64,8 @@ template <class Sink>
 constexpr schedule_header generate(const schedule_spec& s, Sink& sink) {
   if (s.route == route::direct) return direct_baseline(s, sink);
   if (s.route == route::legacy) return legacy_three_step(s, sink);
-  if (s.route == route::pipelined) return pipelined_pair(s, sink);
+  if (s.route == route::pipelined)
+    return s.active == 2 ? pipelined_pair(s, sink) : pipelined_group(s, sink);
   switch (s.coll) {
     case collective::allreduce: return allreduce_relay(s, sink);
     case collective::reduce_scatter: return reduce_scatter_relay(s, sink);
@@ -124,8 +126,8 @@ consteval auto make_schedule() {
                 "relay: an offload permille applies to the allreduce relay route only");
   static_assert(S.permille >= 0 && S.permille < 1000,
                 "relay: the offload permille must be in 1..999");
-  static_assert(S.route != route::pipelined || (S.active == 2 && S.mode == mode::single),
-                "relay: the pipelined schedule exists for single-group A=2 only");
+  static_assert(S.route != route::pipelined || S.mode == mode::single,
+                "relay: the pipelined schedule exists for single groups only");
   static_assert(S.route != route::pipelined || (S.tiles >= 2 && S.tiles <= 64),
                 "relay: the pipelined schedule needs 2..64 tiles");
   static_assert(S.route == route::pipelined || S.tiles == 0,

@@ -54,6 +54,19 @@ TEST_CASE("every schedule passes every check", "[check]") {
         INFO(describe(s, f) << " tiles " << tiles);
         CHECK(f.ok());
       }
+  // Pipelined groups of A >= 4: every N from one helper up, A=8 beside 1 and 8 helpers.
+  int piped = 0;
+  for (collective c : all_collectives)
+    for (auto [A, N] : {std::pair{4, 5}, {4, 6}, {4, 7}, {4, 8}, {4, 12}, {4, 16}, {8, 9}, {8, 16}})
+      for (int tiles : {2, 3, 5, 16}) {
+        if (A == 8 && tiles == 16) continue;  // the largest: covered at 5
+        const schedule_spec s{c, A, N, mode::single, route::pipelined, 0, tiles};
+        const check_failure f = verify(*build_schedule(s));
+        INFO(describe(s, f) << " tiles " << tiles);
+        CHECK(f.ok());
+        ++piped;
+      }
+  CHECK(piped == 4 * (6 * 4 + 2 * 3));
   for (int permille : {250, 500, 780, 900}) {
     const schedule_spec s{collective::allreduce, 4, 8, mode::fused, route::relay, permille};
     const check_failure f = verify(*build_schedule(s));
@@ -222,7 +235,8 @@ TEST_CASE("the structure check keeps partial sums out of the element type", "[ch
   CHECK(std::string(f4.what) == "an operand reaches past the declared partial size");
 }
 
-TEST_CASE("only the reduce-scatter relay route with A >= 4 has partial sums", "[check]") {
+TEST_CASE("only reduce-scatter's relay and pipelined routes with A >= 4 have partial sums",
+          "[check]") {
   // Every other schedule reduces final values only: nothing else can round twice.
   for (collective c : all_collectives)
     for (int A : {2, 4, 8})
@@ -235,7 +249,8 @@ TEST_CASE("only the reduce-scatter relay route with A >= 4 has partial sums", "[
             int partial_writes = 0;
             for (const operation& op : x.ops)
               partial_writes += op.dst.buf == buffer::partial ? 1 : 0;
-            const bool expected = c == collective::reduce_scatter && r == route::relay && A >= 4;
+            const bool expected = c == collective::reduce_scatter &&
+                                  (r == route::relay || r == route::pipelined) && A >= 4;
             INFO(describe(s, {}));
             CHECK((partial_writes > 0) == expected);
             CHECK((x.header.helper_partial == affine{}) == !expected);

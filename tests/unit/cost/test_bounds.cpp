@@ -84,3 +84,33 @@ TEST_CASE("single-group schedules without pipelining stay above the bound", "[co
   CHECK(allreduce_cost == ratio{1, 4});
   CHECK(*beta_lower_bound(collective::allreduce, 4, 8, mode::single) < allreduce_cost);
 }
+
+TEST_CASE("pipelined single groups come within (T+1)/T of their bounds", "[cost][bounds]") {
+  // All-gather, reduce-scatter, all-to-all: bound (A-1)n/(N-1) for every A < N; above it at
+  // every depth (the first step's helper-to-active links and the last step's active-to-helper
+  // links idle), within (T+1)/T of it.
+  int checked = 0;
+  for (collective c : {collective::all_gather, collective::reduce_scatter, collective::all_to_all})
+    for (auto [A, N] : {std::pair{4, 5}, {4, 6}, {4, 8}, {4, 16}, {8, 9}, {8, 16}})
+      for (int T : {2, 4, 8}) {
+        const ratio beta = beta_cost(
+            *build_schedule({c, A, N, mode::single, route::pipelined, 0, T}), mesh(N, 1e9));
+        const ratio bound = *beta_lower_bound(c, A, N, mode::single);
+        INFO(name(c) << " A=" << A << " N=" << N << " T=" << T);
+        CHECK(bound == ratio{A - 1, N - 1});
+        CHECK(beta > bound);
+        CHECK(beta <= bound * ratio{T + 1, T});
+        ++checked;
+      }
+  CHECK(checked == 54);
+  // Allreduce A=4 N=8: within (T+1)/T of n/6 (helper-reduce), above the cut bound n/7.
+  for (int T : {2, 4, 8, 16, 32}) {
+    const ratio beta = beta_cost(
+        *build_schedule({collective::allreduce, 4, 8, mode::single, route::pipelined, 0, T}),
+        mi300x);
+    INFO("T=" << T);
+    CHECK(beta < ratio{1, 6} * ratio{T + 1, T});
+    CHECK(beta > ratio{1, 6});
+    CHECK(beta > *beta_lower_bound(collective::allreduce, 4, 8, mode::single));
+  }
+}

@@ -85,3 +85,58 @@ TEST_CASE("choose_route prices fp32 partial sums at their width", "[cost][route]
   CHECK(predicted_seconds(s, mi300x, 3'840'000, 2, narrow) == Approx(100e-6));
   CHECK(choose_schedule(s, mi300x, 560'000, 2, wide).route == route::direct);
 }
+
+TEST_CASE("choose_schedule pipelines a single group of A=4 by size", "[cost][route]") {
+  // MI300X (48 GB/s a link, 10 us a step), bf16, X = 2n bytes, u = X/B. All-gather, one group of
+  // 4 on 8 GPUs (schedules.md): direct 10 us + u; relay 20 us + u/2; pipelined T:
+  // 10(T+1) us + (3T+1)/(7T+1) u (7/15, 13/29, 25/57, 49/113, 97/225 for T = 2..32).
+  // Crossovers by hand: direct/relay u = 20 us (X = 0.96 MB); relay/T=2 10 = u/30, u = 300 us
+  // (14.4 MB); T=2/T=4 20 = 8u/435 (52.2 MB); T=4/T=8 40 = 16u/1653 (198.4 MB); T=8/T=16
+  // 80 = 32u/6441 (772.9 MB); T=16/T=32 160 = 64u/25425 (3.05 GB).
+  const schedule_spec ag{collective::all_gather, 4, 8, mode::single};
+  auto pick = [](const schedule_spec& s, std::int64_t bytes) {
+    return choose_schedule(s, mi300x, bytes / 2, 2);
+  };
+  CHECK(pick(ag, 512'000).route == route::direct);
+  CHECK(pick(ag, 4'000'000).route == route::relay);
+  for (auto [bytes, tiles] : {std::pair<std::int64_t, int>{32'000'000, 2},
+                              {128'000'000, 4},
+                              {512'000'000, 8},
+                              {1'500'000'000, 16},
+                              {4'000'000'000, 32}}) {
+    INFO(bytes << " bytes");
+    CHECK(pick(ag, bytes).route == route::pipelined);
+    CHECK(pick(ag, bytes).tiles == tiles);
+  }
+  // Allreduce: direct (reduce-scatter + all-gather) 20 us + u/2 never beats relay 20 us + u/4;
+  // pipelined T: 10(T+1) us + (T+1)/(6T+1) u (3/13, 1/5, 9/49, 17/97 for T = 2..16).
+  // Crossovers: relay/T=2 10 = u/52, u = 520 us (24.96 MB); T=2/T=4 20 = 2u/65 (31.2 MB);
+  // T=4/T=8 40 = 4u/245 (117.6 MB); T=8/T=16 80 = 40u/4753 (456.3 MB).
+  const schedule_spec ar{collective::allreduce, 4, 8, mode::single};
+  CHECK(pick(ar, 16'000'000).route == route::relay);
+  for (auto [bytes, tiles] : {std::pair<std::int64_t, int>{28'000'000, 2},
+                              {64'000'000, 4},
+                              {256'000'000, 8},
+                              {1'000'000'000, 16}}) {
+    INFO(bytes << " bytes");
+    CHECK(pick(ar, bytes).route == route::pipelined);
+    CHECK(pick(ar, bytes).tiles == tiles);
+  }
+  // The predictions themselves: at X = 48 MB (u = 1000 us), T=4 all-gather takes
+  // 50 + 13000/29 us and T=4 allreduce 50 + 1000/5 = 250 us.
+  schedule_spec p = ag;
+  p.route = route::pipelined;
+  p.tiles = 4;
+  CHECK(predicted_seconds(p, mi300x, 24'000'000, 2) == Approx(50e-6 + 13e-3 / 29));
+  p.coll = collective::allreduce;
+  CHECK(predicted_seconds(p, mi300x, 24'000'000, 2) == Approx(250e-6));
+  // A pipelined spec's own depth is ignored (relay-plan asks with the spec it prints): at 2 MB
+  // and 16 MB relay still beats direct and every depth.
+  const schedule_spec asked{collective::allreduce, 4, 8, mode::single, route::pipelined, 0, 4};
+  CHECK(choose_route(asked, mi300x, 1'000'000, 2) == route::relay);
+  CHECK(choose_schedule(asked, mi300x, 8'000'000, 2).route == route::relay);
+  CHECK(choose_schedule(asked, mi300x, 8'000'000, 2).tiles == 0);
+  // Fused groups of 4 never pipeline.
+  const schedule_spec fused{collective::all_gather, 4, 8, mode::fused};
+  CHECK(pick(fused, 4'000'000'000).route == route::relay);
+}

@@ -87,20 +87,21 @@ TEST_CASE("exact sums come out exact on every reducing collective, A and route",
 TEST_CASE("the exact-sum suite fails where partials are rounded to 16 bits (the old code)",
           "[exec][precision][property]") {
   // native_partials stores every partial as the old code did: the suite must fail exactly on
-  // the schedules with partial sums (reduce-scatter on the relay route with A >= 4) and pass on
-  // every other, which never round twice either way.
+  // the schedules with partial sums (reduce-scatter on the relay and pipelined routes with
+  // A >= 4) and pass on every other, which never round twice either way.
   host_executor ex;
   int with_partials = 0;
   for (const testing::property_case& c :
        testing::exact_sum_cases(precision::native_partials, 20261201)) {
-    const bool partials =
-        c.coll == collective::reduce_scatter && c.route == route::relay && c.active >= 4;
+    const bool partials = c.coll == collective::reduce_scatter &&
+                          (c.route == route::relay || c.route == route::pipelined) && c.active >= 4;
     with_partials += partials ? 1 : 0;
     const testing::property_result r = testing::run_case(ex, c);
     INFO(c.describe() << ": " << r.failure);
     CHECK(r.ok == !partials);
   }
-  CHECK(with_partials == 24);  // (A,N) in {(4,8),(4,16),(8,16)} x fused/single x 2 dtypes x 2 ops
+  // (A,N) in {(4,8),(4,16),(8,16)} x 2 dtypes x 2 ops x (relay fused, relay single, pipelined)
+  CHECK(with_partials == 36);
 }
 
 TEST_CASE("16-bit partials stay within the documented bound", "[exec][precision][property]") {

@@ -262,6 +262,16 @@ TEST_CASE("route::automatic takes the model's faster route for the call's count"
   CHECK(p.spec.route == route::pipelined);
   CHECK(p.spec.tiles == 2);
 
+  // A single group of 4 too (issue 16): all-gather bf16 at X = 64 MB is in T=4's range, between
+  // 52.2 MB and 198.4 MB (tests/unit/cost/test_route.cpp works out the crossovers).
+  plan_request ag4 = request(collective::all_gather, 4, 8, mode::single);
+  ag4.route = route::automatic;
+  ag4.type = dtype::bfloat16;
+  ag4.counts = {32'000'000};
+  REQUIRE(make_plan(ag4, p));
+  CHECK(p.spec.route == route::pipelined);
+  CHECK(p.spec.tiles == 4);
+
   // A = N: direct, the only route. A request relay refuses keeps relay's message.
   plan_request whole = request(collective::allreduce, 4, 4, mode::single);
   whole.route = route::automatic;

@@ -111,4 +111,36 @@ TEST_CASE("specs without a schedule are refused with the reason", "[schedule]") 
   CHECK_THAT(error({collective::all_gather, 2, 8, mode::fused, route::relay, 500}),
              Catch::Contains("allreduce relay"));
   CHECK_FALSE(build_schedule({collective::allreduce, 3, 8}).has_value());
+  // Pipelining: any single group (A=2 and, since issue 16, A >= 4), never a fused one.
+  CHECK(error({collective::allreduce, 4, 8, mode::single, route::pipelined, 0, 4}).empty());
+  CHECK(error({collective::all_to_all, 8, 16, mode::single, route::pipelined, 0, 2}).empty());
+  CHECK(error({collective::all_gather, 4, 6, mode::single, route::pipelined, 0, 64}).empty());
+  CHECK_THAT(error({collective::allreduce, 4, 8, mode::fused, route::pipelined, 0, 4}),
+             Catch::Contains("single groups only"));
+  CHECK_THAT(error({collective::allreduce, 4, 8, mode::single, route::pipelined, 0, 1}),
+             Catch::Contains("2..64 tiles"));
+  CHECK_THAT(error({collective::allreduce, 4, 4, mode::single, route::pipelined, 0, 4}),
+             Catch::Contains("at least one helper"));
+}
+
+TEST_CASE("pipelined A=4 all-gather: tiles to the helpers, forwards back, direct pieces",
+          "[schedule][pipelined]") {
+  // N=8, T=4: n = 29c. Step 1: a_0 sends chunk i of tile 0 (c) to each helper and the first
+  // direct piece (c) to each other active (its own input to its output is local); no helper
+  // sends. Step 3: a_0 sends tile 2's chunk to
+  // each helper and a 3c piece to each active; helper 4 forwards chunk 0 of tile 1 of the other
+  // three actives to each active (3 copies of c each).
+  const schedule s =
+      *build_schedule({collective::all_gather, 4, 8, mode::single, route::pipelined, 0, 4});
+  CHECK(s.header.steps == 5);
+  CHECK(s.header.quanta[0].den == 29);
+  const std::int64_t n = 29 * 128, c = 128;
+  CHECK(sends(s, 1, 0, n) == std::vector<std::pair<int, std::int64_t>>{
+                                 {1, c}, {2, c}, {3, c}, {4, c}, {5, c}, {6, c}, {7, c}});
+  CHECK(sends(s, 1, 4, n).empty());
+  CHECK(sends(s, 3, 0, n) ==
+        std::vector<std::pair<int, std::int64_t>>{
+            {1, 3 * c}, {2, 3 * c}, {3, 3 * c}, {4, c}, {5, c}, {6, c}, {7, c}});
+  CHECK(sends(s, 3, 4, n).size() == 12);  // to each of 4 actives, chunk 0 of 3 others
+  CHECK(scratch_elements(s.header, false, n) == 8 * c);  // two tiles of A chunks
 }
