@@ -23,42 +23,15 @@ std::vector<std::vector<int>> call_groups(const call_shape& shape) {
   return groups;
 }
 
-namespace {
-
-// The single-group schedule of group g, its canonical ranks renamed to the physical ones the
-// plan gives them: actives g*A.., then helpers, the remaining ranks in increasing order.
-void append_group(schedule& merged, const schedule& single, int g) {
-  const int A = single.header.spec.active, N = single.header.spec.ranks;
-  std::vector<std::uint8_t> physical;
-  for (int j = 0; j < A; ++j)
-    physical.push_back(static_cast<std::uint8_t>(g * A + j));
-  for (int r = 0; r < N; ++r)
-    if (r < g * A || r >= (g + 1) * A) physical.push_back(static_cast<std::uint8_t>(r));
-  const auto base = static_cast<std::uint32_t>(merged.sources.size());
-  for (operand o : single.sources) {
-    o.rank = physical[o.rank];
-    merged.sources.push_back(o);
-  }
-  for (operation op : single.ops) {
-    op.dst.rank = physical[op.dst.rank];
-    op.first_source += base;
-    merged.ops.push_back(op);
-  }
-}
-
-}  // namespace
-
 double predict_seconds(const call_shape& shape, route r, const topology& t, std::int64_t n,
                        int element_size) {
   const schedule_spec spec = plan_spec(shape, r);
   if (shape.mode != run_mode::parallel) return predicted_seconds(spec, t, n, element_size);
-  const std::optional<schedule> single = build_schedule(spec);
-  if (!single) return std::numeric_limits<double>::infinity();
-  schedule merged;
-  merged.header = single->header;
-  for (int g = 0; g < shape.ranks / shape.active; ++g)
-    append_group(merged, *single, g);
-  return alpha_beta_seconds(merged, t, n, element_size);
+  std::optional<schedule> parallel = build_schedule(spec);
+  if (!parallel) return std::numeric_limits<double>::infinity();
+  // Every group runs the single-group pattern on its own ranks: the pattern with N/A groups.
+  parallel->header.spec.mode = mode::fused;
+  return alpha_beta_seconds(*parallel, t, n, element_size);
 }
 
 route resolve_route(const call_shape& shape, route_choice choice, const topology& t, std::int64_t n,

@@ -42,14 +42,12 @@ std::vector<quantum_info> describe_quanta(const relay::schedule_header& h,
 
 operation_counts count_operations(const relay::schedule& s) {
   operation_counts c;
-  for (const relay::operation& op : s.ops) {
-    ++c.total;
-    if (op.phase == relay::phase::reduce)
-      ++c.reductions;
-    else if (s.view().sources_of(op)[0].rank == op.dst.rank)
-      ++c.local_copies;
-    else
-      ++c.link_transfers;
+  for (const relay::operation& op : s.ops) {  // the pattern, which every group runs
+    int& kind = op.phase == relay::phase::reduce                 ? c.reductions
+                : s.view().sources_of(op)[0].rank == op.dst.rank ? c.local_copies
+                                                                 : c.link_transfers;
+    kind += s.header.spec.groups();
+    c.total += s.header.spec.groups();
   }
   for (int step = 1; step <= s.header.steps; ++step)
     c.max_per_rank.push_back(relay::max_ops_per_rank(s, step));

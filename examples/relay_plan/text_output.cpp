@@ -93,24 +93,27 @@ std::string place(const relay::operand& o, const plan_report& r) {
   return fmt::format("{}[{}]", buffer_name(o.buf), format_affine(o.offset, r.symbols));
 }
 
-std::string describe_operation(const relay::operation& op, const plan_report& r) {
+// One operation of the pattern as group L runs it (its roles named by L's canonical ranks).
+std::string describe_operation(const relay::operation& op, const plan_report& r,
+                               const relay::group_layout& L) {
   const auto sources = r.sched.view().sources_of(op);
   const std::string length = format_factor(op.length, r.symbols);
   const std::string dst = fmt::format("{}[{} .. +{}]", buffer_name(op.dst.buf),
                                       format_affine(op.dst.offset, r.symbols), length);
+  const int dst_rank = L.rank_of(op.dst.rank);
   if (op.phase == relay::phase::transfer) {
     const relay::operand& src = sources[0];
-    return fmt::format("rank {} {}[{} .. +{}] -> rank {} {}{}", src.rank, buffer_name(src.buf),
-                       format_affine(src.offset, r.symbols), length, op.dst.rank, dst,
-                       src.rank == op.dst.rank ? "  (local)" : "");
+    return fmt::format("rank {} {}[{} .. +{}] -> rank {} {}{}", L.rank_of(src.rank),
+                       buffer_name(src.buf), format_affine(src.offset, r.symbols), length, dst_rank,
+                       dst, src.rank == op.dst.rank ? "  (local)" : "");
   }
   std::string sum;
   for (const relay::operand& src : sources) {
     if (!sum.empty()) sum += " + ";
-    if (src.rank != op.dst.rank) sum += fmt::format("rank {} ", src.rank);
+    if (src.rank != op.dst.rank) sum += fmt::format("rank {} ", L.rank_of(src.rank));
     sum += place(src, r);
   }
-  return fmt::format("rank {} {} = {}{}", op.dst.rank, dst, sum, op.finalize ? "  (final)" : "");
+  return fmt::format("rank {} {} = {}{}", dst_rank, dst, sum, op.finalize ? "  (final)" : "");
 }
 
 void steps(out_it out, const plan_report& r) {
@@ -124,31 +127,31 @@ void steps(out_it out, const plan_report& r) {
                                : fmt::format("groups 1-{} run the same pattern on their own ranks",
                                              groups - 1),
                    groups == 2 ? "it" : "them");
-  const auto& ops = r.sched.ops;
+  const auto& ops = r.sched.ops;  // the pattern: every group runs it on its own ranks
   for (std::size_t first = 0; first < ops.size();) {
     std::size_t last = first;
     while (last < ops.size() && ops[last].step == ops[first].step &&
            ops[last].phase == ops[first].phase)
       ++last;
-    const auto in_group0 = std::count_if(ops.begin() + static_cast<std::ptrdiff_t>(first),
-                                         ops.begin() + static_cast<std::ptrdiff_t>(last),
-                                         [](const relay::operation& op) { return op.group == 0; });
+    const std::size_t per_group = last - first;
     const bool transfer = ops[first].phase == relay::phase::transfer;
     fmt::format_to(out, "  step {} {}: {} in group 0, {} in all\n", ops[first].step,
-                   transfer ? "transfers" : "reductions", in_group0, last - first);
+                   transfer ? "transfers" : "reductions", per_group,
+                   per_group * static_cast<std::size_t>(groups));
     int listed = 0, skipped = 0;
-    int shown_group = -1;
-    for (std::size_t i = first; i < last; ++i) {
-      const relay::operation& op = ops[i];
-      if (!every_group && op.group != 0) continue;
-      if (!r.opts.full && listed == listed_per_phase) {
-        ++skipped;
-        continue;
+    for (int g = 0; g < (every_group ? groups : 1); ++g) {
+      const relay::group_layout L{g, s.active, s.ranks};
+      bool named = false;
+      for (std::size_t i = first; i < last; ++i) {
+        if (!r.opts.full && listed == listed_per_phase) {
+          ++skipped;
+          continue;
+        }
+        if (groups > 1 && every_group && !named)
+          fmt::format_to(out, "    group {}\n", g), named = true;
+        fmt::format_to(out, "    {}\n", describe_operation(ops[i], r, L));
+        ++listed;
       }
-      if (groups > 1 && every_group && op.group != shown_group)
-        fmt::format_to(out, "    group {}\n", shown_group = op.group);
-      fmt::format_to(out, "    {}\n", describe_operation(op, r));
-      ++listed;
     }
     if (skipped > 0) fmt::format_to(out, "    ... {} more (--full lists them)\n", skipped);
     first = last;

@@ -1,6 +1,10 @@
 // Whole-schedule properties checked by the compiler: dataflow (every output element gets exactly
 // its contributions), no hazards inside a phase, scratch within its declared size. A failing
 // assertion names the schedule; run relay-plan --verify on it for the reason.
+//
+// Every relay, direct and legacy schedule of A = 2 and 4 at N = 4, 8 and 16 (and A = 8 at N = 16)
+// is verified within the compilers' default budgets (default_budget/); this file, built with a
+// raised budget, holds the rest.
 #include "relay/check/verify.hpp"
 #include "relay/schedule/generate.hpp"
 
@@ -8,19 +12,12 @@ namespace {
 using namespace relay;
 using C = collective;
 
-template <C c, int A, mode m = mode::fused, route r = route::relay>
-constexpr bool verified = verify(schedule_v<c, A, 8, m, r>).ok();
+template <C c, int A, int N, mode m = mode::fused, route r = route::relay>
+constexpr bool verified = verify(schedule_v<c, A, N, m, r>).ok();
 
-static_assert(verified<C::allreduce, 2>);
-static_assert(verified<C::reduce_scatter, 2>);
-static_assert(verified<C::all_gather, 2>);
-static_assert(verified<C::all_to_all, 2>);
-static_assert(verified<C::allreduce, 4>);
-static_assert(verified<C::reduce_scatter, 4>);
-static_assert(verified<C::all_gather, 4>);
-static_assert(verified<C::all_to_all, 4>);
-static_assert(verified<C::allreduce, 2, mode::single, route::legacy>);
-static_assert(verified<C::reduce_scatter, 4, mode::single, route::direct>);
+// About 45M operations in GCC's count, over its default of 33.5M.
+static_assert(verified<C::reduce_scatter, 8, 16>);
+static_assert(verified<C::reduce_scatter, 8, 16, mode::single>);
 }  // namespace
 
 namespace {

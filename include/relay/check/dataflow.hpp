@@ -12,11 +12,8 @@
 // to the wrong place fails.
 #pragma once
 
-#include <algorithm>
-#include <utility>
-#include <vector>
-
 #include "relay/check/memory_model.hpp"
+#include "relay/core/flat_stack.hpp"
 
 namespace relay::detail {
 
@@ -28,12 +25,6 @@ struct content {
 
   static constexpr content of_ranks(std::uint64_t ranks, std::int64_t shift, bool finalized) {
     return {ranks, shift, static_cast<std::uint8_t>(finalized ? 1 : 0), false};
-  }
-  // The same values seen from `delta` elements further along.
-  constexpr content moved(std::int64_t delta) const {
-    content c = *this;
-    c.shift -= delta;
-    return c;
   }
   friend constexpr bool operator==(const content& a, const content& b) {
     if (a.garbage || b.garbage) return a.garbage == b.garbage;
@@ -52,70 +43,85 @@ struct segment {
 
 // Interval maps, one per memory space; gaps are garbage.
 //
-// Compile-time checks pay for every allocation and every element a vector moves, so reads append
-// to a caller's buffer and writes rebuild only the overlapped stretch through a buffer kept
-// across calls (one evaluation of a fused schedule makes thousands of each).
+// Reads append to a caller's list and writes rebuild only the overlapped stretch, through lists
+// kept across calls: one evaluation of a fused schedule makes thousands of each, inside the
+// compiler, which prices every statement (flat_stack.hpp).
 class interval_memory {
  public:
-  constexpr explicit interval_memory(int spaces) : spaces_(static_cast<std::size_t>(spaces)) {}
+  constexpr explicit interval_memory(int spaces)
+      : spaces_(new flat_stack<segment>[static_cast<std::size_t>(spaces)]) {}
+  constexpr interval_memory(const interval_memory&) = delete;
+  constexpr interval_memory& operator=(const interval_memory&) = delete;
+  constexpr ~interval_memory() { delete[] spaces_; }
 
   // Appends [lo, hi) of `space` to `out`, segment by segment; gaps come out as garbage.
-  constexpr void read(int space, std::int64_t lo, std::int64_t hi,
-                      std::vector<segment>& out) const {
+  constexpr void read(int space, std::int64_t lo, std::int64_t hi, flat_stack<segment>& out) const {
     std::int64_t at = lo;
-    const auto& v = spaces_[static_cast<std::size_t>(space)];
-    for (std::size_t i = first_ending_after(v, lo); i < v.size(); ++i) {
-      const segment& s = v[i];
+    const flat_stack<segment>& v = spaces_[space];
+    const segment* const seg = v.data();
+    for (std::size_t i = first_ending_after(seg, v.size(), lo); i < v.size(); ++i) {
+      const segment& s = seg[i];
       if (s.lo >= hi) break;
-      if (s.lo > at) out.push_back({at, s.lo, content{}});
-      out.push_back({std::max(at, s.lo), std::min(hi, s.hi), s.value});
-      at = std::min(hi, s.hi);
+      if (s.lo > at) out.push({at, s.lo, content{}});
+      const std::int64_t end = hi < s.hi ? hi : s.hi;  // (no std::min: a call per use)
+      out.push({at > s.lo ? at : s.lo, end, s.value});
+      at = end;
     }
-    if (at < hi) out.push_back({at, hi, content{}});
+    if (at < hi) out.push({at, hi, content{}});
   }
 
   // `pieces` [first, last) are contiguous and sorted; they replace whatever was there.
   constexpr void write(int space, const segment* first_piece, const segment* last_piece) {
     if (first_piece == last_piece) return;
     const std::int64_t lo = first_piece->lo, hi = (last_piece - 1)->hi;
-    auto& v = spaces_[static_cast<std::size_t>(space)];
-    std::size_t first = first_ending_after(v, lo);
+    flat_stack<segment>& v = spaces_[space];
+    const segment* const seg = v.data();
+    const std::size_t size = v.size();
+    const std::size_t first = first_ending_after(seg, size, lo);
     std::size_t last = first;
-    while (last < v.size() && v[last].lo < hi)
+    while (last < size && seg[last].lo < hi)
       ++last;
+    // The new stretch: the pieces, the cut ends and the neighbours, merged where equal.
     mid_.clear();
-    auto push = [&](segment s) {
+    auto push = [&](const segment& s) {
       if (s.lo >= s.hi) return;
       if (!mid_.empty() && mid_.back().hi == s.lo && mid_.back().value == s.value)
         mid_.back().hi = s.hi;  // the same values at adjacent positions: one interval
       else
-        mid_.push_back(s);
+        mid_.push(s);
     };
-    if (first > 0) push(v[first - 1]);  // merge with the left neighbour where possible
-    if (first < last && v[first].lo < lo) push({v[first].lo, lo, v[first].value});
+    if (first > 0) push(seg[first - 1]);  // merge with the left neighbour where possible
+    if (first < last && seg[first].lo < lo) push({seg[first].lo, lo, seg[first].value});
     for (const segment* p = first_piece; p != last_piece; ++p)
       push(*p);
-    if (first < last && v[last - 1].hi > hi) push({hi, v[last - 1].hi, v[last - 1].value});
-    if (last < v.size()) push(v[last]);  // and with the right one
-    // Replace v[from, to) by mid_, overwriting in place and moving the tail only when the
-    // counts differ.
+    if (first < last && seg[last - 1].hi > hi) push({hi, seg[last - 1].hi, seg[last - 1].value});
+    if (last < size) push(seg[last]);  // and with the right one
+    // Replace v[from, to) by the stretch, moving the tail when the counts differ.
     const std::size_t from = first > 0 ? first - 1 : first;
-    const std::size_t to = last < v.size() ? last + 1 : last;
-    const std::size_t old_size = to - from, common = std::min(old_size, mid_.size());
-    for (std::size_t i = 0; i < common; ++i)
-      v[from + i] = mid_[i];
-    if (mid_.size() < old_size)
-      v.erase(v.begin() + static_cast<std::ptrdiff_t>(from + common),
-              v.begin() + static_cast<std::ptrdiff_t>(to));
-    else if (mid_.size() > old_size)
-      v.insert(v.begin() + static_cast<std::ptrdiff_t>(to),
-               mid_.begin() + static_cast<std::ptrdiff_t>(common), mid_.end());
+    const std::size_t to = last < size ? last + 1 : last;
+    const std::size_t old_size = to - from, count = mid_.size();
+    if (count > old_size) {
+      v.extend(count - old_size);
+      segment* const d = v.data();
+      for (std::size_t i = v.size(); i-- > from + count;)
+        d[i] = d[i - (count - old_size)];
+    } else if (count < old_size) {
+      segment* const d = v.data();
+      for (std::size_t i = from + count; i + (old_size - count) < size; ++i)
+        d[i] = d[i + (old_size - count)];
+      v.pop(old_size - count);
+    }
+    segment* const out = v.data() + from;
+    const segment* const in = mid_.data();
+    for (std::size_t i = 0; i < count; ++i)
+      out[i] = in[i];
   }
 
  private:
   // The index of the first segment that ends after `at` (segments are sorted and disjoint).
-  static constexpr std::size_t first_ending_after(const std::vector<segment>& v, std::int64_t at) {
-    std::size_t lo = 0, hi = v.size();
+  static constexpr std::size_t first_ending_after(const segment* v, std::size_t size,
+                                                  std::int64_t at) {
+    std::size_t lo = 0, hi = size;
     while (lo < hi) {
       const std::size_t mid = (lo + hi) / 2;
       if (v[mid].hi <= at)
@@ -126,25 +132,31 @@ class interval_memory {
     return lo;
   }
 
-  std::vector<std::vector<segment>> spaces_;
-  std::vector<segment> mid_;
+  flat_stack<segment>* spaces_;
+  flat_stack<segment> mid_;
 };
 
 // The sources of one reduction, source k being sources[bounds[k], bounds[k + 1]), each covering
 // the same stretch of the destination piece by piece: appends to `out` each output interval with
 // the union of the ranks its sources hold there, cutting wherever any source's piece ends. Sets
-// `error` where they cannot be summed into a right answer. `cursor` is scratch.
-constexpr void combine(const std::vector<segment>& sources, const std::vector<std::size_t>& bounds,
-                       bool finalize, const char*& error, std::vector<segment>& out,
-                       std::vector<std::size_t>& cursor) {
-  const std::size_t k_count = bounds.size() - 1;
-  cursor.assign(bounds.begin(), bounds.end() - 1);
+// `error` where they cannot be summed into a right answer. `cursors` is scratch.
+constexpr void combine(const flat_stack<segment>& source_list,
+                       const flat_stack<std::size_t>& bound_list, bool finalize, const char*& error,
+                       flat_stack<segment>& out, flat_stack<std::size_t>& cursors) {
+  const segment* const sources = source_list.data();
+  const std::size_t* const bounds = bound_list.data();
+  const std::size_t k_count = bound_list.size() - 1;
+  cursors.clear();
+  cursors.extend(k_count);
+  std::size_t* const cursor = cursors.data();
+  for (std::size_t k = 0; k < k_count; ++k)
+    cursor[k] = bounds[k];
   std::int64_t at = sources[bounds[0]].lo;
   while (cursor[0] < bounds[1]) {
     segment piece{at, 0, content::of_ranks(0, 0, finalize)};
     piece.hi = sources[cursor[0]].hi;
     for (std::size_t k = 1; k < k_count; ++k)
-      piece.hi = std::min(piece.hi, sources[cursor[k]].hi);
+      if (sources[cursor[k]].hi < piece.hi) piece.hi = sources[cursor[k]].hi;
     for (std::size_t k = 0; k < k_count; ++k) {
       const content& v = sources[cursor[k]].value;
       if (v.finalized)
@@ -158,13 +170,13 @@ constexpr void combine(const std::vector<segment>& sources, const std::vector<st
       piece.value.shift = v.shift;
       if (sources[cursor[k]].hi == piece.hi) ++cursor[k];
     }
-    out.push_back(piece);
+    out.push(piece);
     at = piece.hi;
   }
 }
 
 // The whole check on one concrete program (see check_dataflow_at below).
-constexpr check_failure check_dataflow_of(const schedule_header& header, const concrete_program& p,
+constexpr check_failure check_dataflow_of(const schedule_header& header, const concrete_view& p,
                                           std::span<const std::int64_t> counts, bool in_place,
                                           std::int64_t alignment) {
   const schedule_spec& spec = header.spec;
@@ -190,24 +202,27 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
     m.write(mem.user_space(r), &whole, &whole + 1);
   }
 
-  // Buffers reused by every phase and operation (see interval_memory).
+  // Lists reused by every phase and operation.
   struct staged_write {
-    int space;
-    std::size_t first, last;  // in `staged`
+    int space = 0;
+    std::size_t first = 0, last = 0;  // in `staged`
   };
-  std::vector<segment> staged, source_pieces, found;
-  std::vector<staged_write> writes;
-  std::vector<std::size_t> bounds, cursor;
-  for (std::size_t first = 0; first < p.ops.size();) {
+  flat_stack<segment> staged, source_pieces, found;
+  flat_stack<staged_write> writes;
+  flat_stack<std::size_t> bounds, cursors;
+  const concrete_op* const ops = p.ops.data();
+  const concrete_operand* const all_sources = p.sources.data();
+  const std::size_t op_count = p.ops.size();
+  for (std::size_t first = 0; first < op_count;) {
     std::size_t last = first;
-    while (last < p.ops.size() && p.ops[last].step == p.ops[first].step &&
-           p.ops[last].phase == p.ops[first].phase)
+    while (last < op_count && ops[last].step == ops[first].step &&
+           ops[last].phase == ops[first].phase)
       ++last;
     // Every operation of a phase reads before any of them writes: they run concurrently.
     staged.clear();
     writes.clear();
     for (std::size_t i = first; i < last; ++i) {
-      const concrete_op& op = p.ops[i];
+      const concrete_op& op = ops[i];
       const placement dst = mem.place(op.dst, op.group);
       if (dst.space < 0)
         return failed("an operation writes the input or output of a rank outside its group",
@@ -215,11 +230,13 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
       const std::int64_t at = dst.base + op.dst.offset;
       // A copy's source lands straight in `staged`; a reduction's sources go to source_pieces.
       const bool copy = op.phase == phase::transfer;
-      std::vector<segment>& into = copy ? staged : source_pieces;
+      flat_stack<segment>& into = copy ? staged : source_pieces;
       const std::size_t staged_from = staged.size();
       source_pieces.clear();
-      bounds.assign(1, 0);
-      for (const concrete_operand& src : p.sources_of(op)) {
+      bounds.clear();
+      bounds.push(0);
+      for (std::size_t k = 0; k < op.source_count; ++k) {
+        const concrete_operand& src = all_sources[op.first_source + k];
         const placement from = mem.place(src, op.group);
         if (from.space < 0)
           return failed("an operation reads the input or output of a rank outside its group",
@@ -227,24 +244,28 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
         const std::int64_t delta = at - (from.base + src.offset);
         const std::size_t read_from = into.size();
         m.read(from.space, from.base + src.offset, from.base + src.offset + op.length, into);
+        segment* const read = into.data();
         for (std::size_t j = read_from; j < into.size(); ++j) {
-          segment& piece = into[j];
+          segment& piece = read[j];
           if (piece.value.garbage)
             return failed("an operation reads memory that nothing has written", op.group, src.rank,
                           op.step, piece.lo);
-          piece = {piece.lo + delta, piece.hi + delta, piece.value.moved(delta)};
+          piece.lo += delta;
+          piece.hi += delta;
+          piece.value.shift -= delta;  // the same values seen from `delta` further along
         }
-        bounds.push_back(into.size());
+        bounds.push(into.size());
       }
       if (!copy) {
         const char* error = nullptr;
-        combine(source_pieces, bounds, op.finalize, error, staged, cursor);
+        combine(source_pieces, bounds, op.finalize, error, staged, cursors);
         if (error != nullptr) return failed(error, op.group, op.dst.rank, op.step, at);
       }
-      writes.push_back({dst.space, staged_from, staged.size()});
+      writes.push({dst.space, staged_from, staged.size()});
     }
-    for (const staged_write& w : writes)
-      m.write(w.space, staged.data() + w.first, staged.data() + w.last);
+    const staged_write* const w = writes.data();
+    for (std::size_t k = 0; k < writes.size(); ++k)
+      m.write(w[k].space, staged.data() + w[k].first, staged.data() + w[k].last);
     first = last;
   }
 
@@ -269,19 +290,23 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
       const std::int64_t lo = out_base + slot * n;
       found.clear();
       m.read(mem.user_space(r), lo, lo + n, found);
-      for (const segment& piece : found)
+      for (std::size_t j = 0; j < found.size(); ++j) {
+        const segment& piece = found.data()[j];
         if (!(piece.value == want))
           return failed(piece.value.garbage ? "an output element is never written"
                                             : "an output element holds the wrong contributions",
                         g, r, -1, piece.lo - out_base);
+      }
     }
     if (!in_place && mem.input_extent(g) > 0) {
       const std::int64_t b = mem.input_base(r);
       found.clear();
       m.read(mem.user_space(r), b, b + mem.input_extent(g), found);
-      for (const segment& piece : found)
+      for (std::size_t j = 0; j < found.size(); ++j) {
+        const segment& piece = found.data()[j];
         if (!(piece.value == content::of_ranks(rank_bit(r), -b, false)))
           return failed("an out-of-place input was modified", g, r, -1, piece.lo - b);
+      }
     }
   }
   return fail;
@@ -295,8 +320,8 @@ namespace relay {
 constexpr check_failure check_dataflow_at(const schedule_view& s,
                                           std::span<const std::int64_t> counts, bool in_place,
                                           std::int64_t alignment = default_alignment) {
-  return detail::check_dataflow_of(*s.header, evaluate(s, counts, alignment), counts, in_place,
-                                   alignment);
+  return detail::check_dataflow_of(*s.header, evaluate(s, counts, alignment).view(), counts,
+                                   in_place, alignment);
 }
 
 }  // namespace relay

@@ -1,11 +1,12 @@
 // Where a concrete operand lives, for the checks: every rank has one "user" memory space holding
 // its input and output (overlapping when the collective runs in place, exactly as NCCL lays them
-// out), one scratch space per group and one partial space per group. The checks count elements;
+// out), one scratch space per group and one partial space per group. The model holds as many
+// groups as it is given counts: one for a schedule's pattern (check/verify.hpp), where ranks
+// A .. N-1 are helpers with no user space, or every group of a plan. The checks count elements;
 // that a partial element is wider (make_plan lays it out) changes no check, because no operand
 // ever spans two spaces and copies keep a partial a partial (check/hazards.hpp).
 #pragma once
 
-#include <array>
 #include <cstdint>
 
 #include "relay/schedule/evaluate.hpp"
@@ -30,70 +31,61 @@ struct placement {
   std::int64_t base = 0, extent = 0;
 };
 
+// Per-group and per-rank tables are plain arrays: the checks place every operand of every
+// operation, and compilers price constant evaluation by the statements run (an std::array or
+// std::span subscript is a call with an assertion in it).
 class memory_model {
  public:
   constexpr memory_model(const schedule_header& h, std::span<const std::int64_t> counts,
                          bool in_place, std::int64_t alignment)
-      : spec_(h.spec), counts_(counts), in_place_(in_place) {
-    // Everything place() needs, once: the checks place every operand of every operation.
-    for (int g = 0; g < spec_.groups(); ++g) {
-      const auto i = static_cast<std::size_t>(g);
-      active_scratch_[i] = scratch_elements(h, true, count(g), alignment);
-      helper_scratch_[i] = scratch_elements(h, false, count(g), alignment);
-      active_partial_[i] = partial_elements(h, true, count(g), alignment);
-      helper_partial_[i] = partial_elements(h, false, count(g), alignment);
-      input_extent_[i] = input_elements(spec_.coll, spec_.active, count(g));
-      output_extent_[i] = output_elements(spec_.coll, spec_.active, count(g));
+      : spec_(h.spec), groups_(static_cast<int>(counts.size())), in_place_(in_place) {
+    for (int g = 0; g < groups_; ++g) {
+      const std::int64_t n = counts_[g] = counts.data()[g];
+      active_scratch_[g] = scratch_elements(h, true, n, alignment);
+      helper_scratch_[g] = scratch_elements(h, false, n, alignment);
+      active_partial_[g] = partial_elements(h, true, n, alignment);
+      helper_partial_[g] = partial_elements(h, false, n, alignment);
+      input_extent_[g] = input_elements(spec_.coll, spec_.active, n);
+      output_extent_[g] = output_elements(spec_.coll, spec_.active, n);
     }
     for (int r = 0; r < spec_.ranks; ++r) {
       const in_place_offsets b = user_bases(r);
-      input_base_[static_cast<std::size_t>(r)] = b.input;
-      output_base_[static_cast<std::size_t>(r)] = b.output;
+      input_base_[r] = b.input;
+      output_base_[r] = b.output;
     }
   }
 
-  constexpr int space_count() const { return spec_.ranks * (1 + 2 * spec_.groups()); }
-  constexpr int user_space(int rank) const { return rank * (1 + 2 * spec_.groups()); }
+  constexpr int space_count() const { return spec_.ranks * (1 + 2 * groups_); }
+  constexpr int user_space(int rank) const { return rank * (1 + 2 * groups_); }
   constexpr int scratch_space(int rank, int group) const { return user_space(rank) + 1 + group; }
   constexpr int partial_space(int rank, int group) const {
-    return user_space(rank) + 1 + spec_.groups() + group;
+    return user_space(rank) + 1 + groups_ + group;
   }
 
-  // The group in which `rank` is active, or -1 (a single-mode helper).
+  // The group in which `rank` is active, or -1 (a helper of every group modeled).
   constexpr int home_group(int rank) const {
     const int g = rank / spec_.active;
-    return g < spec_.groups() ? g : -1;
+    return g < groups_ ? g : -1;
   }
-  constexpr std::int64_t count(int group) const { return counts_[static_cast<std::size_t>(group)]; }
-  constexpr std::int64_t input_extent(int group) const {
-    return input_extent_[static_cast<std::size_t>(group)];
-  }
-  constexpr std::int64_t output_extent(int group) const {
-    return output_extent_[static_cast<std::size_t>(group)];
-  }
-  constexpr std::int64_t input_base(int rank) const {
-    return input_base_[static_cast<std::size_t>(rank)];
-  }
-  constexpr std::int64_t output_base(int rank) const {
-    return output_base_[static_cast<std::size_t>(rank)];
-  }
+  constexpr std::int64_t count(int group) const { return counts_[group]; }
+  constexpr std::int64_t input_extent(int group) const { return input_extent_[group]; }
+  constexpr std::int64_t output_extent(int group) const { return output_extent_[group]; }
+  constexpr std::int64_t input_base(int rank) const { return input_base_[rank]; }
+  constexpr std::int64_t output_base(int rank) const { return output_base_[rank]; }
 
   constexpr placement place(const concrete_operand& o, int group) const {
     const int rank = o.rank;
-    if (o.buf == buffer::scratch) {
-      const auto g = static_cast<std::size_t>(group);
+    const bool home = rank / spec_.active == group;
+    if (o.buf == buffer::scratch)
       return {scratch_space(rank, group), 0,
-              home_group(rank) == group ? active_scratch_[g] : helper_scratch_[g]};
-    }
-    if (o.buf == buffer::partial) {
-      const auto g = static_cast<std::size_t>(group);
+              home ? active_scratch_[group] : helper_scratch_[group]};
+    if (o.buf == buffer::partial)
       return {partial_space(rank, group), 0,
-              home_group(rank) == group ? active_partial_[g] : helper_partial_[g]};
-    }
-    if (home_group(rank) != group) return {};
+              home ? active_partial_[group] : helper_partial_[group]};
+    if (!home) return {};
     const bool is_in = o.buf == buffer::input;
-    return {user_space(rank), is_in ? input_base(rank) : output_base(rank),
-            is_in ? input_extent(group) : output_extent(group)};
+    return {user_space(rank), is_in ? input_base_[rank] : output_base_[rank],
+            is_in ? input_extent_[group] : output_extent_[group]};
   }
 
  private:
@@ -105,12 +97,13 @@ class memory_model {
   }
 
   schedule_spec spec_;
-  std::span<const std::int64_t> counts_;
+  int groups_;
   bool in_place_;
-  std::array<std::int64_t, max_ranks> active_scratch_{}, helper_scratch_{};  // per group
-  std::array<std::int64_t, max_ranks> active_partial_{}, helper_partial_{};  // per group
-  std::array<std::int64_t, max_ranks> input_extent_{}, output_extent_{};     // per group
-  std::array<std::int64_t, max_ranks> input_base_{}, output_base_{};         // per rank
+  std::int64_t counts_[max_ranks]{};                                        // per group
+  std::int64_t active_scratch_[max_ranks]{}, helper_scratch_[max_ranks]{};  // per group
+  std::int64_t active_partial_[max_ranks]{}, helper_partial_[max_ranks]{};  // per group
+  std::int64_t input_extent_[max_ranks]{}, output_extent_[max_ranks]{};     // per group
+  std::int64_t input_base_[max_ranks]{}, output_base_[max_ranks]{};         // per rank
 };
 
 }  // namespace detail

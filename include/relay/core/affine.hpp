@@ -28,11 +28,13 @@ struct affine {
   static constexpr affine n(std::int32_t k = 1) { return term(1, k); }
   static constexpr affine q(int i, std::int32_t k = 1) { return term(2 + i, k); }
 
+  // One expression, not a loop: compilers price constant evaluation by the statements run, and
+  // the checks evaluate every offset of every operation at every representative count.
   constexpr std::int64_t eval(const symbol_values& v) const {
-    std::int64_t s = 0;
-    for (int i = 0; i < symbol_count; ++i)
-      s += std::int64_t{coef[i]} * v[i];
-    return s;
+    static_assert(symbol_count == 6, "eval spells out every symbol");
+    const std::int32_t* c = coef.data();  // (std::array's operator[] is a call per element)
+    const std::int64_t* x = v.data();
+    return c[0] * x[0] + c[1] * x[1] + c[2] * x[2] + c[3] * x[3] + c[4] * x[4] + c[5] * x[5];
   }
   // The value as a share of n, with every quantum at its ideal share; constants vanish.
   constexpr ratio share(const symbol_shares& v) const {

@@ -41,20 +41,31 @@ constexpr ratio transfer_load(const schedule_view& s, const operation& op, const
   const ratio length = op.length.share(v);
   return s.sources_of(op)[0].buf == buffer::partial ? length * w.partial : length;
 }
+
+// Calls f(op, from, to) for every group's copy of every transfer of the pattern in `step` (every
+// step when 0), `from` and `to` the canonical ranks that group gives the pattern's roles.
+template <class F>
+constexpr void for_each_transfer(const schedule_view& s, int step, F f) {
+  for (int g = 0; g < s.groups(); ++g) {
+    const group_layout L{g, s.spec().active, s.spec().ranks};
+    for (const operation& op : s.ops)
+      if (op.phase == phase::transfer && (step == 0 || op.step == step))
+        f(op, L.rank_of(s.sources_of(op)[0].rank), L.rank_of(op.dst.rank));
+  }
+}
 }  // namespace detail
 
 // The cost of a step that sends traffic over a pair with no link (a matrix topology).
 inline constexpr ratio unroutable_cost{std::numeric_limits<std::int32_t>::max()};
 
-// Share of n that `from` sends to `to` in `step` (steps count from 1).
+// Share of n that `from` sends to `to` in `step` (steps count from 1), every group counted.
 constexpr ratio link_load(const schedule_view& s, int step, int from, int to,
                           const element_widths& w = {}) {
   const symbol_shares v = ideal_shares(*s.header);
   ratio load{};
-  for (const operation& op : s.ops) {
-    if (op.step != step || op.phase != phase::transfer || op.dst.rank != to) continue;
-    if (s.sources_of(op)[0].rank == from && from != to) load += detail::transfer_load(s, op, v, w);
-  }
+  detail::for_each_transfer(s, step, [&](const operation& op, int a, int b) {
+    if (a == from && b == to && a != b) load += detail::transfer_load(s, op, v, w);
+  });
   return load;
 }
 
@@ -65,12 +76,10 @@ constexpr std::vector<ratio> link_loads(const schedule_view& s, int step = 0,
   const int R = s.spec().ranks;
   const symbol_shares v = ideal_shares(*s.header);
   std::vector<ratio> loads(static_cast<std::size_t>(R * R));
-  for (const operation& op : s.ops) {
-    if (op.phase != phase::transfer || (step != 0 && op.step != step)) continue;
-    const int from = s.sources_of(op)[0].rank, to = op.dst.rank;
+  detail::for_each_transfer(s, step, [&](const operation& op, int from, int to) {
     if (from != to)
       loads[static_cast<std::size_t>(from * R + to)] += detail::transfer_load(s, op, v, w);
-  }
+  });
   return loads;
 }
 
@@ -115,14 +124,18 @@ constexpr ratio beta_cost(const schedule_view& s, const topology& t, dtype type,
   return beta_cost(s, t, widths_of(type, p));
 }
 
-// The most operations (copies it sends, local copies, reductions) one rank issues in `step`.
+// The most operations (copies it sends, local copies, reductions) one rank issues in `step`,
+// over every group.
 constexpr int max_ops_per_rank(const schedule_view& s, int step) {
   std::vector<int> per_rank(static_cast<std::size_t>(s.spec().ranks), 0);
   int most = 0;
-  for (const operation& op : s.ops) {
-    if (op.step != step) continue;
-    const int rank = op.phase == phase::transfer ? s.sources_of(op)[0].rank : op.dst.rank;
-    most = std::max(most, ++per_rank[static_cast<std::size_t>(rank)]);
+  for (int g = 0; g < s.groups(); ++g) {
+    const group_layout L{g, s.spec().active, s.spec().ranks};
+    for (const operation& op : s.ops) {
+      if (op.step != step) continue;
+      const int role = op.phase == phase::transfer ? s.sources_of(op)[0].rank : op.dst.rank;
+      most = std::max(most, ++per_rank[static_cast<std::size_t>(L.rank_of(role))]);
+    }
   }
   return most;
 }

@@ -32,25 +32,23 @@ constexpr schedule_header all_gather_relay(const schedule_spec& s, Sink& sink) {
   h.description =
       "scatter to H helpers + helper broadcast + direct all-gather, direct split 1:(A-1)";
 
-  for (int g = 0; g < s.groups(); ++g) {
-    const group_layout L{g, A, s.ranks};
-    builder<Sink> b{&sink, g, 1};
-    for (int j = 0; j < A; ++j) {
-      b.copy(in(L.active_rank(j), K(0)), out(L.active_rank(j), N(j)), N());
-      for (int i = 0; i < H; ++i)
-        b.copy(in(L.active_rank(j), Q(0, i)), scr(L.helper_rank(i), Q(0, j)), c);
-      for (int k = 0; k < A; ++k)
-        if (k != j) b.copy(in(L.active_rank(j), S), out(L.active_rank(k), N(j) + S), d1);
-    }
-    b.step = 2;
+  const group_layout L = pattern_layout(s);
+  builder<Sink> b{&sink, 1};
+  for (int j = 0; j < A; ++j) {
+    b.copy(in(L.active_rank(j), K(0)), out(L.active_rank(j), N(j)), N());
+    for (int i = 0; i < H; ++i)
+      b.copy(in(L.active_rank(j), Q(0, i)), scr(L.helper_rank(i), Q(0, j)), c);
     for (int k = 0; k < A; ++k)
-      for (int j = 0; j < A; ++j) {
-        if (j == k) continue;
-        for (int i = 0; i < H; ++i)
-          b.copy(scr(L.helper_rank(i), Q(0, j)), out(L.active_rank(k), N(j) + Q(0, i)), c);
-        b.copy(in(L.active_rank(j), S + d1), out(L.active_rank(k), N(j) + S + d1), d2);
-      }
+      if (k != j) b.copy(in(L.active_rank(j), S), out(L.active_rank(k), N(j) + S), d1);
   }
+  b.step = 2;
+  for (int k = 0; k < A; ++k)
+    for (int j = 0; j < A; ++j) {
+      if (j == k) continue;
+      for (int i = 0; i < H; ++i)
+        b.copy(scr(L.helper_rank(i), Q(0, j)), out(L.active_rank(k), N(j) + Q(0, i)), c);
+      b.copy(in(L.active_rank(j), S + d1), out(L.active_rank(k), N(j) + S + d1), d2);
+    }
   return h;
 }
 

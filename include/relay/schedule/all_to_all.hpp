@@ -34,29 +34,27 @@ constexpr schedule_header all_to_all_relay(const schedule_spec& s, Sink& sink) {
   h.helper_scratch = Q(0, A * (A - 1));
   h.description = "H relay pieces of every segment through the helpers + direct remainder";
 
-  for (int g = 0; g < s.groups(); ++g) {
-    const group_layout L{g, A, s.ranks};
-    // Helper slot of the piece a_j sends towards a_k.
-    auto slot = [&](int j, int k) { return Q(0, j * (A - 1) + other_index(k, j)); };
-    builder<Sink> b{&sink, g, 1};
-    for (int j = 0; j < A; ++j) {
-      b.copy(in(L.active_rank(j), N(j)), out(L.active_rank(j), N(j)), N());
-      for (int k = 0; k < A; ++k) {
-        if (k == j) continue;
-        for (int i = 0; i < H; ++i)
-          b.copy(in(L.active_rank(j), N(k) + Q(0, i)), scr(L.helper_rank(i), slot(j, k)), p);
-        b.copy(in(L.active_rank(j), N(k) + S), out(L.active_rank(k), N(j) + S), d1);
-      }
+  const group_layout L = pattern_layout(s);
+  // Helper slot of the piece a_j sends towards a_k.
+  auto slot = [&](int j, int k) { return Q(0, j * (A - 1) + other_index(k, j)); };
+  builder<Sink> b{&sink, 1};
+  for (int j = 0; j < A; ++j) {
+    b.copy(in(L.active_rank(j), N(j)), out(L.active_rank(j), N(j)), N());
+    for (int k = 0; k < A; ++k) {
+      if (k == j) continue;
+      for (int i = 0; i < H; ++i)
+        b.copy(in(L.active_rank(j), N(k) + Q(0, i)), scr(L.helper_rank(i), slot(j, k)), p);
+      b.copy(in(L.active_rank(j), N(k) + S), out(L.active_rank(k), N(j) + S), d1);
     }
-    b.step = 2;
-    for (int k = 0; k < A; ++k)
-      for (int j = 0; j < A; ++j) {
-        if (j == k) continue;
-        for (int i = 0; i < H; ++i)
-          b.copy(scr(L.helper_rank(i), slot(j, k)), out(L.active_rank(k), N(j) + Q(0, i)), p);
-        b.copy(in(L.active_rank(j), N(k) + S + d1), out(L.active_rank(k), N(j) + S + d1), d2);
-      }
   }
+  b.step = 2;
+  for (int k = 0; k < A; ++k)
+    for (int j = 0; j < A; ++j) {
+      if (j == k) continue;
+      for (int i = 0; i < H; ++i)
+        b.copy(scr(L.helper_rank(i), slot(j, k)), out(L.active_rank(k), N(j) + Q(0, i)), p);
+      b.copy(in(L.active_rank(j), N(k) + S + d1), out(L.active_rank(k), N(j) + S + d1), d2);
+    }
   return h;
 }
 

@@ -51,26 +51,24 @@ constexpr schedule_header allreduce_relay(const schedule_spec& s, Sink& sink) {
   auto piece_offset = [&](int k) { return Q(0, H) + Q(1, k); };
   auto piece_length = [&](int k) { return k < A - 1 ? Q(1) : last_piece; };
 
-  for (int g = 0; g < s.groups(); ++g) {
-    const group_layout L{g, A, s.ranks};
-    builder<Sink> b{&sink, g, 1};
-    for (int j = 0; j < A; ++j)
-      for (int i = 0; i < H; ++i)
-        b.copy(in(L.active_rank(j), Q(0, i)), scr(L.helper_rank(i), Q(0, j)), Q(0));
-    scatter_pieces(b, L, piece_offset, piece_length);
-    for (int i = 0; i < H; ++i) {
-      operand_list src;
-      for (int j = 0; j < A; ++j)
-        src.push(scr(L.helper_rank(i), Q(0, j)));
-      b.reduce(src, scr(L.helper_rank(i), K(0)), Q(0), true);
-    }
-    reduce_pieces(b, L, piece_offset, piece_offset, piece_length);
-    b.step = 2;
+  const group_layout L = pattern_layout(s);
+  builder<Sink> b{&sink, 1};
+  for (int j = 0; j < A; ++j)
     for (int i = 0; i < H; ++i)
-      for (int j = 0; j < A; ++j)
-        b.copy(scr(L.helper_rank(i), K(0)), out(L.active_rank(j), Q(0, i)), Q(0));
-    gather_pieces(b, L, piece_offset, piece_length);
+      b.copy(in(L.active_rank(j), Q(0, i)), scr(L.helper_rank(i), Q(0, j)), Q(0));
+  scatter_pieces(b, L, piece_offset, piece_length);
+  for (int i = 0; i < H; ++i) {
+    operand_list src;
+    for (int j = 0; j < A; ++j)
+      src.push(scr(L.helper_rank(i), Q(0, j)));
+    b.reduce(src, scr(L.helper_rank(i), K(0)), Q(0), true);
   }
+  reduce_pieces(b, L, piece_offset, piece_offset, piece_length);
+  b.step = 2;
+  for (int i = 0; i < H; ++i)
+    for (int j = 0; j < A; ++j)
+      b.copy(scr(L.helper_rank(i), K(0)), out(L.active_rank(j), Q(0, i)), Q(0));
+  gather_pieces(b, L, piece_offset, piece_length);
   return h;
 }
 

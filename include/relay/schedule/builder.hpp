@@ -61,18 +61,16 @@ constexpr operand par(int rank, affine off) {
   return {static_cast<std::uint8_t>(rank), buffer::partial, off};
 }
 
-// Emits operations of one group; `step` is set by the generator as it goes.
+// Emits the pattern's operations; `step` is set by the generator as it goes.
 template <class Sink>
 struct builder {
   Sink* sink;
-  int group = 0;
   int step = 0;
 
   constexpr void copy(operand src, operand dst, affine length) {
     operation op{};
     op.step = static_cast<std::uint16_t>(step);
     op.phase = phase::transfer;
-    op.group = static_cast<std::uint8_t>(group);
     op.source_count = 1;
     op.dst = dst;
     op.length = length;
@@ -82,7 +80,6 @@ struct builder {
     operation op{};
     op.step = static_cast<std::uint16_t>(step);
     op.phase = phase::reduce;
-    op.group = static_cast<std::uint8_t>(group);
     op.source_count = static_cast<std::uint8_t>(srcs.size);
     op.dst = dst;
     op.length = length;

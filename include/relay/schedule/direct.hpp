@@ -40,23 +40,21 @@ constexpr schedule_header direct_baseline(const schedule_spec& s, Sink& sink) {
 
   // Where piece k starts in every input (reduce-scatter: block k) and in the reducer's output.
   auto source = [&](int k) { return c == collective::reduce_scatter ? N(k) : piece_offset(k); };
-  for (int g = 0; g < s.groups(); ++g) {
-    const group_layout L{g, A, s.ranks};
-    builder<Sink> b{&sink, g, 1};
-    if (reduces(c)) {
-      scatter_pieces(b, L, source, piece_length);
-      reduce_pieces(b, L, source, piece_offset, piece_length);
-      if (split) {
-        b.step = 2;
-        gather_pieces(b, L, piece_offset, piece_length);
-      }
-      continue;
+  const group_layout L = pattern_layout(s);
+  builder<Sink> b{&sink, 1};
+  if (reduces(c)) {
+    scatter_pieces(b, L, source, piece_length);
+    reduce_pieces(b, L, source, piece_offset, piece_length);
+    if (split) {
+      b.step = 2;
+      gather_pieces(b, L, piece_offset, piece_length);
     }
-    for (int j = 0; j < A; ++j)
-      for (int k = 0; k < A; ++k)
-        b.copy(in(L.active_rank(j), c == collective::all_to_all ? N(k) : K(0)),
-               out(L.active_rank(k), N(j)), N());
+    return h;
   }
+  for (int j = 0; j < A; ++j)
+    for (int k = 0; k < A; ++k)
+      b.copy(in(L.active_rank(j), c == collective::all_to_all ? N(k) : K(0)),
+             out(L.active_rank(k), N(j)), N());
   return h;
 }
 

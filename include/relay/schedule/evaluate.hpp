@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "relay/core/flat_stack.hpp"
 #include "relay/schedule/schedule.hpp"
 
 namespace relay {
@@ -32,6 +33,12 @@ struct concrete_op {
   bool finalize = false;
 };
 
+// Operations and their sources as the checks read them, wherever they are stored.
+struct concrete_view {
+  std::span<const concrete_op> ops;
+  std::span<const concrete_operand> sources;
+};
+
 struct concrete_program {
   schedule_spec spec{};
   int steps = 0;
@@ -41,6 +48,7 @@ struct concrete_program {
   constexpr std::span<const concrete_operand> sources_of(const concrete_op& op) const {
     return std::span<const concrete_operand>(sources).subspan(op.first_source, op.source_count);
   }
+  constexpr concrete_view view() const { return {ops, sources}; }
 };
 
 // The values of 1, n and every quantum for one group of count n.
@@ -79,37 +87,75 @@ constexpr std::int64_t partial_elements(const schedule_header& h, bool active, s
   return e < 0 ? 0 : e;
 }
 
-// `counts[g]` is group g's count. Operations of length zero are dropped, so a group too small to
-// relay issues no helper traffic at all.
-constexpr concrete_program evaluate(const schedule_view& s, std::span<const std::int64_t> counts,
-                                    std::int64_t alignment = default_alignment) {
+// Appends groups 0 .. counts.size()-1 of the pattern to `ops` and `sources`, group g at count
+// counts[g], in (step, phase) order and, within a phase, group by group. Operations of length
+// zero are dropped, so a group too small to relay issues no helper traffic at all. The checks
+// run this inside the compiler at every representative count, so it appends to flat_stacks and
+// indexes raw pointers (core/flat_stack.hpp says why).
+constexpr void evaluate_into(const schedule_view& s, std::span<const std::int64_t> counts,
+                             std::int64_t alignment, flat_stack<concrete_op>& ops_out,
+                             flat_stack<concrete_operand>& sources_out) {
+  const operation* const ops = s.ops.data();
+  const operand* const sources = s.sources.data();
+  const std::size_t op_count = s.ops.size(), group_count = counts.size();
+  const std::int64_t* const count = counts.data();
+  const int A = s.spec().active, N = s.spec().ranks;
+  for (std::size_t first = 0; first < op_count;) {
+    std::size_t last = first;
+    while (last < op_count && ops[last].step == ops[first].step &&
+           ops[last].phase == ops[first].phase)
+      ++last;
+    for (std::size_t g = 0; g < group_count; ++g) {
+      const group_layout L{static_cast<int>(g), A, N};
+      const symbol_values v = evaluate_symbols(*s.header, count[g], alignment);
+      for (std::size_t i = first; i < last; ++i) {
+        const operation& op = ops[i];
+        const std::int64_t length = op.length.eval(v);
+        if (length <= 0) continue;
+        ops_out.push(
+            {op.step,
+             op.phase,
+             static_cast<std::uint8_t>(g),
+             op.source_count,
+             static_cast<std::uint32_t>(sources_out.size()),
+             {static_cast<std::uint8_t>(L.rank_of(op.dst.rank)), op.dst.buf, op.dst.offset.eval(v)},
+             length,
+             op.finalize});
+        const operand* const from = sources + op.first_source;
+        for (std::size_t k = 0; k < op.source_count; ++k)
+          sources_out.push({static_cast<std::uint8_t>(L.rank_of(from[k].rank)), from[k].buf,
+                            from[k].offset.eval(v)});
+      }
+    }
+    first = last;
+  }
+}
+
+// The same, as a program of its own.
+constexpr concrete_program evaluate_groups(const schedule_view& s,
+                                           std::span<const std::int64_t> counts,
+                                           std::int64_t alignment) {
+  flat_stack<concrete_op> ops;
+  flat_stack<concrete_operand> sources;
+  evaluate_into(s, counts, alignment, ops, sources);
   concrete_program p;
   p.spec = s.spec();
   p.steps = s.header->steps;
-  // At most every operation survives: one allocation each (compile-time checks pay for each).
-  p.ops.reserve(s.ops.size());
-  p.sources.reserve(s.sources.size());
-  std::vector<symbol_values> symbols;
-  for (int g = 0; g < s.spec().groups(); ++g)
-    symbols.push_back(evaluate_symbols(*s.header, counts[static_cast<std::size_t>(g)], alignment));
-  for (const operation& op : s.ops) {
-    const symbol_values& v = symbols[op.group];
-    const std::int64_t length = op.length.eval(v);
-    if (length <= 0) continue;
-    concrete_op c{};
-    c.step = op.step;
-    c.phase = op.phase;
-    c.group = op.group;
-    c.source_count = op.source_count;
-    c.first_source = static_cast<std::uint32_t>(p.sources.size());
-    c.dst = {op.dst.rank, op.dst.buf, op.dst.offset.eval(v)};
-    c.length = length;
-    c.finalize = op.finalize;
-    for (const operand& o : s.sources_of(op))
-      p.sources.push_back({o.rank, o.buf, o.offset.eval(v)});
-    p.ops.push_back(c);
-  }
+  p.ops.assign(ops.data(), ops.data() + ops.size());
+  p.sources.assign(sources.data(), sources.data() + sources.size());
   return p;
+}
+
+// Every group, `counts[g]` being group g's count (counts.size() == s.groups()): what a plan runs.
+constexpr concrete_program evaluate(const schedule_view& s, std::span<const std::int64_t> counts,
+                                    std::int64_t alignment = default_alignment) {
+  return evaluate_groups(s, counts.first(static_cast<std::size_t>(s.groups())), alignment);
+}
+
+// The pattern alone, as one group of count n: what the checks run (check/verify.hpp).
+constexpr concrete_program evaluate_pattern(const schedule_view& s, std::int64_t n,
+                                            std::int64_t alignment = default_alignment) {
+  return evaluate_groups(s, std::span<const std::int64_t>(&n, 1), alignment);
 }
 
 }  // namespace relay

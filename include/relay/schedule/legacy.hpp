@@ -32,39 +32,36 @@ constexpr schedule_header legacy_three_step(const schedule_spec& s, Sink& sink) 
   auto landing = [&](int rk, int j) { return reduces(c) ? scr(rk, K(0)) : out(rk, N(j)); };
   auto shifted = [](operand o, affine by) { return o.offset = o.offset + by, o; };
 
-  for (int g = 0; g < s.groups(); ++g) {
-    const group_layout L{g, A, s.ranks};
-    builder<Sink> b{&sink, g, 1};
-    for (int j = 0; j < A; ++j) {
-      const int rj = L.active_rank(j);
-      if (c == collective::all_gather) b.copy(in(rj, K(0)), out(rj, N(j)), N());
-      if (c == collective::all_to_all) b.copy(in(rj, N(j)), out(rj, N(j)), N());
-      const int k = 1 - j;  // A == 2: the one other active
-      for (int i = 0; i < H; ++i)
-        b.copy(in(rj, source_base(k) + Q(0, i)), scr(L.helper_rank(i), Q(0, j)), Q(0));
-    }
-    auto reduce_region = [&](int k, affine from, affine length) {
-      const int rk = L.active_rank(k);
-      operand_list src;
-      for (int j = 0; j < A; ++j)
-        src.push(j == k ? in(rk, source_base(k) + from) : scr(rk, from));
-      b.reduce(src, out(rk, from), length, true);
-    };
-    b.step = 2;
-    for (int k = 0; k < A; ++k) {
-      const int j = 1 - k;
-      for (int i = 0; i < H; ++i)
-        b.copy(scr(L.helper_rank(i), Q(0, j)), shifted(landing(L.active_rank(k), j), Q(0, i)),
-               Q(0));
-      if (reduces(c)) reduce_region(k, K(0), R);
-    }
-    b.step = 3;
-    for (int k = 0; k < A; ++k) {
-      const int j = 1 - k;
-      b.copy(in(L.active_rank(j), source_base(k) + R), shifted(landing(L.active_rank(k), j), R),
-             N() - R);
-      if (reduces(c)) reduce_region(k, R, N() - R);
-    }
+  const group_layout L = pattern_layout(s);
+  builder<Sink> b{&sink, 1};
+  for (int j = 0; j < A; ++j) {
+    const int rj = L.active_rank(j);
+    if (c == collective::all_gather) b.copy(in(rj, K(0)), out(rj, N(j)), N());
+    if (c == collective::all_to_all) b.copy(in(rj, N(j)), out(rj, N(j)), N());
+    const int k = 1 - j;  // A == 2: the one other active
+    for (int i = 0; i < H; ++i)
+      b.copy(in(rj, source_base(k) + Q(0, i)), scr(L.helper_rank(i), Q(0, j)), Q(0));
+  }
+  auto reduce_region = [&](int k, affine from, affine length) {
+    const int rk = L.active_rank(k);
+    operand_list src;
+    for (int j = 0; j < A; ++j)
+      src.push(j == k ? in(rk, source_base(k) + from) : scr(rk, from));
+    b.reduce(src, out(rk, from), length, true);
+  };
+  b.step = 2;
+  for (int k = 0; k < A; ++k) {
+    const int j = 1 - k;
+    for (int i = 0; i < H; ++i)
+      b.copy(scr(L.helper_rank(i), Q(0, j)), shifted(landing(L.active_rank(k), j), Q(0, i)), Q(0));
+    if (reduces(c)) reduce_region(k, K(0), R);
+  }
+  b.step = 3;
+  for (int k = 0; k < A; ++k) {
+    const int j = 1 - k;
+    b.copy(in(L.active_rank(j), source_base(k) + R), shifted(landing(L.active_rank(k), j), R),
+           N() - R);
+    if (reduces(c)) reduce_region(k, R, N() - R);
   }
   return h;
 }

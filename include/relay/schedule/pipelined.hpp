@@ -48,8 +48,8 @@ constexpr schedule_header pipelined_pair(const schedule_spec& s, Sink& sink) {
     return reduces(coll) ? scr(rk, at) : out(rk, N(j) + at);
   };
 
-  const group_layout L{0, 2, s.ranks};
-  builder<Sink> b{&sink, 0, 1};
+  const group_layout L = pattern_layout(s);
+  builder<Sink> b{&sink, 1};
   for (int step = 1; step <= T + 1; ++step) {
     b.step = step;
     const int scatter = step - 1, ret = step - 2, piece = step - 1;

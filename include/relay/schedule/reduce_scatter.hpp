@@ -52,58 +52,56 @@ constexpr schedule_header reduce_scatter_relay(const schedule_spec& s, Sink& sin
   auto direct_slot = [&](int j, int k) { return landing + other_index(j, k) * D; };
   auto shift = [](operand o, affine by) { return o.offset = o.offset + by, o; };
 
-  for (int g = 0; g < s.groups(); ++g) {
-    const group_layout L{g, A, s.ranks};
-    auto helper_slot = [&](int k, int j) { return Q(0, k * (A - 1) + other_index(j, k)); };
-    builder<Sink> b{&sink, g, 1};
-    for (int j = 0; j < A; ++j)
+  const group_layout L = pattern_layout(s);
+  auto helper_slot = [&](int k, int j) { return Q(0, k * (A - 1) + other_index(j, k)); };
+  builder<Sink> b{&sink, 1};
+  for (int j = 0; j < A; ++j)
+    for (int k = 0; k < A; ++k) {
+      if (k == j) continue;
+      for (int i = 0; i < H; ++i)
+        b.copy(in(L.active_rank(j), N(k) + Q(0, i)), scr(L.helper_rank(i), helper_slot(k, j)), c);
+      b.copy(in(L.active_rank(j), N(k) + S), scr(L.active_rank(k), direct_slot(j, k)), d1);
+    }
+  // Helper i's slice for owner k after step 1: A>2 its partial sum, A=2 the one slice.
+  auto held = [&](int i, int k) {
+    return partials ? par(L.helper_rank(i), Q(0, k)) : scr(L.helper_rank(i), Q(0, k * (A - 1)));
+  };
+  auto returned = [&](int k) {
+    return partials ? par(L.active_rank(k), K(0)) : scr(L.active_rank(k), K(0));
+  };
+  if (partials)
+    for (int i = 0; i < H; ++i)
       for (int k = 0; k < A; ++k) {
-        if (k == j) continue;
-        for (int i = 0; i < H; ++i)
-          b.copy(in(L.active_rank(j), N(k) + Q(0, i)), scr(L.helper_rank(i), helper_slot(k, j)), c);
-        b.copy(in(L.active_rank(j), N(k) + S), scr(L.active_rank(k), direct_slot(j, k)), d1);
+        operand_list src;
+        for (int j = 0; j < A; ++j)
+          if (j != k) src.push(scr(L.helper_rank(i), helper_slot(k, j)));
+        b.reduce(src, held(i, k), c, false);
       }
-    // Helper i's slice for owner k after step 1: A>2 its partial sum, A=2 the one slice.
-    auto held = [&](int i, int k) {
-      return partials ? par(L.helper_rank(i), Q(0, k)) : scr(L.helper_rank(i), Q(0, k * (A - 1)));
-    };
-    auto returned = [&](int k) {
-      return partials ? par(L.active_rank(k), K(0)) : scr(L.active_rank(k), K(0));
-    };
-    if (partials)
-      for (int i = 0; i < H; ++i)
-        for (int k = 0; k < A; ++k) {
-          operand_list src;
-          for (int j = 0; j < A; ++j)
-            if (j != k) src.push(scr(L.helper_rank(i), helper_slot(k, j)));
-          b.reduce(src, held(i, k), c, false);
-        }
-    auto reduce_direct = [&](int k, affine from, affine length) {
-      operand_list src;
-      for (int j = 0; j < A; ++j)
-        src.push(j == k ? in(L.active_rank(k), N(k) + from)
-                        : scr(L.active_rank(k), direct_slot(j, k) + (from - S)));
-      b.reduce(src, out(L.active_rank(k), from), length, true);
-    };
-    for (int k = 0; k < A; ++k)
-      reduce_direct(k, S, d1);
+  auto reduce_direct = [&](int k, affine from, affine length) {
+    operand_list src;
+    for (int j = 0; j < A; ++j)
+      src.push(j == k ? in(L.active_rank(k), N(k) + from)
+                      : scr(L.active_rank(k), direct_slot(j, k) + (from - S)));
+    b.reduce(src, out(L.active_rank(k), from), length, true);
+  };
+  for (int k = 0; k < A; ++k)
+    reduce_direct(k, S, d1);
 
-    b.step = 2;
-    for (int k = 0; k < A; ++k) {
-      for (int i = 0; i < H; ++i)
-        b.copy(held(i, k), shift(returned(k), Q(0, i)), c);
-      for (int j = 0; j < A; ++j)
-        if (j != k)
-          b.copy(in(L.active_rank(j), N(k) + S + d1), scr(L.active_rank(k), direct_slot(j, k) + d1),
-                 d2);
-    }
-    for (int k = 0; k < A; ++k) {
-      operand_list src;
-      src.push(in(L.active_rank(k), N(k)));
-      src.push(returned(k));
-      b.reduce(src, out(L.active_rank(k), K(0)), S, true);
-      reduce_direct(k, S + d1, d2);
-    }
+  b.step = 2;
+  for (int k = 0; k < A; ++k) {
+    for (int i = 0; i < H; ++i)
+      b.copy(held(i, k), shift(returned(k), Q(0, i)), c);
+    for (int j = 0; j < A; ++j)
+      if (j != k)
+        b.copy(in(L.active_rank(j), N(k) + S + d1), scr(L.active_rank(k), direct_slot(j, k) + d1),
+               d2);
+  }
+  for (int k = 0; k < A; ++k) {
+    operand_list src;
+    src.push(in(L.active_rank(k), N(k)));
+    src.push(returned(k));
+    b.reduce(src, out(L.active_rank(k), K(0)), S, true);
+    reduce_direct(k, S + d1, d2);
   }
   return h;
 }

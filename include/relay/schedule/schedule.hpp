@@ -1,8 +1,16 @@
 // The schedule: what moves where, step by step, with every size symbolic.
 //
-// A schedule is a list of operations over canonical ranks. Group g's active ranks are
-// g*A .. g*A+A-1 (single mode has group 0 only); its helpers are every other rank, in increasing
-// order. The plan maps canonical ranks onto the caller's groups.
+// A schedule is one group's pattern: a list of operations over ranks given by role, 0 .. A-1 the
+// group's actives and A .. N-1 its helpers, plus the number of groups that run it (N/A fused, 1
+// single). Group g plays the pattern on its canonical ranks (group_layout::rank_of): actives
+// g*A .. g*A+A-1, helpers every other rank in increasing order. The plan maps canonical ranks
+// onto the caller's groups.
+//
+// One pattern is all there is to store, check and price: every group runs the same operations
+// on its own ranks at its own count. The memory model keeps groups apart (a group's operations
+// touch only its actives' user buffers and its own scratch and partial areas on every rank), so
+// no operation of one group can meet one of another, and checking the pattern at every count
+// checks every group at every count, whatever the others' counts (check/verify.hpp).
 //
 // Each step has two phases, in this order:
 //   transfer: copies, all concurrent (a copy whose source and destination rank differ rides the
@@ -62,7 +70,6 @@ struct operand {
 struct operation {
   std::uint16_t step = 0;
   relay::phase phase = phase::transfer;
-  std::uint8_t group = 0;
   std::uint8_t source_count = 0;
   std::uint32_t first_source = 0;
   operand dst{};
@@ -95,6 +102,7 @@ struct schedule_view {
   std::span<const operand> sources{};
 
   constexpr const schedule_spec& spec() const { return header->spec; }
+  constexpr int groups() const { return header->spec.groups(); }
   constexpr std::span<const operand> sources_of(const operation& op) const {
     return sources.subspan(op.first_source, op.source_count);
   }
@@ -119,11 +127,21 @@ struct static_schedule {
   constexpr operator schedule_view() const { return view(); }  // NOLINT: a view of itself
 };
 
-// Canonical rank layout.
+// Canonical rank layout of one group.
 struct group_layout {
   int group = 0, active = 2, ranks = 8;
   constexpr int active_rank(int j) const { return group * active + j; }
   constexpr int helper_rank(int i) const { return i < group * active ? i : i + active; }
+  // The rank that plays pattern rank `role` in this group: active `role` for role < A, helper
+  // `role - A` otherwise. Injective, so distinct roles stay distinct ranks in every group.
+  constexpr int rank_of(int role) const {
+    return role < active ? active_rank(role) : helper_rank(role - active);
+  }
 };
+
+// The layout the pattern is written in: group 0, where every rank is its own role.
+constexpr group_layout pattern_layout(const schedule_spec& s) {
+  return {0, s.active, s.ranks};
+}
 
 }  // namespace relay

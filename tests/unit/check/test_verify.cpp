@@ -2,6 +2,7 @@
 #include "relay/check/verify.hpp"
 
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -255,4 +256,67 @@ TEST_CASE("only reduce-scatter's relay and pipelined routes with A >= 4 have par
             CHECK((partial_writes > 0) == expected);
             CHECK((x.header.helper_partial == affine{}) == !expected);
           }
+}
+
+// verify() checks one group's pattern (check/verify.hpp says why that covers every group). The
+// whole program of every group at once, each at a different count, must agree.
+TEST_CASE("a fused plan of every group at mixed counts passes what its pattern passed", "[check]") {
+  int checked = 0;
+  for (collective c : all_collectives)
+    for (int A : {2, 4})
+      for (int N : {4, 8, 12})
+        for (route r : {route::relay, route::direct, route::legacy}) {
+          const schedule_spec s{c, A, N, mode::fused, r};
+          if (spec_error(s) != nullptr) continue;
+          const schedule sched = *build_schedule(s);
+          REQUIRE(verify(sched).ok());
+          const auto counts = representative_counts(s, default_alignment);
+          for (std::size_t shift = 0; shift < counts.size(); ++shift) {
+            std::vector<std::int64_t> per_group;
+            for (int g = 0; g < s.groups(); ++g)
+              per_group.push_back(counts[(shift + static_cast<std::size_t>(g)) % counts.size()]);
+            for (bool in_place : {false, true}) {
+              if (in_place && !has_in_place(c)) continue;
+              const check_failure d = check_dataflow_at(sched, per_group, in_place);
+              const check_failure h = check_structure_at(sched, per_group, in_place);
+              INFO(describe(s, d) << " / " << describe(s, h) << " shift " << shift);
+              CHECK(d.ok());
+              CHECK(h.ok());
+              ++checked;
+            }
+          }
+        }
+  // Per collective 14 fused schedules (A=2 at N=4, 8, 12: three routes each; A=4: direct at N=4,
+  // relay and direct at N=8 and 12), 8 rotations, both forms but all-to-all's one: 784.
+  CHECK(checked == 784);
+}
+
+TEST_CASE("group g plays the pattern's roles on its canonical ranks", "[check]") {
+  // A = 2, N = 8, group 1: actives 2 and 3; helpers 0, 1, 4, 5, 6, 7 (roles 2 .. 7).
+  const group_layout g1{1, 2, 8};
+  const int want1[] = {2, 3, 0, 1, 4, 5, 6, 7};
+  for (int role = 0; role < 8; ++role)
+    CHECK(g1.rank_of(role) == want1[role]);
+  // A = 4, N = 8, group 1: actives 4..7, helpers 0..3.
+  const group_layout g4{1, 4, 8};
+  const int want4[] = {4, 5, 6, 7, 0, 1, 2, 3};
+  for (int role = 0; role < 8; ++role)
+    CHECK(g4.rank_of(role) == want4[role]);
+
+  // The expanded program: each group's copy of a pattern transfer, on that group's ranks. The
+  // A=2 N=8 fused all-gather's pattern (a worked constant: 2 actives x 6 helpers relay copies
+  // plus the direct ones) runs 4 times; at a count where nothing is empty every copy survives.
+  const schedule s = *build_schedule({collective::all_gather, 2, 8, mode::fused, route::relay});
+  const std::vector<std::int64_t> counts(4, 8 * 128 * 5);
+  const concrete_program p = evaluate(s, counts);
+  CHECK(p.ops.size() == 4 * s.ops.size());
+  for (const concrete_op& op : p.ops) {
+    const int first_active = 2 * op.group;
+    const auto src = p.sources_of(op);
+    // Every transfer touches an active of its own group at one end or the other.
+    const bool own = (src[0].rank / 2 == op.group) || (op.dst.rank / 2 == op.group);
+    INFO("group " << int(op.group) << " " << int(src[0].rank) << " -> " << int(op.dst.rank));
+    CHECK(own);
+    if (op.dst.buf == buffer::output) CHECK(op.dst.rank / 2 * 2 == first_active);
+  }
 }
