@@ -123,8 +123,8 @@ constexpr schedule_header pipelined_forward(const schedule_spec& s, Sink& sink) 
                      : "pipelined: tile t's scatter rides with tile t-1's forward, direct pieces "
                        "beside, T+1 steps";
 
-  const group_layout L{0, A, s.ranks};
-  builder<Sink> b{&sink, 0, 1};
+  const group_layout L = pattern_layout(s);
+  builder<Sink> b{&sink, 1};
   for (int step = 1; step <= T + 1; ++step) {
     b.step = step;
     const int scatter = step - 1, ret = step - 2, piece = step - 1;
@@ -205,8 +205,8 @@ constexpr schedule_header pipelined_allreduce(const schedule_spec& s, Sink& sink
       "pipelined: tile t to the helpers rides with tile t-1's reduced chunks back; direct "
       "reduce-scatter/all-gather pipelined beside; T+1 steps";
 
-  const group_layout L{0, A, s.ranks};
-  builder<Sink> b{&sink, 0, 1};
+  const group_layout L = pattern_layout(s);
+  builder<Sink> b{&sink, 1};
   for (int step = 1; step <= T + 1; ++step) {
     b.step = step;
     const int scatter = step - 1, ret = step - 2;

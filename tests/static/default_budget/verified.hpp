@@ -8,4 +8,13 @@
 namespace relay::default_budget {
 template <collective c, int A, int N, mode m, route r>
 constexpr bool verified = verify(schedule_v<c, A, N, m, r>).ok();
+// A pipelined single group of depth T.
+template <collective c, int A, int N, int T>
+constexpr bool pipelined_verified = verify(schedule_for<schedule_spec{.coll = c,
+                                                                      .active = A,
+                                                                      .ranks = N,
+                                                                      .mode = mode::single,
+                                                                      .route = route::pipelined,
+                                                                      .tiles = T}>)
+                                        .ok();
 }  // namespace relay::default_budget
