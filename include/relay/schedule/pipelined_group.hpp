@@ -103,10 +103,10 @@ constexpr schedule_header pipelined_forward(const schedule_spec& s, Sink& sink) 
   // (source, destination); forwarding collectives keep two tiles.
   const int per_tile = ag ? A : A * (A - 1);
   auto slot = [&](int t, int j, int k) {
-    const int half = rs ? 0 : (t % 2) * per_tile;
-    if (ag) return Q(0, half + j);
-    return rs ? Q(0, half + k * (A - 1) + other_index(j, k))
-              : Q(0, half + j * (A - 1) + other_index(k, j));
+    const int buffer_half = rs ? 0 : (t % 2) * per_tile;
+    if (ag) return Q(0, buffer_half + j);
+    return rs ? Q(0, buffer_half + k * (A - 1) + other_index(j, k))
+              : Q(0, buffer_half + j * (A - 1) + other_index(k, j));
   };
   h.helper_scratch = Q(0, (rs ? 1 : 2) * per_tile);
   // Reduce-scatter: a_k lands the direct pieces from each j in A-1 slots of (A-1)c (the last
