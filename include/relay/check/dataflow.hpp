@@ -59,7 +59,12 @@ class interval_memory {
     std::int64_t at = lo;
     const flat_stack<segment>& v = spaces_[space];
     const segment* const seg = v.data();
-    for (std::size_t i = first_ending_after(seg, v.size(), lo); i < v.size(); ++i) {
+    const std::size_t first = first_ending_after(seg, v.size(), lo);
+    if (first < v.size() && seg[first].lo <= lo && hi <= seg[first].hi) {  // the common case
+      out.push({lo, hi, seg[first].value});
+      return;
+    }
+    for (std::size_t i = first; i < v.size(); ++i) {
       const segment& s = seg[i];
       if (s.lo >= hi) break;
       if (s.lo > at) out.push({at, s.lo, content{}});
@@ -77,6 +82,17 @@ class interval_memory {
     flat_stack<segment>& v = spaces_[space];
     const segment* const seg = v.data();
     const std::size_t size = v.size();
+    if (size == 0 || seg[size - 1].hi <= lo) {  // past the end (slots fill in order): append
+      for (const segment* p = first_piece; p != last_piece; ++p) {
+        if (p->lo >= p->hi) continue;
+        segment* const end = v.data() + v.size();
+        if (!v.empty() && end[-1].hi == p->lo && end[-1].value == p->value)
+          end[-1].hi = p->hi;
+        else
+          v.push(*p);
+      }
+      return;
+    }
     const std::size_t first = first_ending_after(seg, size, lo);
     std::size_t last = first;
     while (last < size && seg[last].lo < hi)
