@@ -14,14 +14,23 @@
 //     active ranks of the call (helpers have no buffers and do not vote).
 //   - This rank's own buffers are checked (null, size, alignment, in-place layout, overlap);
 //     a failure goes to the transport as call.local so the peers learn of it (see transport.hpp).
+//
+// The repeated call (a shape in the cache) allocates nothing and builds no string: the cache is
+// found by a 64-bit key of the call's arguments as passed (detail::call_key), confirmed by
+// comparing them with the cached copy (a key collision is a miss, never a wrong plan), and the
+// last shape used is tried first. With route::automatic the route is chosen on the shape's first
+// call, from the topology options::machine names then; later calls of the same arguments reuse
+// it (the topology is no part of the key, so ranks whose topology objects live at different
+// addresses still hit and miss alike).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <list>
 #include <memory>
+#include <span>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 #include "relay/api/collectives.hpp"
 #include "relay/bootstrap/bootstrap.hpp"
@@ -71,20 +80,29 @@ class communicator {
   std::size_t cached_shapes() const { return cache_.size(); }
 
  private:
-  inline status compare_across_ranks(const std::string& shape, placement where);
-
   struct cached {
+    plan_request raw;  // the arguments as passed (route not yet chosen): what a hit must equal
     plan p;
     plan_slice slice;
     std::uint64_t fingerprint = 0;
-    std::list<std::string>::iterator lru;
+    std::uint64_t last_use = 0;
   };
+  inline status compare_across_ranks(const std::string& shape, placement where);
+  inline cached* find(const rank_call& call, std::uint64_t key);
+  std::size_t slots() const { return std::max<std::size_t>(1, config_.plan_cache_entries); }
+  inline status prepare(const rank_call& call, std::uint64_t key, placement where, cached*& out);
+
   std::shared_ptr<bootstrap> boot_;
   std::unique_ptr<relay::transport> link_;
   comm_config config_;
   std::uint64_t sequence_ = 0;
-  std::unordered_map<std::string, cached> cache_;
-  std::list<std::string> lru_;
+  // Slots, never reallocated (reserved at construction), so a cached plan's address is stable
+  // while it stays cached (the ipc transport recognises a repeated plan by it); keys_[i] is
+  // cache_[i]'s key, scanned without touching the plans.
+  std::vector<cached> cache_;
+  std::vector<std::uint64_t> keys_;
+  std::size_t last_ = 0;
+  std::uint64_t clock_ = 0;
 };
 
 }  // namespace relay
@@ -120,11 +138,53 @@ inline std::string describe_shape(const plan_request& r) {
   return s;
 }
 
+// A 64-bit key of a call's arguments as the caller passed them (before route::automatic is made
+// concrete; the topology excluded, see the top of this file): no allocation, no string.
+inline std::uint64_t call_key(const rank_call& call, int ranks) {
+  std::uint64_t h = 0x9e3779b97f4a7c15ull;
+  auto mix = [&h](std::uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+  };
+  mix(static_cast<std::uint64_t>(call.coll) | static_cast<std::uint64_t>(call.type) << 8 |
+      static_cast<std::uint64_t>(reduces(call.coll) ? call.op : reduce_op::sum) << 16 |
+      static_cast<std::uint64_t>(call.opt.route) << 24 |
+      static_cast<std::uint64_t>(call.opt.precision) << 32 |
+      static_cast<std::uint64_t>(static_cast<std::uint32_t>(ranks)) << 40);
+  mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(call.opt.permille)) |
+      static_cast<std::uint64_t>(static_cast<std::uint32_t>(call.opt.tiles)) << 32);
+  mix(static_cast<std::uint64_t>(call.opt.alignment));
+  for (const std::vector<int>& g : *call.groups) {
+    mix(g.size());
+    for (int r : g)
+      mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(r)));
+  }
+  mix(call.counts.size());
+  for (std::int64_t n : call.counts)
+    mix(static_cast<std::uint64_t>(n));
+  return h;
+}
+
+// Whether `call` passes the arguments `raw` was made from (call_request's fields, the topology
+// excluded). Compares in place: no allocation.
+inline bool same_call(const plan_request& raw, const rank_call& call, int ranks) {
+  return raw.coll == call.coll && raw.ranks == ranks && raw.type == call.type &&
+         raw.op == (reduces(call.coll) ? call.op : reduce_op::sum) && raw.route == call.opt.route &&
+         raw.permille == call.opt.permille && raw.tiles == call.opt.tiles &&
+         raw.alignment == call.opt.alignment && raw.precision == call.opt.precision &&
+         raw.groups == *call.groups &&
+         std::equal(raw.counts.begin(), raw.counts.end(), call.counts.begin(), call.counts.end());
+}
+
 }  // namespace detail
 
 inline communicator::communicator(std::shared_ptr<bootstrap> boot, std::unique_ptr<transport> link,
                                   comm_config config)
-    : boot_(std::move(boot)), link_(std::move(link)), config_(config) {}
+    : boot_(std::move(boot)), link_(std::move(link)), config_(config) {
+  cache_.reserve(slots());
+  keys_.reserve(slots());
+}
 
 // The first call of a shape: every rank shows its shape and placement; all ranks reach the same
 // verdict from the same gathered bytes.
@@ -160,48 +220,77 @@ inline status communicator::compare_across_ranks(const std::string& shape, place
   return {};
 }
 
-inline status communicator::run(const rank_call& call) {
-  if (call.groups == nullptr) return {errc::invalid_argument, "no groups were given"};
-  plan_request request =
+// The cached shape of `call`, or null: the last one used first, then a scan of the keys.
+inline communicator::cached* communicator::find(const rank_call& call, std::uint64_t key) {
+  const int N = size();
+  if (last_ < cache_.size() && keys_[last_] == key && detail::same_call(cache_[last_].raw, call, N))
+    return &cache_[last_];
+  for (std::size_t i = 0; i < keys_.size(); ++i)
+    if (keys_[i] == key && detail::same_call(cache_[i].raw, call, N)) {
+      last_ = i;
+      return &cache_[i];
+    }
+  return nullptr;
+}
+
+// A shape's first call: the plan (refused alike on every rank), the comparison across ranks, the
+// slice; cached in a free slot or in place of the least recently used shape.
+inline status communicator::prepare(const rank_call& call, std::uint64_t key, placement where,
+                                    cached*& out) {
+  plan_request raw =
       call_request(call.coll, *call.groups, size(), call.counts, call.type, call.op, call.opt);
+  plan_request request = raw;
   request.in_place = false;  // the plan is the out-of-place one; see transport.hpp
   request = with_chosen_route(std::move(request));  // the shape names the route taken
-
   const std::string shape = detail::describe_shape(request);
-  auto found = cache_.find(shape);
+  plan p;
+  // Arguments every rank sees alike: every rank refuses them alike, without communicating.
+  if (status s = make_plan(request, p); !s) return s;
+  if (status s = compare_across_ranks(shape, where); !s) return s;
+  std::size_t slot = cache_.size();
+  for (std::size_t i = 0; i < keys_.size(); ++i)  // a collision of keys: replace that shape
+    if (keys_[i] == key) slot = i;
+  if (slot == cache_.size() && cache_.size() >= slots())
+    slot = static_cast<std::size_t>(
+        std::min_element(cache_.begin(), cache_.end(),
+                         [](const cached& a, const cached& b) { return a.last_use < b.last_use; }) -
+        cache_.begin());
+  if (slot == cache_.size()) {
+    cache_.emplace_back();
+    keys_.push_back(0);
+  }
+  cached& c = cache_[slot];
+  raw.machine = nullptr;  // not kept: the caller's topology may not outlive the cache
+  c.raw = std::move(raw);
+  c.slice = slice_plan(p, rank());
+  c.p = std::move(p);
+  c.fingerprint = detail::fnv1a(shape);
+  keys_[slot] = key;
+  last_ = slot;
+  out = &c;
+  return {};
+}
+
+inline status communicator::run(const rank_call& call) {
+  if (call.groups == nullptr) return {errc::invalid_argument, "no groups were given"};
   const placement where = static_cast<unsigned>(call.type) < all_dtypes.size()
-                              ? placement_of(call.coll, request.groups, request.counts,
+                              ? placement_of(call.coll, *call.groups, call.counts,
                                              size_of(call.type), rank(), call.send, call.recv)
                               : placement::helper;
-  if (found == cache_.end()) {
-    plan p;
-    // Arguments every rank sees alike: every rank refuses them alike, without communicating.
-    if (status s = make_plan(request, p); !s) return s;
-    if (status s = compare_across_ranks(shape, where); !s) return s;
-    if (cache_.size() >= std::max<std::size_t>(1, config_.plan_cache_entries)) {
-      cache_.erase(lru_.back());
-      lru_.pop_back();
-    }
-    lru_.push_front(shape);
-    cached c;
-    c.slice = slice_plan(p, rank());
-    c.p = std::move(p);
-    c.fingerprint = detail::fnv1a(shape);
-    c.lru = lru_.begin();
-    found = cache_.emplace(shape, std::move(c)).first;
-  } else {
-    lru_.splice(lru_.begin(), lru_, found->second.lru);
-  }
-  const cached& c = found->second;
+  const std::uint64_t key = detail::call_key(call, size());
+  cached* c = find(call, key);
+  if (c == nullptr)
+    if (status s = prepare(call, key, where, c); !s) return s;
+  c->last_use = ++clock_;
   call_context ctx;
-  ctx.p = &c.p;
-  ctx.slice = &c.slice;
+  ctx.p = &c->p;
+  ctx.slice = &c->slice;
   ctx.send = call.send;
   ctx.recv = call.recv;
   ctx.placement = where;
   ctx.sequence = ++sequence_;
-  ctx.fingerprint = c.fingerprint;
-  ctx.local = validate_rank_buffers(c.p, rank(), call.send, call.recv, where);
+  ctx.fingerprint = c->fingerprint;
+  ctx.local = validate_rank_buffers(c->p, rank(), call.send, call.recv, where);
   ctx.timeout = config_.timeout;
   ctx.stream = call.stream;
   return link_->run(ctx);

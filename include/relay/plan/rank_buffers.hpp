@@ -3,7 +3,9 @@
 // not, NCCL's convention) and whether they are usable.
 #pragma once
 
+#include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "relay/plan/buffers.hpp"
@@ -35,25 +37,55 @@ inline placement placement_of(collective c, const std::vector<std::vector<int>>&
   return placement::helper;
 }
 
-// validate_buffers for this rank's buffers only: the same checks and messages.
+// validate_buffers for this rank's buffers only: the same checks and messages, for a plan in
+// which every other rank's buffers are empty. Nothing is allocated unless a check fails: the
+// communicator runs it on every call (its repeated-call path allocates nothing).
 inline status validate_rank_buffers(const plan& p, int rank, buffer_view send, buffer_view recv,
                                     placement where) {
-  plan mine;
-  mine.spec = p.spec;
-  mine.type = p.type;
-  mine.in_place = where == placement::in_place;
-  mine.groups = p.groups;
-  mine.counts = p.counts;
-  const auto R = static_cast<std::size_t>(p.ranks());
   const auto r = static_cast<std::size_t>(rank);
-  mine.input_bytes.assign(R, 0);
-  mine.output_bytes.assign(R, 0);
-  mine.input_bytes[r] = p.input_bytes[r];
-  mine.output_bytes[r] = p.output_bytes[r];
-  std::vector<buffer_view> inputs(R), outputs(R);
-  inputs[r] = send;
-  outputs[r] = recv;
-  return validate_buffers(mine, inputs, outputs);
+  const std::uint64_t in_bytes = p.input_bytes[r], out_bytes = p.output_bytes[r];
+  auto check = [&](const char* what, const buffer_view& b, std::uint64_t needed) -> status {
+    if (needed == 0) return {};
+    if (b.data == nullptr)
+      return {errc::invalid_buffer,
+              std::string(what) + " of rank " + std::to_string(rank) + " is null"};
+    if (detail::address(b.data) % static_cast<std::uintptr_t>(p.element_size()) != 0)
+      return {errc::invalid_buffer, std::string(what) + " of rank " + std::to_string(rank) +
+                                        " is not aligned to its " +
+                                        std::to_string(p.element_size()) + "-byte elements"};
+    if (b.bytes < needed)
+      return {errc::invalid_buffer, std::string(what) + " of rank " + std::to_string(rank) +
+                                        " holds " + std::to_string(b.bytes) +
+                                        " bytes; the call needs " + std::to_string(needed)};
+    return {};
+  };
+  if (status s = check("the input", send, in_bytes); !s) return s;
+  if (status s = check("the output", recv, out_bytes); !s) return s;
+  const bool in_place = where == placement::in_place;
+  if (in_place && out_bytes > 0)
+    for (std::size_t g = 0; g < p.groups.size(); ++g)
+      for (std::size_t k = 0; k < p.groups[g].size(); ++k) {
+        std::int64_t delta = 0;
+        if (p.groups[g][k] != rank || !detail::in_place_delta(p.spec.coll, static_cast<int>(k),
+                                                              p.counts[g], p.element_size(), delta))
+          continue;
+        const std::int64_t at = detail::distance(send, recv);
+        if (at != delta)
+          return {errc::invalid_buffer, "in place, the output of rank " + std::to_string(rank) +
+                                            " must start " + std::to_string(delta) +
+                                            " bytes from its input (NCCL's in-place layout); it "
+                                            "starts " +
+                                            std::to_string(at)};
+      }
+  const bool overlapping = detail::overlap(recv, out_bytes, send, in_bytes);
+  if (p.spec.coll == collective::all_to_all && overlapping)
+    return {errc::unsupported, "all-to-all has no in-place form: the output of rank " +
+                                   std::to_string(rank) + " overlaps its input"};
+  if (!in_place && overlapping)
+    return {errc::invalid_buffer, "the output of rank " + std::to_string(rank) +
+                                      " overlaps the input of rank " + std::to_string(rank) +
+                                      " (out of place; pass the in-place layout for in place)"};
+  return {};
 }
 
 }  // namespace relay

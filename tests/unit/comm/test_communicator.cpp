@@ -184,3 +184,62 @@ TEST_CASE("the options reach the plan: precision, and route::automatic made conc
   CHECK(f.calls[1].plan_precision == precision::fp32_partials);
   CHECK(f.calls[2].plan_route == route::direct);
 }
+
+TEST_CASE("a cached shape is found by its arguments as passed, and its plan stays put", "[comm]") {
+  // Plans are recognised by address downstream (the ipc transport's repeated-call path), so a
+  // cached shape's plan must not move while other shapes come and go.
+  std::vector<const plan*> plans;
+  class address_transport final : public transport {
+   public:
+    explicit address_transport(std::vector<const plan*>& out) : out_(out) {}
+    std::string_view name() const override { return "addresses"; }
+    bool broken() const override { return false; }
+    status run(const call_context& c) override {
+      out_.push_back(c.p);
+      return {};
+    }
+
+   private:
+    std::vector<const plan*>& out_;
+  };
+  int gathers = 0;
+  communicator comm(std::make_shared<callback_bootstrap>(
+                        0, 4,
+                        [&](std::span<const std::byte> mine,
+                            std::vector<std::vector<std::byte>>& all, milliseconds) {
+                          ++gathers;
+                          all.assign(4, std::vector<std::byte>(mine.begin(), mine.end()));
+                          return status{};
+                        }),
+                    std::make_unique<address_transport>(plans),
+                    comm_config{0, milliseconds(100), 3});
+  alignas(8) std::byte memory[512];
+  const buffer_view in{memory, 128}, out{memory + 256, 128};
+  auto call = [&](group_list groups, std::int64_t n, route r) {
+    options opt;
+    opt.route = r;
+    const std::vector<std::int64_t> counts(groups.size(), n);
+    return relay::allreduce(comm, groups, in, out, counts, dtype::int32, reduce_op::sum, opt);
+  };
+  REQUIRE(call({{0, 1}, {2, 3}}, 8, route::relay));      // shape A
+  REQUIRE(call({{1, 0}, {2, 3}}, 8, route::relay));      // B: the groups' order differs
+  REQUIRE(call({{0, 1}, {2, 3}}, 8, route::automatic));  // C: the route as passed differs
+  REQUIRE(call({{0, 1}, {2, 3}}, 8, route::relay));      // A again
+  REQUIRE(call({{0, 1}, {2, 3}}, 8, route::automatic));  // C again (its route chosen once)
+  CHECK(gathers == 3);
+  REQUIRE(plans.size() == 5);
+  CHECK(plans[3] == plans[0]);
+  CHECK(plans[4] == plans[2]);
+  CHECK(plans[1] != plans[0]);
+  CHECK(plans[2] != plans[0]);
+  // A fourth shape evicts the least recently used (B); A and C keep their plans where they were.
+  REQUIRE(call({{0, 1}, {2, 3}}, 9, route::relay));
+  REQUIRE(call({{0, 1}, {2, 3}}, 8, route::relay));
+  REQUIRE(call({{0, 1}, {2, 3}}, 8, route::automatic));
+  CHECK(gathers == 4);
+  CHECK(plans[6] == plans[0]);
+  CHECK(plans[7] == plans[2]);
+  CHECK(comm.cached_shapes() == 3);
+  REQUIRE(call({{1, 0}, {2, 3}}, 8, route::relay));  // B was evicted: compared again
+  CHECK(gathers == 5);
+}

@@ -65,3 +65,52 @@ TEST_CASE("a rank checks its own buffers only, with validate_buffers' messages",
   CHECK(validate_rank_buffers(p, 2, in, {memory + 16, 32}, placement::out_of_place).code() ==
         errc::invalid_buffer);  // overlaps its input out of place
 }
+
+TEST_CASE("a rank's own check agrees with validate_buffers on a plan of its buffers only",
+          "[plan][rank_buffers]") {
+  // The reference: validate_buffers on a copy of the plan in which every other rank needs no
+  // bytes (what validate_rank_buffers computed before it stopped allocating). Random buffers in
+  // a small arena hit null, misaligned, short, overlapping and in-place layouts.
+  const std::uint64_t seed = 20261201;
+  std::uint64_t state = seed;
+  auto next = [&](std::uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  alignas(16) std::byte arena[512];
+  int failures_compared = 0;
+  for (int i = 0; i < 4000; ++i) {
+    plan_request q;
+    q.coll = all_collectives[next(all_collectives.size())];
+    q.ranks = 4;
+    q.groups = pairs;
+    q.counts = {static_cast<std::int64_t>(next(9)), static_cast<std::int64_t>(next(9))};
+    q.type = next(2) == 0 ? dtype::int32 : dtype::bfloat16;
+    plan p;
+    REQUIRE(make_plan(q, p));
+    const int rank = static_cast<int>(next(4));
+    auto view = [&]() -> buffer_view {
+      if (next(16) == 0) return {nullptr, 64};
+      return {arena + next(256), static_cast<std::size_t>(next(80))};
+    };
+    buffer_view send = view(), recv = view();
+    if (next(4) == 0) recv = send;  // in place for allreduce
+    const int es = size_of(q.type);
+    const placement where = placement_of(q.coll, q.groups, q.counts, es, rank, send, recv);
+    plan mine = p;
+    mine.in_place = where == placement::in_place;
+    for (std::size_t r = 0; r < 4; ++r)
+      if (static_cast<int>(r) != rank) mine.input_bytes[r] = mine.output_bytes[r] = 0;
+    std::vector<buffer_view> inputs(4), outputs(4);
+    inputs[static_cast<std::size_t>(rank)] = send;
+    outputs[static_cast<std::size_t>(rank)] = recv;
+    const status expected = validate_buffers(mine, inputs, outputs);
+    const status got = validate_rank_buffers(p, rank, send, recv, where);
+    INFO("seed " << seed << ", case " << i << ": expected " << expected.to_string() << ", got "
+                 << got.to_string());
+    REQUIRE(got.code() == expected.code());
+    REQUIRE(got.message() == expected.message());
+    failures_compared += expected.ok() ? 0 : 1;
+  }
+  CHECK(failures_compared > 400);  // the cases reach the checks, not only the passing path
+}
