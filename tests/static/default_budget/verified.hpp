@@ -1,5 +1,6 @@
-// The one shape of a default-budget assertion: one constant evaluation per schedule, so each is
-// held to the compiler's budget on its own.
+// The one shape of a whole-schedule assertion (the default-budget files and
+// schedule_properties.cpp): one constant evaluation per schedule, so each is held to the compiler's
+// budget on its own.
 #pragma once
 
 #include "relay/check/verify.hpp"
