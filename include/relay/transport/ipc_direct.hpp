@@ -1,0 +1,104 @@
+// The ipc transport's user-memory decisions (transport/ipc.hpp), host-only so that they are
+// unit-tested without a device: where a call's plan operands live, and, per call, whether this
+// rank's input and output are used where the caller keeps them (direct) or staged through its
+// registered area.
+//
+// Why only the output needs registering. In a plan every operation reads memory of the rank that
+// issues it (a copy is pushed by its source's rank; a reduction's sources lie on its own rank) and
+// no operation writes an input (plan_runs_direct checks both). So a rank's input is read by that
+// rank alone: it may stay in the caller's buffer, registered or not. Its output is written by the
+// peers that push into it, which must be able to address it: it may stay in the caller's buffer
+// only when that lies in memory this rank registered (comm.register_buffer), which every peer has
+// opened.
+//
+// The decision is this rank's own, per call (choose_direct): peers learn where its output is on
+// the device, not on the host. The rank's entry stage writes the output's place (registration
+// slot and offset, or "staged") into its control block before it publishes "entered", and a peer
+// reads it after its entry wait on the rank, which the slice makes before its first push into the
+// rank (plan/slice.hpp). So ranks need not agree on anything, a graph replays the places its
+// calls were captured with, and no host exchange happens per call.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "relay/plan/plan.hpp"
+#include "relay/plan/rank_buffers.hpp"
+
+namespace relay::ipc {
+
+// Registrations per rank (slots of the device-side table every rank keeps of every peer's).
+inline constexpr int max_registrations = 16;
+
+// Descriptors are built once per plan against the staged addresses and moved by a per-call delta
+// (gpu/ipc_kernels.hpp). A delta keeps the operands' misalignment modulo 16, which the
+// descriptors' vector widths were chosen for, only when it is a multiple of 16: the staged places
+// are 256-byte aligned, so a user buffer qualifies when its address is 16-byte aligned.
+inline constexpr std::uintptr_t direct_alignment = 16;
+
+// What an operand of a descriptor is moved by at run time: nothing (scratch, or a peer's memory
+// other than its output), this rank's input or output delta, or peer q's output delta.
+inline constexpr std::uint8_t tag_fixed = 0, tag_my_input = 1, tag_my_output = 2,
+                              tag_peer_output = 3;  // + q
+inline std::uint8_t operand_tag(const plan_operand& o, int me) {
+  if (o.buf == buffer::scratch) return tag_fixed;
+  if (o.rank == me) return o.buf == buffer::input ? tag_my_input : tag_my_output;
+  return o.buf == buffer::output ? static_cast<std::uint8_t>(tag_peer_output + o.rank) : tag_fixed;
+}
+
+// Whether `p` keeps the two rules above, so that a rank may use its input in place and its output
+// in user memory. Every plan make_plan builds does (a unit test runs them all); a plan that did
+// not would run staged.
+inline bool plan_runs_direct(const plan& p) {
+  for (const plan_op& o : p.ops) {
+    if (o.dst.buf == buffer::input) return false;
+    if (o.phase == phase::reduce)
+      for (const plan_operand& s : p.sources_of(o))
+        if (s.rank != o.dst.rank) return false;
+  }
+  return true;
+}
+
+// One registration of this rank: [begin, end) of its address space.
+struct registration {
+  std::uintptr_t begin = 0, end = 0;
+};
+
+// The slot whose registration holds [p, p + bytes), or -1.
+inline int find_registration(std::span<const registration> slots, const void* p,
+                             std::size_t bytes) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    if (slots[i].end > slots[i].begin && a >= slots[i].begin && a <= slots[i].end &&
+        bytes <= slots[i].end - a)
+      return static_cast<int>(i);
+  return -1;
+}
+
+struct direct_choice {
+  bool input = false;   // read the input from the caller's buffer (no copy in)
+  bool output = false;  // reductions and peers write the caller's output (no copy out)
+  int slot = -1;        // the output's registration (when output)
+};
+
+// This rank's choice for one call. `output_slot`: find_registration of its output (-1: none).
+// In place (the input and output overlap in the caller's memory) only one of them may be direct:
+// the plan is the out-of-place one, whose waits assume the input is not written during the call.
+// The output is preferred (it needs the registration; the input does not).
+inline direct_choice choose_direct(bool plan_ok, placement where, buffer_view send,
+                                   std::uint64_t in_bytes, buffer_view recv,
+                                   std::uint64_t out_bytes, int output_slot) {
+  direct_choice c;
+  if (!plan_ok) return c;
+  auto aligned = [](const void* p) {
+    return reinterpret_cast<std::uintptr_t>(p) % direct_alignment == 0;
+  };
+  c.output = out_bytes > 0 && output_slot >= 0 && aligned(recv.data);
+  c.slot = c.output ? output_slot : -1;
+  c.input = in_bytes > 0 && aligned(send.data) && !(c.output && where == placement::in_place);
+  return c;
+}
+
+}  // namespace relay::ipc

@@ -1,0 +1,55 @@
+// The ipc transport's form model (cost/ipc_form.hpp): hand-worked prices and a plan's stages.
+#include "relay/cost/ipc_form.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "relay/plan/make_plan.hpp"
+
+using namespace relay;
+
+TEST_CASE("the forms' prices, worked by hand", "[cost][ipc]") {
+  const ipc_form_costs c{4e-6, 1.5e-6, 0.5e-6};
+  // Every stage within one round in both forms: stepped 4 launches + 4 tiles = 16 + 2 = 18 us;
+  // one-shot 1 launch + 3 barriers + 4 tiles = 4 + 4.5 + 2 = 10.5 us.
+  ipc_form_prices p = price_ipc_forms({4, 2, 2, 4}, c, 132, 1056);
+  CHECK(p.stepped == Approx(18e-6));
+  CHECK(p.one_shot == Approx(10.5e-6));
+  CHECK(p.one_shot_wins());
+  // Large stages: the one-shot's 132 blocks take 8, 4, 4 and 8 rounds (1024 / 132 = 7.8,
+  // 512 / 132 = 3.9): 4 + 4.5 + 24 * 0.5 = 20.5 us against stepped's 16 + 4 * 0.5 = 18 us.
+  p = price_ipc_forms({1024, 512, 512, 1024}, c, 132, 1056);
+  CHECK(p.stepped == Approx(18e-6));
+  CHECK(p.one_shot == Approx(20.5e-6));
+  CHECK_FALSE(p.one_shot_wins());
+  // A barrier dearer than a launch: stepped wins at any size (3 + 1.5 against 1 + 4 + 1.5 us).
+  p = price_ipc_forms({1, 1, 1}, {1e-6, 2e-6, 0.5e-6}, 132, 1056);
+  CHECK(p.stepped == Approx(4.5e-6));
+  CHECK(p.one_shot == Approx(6.5e-6));
+  CHECK_FALSE(p.one_shot_wins());
+}
+
+TEST_CASE("a plan's stages: the copy in, each phase's busiest rank, the copy out", "[cost][ipc]") {
+  // Direct allreduce, one pair of N=2, 8192 int32 (32 KiB a rank), tiles of 16 KiB. Each rank
+  // pushes its whole input (2 tiles) into its peer's scratch, then reduces its input and the
+  // peer's copy into its output (2 tiles): stages 2 (copy in), 2, 2, 2 (copy out).
+  plan_request q;
+  q.coll = collective::allreduce;
+  q.mode = mode::fused;
+  q.route = route::direct;
+  q.ranks = 2;
+  q.groups = {{0, 1}};
+  q.counts = {8192};
+  q.type = dtype::int32;
+  plan p;
+  REQUIRE(make_plan(q, p));
+  CHECK(plan_stages(p, 16384) == std::vector<std::uint64_t>{2, 2, 2, 2});
+  // A tile of 12 KiB: 32 KiB is 3 tiles (2.67 rounded up) everywhere.
+  CHECK(plan_stages(p, 12288) == std::vector<std::uint64_t>{3, 3, 3, 3});
+  // Uneven counts: one rank of the pair moves what the busiest moves. Fused A=2 of N=4 with
+  // counts 8192 and 2048: the second pair's stages are smaller, the first's are priced.
+  q.ranks = 4;
+  q.groups = {{0, 1}, {2, 3}};
+  q.counts = {8192, 2048};
+  REQUIRE(make_plan(q, p));
+  CHECK(plan_stages(p, 16384) == std::vector<std::uint64_t>{2, 2, 2, 2});
+}
