@@ -21,39 +21,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <string>
 #include <vector>
 
 #include "relay/bootstrap/callback_bootstrap.hpp"
 #include "relay/comm/collectives.hpp"
-
-namespace {
-
-std::size_t allocations = 0;  // single-threaded: no atomics needed
-
-}  // namespace
-
-void* operator new(std::size_t n) {
-  ++allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  return operator new(n);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
+#define RELAY_ALLOC_COUNTER_DEFINE
+#include "support/alloc_counter.hpp"
 
 namespace {
 
@@ -98,7 +72,7 @@ result time_calls(communicator& comm, const row& r, long calls, std::vector<std:
     std::fprintf(stderr, "%s: %s\n", r.what, s.to_string().c_str());
     std::exit(2);
   }
-  const std::size_t before = allocations;
+  const std::size_t before = testing::allocations();
   const auto start = std::chrono::steady_clock::now();
   for (long i = 0; i < calls; ++i)
     if (!once()) std::exit(2);
@@ -106,7 +80,8 @@ result time_calls(communicator& comm, const row& r, long calls, std::vector<std:
   result out;
   out.ns =
       std::chrono::duration<double, std::nano>(end - start).count() / static_cast<double>(calls);
-  out.allocations = static_cast<double>(allocations - before) / static_cast<double>(calls);
+  out.allocations =
+      static_cast<double>(testing::allocations() - before) / static_cast<double>(calls);
   return out;
 }
 
@@ -116,7 +91,7 @@ result time_old_key(const row& r, long calls) {
   options opt;
   opt.route = r.path;
   std::size_t sink = 0;
-  const std::size_t before = allocations;
+  const std::size_t before = testing::allocations();
   const auto start = std::chrono::steady_clock::now();
   for (long i = 0; i < calls; ++i) {
     plan_request q = call_request(r.coll, r.groups, ranks, counts, r.type, reduce_op::sum, opt);
@@ -128,7 +103,8 @@ result time_old_key(const row& r, long calls) {
   result out;
   out.ns =
       std::chrono::duration<double, std::nano>(end - start).count() / static_cast<double>(calls);
-  out.allocations = static_cast<double>(allocations - before) / static_cast<double>(calls);
+  out.allocations =
+      static_cast<double>(testing::allocations() - before) / static_cast<double>(calls);
   return out;
 }
 

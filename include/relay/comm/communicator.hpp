@@ -76,6 +76,20 @@ class communicator {
   // Runs one call (the rank-local collectives in comm/collectives.hpp forward here).
   inline status run(const rank_call& call);
 
+  // Registers this rank's buffer [p, p + bytes) with the transport, as NCCL's ncclCommRegister:
+  // calls whose buffers lie in registered memory may skip the transport's staging (the ipc
+  // transport: docs/ipc-transport.md). Collective: every rank calls it, each with its own buffer
+  // (or a null pointer to register nothing this time). The status is this rank's: memory that
+  // cannot be registered is refused (errc::invalid_buffer saying why) and the calls that use it
+  // are staged, correct either way. Not during graph capture; transports that stage every call
+  // accept it and do nothing.
+  status register_buffer(void* p, std::size_t bytes) {
+    return link_->register_buffer(p, bytes, config_.timeout);
+  }
+  // Ends the registration that begins at `p` (collective, like register_buffer; null: none this
+  // time). No call in flight or captured graph may use the buffer afterwards.
+  status deregister_buffer(void* p) { return link_->deregister_buffer(p, config_.timeout); }
+
   // Shapes in the plan cache (tests watch it).
   std::size_t cached_shapes() const { return cache_.size(); }
 

@@ -11,6 +11,14 @@
 //      the batched kernels' tile functions (gpu/kernels.hpp), so the work is theirs exactly;
 //   3. counts its blocks out; the last one publishes the stage's mark into every peer's signal
 //      word for this rank (gpu/signals.hpp) and, on the entry stage, advances the call counter.
+//
+// User memory (transport/ipc_direct.hpp). The lists are built once per plan against the staged
+// places in the registered areas. A call whose input or output stays in the caller's buffer
+// moves the operands that name them by a delta: this rank's own input and output deltas come
+// with the launch (ipc_env); a peer's output delta is read, after the stage's waits, from where
+// that peer's entry wrote it (its control block: registration slot and offset), and turned into
+// an address through this process's table of the peers' registrations. Descriptors whose
+// operands never move carry no tags and run exactly as before.
 
 // The call counter lives in the rank's control block in device memory, never in an argument:
 // a captured graph replays the same arguments, and the counter still tells its calls apart.
@@ -29,6 +37,7 @@
 #include "relay/gpu/runtime.hpp"
 #include "relay/gpu/signals.hpp"
 #include "relay/schedule/schedule.hpp"
+#include "relay/transport/ipc_direct.hpp"
 
 namespace relay::gpu {
 
@@ -40,6 +49,17 @@ struct ipc_wait {
   std::uint32_t reduce = 0;  // the phase's kind: 0 transfer, 1 reduce
 };
 
+// Which delta moves each operand of a descriptor: ipc::operand_tag (0: none; 1, 2: this rank's
+// input, output; 3 + q: peer q's output).
+struct ipc_copy_tags {
+  std::uint8_t src = 0, dst = 0;
+};
+struct ipc_reduce_tags {
+  std::uint8_t dst = 0;
+  std::uint8_t src[max_reduce_inputs] = {};
+};
+inline constexpr int ipc_delta_count = 3 + max_ranks;
+
 // One launch's work, in device memory (built once per plan, transport/ipc.hpp).
 struct ipc_stage {
   const ipc_wait* waits = nullptr;
@@ -49,6 +69,11 @@ struct ipc_stage {
   std::uint32_t enter = 0;    // 1: this launch begins a call (advance the call counter)
   std::int32_t publish = -1;  // the mark's `done` when finished (0: entered, phase + 1); -1: none
   std::uint64_t copy_tiles = 0, reduce_tiles = 0;
+  // Null where no operand of the list has a tag (nothing moves: the lists run as built).
+  const ipc_copy_tags* copy_tags = nullptr;
+  const ipc_reduce_tags* reduce_tags = nullptr;
+  const std::uint64_t* peer_out = nullptr;  // [ranks]: rank q's staged output (this plan), here
+  std::uint64_t push_mask = 0;              // bit q: a copy of the stage writes peer q's output
 };
 
 // The start of every rank's registered area. signal[q] is written by rank q only (its latest
@@ -59,6 +84,10 @@ struct ipc_control {
   std::uint32_t arrived;     // blocks of the running stage that are done (reset by the last)
   std::uint32_t aborted;     // non-zero once this rank gave up; never cleared
   std::uint32_t generation;  // the one-shot kernel's grid barrier: stages passed, ever
+  // Where this rank's output of its current call is (ipc_env::out_slot, out_offset), written by
+  // its entry before it publishes "entered"; peers read it after waiting for that.
+  std::uint64_t out_slot;
+  std::uint64_t out_offset;
 };
 
 enum ipc_report_code : std::uint32_t {
@@ -87,7 +116,16 @@ struct ipc_env {
                                            // for this rank
   ipc_report* report = nullptr;            // device address of the mapped host report
   std::uint32_t ranks = 0;
-  std::uint64_t timeout_ticks = 0;  // of wall_clock()
+  std::uint64_t timeout_ticks = 0;         // of wall_clock()
+  ipc_control* const* controls = nullptr;  // [ranks]: rank q's control block, in this process
+  // [ranks][ipc::max_registrations]: where rank q's registered allocation starts in this process
+  // (0: no registration in that slot).
+  const std::uint64_t* registrations = nullptr;
+  // This call's places: deltas from the staged input and output to the caller's buffers (0 when
+  // staged), and the output's registration slot + 1 (0: staged) and its offset from that
+  // allocation's start, which the entry publishes.
+  std::int64_t in_delta = 0, out_delta = 0;
+  std::uint64_t out_slot = 0, out_offset = 0;
 };
 
 namespace detail {
@@ -140,17 +178,73 @@ __device__ inline bool ipc_stage_waits(const ipc_env& env, const ipc_stage& s, s
   return give_up != 0;
 }
 
+// After the stage's waits, every thread of the block: the delta of each tag into `delta`
+// (shared). A peer's output place is read only for the peers the stage pushes into, whose entry
+// into this call the slice's waits have seen by now (in this stage or an earlier one), so the
+// place is this call's: the peer writes the next call's only after its exit, which waits for this
+// stage's pushes.
+template <int Block>
+__device__ inline void ipc_stage_deltas(const ipc_env& env, const ipc_stage& s,
+                                        std::int64_t* delta) {
+  if (s.copy_tags == nullptr && s.reduce_tags == nullptr) return;
+  for (std::uint32_t i = threadIdx.x; i < 3 + env.ranks; i += Block) {
+    std::int64_t d = 0;
+    if (i == ipc::tag_my_input) {
+      d = env.in_delta;
+    } else if (i == ipc::tag_my_output) {
+      d = env.out_delta;
+    } else if (i >= ipc::tag_peer_output && ((s.push_mask >> (i - ipc::tag_peer_output)) & 1)) {
+      const std::uint32_t q = i - ipc::tag_peer_output;
+      const volatile ipc_control* c = env.controls[q];
+      const std::uint64_t slot = c->out_slot;
+      if (slot != 0) {
+        const std::uint64_t start = env.registrations[q * ipc::max_registrations + slot - 1];
+        d = static_cast<std::int64_t>(start + c->out_offset - s.peer_out[q]);
+      }
+    }
+    delta[i] = d;
+  }
+  __syncthreads();
+}
+
+template <int Block, int Unroll>
+__device__ inline void ipc_moved_copy_tile(const ipc_stage& s, std::uint64_t t,
+                                           const std::int64_t* delta) {
+  const std::uint32_t i = find_desc(s.copies, s.copy_count, t);
+  copy_desc c = s.copies[i];
+  const ipc_copy_tags g = s.copy_tags[i];
+  c.src += delta[g.src];
+  c.dst += delta[g.dst];
+  copy_desc_tile<Block, Unroll, false>(c, t - c.first_tile);
+}
+
+template <class T, int Block, int Unroll>
+__device__ inline void ipc_moved_reduce_tile(const ipc_stage& s, std::uint64_t t,
+                                             const std::int64_t* delta) {
+  const std::uint32_t i = find_desc(s.reduces, s.reduce_count, t);
+  reduce_desc r = s.reduces[i];
+  const ipc_reduce_tags& g = s.reduce_tags[i];
+  r.dst = static_cast<unsigned char*>(r.dst) + delta[g.dst];
+  for (int k = 0; k < r.k; ++k)
+    r.src[k] = static_cast<const unsigned char*>(r.src[k]) + delta[g.src[k]];
+  reduce_desc_tile<T, Block, Unroll>(r, t - r.first_tile);
+}
+
 // This block's tiles of a stage: the user copy, then the copy list, then the reduction list.
 template <class T, int Block, int Unroll>
 __device__ inline void ipc_stage_work(const ipc_stage& s, const copy_desc& user,
-                                      std::uint64_t user_tiles) {
+                                      std::uint64_t user_tiles, const std::int64_t* delta) {
   const std::uint64_t lists = user_tiles + s.copy_tiles;
   const std::uint64_t total = lists + s.reduce_tiles;
   for (std::uint64_t t = blockIdx.x; t < total; t += gridDim.x) {
     if (t < user_tiles)
       copy_desc_tile<Block, Unroll, false>(user, t);
+    else if (t < lists && s.copy_tags != nullptr)
+      ipc_moved_copy_tile<Block, Unroll>(s, t - user_tiles, delta);
     else if (t < lists)
       copy_list_tile<Block, Unroll, false>(s.copies, s.copy_count, t - user_tiles);
+    else if (s.reduce_tags != nullptr)
+      ipc_moved_reduce_tile<T, Block, Unroll>(s, t - lists, delta);
     else
       reduce_list_tile<T, Block, Unroll>(s.reduces, s.reduce_count, t - lists);
   }
@@ -171,7 +265,11 @@ __device__ inline bool ipc_last_out(const ipc_env& env) {
 // The last block's epilogue of a stage: the call counter on entry, then the mark to every peer
 // (an abort mark once this rank has given up).
 __device__ inline void ipc_publish(const ipc_env& env, const ipc_stage& s, std::uint64_t call) {
-  if (s.enter != 0) *static_cast<volatile std::uint64_t*>(&env.me->call) = call;
+  if (s.enter != 0) {
+    *static_cast<volatile std::uint64_t*>(&env.me->call) = call;
+    *static_cast<volatile std::uint64_t*>(&env.me->out_slot) = env.out_slot;
+    *static_cast<volatile std::uint64_t*>(&env.me->out_offset) = env.out_offset;
+  }
   const bool aborted = ipc_aborted(env);
   if (!aborted && s.publish < 0) return;
   const std::uint64_t mark =
@@ -190,14 +288,17 @@ __global__ void __launch_bounds__(Block)
     ipc_step_kernel(const ipc_stage* stage, copy_desc user, std::uint64_t user_tiles, ipc_env env,
                     std::uint32_t refuse) {
   __shared__ std::uint32_t give_up;
+  __shared__ std::int64_t delta[ipc_delta_count];
   const ipc_stage s = *stage;
   // Every block reads the counter before the last block of an entry launch advances it.
   const std::uint64_t call =
       *static_cast<volatile std::uint64_t*>(&env.me->call) + (s.enter != 0 ? 1 : 0);
   if (refuse != 0 && blockIdx.x == 0 && threadIdx.x == 0)
     detail::ipc_give_up(env, ipc_refused, ipc_wait{}, call);
-  if (!detail::ipc_stage_waits<Block>(env, s, call, give_up))
-    detail::ipc_stage_work<T, Block, Unroll>(s, user, user_tiles);
+  if (!detail::ipc_stage_waits<Block>(env, s, call, give_up)) {
+    detail::ipc_stage_deltas<Block>(env, s, delta);
+    detail::ipc_stage_work<T, Block, Unroll>(s, user, user_tiles, delta);
+  }
   if (detail::ipc_last_out(env)) detail::ipc_publish(env, s, call);
 }
 
@@ -212,18 +313,20 @@ __global__ void __launch_bounds__(Block)
                         std::uint64_t in_tiles, copy_desc out, std::uint64_t out_tiles,
                         ipc_env env) {
   __shared__ std::uint32_t give_up;
+  __shared__ std::int64_t delta[ipc_delta_count];
   volatile std::uint32_t* generation = &env.me->generation;
   std::uint32_t seen = *generation;  // read by every block before the first barrier moves it
   const std::uint64_t call = *static_cast<volatile std::uint64_t*>(&env.me->call) + 1;
   for (std::uint32_t i = 0; i < count; ++i) {
     const ipc_stage s = stages[i];
     if (!detail::ipc_stage_waits<Block>(env, s, call, give_up)) {
+      detail::ipc_stage_deltas<Block>(env, s, delta);
       if (i == 0)
-        detail::ipc_stage_work<T, Block, Unroll>(s, in, in_tiles);
+        detail::ipc_stage_work<T, Block, Unroll>(s, in, in_tiles, delta);
       else if (i + 1 == count)
-        detail::ipc_stage_work<T, Block, Unroll>(s, out, out_tiles);
+        detail::ipc_stage_work<T, Block, Unroll>(s, out, out_tiles, delta);
       else
-        detail::ipc_stage_work<T, Block, Unroll>(s, copy_desc{}, 0);
+        detail::ipc_stage_work<T, Block, Unroll>(s, copy_desc{}, 0, delta);
     }
     if (detail::ipc_last_out(env)) {
       detail::ipc_publish(env, s, call);

@@ -330,12 +330,11 @@ __device__ inline void reduce_vector_tile(const reduce_desc& r, std::uint64_t ti
 
 }  // namespace detail
 
-// Tile t (0 .. the list's tiles - 1) of a reduction list.
+// Tile `tile` of one reduction (its unaligned ends with tile 0). A device function so that other
+// kernels (the ipc transport's, which moves a descriptor's operands per call) reduce exactly as
+// the batched kernel does.
 template <class T, int Block = default_block, int Unroll = default_unroll>
-__device__ inline void reduce_list_tile(const reduce_desc* descs, std::uint32_t n,
-                                        std::uint64_t t) {
-  const reduce_desc& r = descs[detail::find_desc(descs, n, t)];
-  const std::uint64_t tile = t - r.first_tile;
+__device__ inline void reduce_desc_tile(const reduce_desc& r, std::uint64_t tile) {
   if (r.vector) {
     detail::reduce_vector_tile<T, Block, Unroll>(r, tile);
     if (tile == 0) {  // the unaligned ends, fewer than 16 bytes each
@@ -359,6 +358,14 @@ __device__ inline void reduce_list_tile(const reduce_desc* descs, std::uint32_t 
       if (i < r.count) detail::reduce_one<T>(r, i);
     }
   }
+}
+
+// Tile t (0 .. the list's tiles - 1) of a reduction list.
+template <class T, int Block = default_block, int Unroll = default_unroll>
+__device__ inline void reduce_list_tile(const reduce_desc* descs, std::uint32_t n,
+                                        std::uint64_t t) {
+  const reduce_desc& r = descs[detail::find_desc(descs, n, t)];
+  reduce_desc_tile<T, Block, Unroll>(r, t - r.first_tile);
 }
 
 template <class T, int Block = default_block, int Unroll = default_unroll>

@@ -213,6 +213,45 @@ inline error_t ipc_open(void** p, const ipc_handle_t& h) {
 inline error_t ipc_close(void* p) {
   return RELAY_RT(IpcCloseMemHandle)(p);
 }
+// The allocation that holds `p`: its start and size. Registering a user buffer exports the whole
+// allocation (an exported handle names an allocation, and a peer maps it from its start), so the
+// buffer's offset in it is needed. HIP has the call; the CUDA runtime has none, so the driver's
+// cuMemGetAddressRange is looked up through the runtime (no link to libcuda).
+inline error_t address_range(void** base, std::size_t* bytes, const void* p) {
+#if defined(RELAY_GPU_HIP)
+  hipDeviceptr_t b = nullptr;
+  const error_t e = hipMemGetAddressRange(&b, bytes, const_cast<void*>(p));
+  *base = b;
+  return e;
+#else
+  using range_fn = int (*)(unsigned long long*, std::size_t*, unsigned long long);
+  static range_fn fn = []() -> range_fn {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
+    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000,
+                                                           cudaEnableDefault, &found);
+#else
+    const cudaError_t e =
+        cudaGetDriverEntryPoint("cuMemGetAddressRange", &f, cudaEnableDefault, &found);
+#endif
+    return e == cudaSuccess && found == cudaDriverEntryPointSuccess ? reinterpret_cast<range_fn>(f)
+                                                                    : nullptr;
+  }();
+  if (fn == nullptr) return cudaErrorNotSupported;
+  unsigned long long b = 0;
+  if (fn(&b, bytes, reinterpret_cast<unsigned long long>(p)) != 0) return cudaErrorInvalidValue;
+  *base = reinterpret_cast<void*>(b);
+  return cudaSuccess;
+#endif
+}
+// Stream-ordered pool memory (what the ipc transport must refuse to register; its tests make some).
+inline error_t malloc_async(void** p, std::size_t n, stream_t s) {
+  return RELAY_RT(MallocAsync)(p, n, s);
+}
+inline error_t free_async(void* p, stream_t s) {
+  return RELAY_RT(FreeAsync)(p, s);
+}
 // Pinned host memory that the device writes directly (its device address from device_address).
 inline error_t host_alloc_mapped(void** p, std::size_t n) {
 #if defined(RELAY_GPU_HIP)

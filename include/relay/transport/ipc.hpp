@@ -16,15 +16,23 @@
 //
 // A call runs the out-of-place plan on the areas (plan/area_layout.hpp puts each rank's input,
 // output and scratch there), as gpu/ipc_kernels.hpp describes:
-//   entry   copy the user's input into the area (in place or not: the plan never sees user
-//           memory), advance the call counter, publish "entered";
+//   entry   copy the user's input into the area (unless the input is used in place, below),
+//           advance the call counter, write where this call's output is, publish "entered";
 //   phases  per phase of the slice in which this rank issues operations: wait for its slice
 //           waits, push its copies into peers' areas or run its reductions, publish "finished";
-//   exit    wait for the slice's exit waits, copy the output to the user's buffer.
-// Each is one launch of one kernel (the stepped form), or, for small calls, all of them are one
-// launch (the one-shot form, ipc_options::one_shot_tiles); all on call.stream, in stream order,
-// and run() returns without waiting. The staging costs one extra read and write of this rank's
-// buffers on device memory; relay-bench measures it in its rows.
+//   exit    wait for the slice's exit waits, copy the output to the user's buffer (unless the
+//           output was written there).
+// Each is one launch of one kernel (the stepped form), or all of them are one launch (the
+// one-shot form); the model of cost/ipc_form.hpp picks, once per plan and alike on every rank
+// (ipc_options::form). All on call.stream, in stream order, and run() returns without waiting.
+//
+// User memory (transport/ipc_direct.hpp): a rank reads its input where the caller keeps it when
+// that is 16-byte aligned (no registration needed: only the rank itself reads its input), and
+// writes its output there when it lies in memory the rank registered (register_buffer, as
+// ncclCommRegister) and is aligned; otherwise the entry's or the exit's copy stages it. Each
+// rank decides for itself per call; its peers learn where its output is on the device. In place
+// one of the two is staged. The staging costs one extra read and write of the buffer on device
+// memory.
 //
 // Descriptor lists are built on the first call of each plan shape and uploaded on its stream
 // (cached, up to 64 shapes). That first call allocates, so it must come before graph capture: a
@@ -46,7 +54,7 @@
 // Without MPS the device time-slices the processes' contexts, so a wait may last a time slice
 // (measured on an H200: about 4.5 ms a call, bench/results/2026-12-01-h200-ipc/); slow, but
 // nothing depends on different ranks' kernels being resident together. (The one-shot kernel's
-// own blocks must be, and are: its grid is within the multiprocessors.)
+// own blocks must be, and are: its grid is at most one block per multiprocessor.)
 //
 // Only code compiled by nvcc or hipcc may include this header.
 #pragma once
@@ -65,6 +73,7 @@
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
 #include "relay/core/status.hpp"
+#include "relay/cost/ipc_form.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/ipc_kernels.hpp"
 #include "relay/gpu/kernels.hpp"
@@ -72,36 +81,12 @@
 #include "relay/plan/area_layout.hpp"
 #include "relay/plan/slice.hpp"
 #include "relay/plan/validate.hpp"
+#include "relay/transport/ipc_direct.hpp"
 #include "relay/transport/ipc_memory.hpp"
+#include "relay/transport/ipc_options.hpp"
 #include "relay/transport/transport.hpp"
 
 namespace relay {
-
-struct ipc_options {
-  // Bytes of data area per rank: a call needs its input, output and scratch there (a larger
-  // call fails on every rank with errc::out_of_memory naming the size). RELAY_IPC_BYTES
-  // overrides it.
-  std::size_t bytes_per_rank = std::size_t{64} << 20;
-  // A call runs in one launch (the one-shot form) when no stage of it has more tiles (16 KiB of
-  // work each) than this, nor than the device has multiprocessors; 0: never. The forms speak the
-  // same protocol, so ranks need not agree. RELAY_IPC_ONE_SHOT_TILES overrides it.
-  int one_shot_tiles = 32;
-};
-
-// RELAY_IPC_BYTES and RELAY_IPC_ONE_SHOT_TILES into `o`, where set.
-inline status ipc_options_from_environment(ipc_options& o) {
-  if (status s = size_from_environment("RELAY_IPC_BYTES", o.bytes_per_rank); !s) return s;
-  if (const char* v = std::getenv("RELAY_IPC_ONE_SHOT_TILES"); v != nullptr && *v != '\0') {
-    char* end = nullptr;
-    const long n = std::strtol(v, &end, 10);
-    if (end == v || *end != '\0' || n < 0 || n > 4096)
-      return {errc::invalid_argument,
-              std::string("RELAY_IPC_ONE_SHOT_TILES must be a tile count of 0 to 4096, not '") + v +
-                  "'"};
-    o.one_shot_tiles = static_cast<int>(n);
-  }
-  return {};
-}
 
 class ipc_transport final : public transport {
  public:
@@ -109,17 +94,35 @@ class ipc_transport final : public transport {
   static status create(bootstrap& boot, int device, const ipc_options& o,
                        std::chrono::milliseconds timeout, std::unique_ptr<ipc_transport>& out) {
     std::unique_ptr<ipc_transport> t(new ipc_transport(boot, device));
-    int sms = 0;
-    if (gpu::rt::error_t e = gpu::rt::sm_count(&sms, device); e != gpu::rt::success)
-      return gpu::failure("counting the multiprocessors", device, e);
-    t->one_shot_tiles_ = static_cast<std::uint64_t>(std::min(std::max(0, o.one_shot_tiles), sms));
+    t->form_ = o.form;
+    t->costs_ = o.costs;
+    t->one_shot_tiles_ = static_cast<std::uint64_t>(std::max(0, o.one_shot_tiles));
     if (status s = t->area_.open(boot, device, o.bytes_per_rank, timeout); !s) return s;
     if (gpu::rt::error_t e = gpu::ticks_per_ms(&t->ticks_per_ms_, device); e != gpu::rt::success)
       return gpu::failure("reading the device clock's rate", device, e);
+    // The grids every rank prices the forms with (cost/ipc_form.hpp): the smallest of all
+    // ranks', so that every rank takes the same form.
+    std::int64_t grids[2] = {0, 0};  // multiprocessors (the one-shot grid), step kernel's grid
+    int sms = 0;
+    if (gpu::rt::error_t e = gpu::rt::sm_count(&sms, device); e != gpu::rt::success)
+      return gpu::failure("counting the multiprocessors", device, e);
     if (gpu::rt::error_t e = gpu::resident_blocks(&t->max_grid_, gpu::ipc_step_kernel<float>,
                                                   gpu::default_block, device);
         e != gpu::rt::success)
       return gpu::failure("querying the step kernel's occupancy", device, e);
+    grids[0] = sms;
+    grids[1] = t->max_grid_;
+    std::vector<std::vector<std::byte>> all;
+    if (status s = boot.all_gather(std::as_bytes(std::span(grids)), all, timeout); !s) return s;
+    t->one_shot_grid_ = static_cast<std::uint64_t>(std::max(1, sms));
+    t->stepped_grid_ = static_cast<std::uint64_t>(std::max(1, t->max_grid_));
+    for (const auto& a : all) {
+      std::int64_t g[2] = {0, 0};
+      if (a.size() == sizeof g) std::memcpy(g, a.data(), sizeof g);
+      t->one_shot_grid_ =
+          std::min<std::uint64_t>(t->one_shot_grid_, std::max<std::int64_t>(1, g[0]));
+      t->stepped_grid_ = std::min<std::uint64_t>(t->stepped_grid_, std::max<std::int64_t>(1, g[1]));
+    }
     t->ready_ = true;
     out = std::move(t);
     return {};
@@ -141,6 +144,22 @@ class ipc_transport final : public transport {
   }
 
   std::string_view name() const override { return "ipc"; }
+
+  // Registered user buffers (transport/ipc_direct.hpp; collective, see ipc::area).
+  status register_buffer(void* p, std::size_t bytes, std::chrono::milliseconds timeout) override {
+    if (!broken_.ok()) return broken_;
+    return area_.register_buffer(*boot_, p, bytes, timeout);
+  }
+  status deregister_buffer(void* p, std::chrono::milliseconds timeout) override {
+    if (!broken_.ok()) return broken_;
+    return area_.deregister_buffer(*boot_, p, timeout);
+  }
+  // Calls of this rank so far whose input was read from, and whose output written to, the
+  // caller's buffers (no copy in, no copy out); tests check that registration took effect.
+  struct direct_counts {
+    std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0;
+  };
+  const direct_counts& counts() const { return counts_; }
   int device() const { return device_; }
   std::size_t bytes_per_rank() const { return area_.data_bytes(); }
   bool broken() const override { return !broken_.ok() || area_.report().code != gpu::ipc_ok; }
@@ -178,8 +197,7 @@ class ipc_transport final : public transport {
     const program* prog = nullptr;
     if (status s = program_for(p, *call.slice, call.fingerprint, stream, prog); !s) return s;
     timeout_ms_ = call.timeout.count();
-    const gpu::ipc_env env =
-        area_.env(static_cast<std::uint64_t>(call.timeout.count()) * ticks_per_ms_);
+    gpu::ipc_env env = area_.env(static_cast<std::uint64_t>(call.timeout.count()) * ticks_per_ms_);
     const auto r = static_cast<std::size_t>(me);
     const area_layout at = layout_of(p, r);
     unsigned char* mine = area_.data(me);
@@ -189,13 +207,36 @@ class ipc_transport final : public transport {
       if (status s = launch(p.type, prog->entry, {}, 0, env, 1, stream); !s) return s;
       return broken_ = call.local;
     }
-    const gpu::copy_desc in = user_copy(call.send.data, mine + at.input, p.input_bytes[r]);
-    const gpu::copy_desc out = user_copy(mine + at.output, call.recv.data, p.output_bytes[r]);
-    const std::uint64_t in_tiles = user_tiles(in, p.input_bytes[r]);
-    const std::uint64_t out_tiles = user_tiles(out, p.output_bytes[r]);
-    if (std::max({prog->most_tiles, prog->entry.tiles + in_tiles, prog->exit.tiles + out_tiles}) <=
-        one_shot_tiles_)
+    // Where this call's input and output are: the caller's buffers where they may be used there
+    // (ipc_direct.hpp), else staged through the area by the entry's and the exit's copies.
+    const std::uint64_t in_bytes = p.input_bytes[r], out_bytes = p.output_bytes[r];
+    const ipc::direct_choice direct = ipc::choose_direct(
+        prog->direct, call.placement, call.send, in_bytes, call.recv, out_bytes,
+        out_bytes > 0 ? ipc::find_registration(area_.registered(), call.recv.data, out_bytes) : -1);
+    auto delta = [](const void* user, const unsigned char* staged) {
+      return static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(user) -
+                                       reinterpret_cast<std::uintptr_t>(staged));
+    };
+    if (direct.input) env.in_delta = delta(call.send.data, mine + at.input);
+    if (direct.output) {
+      env.out_delta = delta(call.recv.data, mine + at.output);
+      env.out_slot = static_cast<std::uint64_t>(direct.slot) + 1;
+      env.out_offset =
+          reinterpret_cast<std::uintptr_t>(call.recv.data) - area_.registered_start(direct.slot);
+    }
+    ++counts_.calls;
+    counts_.inputs += direct.input ? 1 : 0;
+    counts_.outputs += direct.output ? 1 : 0;
+    const gpu::copy_desc in =
+        user_copy(call.send.data, mine + at.input, direct.input ? 0 : in_bytes);
+    const gpu::copy_desc out =
+        user_copy(mine + at.output, call.recv.data, direct.output ? 0 : out_bytes);
+    const std::uint64_t in_tiles = user_tiles(in, direct.input ? 0 : in_bytes);
+    const std::uint64_t out_tiles = user_tiles(out, direct.output ? 0 : out_bytes);
+    if (prog->one_shot) {
+      ++counts_.one_shot;
       return launch_one_shot(p.type, *prog, in, in_tiles, out, out_tiles, env, stream);
+    }
     if (status s = launch(p.type, prog->entry, in, in_tiles, env, 0, stream); !s) return s;
     for (const stage_ref& st : prog->phases)
       if (status s = launch(p.type, st, {}, 0, env, 0, stream); !s) return s;
@@ -215,6 +256,8 @@ class ipc_transport final : public transport {
     std::vector<stage_ref> phases;
     std::uint64_t most_tiles = 0;  // of any phase
     std::uint64_t last_use = 0;
+    bool one_shot = false;  // the form (decided once per plan, alike on every rank)
+    bool direct = false;    // the plan lets this rank's input and output stay in user memory
   };
   static constexpr std::size_t cached_programs = 64;
   static constexpr std::uint64_t tile_units =
@@ -257,13 +300,14 @@ class ipc_transport final : public transport {
     return {};
   }
 
-  // The whole call in one launch, one block per tile of its largest stage (all resident: the
-  // grid is within the multiprocessors, see ipc_options::one_shot_tiles).
+  // The whole call in one launch, one block per tile of its largest stage up to one per
+  // multiprocessor (all resident; a larger stage's blocks walk its tiles in rounds).
   status launch_one_shot(dtype type, const program& prog, const gpu::copy_desc& in,
                          std::uint64_t in_tiles, const gpu::copy_desc& out, std::uint64_t out_tiles,
                          const gpu::ipc_env& env, gpu::rt::stream_t stream) {
-    const auto grid = static_cast<unsigned>(std::max<std::uint64_t>(
-        {1, prog.most_tiles, prog.entry.tiles + in_tiles, prog.exit.tiles + out_tiles}));
+    const auto grid = static_cast<unsigned>(std::min(
+        one_shot_grid_, std::max<std::uint64_t>({1, prog.most_tiles, prog.entry.tiles + in_tiles,
+                                                 prog.exit.tiles + out_tiles})));
     const auto count = static_cast<std::uint32_t>(prog.phases.size() + 2);
     const gpu::rt::error_t e = visit_dtype(type, [&](auto x) {
       using T = decltype(x);
@@ -375,8 +419,26 @@ class ipc_transport final : public transport {
       std::vector<gpu::ipc_wait> waits;
       std::vector<gpu::copy_desc> copies;
       std::vector<gpu::reduce_desc> reduces;
+      std::vector<gpu::ipc_copy_tags> copy_tags;      // parallel to copies
+      std::vector<gpu::ipc_reduce_tags> reduce_tags;  // parallel to reduces
+      bool moves = false;                             // some operand has a tag
       gpu::ipc_stage s;
     };
+    // Which operands follow the call's buffers (ipc_direct.hpp); none where the plan breaks the
+    // rules that allow it (then every call of it is staged).
+    const int me = slice.rank;
+    out.direct = ipc::plan_runs_direct(p);
+    auto tag = [&](const plan_operand& o) {
+      return out.direct ? ipc::operand_tag(o, me) : ipc::tag_fixed;
+    };
+    // The form, priced alike on every rank (cost/ipc_form.hpp).
+    const std::vector<std::uint64_t> priced = plan_stages(p, tile_units * 16);
+    const std::uint64_t largest = *std::max_element(priced.begin(), priced.end());
+    out.one_shot =
+        one_shot_tiles_ > 0 && largest <= one_shot_tiles_ &&
+        (form_ == ipc_form::one_shot ||
+         (form_ == ipc_form::automatic &&
+          price_ipc_forms(priced, costs_, one_shot_grid_, stepped_grid_).one_shot_wins()));
     std::vector<host_stage> stages;
     host_stage entry;
     entry.s.enter = 1;
@@ -394,11 +456,23 @@ class ipc_transport final : public transport {
         if (o.phase == phase::transfer) {
           h.copies.push_back(
               gpu::make_copy(address(sources[0]), address(o.dst), o.count * p.dst_width(o)));
+          const gpu::ipc_copy_tags g{tag(sources[0]), tag(o.dst)};
+          if (g.dst >= ipc::tag_peer_output) h.s.push_mask |= std::uint64_t{1} << o.dst.rank;
+          h.moves = h.moves || g.src != ipc::tag_fixed || g.dst != ipc::tag_fixed;
+          h.copy_tags.push_back(g);
           continue;
         }
         std::array<const void*, max_reduce_inputs> src{};
-        for (std::size_t k = 0; k < sources.size(); ++k)
+        gpu::ipc_reduce_tags g;
+        g.dst = tag(o.dst);
+        bool moves = g.dst != ipc::tag_fixed;
+        for (std::size_t k = 0; k < sources.size(); ++k) {
           src[k] = address(sources[k]);
+          g.src[k] = tag(sources[k]);
+          moves = moves || g.src[k] != ipc::tag_fixed;
+        }
+        h.moves = h.moves || moves;
+        h.reduce_tags.push_back(g);
         h.reduces.push_back(gpu::make_reduce(address(o.dst), src.data(), o.source_count, o.count,
                                              p.element_size(), o.finalize ? p.divisor : 1,
                                              o.partial_mask));
@@ -411,13 +485,24 @@ class ipc_transport final : public transport {
     exit.waits = waits_of(slice.exit_waits);
     stages.push_back(exit);
 
-    // One blob: the stage structs first, then each stage's lists (16-byte aligned).
+    // Every rank's staged output here: where a peer's output delta is measured from.
+    std::vector<std::uint64_t> peer_out(static_cast<std::size_t>(p.ranks()));
+    for (std::size_t q = 0; q < peer_out.size(); ++q)
+      peer_out[q] = reinterpret_cast<std::uintptr_t>(area_.data(static_cast<int>(q)) +
+                                                     layout_of(p, q).output);
+
+    // One blob: the stage structs first, then each stage's lists (16-byte aligned), then
+    // peer_out.
     auto up = [](std::size_t x) { return (x + 15) / 16 * 16; };
     std::size_t bytes = up(stages.size() * sizeof(gpu::ipc_stage));
     for (const host_stage& h : stages)
       bytes += up(h.waits.size() * sizeof(gpu::ipc_wait)) +
                up(h.copies.size() * sizeof(gpu::copy_desc)) +
-               up(h.reduces.size() * sizeof(gpu::reduce_desc));
+               up(h.reduces.size() * sizeof(gpu::reduce_desc)) +
+               (h.moves ? up(h.copy_tags.size() * sizeof(gpu::ipc_copy_tags)) +
+                              up(h.reduce_tags.size() * sizeof(gpu::ipc_reduce_tags))
+                        : 0);
+    bytes += up(peer_out.size() * sizeof(std::uint64_t));
     if (gpu::rt::error_t e = gpu::rt::malloc(&out.device, bytes); e != gpu::rt::success) {
       out.device = nullptr;
       return gpu::failure("allocating the ipc descriptor lists", device_, e);
@@ -433,11 +518,17 @@ class ipc_transport final : public transport {
       at += up(n);
       return where;
     };
+    const std::uint64_t* peer_out_at = place(peer_out);
     for (std::size_t i = 0; i < stages.size(); ++i) {
       host_stage& h = stages[i];
       h.s.waits = place(h.waits);
       h.s.copies = place(h.copies);
       h.s.reduces = place(h.reduces);
+      if (h.moves) {
+        h.s.copy_tags = h.copy_tags.empty() ? nullptr : place(h.copy_tags);
+        h.s.reduce_tags = h.reduce_tags.empty() ? nullptr : place(h.reduce_tags);
+        h.s.peer_out = peer_out_at;
+      }
       h.s.wait_count = static_cast<std::uint32_t>(h.waits.size());
       h.s.copy_count = static_cast<std::uint32_t>(h.copies.size());
       h.s.reduce_count = static_cast<std::uint32_t>(h.reduces.size());
@@ -471,7 +562,11 @@ class ipc_transport final : public transport {
   ipc::area area_;
   std::uint64_t ticks_per_ms_ = 1;
   int max_grid_ = 1;
+  ipc_form form_ = ipc_form::automatic;
+  ipc_form_costs costs_{};
   std::uint64_t one_shot_tiles_ = 0;
+  std::uint64_t one_shot_grid_ = 1, stepped_grid_ = 1;  // the smallest of all ranks'
+  direct_counts counts_;
   long long timeout_ms_ = 0;
   status broken_;
   std::vector<program> programs_;

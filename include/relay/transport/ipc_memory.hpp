@@ -2,26 +2,33 @@
 // cudaIpcGetMemHandle / hipIpcGetMemHandle and opened by every peer, plus the host-mapped report
 // its kernels write when they give up.
 //
-// An area is [control block | outbox | data]: the control block (gpu/ipc_kernels.hpp,
-// ipc_control) holds the signal words that peers write and the rank's call counter; the outbox
-// the peers' addresses of this rank's signal word in their areas; the data the plan's input,
-// output and scratch of this rank (plan/area_layout.hpp), where peers push.
+// An area is [control block | outbox | controls | registrations | data]: the control block
+// (gpu/ipc_kernels.hpp, ipc_control) holds the signal words that peers write, the rank's call
+// counter and where its current call's output is; the outbox the peers' addresses of this rank's
+// signal word in their areas; controls every rank's control block as this process maps it; the
+// registrations table where every rank's registered user allocations start in this process
+// (register_buffer); the data the plan's input, output and scratch of this rank
+// (plan/area_layout.hpp), where peers push.
 //
 // Opening is collective and all-or-nothing: every rank all-gathers its handle, opens every
 // peer's, and all-gathers whether it could; one failure anywhere fails every rank, so no rank
 // runs calls with peers that never mapped it. Ranks in one process (threads) use each other's
 // pointers directly: a process cannot open its own handle.
 //
-// Only memory from a plain device allocation can be exported. relay allocates its areas itself,
-// so user buffers never need to be (they are staged through the area, see transport/ipc.hpp);
-// export_check() below is what refuses memory that cannot be exported, with a message saying so.
+// Only memory from a plain device allocation can be exported. relay allocates its areas itself;
+// user buffers are exported only when the caller registers them (register_buffer, collective,
+// like NCCL's ncclCommRegister), and export_check() refuses memory that cannot be exported, with
+// a message saying so.
 #pragma once
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,11 +37,15 @@
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/ipc_kernels.hpp"
 #include "relay/gpu/runtime.hpp"
+#include "relay/transport/ipc_direct.hpp"
 
 namespace relay::ipc {
 
+inline constexpr std::size_t outbox_at = sizeof(gpu::ipc_control);
+inline constexpr std::size_t controls_at = outbox_at + sizeof(std::uint64_t*) * max_ranks;
+inline constexpr std::size_t registrations_at = controls_at + sizeof(void*) * max_ranks;
 inline constexpr std::size_t control_bytes =
-    (sizeof(gpu::ipc_control) + sizeof(std::uint64_t*) * max_ranks + 255) / 256 * 256;
+    (registrations_at + sizeof(std::uint64_t) * max_ranks * max_registrations + 255) / 256 * 256;
 
 // Whether `p` can be exported to other processes: a status naming why not. Stream-ordered pool
 // allocations (cudaMallocAsync) and virtual-memory mappings without a shareable handle cannot be.
@@ -139,7 +150,160 @@ class area {
     if (!unready.empty())
       return {errc::peer_error, "rank(s) " + unready + " could not map their peers' ipc memory"};
     ranks_ = R;
+    table_.assign(static_cast<std::size_t>(R) * max_registrations, 0);
     return {};
+  }
+
+  // Collective: registers this rank's [p, p + bytes) (p null or bytes 0: nothing this time) and
+  // maps every peer's of the same round. The allocation holding the buffer is exported (a handle
+  // names an allocation; peers map it from its start) unless an earlier registration of this rank
+  // exported it already. A registration is kept only if every peer mapped it. The status is this
+  // rank's own: ok when its buffer is registered (or it passed none), else why not, with nothing
+  // kept; a peer's refusal is that peer's (its buffer stays unregistered). Synchronizes the device:
+  // not during graph capture.
+  status register_buffer(bootstrap& boot, void* p, std::size_t bytes,
+                         std::chrono::milliseconds timeout) {
+    const gpu::device_guard keep;
+    if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
+      return gpu::failure("selecting the device", device_, e);
+    struct record {
+      std::uint64_t pid = 0, start = 0;
+      std::int32_t slot = -1, alias = -1;  // alias: the slot that exported this allocation
+      gpu::rt::ipc_handle_t handle{};
+    } rec;
+    rec.pid = static_cast<std::uint64_t>(::getpid());
+    status mine;
+    if (p != nullptr && bytes > 0)
+      (void)(mine = prepare(p, bytes, rec.slot, rec.start, rec.alias, rec.handle));
+    if (!mine) rec.slot = -1;
+    std::vector<std::vector<std::byte>> all;
+    if (status s = boot.all_gather(std::as_bytes(std::span(&rec, 1)), all, timeout); !s) return s;
+    const int R = ranks_;
+    std::vector<record> recs(static_cast<std::size_t>(R));
+    std::vector<std::uintptr_t> mapped(static_cast<std::size_t>(R), 0);
+    std::vector<bool> opened(static_cast<std::size_t>(R), false);
+    std::uint64_t failed = 0;  // bit q: this rank could not map rank q's registration
+    for (int q = 0; q < R; ++q) {
+      const auto i = static_cast<std::size_t>(q);
+      if (all[i].size() != sizeof(record)) return {errc::mismatch, "a malformed registration"};
+      std::memcpy(&recs[i], all[i].data(), sizeof(record));
+      const record& r = recs[i];
+      if (r.slot < 0 || q == me_) continue;
+      if (r.alias >= 0) {
+        mapped[i] = table_[i * max_registrations + static_cast<std::size_t>(r.alias)];
+      } else if (r.pid == rec.pid) {
+        mapped[i] = r.start;
+      } else {
+        void* local = nullptr;
+        if (gpu::rt::ipc_open(&local, r.handle) == gpu::rt::success) {
+          mapped[i] = reinterpret_cast<std::uintptr_t>(local);
+          opened[i] = true;
+        } else {
+          (void)gpu::rt::get_last_error();
+        }
+      }
+      if (mapped[i] == 0) failed |= std::uint64_t{1} << q;
+    }
+    if (status s = boot.all_gather(std::as_bytes(std::span(&failed, 1)), all, timeout); !s)
+      return s;
+    std::uint64_t unmapped = 0;  // bit q: some rank could not map rank q's registration
+    for (const auto& f : all) {
+      std::uint64_t v = 0;
+      if (f.size() == sizeof v) std::memcpy(&v, f.data(), sizeof v);
+      unmapped |= v;
+    }
+    for (int q = 0; q < R; ++q) {
+      const auto i = static_cast<std::size_t>(q);
+      const record& r = recs[i];
+      if (r.slot < 0) continue;
+      const bool live = ((unmapped >> q) & 1) == 0;
+      const auto at = i * max_registrations + static_cast<std::size_t>(r.slot);
+      if (q == me_) {
+        if (live) {
+          const auto a = reinterpret_cast<std::uintptr_t>(p);
+          ranges_[static_cast<std::size_t>(r.slot)] = {a, a + bytes};
+          starts_[static_cast<std::size_t>(r.slot)] = r.start;
+          table_[at] = r.start;
+        }
+        continue;
+      }
+      if (live) {
+        table_[at] = mapped[i];
+        theirs_.push_back({q, r.slot, mapped[i], opened[i]});
+      } else if (opened[i]) {
+        (void)gpu::rt::ipc_close(reinterpret_cast<void*>(mapped[i]));
+      }
+    }
+    if (rec.slot >= 0 && ((unmapped >> me_) & 1) != 0) {
+      std::string who;
+      for (int q = 0; q < R; ++q) {
+        std::uint64_t v = 0;
+        if (all[static_cast<std::size_t>(q)].size() == sizeof v)
+          std::memcpy(&v, all[static_cast<std::size_t>(q)].data(), sizeof v);
+        if (((v >> me_) & 1) != 0) who += (who.empty() ? "" : ", ") + std::to_string(q);
+      }
+      mine = {errc::peer_error, "rank(s) " + who + " could not map this rank's registered buffer"};
+    }
+    if (status s = upload_table(); !s) return s;
+    return mine;
+  }
+
+  // Collective: ends this rank's registration that begins at `p` (null: none this time) and every
+  // peer's of the same round, after every rank's device is idle (no call in flight uses them).
+  status deregister_buffer(bootstrap& boot, void* p, std::chrono::milliseconds timeout) {
+    const gpu::device_guard keep;
+    if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
+      return gpu::failure("selecting the device", device_, e);
+    status mine;
+    std::int32_t slot = -1;
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    for (std::size_t i = 0; i < ranges_.size() && p != nullptr; ++i)
+      if (ranges_[i].end > ranges_[i].begin && ranges_[i].begin == a) slot = static_cast<int>(i);
+    if (p != nullptr && slot < 0)
+      mine = {errc::invalid_argument,
+              "memory at " + std::to_string(a) + " is not a registered buffer of this rank"};
+    // Before the exchange: once every rank contributed, no rank has work in flight.
+    if (gpu::rt::error_t e = gpu::rt::device_synchronize(); e != gpu::rt::success)
+      return gpu::failure("waiting before a deregistration", device_, e);
+    std::vector<std::vector<std::byte>> all;
+    if (status s = boot.all_gather(std::as_bytes(std::span(&slot, 1)), all, timeout); !s) return s;
+    for (int q = 0; q < ranks_; ++q) {
+      std::int32_t k = -1;
+      if (all[static_cast<std::size_t>(q)].size() == sizeof k)
+        std::memcpy(&k, all[static_cast<std::size_t>(q)].data(), sizeof k);
+      if (k < 0 || k >= max_registrations) continue;
+      table_[static_cast<std::size_t>(q) * max_registrations + static_cast<std::size_t>(k)] = 0;
+      if (q == me_) {
+        ranges_[static_cast<std::size_t>(k)] = {};
+        starts_[static_cast<std::size_t>(k)] = 0;
+        continue;
+      }
+      const auto it = std::find_if(theirs_.begin(), theirs_.end(), [&](const peer_registration& r) {
+        return r.rank == q && r.slot == k;
+      });
+      if (it == theirs_.end()) continue;
+      if (it->opened) {
+        // Another registration of the same allocation keeps the mapping.
+        const auto heir =
+            std::find_if(theirs_.begin(), theirs_.end(), [&](const peer_registration& r) {
+              return &r != &*it && r.rank == q && r.start == it->start;
+            });
+        if (heir != theirs_.end())
+          heir->opened = true;
+        else
+          (void)gpu::rt::ipc_close(reinterpret_cast<void*>(it->start));
+      }
+      theirs_.erase(it);
+    }
+    if (status s = upload_table(); !s) return s;
+    return mine;
+  }
+
+  // This rank's registrations, as registered (find_registration), and where the allocation of
+  // registration `slot` starts (the origin of the offset its calls publish).
+  std::span<const registration> registered() const { return ranges_; }
+  std::uintptr_t registered_start(int slot) const {
+    return starts_[static_cast<std::size_t>(slot)];
   }
 
   // Unmaps the peers' areas and frees this rank's (after the device is idle).
@@ -147,6 +311,12 @@ class area {
     const gpu::device_guard keep;
     (void)gpu::rt::set_device(device_);
     (void)gpu::rt::device_synchronize();
+    for (peer_registration& r : theirs_)
+      if (r.opened) (void)gpu::rt::ipc_close(reinterpret_cast<void*>(r.start));
+    theirs_.clear();
+    ranges_ = {};
+    starts_ = {};
+    table_.clear();
     for (std::size_t q = 0; q < peers_.size(); ++q)
       if (opened_[q]) (void)gpu::rt::ipc_close(peers_[q]);
     peers_.clear();
@@ -167,7 +337,9 @@ class area {
   gpu::ipc_env env(std::uint64_t timeout_ticks) const {
     gpu::ipc_env e;
     e.me = reinterpret_cast<gpu::ipc_control*>(base_);
-    e.outbox = reinterpret_cast<std::uint64_t* const*>(base_ + sizeof(gpu::ipc_control));
+    e.outbox = reinterpret_cast<std::uint64_t* const*>(base_ + outbox_at);
+    e.controls = reinterpret_cast<gpu::ipc_control* const*>(base_ + controls_at);
+    e.registrations = reinterpret_cast<const std::uint64_t*>(base_ + registrations_at);
     e.report = report_device_;
     e.ranks = static_cast<std::uint32_t>(ranks_);
     e.timeout_ticks = timeout_ticks;
@@ -219,22 +391,86 @@ class area {
     return {};
   }
 
-  // outbox[q] = the address of signal[me] in rank q's area: where this rank publishes to q.
+  // outbox[q] = the address of signal[me] in rank q's area: where this rank publishes to q;
+  // controls[q] = rank q's control block.
   status write_outbox(int R) {
     std::vector<std::uint64_t*> outbox(static_cast<std::size_t>(R), nullptr);
-    for (int q = 0; q < R; ++q)
-      if (q != me_)
-        outbox[static_cast<std::size_t>(q)] =
-            &reinterpret_cast<gpu::ipc_control*>(peers_[static_cast<std::size_t>(q)])->signal[me_];
-    if (gpu::rt::error_t e = gpu::rt::upload(base_ + sizeof(gpu::ipc_control), outbox.data(),
+    std::vector<void*> controls(static_cast<std::size_t>(R), nullptr);
+    for (int q = 0; q < R; ++q) {
+      auto* c = reinterpret_cast<gpu::ipc_control*>(peers_[static_cast<std::size_t>(q)]);
+      controls[static_cast<std::size_t>(q)] = c;
+      if (q != me_) outbox[static_cast<std::size_t>(q)] = &c->signal[me_];
+    }
+    if (gpu::rt::error_t e = gpu::rt::upload(base_ + outbox_at, outbox.data(),
                                              outbox.size() * sizeof(std::uint64_t*));
         e != gpu::rt::success)
       return gpu::failure("writing the outbox", device_, e);
+    if (gpu::rt::error_t e =
+            gpu::rt::upload(base_ + controls_at, controls.data(), controls.size() * sizeof(void*));
+        e != gpu::rt::success)
+      return gpu::failure("writing the peers' control blocks", device_, e);
     return {};
   }
 
+  // A free slot for [p, p + bytes), its allocation's start, and either the earlier slot that
+  // exported that allocation or a fresh handle; else why the buffer cannot be registered.
+  status prepare(void* p, std::size_t bytes, std::int32_t& slot, std::uint64_t& start,
+                 std::int32_t& alias, gpu::rt::ipc_handle_t& handle) const {
+    const std::string at = "memory at " + std::to_string(reinterpret_cast<std::uintptr_t>(p));
+    for (std::size_t i = 0; i < ranges_.size() && slot < 0; ++i)
+      if (ranges_[i].end == 0) slot = static_cast<std::int32_t>(i);
+    if (slot < 0)
+      return {errc::invalid_argument, "this rank has " + std::to_string(max_registrations) +
+                                          " registered buffers, the most it may; deregister one"};
+    int device = -1;
+    if (gpu::rt::classify(p, &device) != gpu::rt::pointer_kind::device || device != device_)
+      return {errc::invalid_buffer,
+              at + " is not device memory of device " + std::to_string(device_) +
+                  " (this rank's): only memory of the rank's own device can be registered"};
+    void* base = nullptr;
+    std::size_t size = 0;
+    if (gpu::rt::error_t e = gpu::rt::address_range(&base, &size, p); e != gpu::rt::success) {
+      (void)gpu::rt::get_last_error();
+      return {errc::invalid_buffer, at + " has no allocation the runtime can name (" +
+                                        gpu::rt::describe(e) + "), so it cannot be exported"};
+    }
+    start = reinterpret_cast<std::uintptr_t>(base);
+    if (reinterpret_cast<std::uintptr_t>(p) + bytes > start + size)
+      return {errc::invalid_buffer,
+              at + ": " + std::to_string(bytes) + " bytes run past the end of its allocation (" +
+                  std::to_string(size) + " bytes from " + std::to_string(start) + ")"};
+    for (std::size_t i = 0; i < starts_.size(); ++i)
+      if (ranges_[i].end != 0 && starts_[i] == start) {
+        alias = static_cast<std::int32_t>(i);
+        return {};
+      }
+    return export_check(base, device_, &handle);
+  }
+
+  status upload_table() {
+    if (table_.empty()) return {};
+    if (gpu::rt::error_t e = gpu::rt::device_synchronize(); e != gpu::rt::success)
+      return gpu::failure("waiting before updating the registrations", device_, e);
+    if (gpu::rt::error_t e = gpu::rt::upload(base_ + registrations_at, table_.data(),
+                                             table_.size() * sizeof(std::uint64_t));
+        e != gpu::rt::success)
+      return gpu::failure("writing the registrations table", device_, e);
+    return {};
+  }
+
+  struct peer_registration {
+    int rank = 0;
+    std::int32_t slot = 0;
+    std::uintptr_t start = 0;  // mapped here
+    bool opened = false;       // this process opened the handle (and closes it)
+  };
+
   int device_ = 0, me_ = 0, ranks_ = 0;
   std::size_t data_bytes_ = 0;
+  std::array<registration, max_registrations> ranges_{};  // this rank's; empty: a free slot
+  std::array<std::uintptr_t, max_registrations> starts_{};
+  std::vector<peer_registration> theirs_;
+  std::vector<std::uint64_t> table_;  // [ranks][max_registrations], as at registrations_at
   unsigned char* base_ = nullptr;
   std::vector<unsigned char*> peers_;
   std::vector<bool> opened_;

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -61,6 +62,15 @@ class transport {
   virtual status run(const call_context& call) = 0;
   // True after a failure that left ranks out of step: every later run() fails at once.
   virtual bool broken() const = 0;
+  // Registered user buffers (communicator::register_buffer): collective, every rank calls them,
+  // each with its own buffer or none. A transport that stages every call has nothing to do.
+  virtual status register_buffer(void* /*p*/, std::size_t /*bytes*/,
+                                 std::chrono::milliseconds /*timeout*/) {
+    return {};
+  }
+  virtual status deregister_buffer(void* /*p*/, std::chrono::milliseconds /*timeout*/) {
+    return {};
+  }
 };
 
 }  // namespace relay

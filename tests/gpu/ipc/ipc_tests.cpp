@@ -11,9 +11,27 @@
 //   relay-run -n 8 -- relay_ipc_tests stall                     rank 3 never calls: the others
 //                                                               report it, nothing hangs
 //   relay-run -n 8 -- relay_ipc_tests refused                   rank 5 passes a null buffer
+//   relay-run -n 8 -- relay_ipc_tests property_registered [CALLS] [SEED]
+//                                                the property suite with every rank's frames in
+//                                                one registered allocation: outputs written in
+//                                                user memory (in and out of place), inputs read
+//                                                there; the ranks' counts of such calls printed
+//   relay-run -n 8 -- relay_ipc_tests graph_registered [K] [REPLAYS]
+//                                                the graph test on registered buffers
+//   relay-run -n 8 -- relay_ipc_tests registration
+//                                                pool memory (cudaMallocAsync) is refused with a
+//                                                message saying why; plain memory registers (two
+//                                                buffers of one allocation), a call on it runs
+//                                                without staging, deregistration, staged after
+//   relay-run -n 2 -- relay_ipc_tests hostpath [CALLS]
+//                                                host time to issue CALLS back-to-back prepared
+//                                                calls (no synchronization), A=2 allreduce bf16
+//                                                4-64 KB, staged and registered, and the heap
+//                                                allocations they make (0 expected)
 //
 // Without a GPU every rank exits 77 (skipped). Each failure prints the seed, the call and the
 // case.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +42,7 @@
 #include "multiprocess/mp_support.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "relay/transport/ipc.hpp"
+#include "support/alloc_counter.hpp"
 
 using namespace relay;
 using namespace relay::testing;
@@ -103,6 +122,63 @@ int property(communicator& comm, int argc, char** argv) {
       [&](const property_case& c, rank_frame& f) { return device_call(comm, d, c, f); });
 }
 
+// This rank's calls that ran on user memory, summed over the ranks (every rank gets the sums).
+int direct_totals(communicator& comm, std::uint64_t sums[4]) {
+  const ipc_transport::direct_counts& c = link_of(comm).counts();
+  const std::uint64_t mine[4] = {c.calls, c.inputs, c.outputs, c.one_shot};
+  std::vector<std::vector<std::byte>> all;
+  if (status s =
+          comm.boot().all_gather(std::as_bytes(std::span(mine)), all, std::chrono::seconds(60));
+      !s)
+    return failed(s.to_string());
+  for (int k = 0; k < 4; ++k)
+    sums[k] = 0;
+  for (const auto& a : all) {
+    std::uint64_t v[4] = {};
+    if (a.size() == sizeof v) std::memcpy(v, a.data(), sizeof v);
+    for (int k = 0; k < 4; ++k)
+      sums[k] += v[k];
+  }
+  return 0;
+}
+
+// The property suite with every frame in one registered allocation (its size fixed: a frame that
+// outgrew it would be reallocated, unregistered). Frames start 16-byte aligned and outputs follow
+// inputs, so outputs run in user memory where the input's size is a multiple of 16 bytes or the
+// call is in place, and staged otherwise: both paths, and ranks that differ, in one run.
+int property_registered(communicator& comm, int argc, char** argv) {
+  const int calls = argc > 2 ? std::atoi(argv[2]) : 500;
+  const std::uint64_t seed = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 20261202;
+  constexpr std::size_t bytes = std::size_t{16} << 20;
+  device_side d;
+  IPC_CHECK(gpu::rt::stream_create(&d.stream));
+  if (status s = d.reserve(bytes); !s) return failed(s.to_string());
+  if (status s = comm.register_buffer(d.memory, bytes); !s)
+    return failed("registering the frames: " + s.to_string());
+  const int rc = property_run(
+      comm, calls, seed, 20'000, " through the ipc transport, registered buffers",
+      [&](const property_case& c, rank_frame& f) {
+        if (f.bytes.size() > bytes)
+          return status{errc::invalid_argument, "a frame outgrew the registered buffer"};
+        return device_call(comm, d, c, f);
+      });
+  if (rc != 0) return rc;
+  std::uint64_t sums[4];
+  if (int r = direct_totals(comm, sums); r != 0) return r;
+  if (comm.rank() == 0)
+    std::printf(
+        "registered: %llu rank-calls, %llu read their input in place, %llu wrote their "
+        "output in user memory, %llu one-shot\n",
+        static_cast<unsigned long long>(sums[0]), static_cast<unsigned long long>(sums[1]),
+        static_cast<unsigned long long>(sums[2]), static_cast<unsigned long long>(sums[3]));
+  if (sums[1] == 0 || sums[2] == 0 || sums[2] == sums[0])
+    return failed(
+        "expected some calls with direct inputs, some with direct outputs and some "
+        "staged outputs");
+  if (status s = comm.deregister_buffer(d.memory); !s) return failed(s.to_string());
+  return 0;
+}
+
 // The graph test's shapes: every collective, fused and single, integer and floating types.
 std::vector<property_case> graph_shapes() {
   auto shape = [](collective coll, int active, relay::mode m, dtype t, std::int64_t n) {
@@ -135,7 +211,8 @@ std::vector<property_case> graph_shapes() {
 
 // K calls of one shape, each with its own input and output; eager first, then captured and
 // replayed. Returns the number of wrong outputs (this rank's view; every rank checks all).
-int graph_case(communicator& comm, property_case c, int K, int replays, std::uint64_t seed) {
+int graph_case(communicator& comm, property_case c, int K, int replays, std::uint64_t seed,
+               bool registered) {
   const int me = comm.rank();
   device_side d;
   IPC_CHECK(gpu::rt::stream_create(&d.stream));
@@ -151,6 +228,9 @@ int graph_case(communicator& comm, property_case c, int K, int replays, std::uin
     total += (frames.back().bytes.size() + 255) / 256 * 256;
   }
   if (status s = d.reserve(std::max<std::size_t>(total, 256)); !s) return failed(s.to_string());
+  if (registered)
+    if (status s = comm.register_buffer(d.memory, d.capacity); !s)
+      return failed("registering the graph's buffers: " + s.to_string());
   auto* base = static_cast<std::byte*>(d.memory);
   auto upload = [&]() -> int {
     for (int k = 0; k < K; ++k)
@@ -240,23 +320,29 @@ int graph_case(communicator& comm, property_case c, int K, int replays, std::uin
   }
   IPC_CHECK(gpu::rt::graph_exec_destroy(exec));
   IPC_CHECK(gpu::rt::graph_destroy(graph));
+  if (registered)
+    if (status s = comm.deregister_buffer(d.memory); !s) return failed(s.to_string());
   return wrong;
 }
 
-int graph(communicator& comm, int argc, char** argv) {
+int graph(communicator& comm, int argc, char** argv, bool registered) {
   const int K = argc > 2 ? std::atoi(argv[2]) : 100;
   const int replays = argc > 3 ? std::atoi(argv[3]) : 100;
   const std::uint64_t seed = 20261201;
   const auto start = std::chrono::steady_clock::now();
   for (const property_case& c : graph_shapes())
-    if (int w = graph_case(comm, c, K, replays, seed); w != 0)
+    if (int w = graph_case(comm, c, K, replays, seed, registered); w != 0)
       return failed("graph test, seed " + std::to_string(seed) + ": " + c.describe());
+  std::uint64_t sums[4];
+  if (int r = direct_totals(comm, sums); r != 0) return r;
   if (comm.rank() == 0)
     std::printf(
-        "graph test: %zu shapes, %d calls captured, %d replays each, every output exact "
-        "(%.1f s)\n",
-        graph_shapes().size(), K, replays,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        "graph test%s: %zu shapes, %d calls captured, %d replays each, every output exact "
+        "(%.1f s); eager rank-calls %llu, outputs in user memory %llu\n",
+        registered ? " (registered buffers)" : "", graph_shapes().size(), K, replays,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+        static_cast<unsigned long long>(sums[0]), static_cast<unsigned long long>(sums[2]));
+  if (registered && sums[2] == 0) return failed("no call wrote its output in user memory");
   return 0;
 }
 
@@ -328,6 +414,153 @@ int misbehave(communicator& comm, bool stall) {
   return 0;
 }
 
+// Pairs {0,1}, {2,3}, ... of the job (an even number of ranks).
+group_list pairs_of(int ranks) {
+  group_list g;
+  for (int r = 0; r + 1 < ranks; r += 2)
+    g.push_back({r, r + 1});
+  return g;
+}
+
+// Pool memory is refused with a message saying why; plain memory registers (two buffers of one
+// allocation, the second reusing the first's export); an allreduce whose output lies in the
+// second runs without the copy out (and reads its input, in the pool memory, in place), right;
+// an output outside every registration is staged, right; after deregistration the first output
+// is staged too, and deregistering again is an error.
+int registration(communicator& comm) {
+  const int me = comm.rank(), N = comm.size();
+  if (N % 2 != 0) return failed("the registration test needs an even number of ranks");
+  device_side d;
+  IPC_CHECK(gpu::rt::stream_create(&d.stream));
+  constexpr std::size_t pool_bytes = std::size_t{1} << 20;
+  void* pool = nullptr;
+  IPC_CHECK(gpu::rt::malloc_async(&pool, pool_bytes, d.stream));
+  IPC_CHECK(gpu::rt::stream_synchronize(d.stream));
+  const status refused = comm.register_buffer(pool, pool_bytes);
+  if (refused.code() != errc::invalid_buffer ||
+      refused.message().find("cannot be exported") == std::string::npos)
+    return failed("pool memory: expected an invalid buffer that cannot be exported, got " +
+                  refused.to_string());
+  if (me == 0) std::printf("pool memory refused: %s\n", refused.to_string().c_str());
+  if (status s = d.reserve(std::size_t{1} << 20); !s) return failed(s.to_string());
+  auto* plain = static_cast<std::byte*>(d.memory);
+  std::byte* first = plain + 4096;
+  std::byte* second = plain + 131072;
+  if (status s = comm.register_buffer(first, 65536); !s)
+    return failed("registering plain memory: " + s.to_string());
+  if (status s = comm.register_buffer(second, 65536); !s)
+    return failed("registering a second buffer of the allocation: " + s.to_string());
+
+  constexpr std::int64_t count = 4096;  // int32: 16 KiB
+  constexpr std::size_t bytes = count * 4;
+  const group_list pairs = pairs_of(N);
+  const std::vector<std::int64_t> counts(pairs.size(), count);
+  std::vector<std::int32_t> in(count);
+  for (std::int64_t i = 0; i < count; ++i)
+    in[static_cast<std::size_t>(i)] = (me + 1) * 100000 + static_cast<std::int32_t>(i);
+  auto check = [&](const char* when, std::byte* out, bool direct_output) -> int {
+    IPC_CHECK(gpu::rt::upload(pool, in.data(), bytes));
+    IPC_CHECK(gpu::rt::memset(out, 0xFF, bytes));  // poisoned
+    IPC_CHECK(gpu::rt::device_synchronize());
+    const ipc_transport::direct_counts before = link_of(comm).counts();
+    const status s = finish(comm, d,
+                            relay::allreduce(comm, pairs, {pool, bytes}, {out, bytes}, counts,
+                                             dtype::int32, reduce_op::sum, {}, d.stream));
+    if (!s) return failed(std::string(when) + ": " + s.to_string());
+    const ipc_transport::direct_counts after = link_of(comm).counts();
+    if ((after.outputs - before.outputs == 1) != direct_output || after.inputs == before.inputs)
+      return failed(std::string(when) + ": the output was " +
+                    (after.outputs > before.outputs ? "" : "not ") +
+                    "written in user memory, the input " +
+                    (after.inputs > before.inputs ? "" : "not ") + "read in place");
+    std::vector<std::int32_t> got(count);
+    IPC_CHECK(gpu::rt::memcpy(got.data(), out, bytes));
+    const int peer = me ^ 1;
+    for (std::int64_t i = 0; i < count; ++i) {
+      const std::int32_t want =
+          (me + 1) * 100000 + (peer + 1) * 100000 + 2 * static_cast<std::int32_t>(i);
+      if (got[static_cast<std::size_t>(i)] != want)
+        return failed(std::string(when) + ": element " + std::to_string(i) + " is " +
+                      std::to_string(got[static_cast<std::size_t>(i)]) + ", not " +
+                      std::to_string(want));
+    }
+    return 0;
+  };
+  if (int r = check("registered output", second, true); r != 0) return r;
+  if (int r = check("output outside the registrations", plain + 262144, false); r != 0) return r;
+  if (status s = comm.deregister_buffer(second); !s) return failed(s.to_string());
+  if (status s = comm.deregister_buffer(first); !s) return failed(s.to_string());
+  if (int r = check("after deregistration", second, false); r != 0) return r;
+  const status again = comm.deregister_buffer(first);
+  if (again.code() != errc::invalid_argument)
+    return failed("deregistering twice: expected invalid_argument, got " + again.to_string());
+  IPC_CHECK(gpu::rt::free_async(pool, d.stream));
+  IPC_CHECK(gpu::rt::stream_synchronize(d.stream));
+  if (me == 0)
+    std::printf(
+        "registration: refused pool memory, registered two buffers of one allocation, "
+        "calls right in user memory and staged, deregistered\n");
+  return 0;
+}
+
+// The host's time to issue a prepared call: CALLS back-to-back calls of one shape (after one
+// that prepares it), nothing waited for in between, on the steady clock; the mean over all of
+// them and the median of single calls (a full launch queue would block a few), and the heap
+// allocations they made. Staged buffers first, then registered ones (outputs in user memory).
+int hostpath(communicator& comm, int argc, char** argv) {
+  const int calls = argc > 2 ? std::max(1, std::atoi(argv[2])) : 1000;
+  const int me = comm.rank(), N = comm.size();
+  if (N % 2 != 0) return failed("hostpath needs an even number of ranks");
+  device_side d;
+  IPC_CHECK(gpu::rt::stream_create(&d.stream));
+  constexpr std::size_t half = std::size_t{1} << 20;
+  if (status s = d.reserve(2 * half); !s) return failed(s.to_string());
+  auto* base = static_cast<std::byte*>(d.memory);
+  IPC_CHECK(gpu::rt::memset(base, 0, 2 * half));
+  const group_list pairs = pairs_of(N);
+  std::vector<double> each(static_cast<std::size_t>(calls));
+  bool allocated = false;
+  for (const bool registered : {false, true}) {
+    if (registered)
+      if (status s = comm.register_buffer(base, 2 * half); !s) return failed(s.to_string());
+    for (const std::size_t bytes : {std::size_t{4096}, std::size_t{16384}, std::size_t{65536}}) {
+      const std::vector<std::int64_t> counts(pairs.size(), static_cast<std::int64_t>(bytes / 2));
+      const buffer_view send{base, bytes}, recv{base + half, bytes};
+      auto issue = [&]() {
+        return relay::allreduce(comm, pairs, send, recv, counts, dtype::bfloat16, reduce_op::sum,
+                                {}, d.stream);
+      };
+      if (status s = finish(comm, d, issue()); !s) return failed(s.to_string());
+      const std::uint64_t one_shot = link_of(comm).counts().one_shot;
+      const std::size_t allocated_before = testing::allocations();
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < calls; ++i) {
+        const auto t = std::chrono::steady_clock::now();
+        if (status s = issue(); !s) return failed(s.to_string());
+        each[static_cast<std::size_t>(i)] =
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
+      }
+      const double mean =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count() /
+          calls;
+      const std::size_t made = testing::allocations() - allocated_before;
+      const bool one = link_of(comm).counts().one_shot > one_shot;
+      if (status s = finish(comm, d, {}); !s) return failed(s.to_string());
+      std::sort(each.begin(), each.end());
+      std::printf(
+          "rank %d: allreduce A=2 bf16 %zu KB, %s, %s form: host issue %.2f us a call "
+          "(mean of %d back to back), median %.2f us, %zu allocations\n",
+          me, bytes / 1024, registered ? "registered" : "staged", one ? "one-shot" : "stepped",
+          mean, calls, each[each.size() / 2], made);
+      allocated = allocated || made > 0;
+    }
+    if (registered)
+      if (status s = comm.deregister_buffer(base); !s) return failed(s.to_string());
+  }
+  return allocated ? failed("a repeated call allocated") : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -339,7 +572,13 @@ int main(int argc, char** argv) {
   const std::string what = argc > 1 ? argv[1] : "property";
   auto comm = connect_or_exit(ipc_factory());
   if (what == "property") return property(*comm, argc, argv);
-  if (what == "graph") return graph(*comm, argc, argv);
+  if (what == "graph") return graph(*comm, argc, argv, false);
   if (what == "stall" || what == "refused") return misbehave(*comm, what == "stall");
-  return failed("unknown scenario '" + what + "' (property, graph, stall, refused)");
+  if (what == "property_registered") return property_registered(*comm, argc, argv);
+  if (what == "graph_registered") return graph(*comm, argc, argv, true);
+  if (what == "registration") return registration(*comm);
+  if (what == "hostpath") return hostpath(*comm, argc, argv);
+  return failed("unknown scenario '" + what +
+                "' (property, graph, stall, refused, property_registered, graph_registered, "
+                "registration, hostpath)");
 }

@@ -1,0 +1,86 @@
+// The ipc transport's options (transport/ipc.hpp) and the environment variables that set them,
+// host-only so that the parsing is unit-tested without a device.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <string>
+
+#include "relay/bootstrap/environment.hpp"
+#include "relay/core/status.hpp"
+#include "relay/cost/ipc_form.hpp"
+
+namespace relay {
+
+// automatic: the model's choice (cost/ipc_form.hpp); one_shot, stepped: always that form (the
+// one-shot form within one_shot_tiles).
+enum class ipc_form : unsigned char { automatic, one_shot, stepped };
+
+struct ipc_options {
+  // Bytes of data area per rank: a call needs its input, output and scratch there (a larger
+  // call fails on every rank with errc::out_of_memory naming the size). RELAY_IPC_BYTES
+  // overrides it.
+  std::size_t bytes_per_rank = std::size_t{64} << 20;
+  // Which form runs a call (RELAY_IPC_FORM: auto, one_shot, stepped), and the model's constants
+  // (RELAY_IPC_LAUNCH_US, RELAY_IPC_SIGNAL_US, RELAY_IPC_TILE_US, in microseconds).
+  ipc_form form = ipc_form::automatic;
+  ipc_form_costs costs{};
+  // A cap on top of the model: the one-shot form only where no stage of the plan has more tiles
+  // (16 KiB of work each) than this; 0: never (RELAY_IPC_ONE_SHOT_TILES).
+  int one_shot_tiles = 4096;
+};
+
+namespace detail {
+
+// A number of `var` within [lo, hi] into `out`, where set.
+inline status number_from_environment(const char* var, double lo, double hi, double& out) {
+  const char* v = std::getenv(var);
+  if (v == nullptr || *v == '\0') return {};
+  char* end = nullptr;
+  const double x = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(x >= lo && x <= hi))
+    return {errc::invalid_argument, std::string(var) + " must be a number from " +
+                                        std::to_string(lo) + " to " + std::to_string(hi) +
+                                        ", not '" + v + "'"};
+  out = x;
+  return {};
+}
+
+}  // namespace detail
+
+// The variables above into `o`, where set; a malformed one is an error naming it.
+inline status ipc_options_from_environment(ipc_options& o) {
+  if (status s = size_from_environment("RELAY_IPC_BYTES", o.bytes_per_rank); !s) return s;
+  double tiles = o.one_shot_tiles;
+  if (status s = detail::number_from_environment("RELAY_IPC_ONE_SHOT_TILES", 0, 4096, tiles); !s)
+    return s;
+  if (tiles != static_cast<int>(tiles))
+    return {errc::invalid_argument, "RELAY_IPC_ONE_SHOT_TILES must be a whole tile count"};
+  o.one_shot_tiles = static_cast<int>(tiles);
+  struct constant {
+    const char* var;
+    double* seconds;
+  } constants[] = {{"RELAY_IPC_LAUNCH_US", &o.costs.launch},
+                   {"RELAY_IPC_SIGNAL_US", &o.costs.signal},
+                   {"RELAY_IPC_TILE_US", &o.costs.tile}};
+  for (const constant& c : constants) {
+    double us = *c.seconds * 1e6;
+    if (status s = detail::number_from_environment(c.var, 0, 1e6, us); !s) return s;
+    *c.seconds = us * 1e-6;
+  }
+  if (const char* v = std::getenv("RELAY_IPC_FORM"); v != nullptr && *v != '\0') {
+    const std::string f = v;
+    if (f == "auto")
+      o.form = ipc_form::automatic;
+    else if (f == "one_shot")
+      o.form = ipc_form::one_shot;
+    else if (f == "stepped")
+      o.form = ipc_form::stepped;
+    else
+      return {errc::invalid_argument,
+              "RELAY_IPC_FORM must be auto, one_shot or stepped, not '" + f + "'"};
+  }
+  return {};
+}
+
+}  // namespace relay
