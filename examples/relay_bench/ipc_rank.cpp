@@ -1,7 +1,9 @@
 // gpu_rank.hpp's -x ipc: a communicator from the environment over the ipc transport, its calls
 // eager or replayed from a captured graph (stream_rank.hpp). No vendor baseline runs beside it:
 // NCCL allows one rank per device, and these ranks may share one. GPU code, so no {fmt} here.
+#include <cstdlib>
 #include <sstream>
+#include <string>
 
 #include "relay/transport/ipc.hpp"
 #include "stream_rank.hpp"
@@ -12,14 +14,21 @@ namespace {
 
 class cuda_ipc_rank final : public stream_rank {
  public:
-  using stream_rank::stream_rank;
+  // RELAY_BENCH_REGISTER=1: the rank's buffers are registered, so calls run on them without
+  // staging where they may (docs/ipc-transport.md).
+  cuda_ipc_rank(std::unique_ptr<communicator> comm, int device, int graph_calls)
+      : stream_rank(std::move(comm), device, graph_calls) {
+    const char* v = std::getenv("RELAY_BENCH_REGISTER");
+    register_memory_ = v != nullptr && std::string(v) == "1";
+  }
 
   std::string description() const override {
     std::string name;
     (void)gpu::rt::device_name(name, device());
     std::ostringstream text;
     text << "relay's ipc transport, rank " << rank() << " on device " << device() << " (" << name
-         << "), " << (link().bytes_per_rank() >> 20) << " MiB registered";
+         << "), " << (link().bytes_per_rank() >> 20) << " MiB registered"
+         << (register_memory_ ? ", user buffers registered" : "");
     return text.str();
   }
   bool vendor_supports(const rank_collective&) const override { return false; }

@@ -4,6 +4,7 @@
 // how the vendor's collective runs, if there is one.
 #pragma once
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@ class stream_rank : public gpu_rank {
     if (stream_ != nullptr) (void)gpu::rt::stream_synchronize(stream_);
     for (gpu::rt::event_t e : events_)
       (void)gpu::rt::event_destroy(e);
+    if (register_memory_ && memory_ != nullptr) (void)comm_->deregister_buffer(memory_);
     if (memory_ != nullptr) (void)gpu::rt::free(memory_);
     comm_.reset();
     if (stream_ != nullptr) (void)gpu::rt::stream_destroy(stream_);
@@ -44,18 +46,26 @@ class stream_rank : public gpu_rank {
   std::chrono::milliseconds timeout() const override { return comm_->config().timeout; }
   bootstrap& boot() override { return comm_->boot(); }
 
+  // Grow-only. With register_memory_ the memory is registered with the communicator
+  // (register_buffer); registration is collective, so every rank takes part on every call, with
+  // its new memory or none.
   void* device_memory(std::size_t bytes) override {
-    if (bytes <= capacity_) return memory_;
-    (void)gpu::rt::stream_synchronize(stream_);
-    if (memory_ != nullptr) (void)gpu::rt::free(memory_);
-    memory_ = nullptr;
-    capacity_ = 0;
-    if (gpu::rt::malloc(&memory_, bytes) != gpu::rt::success) {
-      (void)gpu::rt::get_last_error();
+    const bool grow = bytes > capacity_;
+    if (register_memory_) report(comm_->deregister_buffer(grow ? memory_ : nullptr));
+    if (grow) {
+      (void)gpu::rt::stream_synchronize(stream_);
+      if (memory_ != nullptr) (void)gpu::rt::free(memory_);
       memory_ = nullptr;
-      return nullptr;
+      capacity_ = 0;
+      if (gpu::rt::malloc(&memory_, bytes) != gpu::rt::success) {
+        (void)gpu::rt::get_last_error();
+        memory_ = nullptr;
+      } else {
+        capacity_ = bytes;
+      }
     }
-    capacity_ = bytes;
+    if (register_memory_)
+      report(comm_->register_buffer(grow ? memory_ : nullptr, grow ? capacity_ : 0));
     return memory_;
   }
   status upload(void* dst, const void* src, std::size_t bytes) override {
@@ -128,10 +138,19 @@ class stream_rank : public gpu_rank {
                           stream_);
   }
   virtual status vendor_call(const rank_collective& c) = 0;
+  // Register the device memory with the communicator (see device_memory).
+  bool register_memory_ = false;
   // The transport's verdict once the stream is idle (asynchronous errors).
   virtual status after_calls() = 0;
 
  private:
+  // A registration that failed: the calls stage their buffers, still right; said once.
+  void report(const status& s) {
+    if (!s && !reported_)
+      std::fprintf(stderr, "registering the buffers: %s\n", s.to_string().c_str());
+    reported_ = reported_ || !s;
+  }
+
   // graph_calls_ relay calls captured from this rank's stream into one executable graph.
   status capture(const rank_collective& c, gpu::rt::graph_exec_t& exec) {
     gpu::rt::graph_t graph = nullptr;
@@ -159,6 +178,7 @@ class stream_rank : public gpu_rank {
   std::vector<gpu::rt::event_t> events_;
   void* memory_ = nullptr;
   std::size_t capacity_ = 0;
+  bool reported_ = false;
 };
 
 // This process's rank over the transport `factory` makes: the communicator from the environment

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The ipc transport's GPU checks and measurements in one go, on a machine with one NVIDIA GPU or
-# more (8 processes share the GPUs round-robin): the property suite, the graph test, the two
-# failure scenarios, compute-sanitizer memcheck on a reduced property run, and relay-bench -x ipc
-# (eager and --graph, 8 and 2 processes, A=2 allreduce bf16 4 KB-64 KB). Logs go to $OUT
-# (default ./gpu-run).
+# more (8 processes share the GPUs round-robin): the property suite, the graph test, both again
+# with registered buffers, the registration scenario, the host issue time (hostpath), the two
+# failure scenarios, compute-sanitizer memcheck and racecheck on reduced property runs, and
+# relay-bench -x ipc (eager and --graph, 8 and 2 processes, A=2 allreduce bf16 4 KB-64 KB; both
+# forms forced; registered buffers). Logs go to $OUT (default ./gpu-run).
 #
 #   tests/gpu/ipc/device_run.sh [CALLS] [K] [REPLAYS] [STEPS]   STEPS: a regular expression of the
 #                                                              steps to run (default: all)
@@ -48,15 +49,27 @@ step() {  # step NAME LIMIT COMMAND...: runs it, logs to $OUT/NAME.log, prints i
   echo "-- $name: exit $rc, $((SECONDS - t0)) s"
 }
 step property 150 "$RUN" -n 8 --timeout 140 -- "$T" property "$CALLS"
-RELAY_IPC_ONE_SHOT_TILES=0 step property_stepped 150 "$RUN" -n 8 --timeout 140 -- "$T" property "$CALLS" 11
+RELAY_IPC_FORM=stepped step property_stepped 150 "$RUN" -n 8 --timeout 140 -- "$T" property "$CALLS" 11
 step graph 150 "$RUN" -n 8 --timeout 140 -- "$T" graph "$K" "$REPLAYS"
+TAILN=6 step property_registered 150 "$RUN" -n 8 --timeout 140 -- "$T" property_registered "$CALLS"
+RELAY_IPC_FORM=stepped TAILN=6 step property_registered_stepped 150 "$RUN" -n 8 --timeout 140 -- \
+  "$T" property_registered "$CALLS" 13
+TAILN=6 step graph_registered 150 "$RUN" -n 8 --timeout 140 -- "$T" graph_registered "$K" "$REPLAYS"
+TAILN=6 step registration 60 "$RUN" -n 8 --timeout 55 -- "$T" registration
+# Host issue time of a prepared call (1,000 back to back, no synchronization), 2 ranks (on one
+# GPU here: the times are the host's, the device only has to keep up), both forms.
+TAILN=14 step hostpath 90 "$RUN" -n 2 --timeout 85 -- "$T" hostpath 1000
+RELAY_IPC_FORM=stepped TAILN=14 step hostpath_stepped 90 "$RUN" -n 2 --timeout 85 -- "$T" hostpath 1000
 TAILN=10 RELAY_TIMEOUT=2 step stall 60 "$RUN" -n 8 --timeout 55 -- "$T" stall
 TAILN=10 RELAY_TIMEOUT=2 step refused 60 "$RUN" -n 8 --timeout 55 -- "$T" refused
 # The sanitizers on ranks 0 (a helper or active, by case) and 3, the others plain: 8 sanitized
-# processes time-slicing one GPU would take long. $0: the test binary, $1: the tool, $2: calls.
-sanitized='case $RELAY_RANK in 0|3) exec compute-sanitizer --tool "$1" --error-exitcode 9 "$0" property "$2" 7;; *) exec "$0" property "$2" 7;; esac'
+# processes time-slicing one GPU would take long. $0: the test binary, $1: the tool, $2: calls,
+# $3: the scenario (property or property_registered).
+sanitized='case $RELAY_RANK in 0|3) exec compute-sanitizer --tool "$1" --error-exitcode 9 "$0" "${3:-property}" "$2" 7;; *) exec "$0" "${3:-property}" "$2" 7;; esac'
 export RELAY_TIMEOUT=120  # sanitized ranks are slow; their peers wait for them
 TAILN=6 step memcheck 150 "$RUN" -n 8 --timeout 140 -- bash -c "$sanitized" "$T" memcheck 40
+TAILN=6 step memcheck_registered 150 "$RUN" -n 8 --timeout 140 -- bash -c "$sanitized" "$T" \
+  memcheck 40 property_registered
 TAILN=6 step racecheck 100 "$RUN" -n 8 --timeout 90 -- bash -c "$sanitized" "$T" racecheck 10
 unset RELAY_TIMEOUT
 sweep=(-C allreduce -A 2 -d bfloat16 -b 4K -e 64K -f 2 -n 20 -w 5 -t switched:363.3:13.59:0.00)
@@ -68,6 +81,14 @@ TAILN=14 step bench2 45 "$RUN" -n 2 --timeout 40 -- "$BENCH" -x ipc -N 2 -m sing
   "${sweep[@]}"
 TAILN=14 step bench2_graph 45 "$RUN" -n 2 --timeout 40 -- "$BENCH" -x ipc -N 2 -m single \
   -r direct --graph 20 "${sweep[@]}"
-RELAY_IPC_ONE_SHOT_TILES=0 TAILN=14 step bench2_stepped 45 "$RUN" -n 2 --timeout 40 -- \
+RELAY_IPC_FORM=stepped TAILN=14 step bench2_stepped 45 "$RUN" -n 2 --timeout 40 -- \
   "$BENCH" -x ipc -N 2 -m single -r direct "${sweep[@]}"
+RELAY_IPC_FORM=one_shot TAILN=14 step bench2_one_shot 45 "$RUN" -n 2 --timeout 40 -- \
+  "$BENCH" -x ipc -N 2 -m single -r direct "${sweep[@]}"
+# The same with registered buffers (RELAY_BENCH_REGISTER=1: no copy out where the output is
+# registered, no copy in anywhere), eager and replayed.
+RELAY_BENCH_REGISTER=1 TAILN=14 step bench2_registered 45 "$RUN" -n 2 --timeout 40 -- \
+  "$BENCH" -x ipc -N 2 -m single -r direct "${sweep[@]}"
+RELAY_BENCH_REGISTER=1 TAILN=14 step bench2_registered_graph 45 "$RUN" -n 2 --timeout 40 -- \
+  "$BENCH" -x ipc -N 2 -m single -r direct --graph 20 "${sweep[@]}"
 exit $status

@@ -1,0 +1,69 @@
+// The ipc transport's options from the environment (transport/ipc_options.hpp).
+#include "relay/transport/ipc_options.hpp"
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+
+using namespace relay;
+
+namespace {
+
+// Sets the variables for one check and clears them after.
+struct scoped_env {
+  std::vector<const char*> names;
+  scoped_env(std::initializer_list<std::pair<const char*, const char*>> vars) {
+    for (const auto& [name, value] : vars) {
+      ::setenv(name, value, 1);
+      names.push_back(name);
+    }
+  }
+  ~scoped_env() {
+    for (const char* name : names)
+      ::unsetenv(name);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
+  {
+    ipc_options o;
+    REQUIRE(ipc_options_from_environment(o));
+    CHECK(o.bytes_per_rank == std::size_t{64} << 20);
+    CHECK(o.form == ipc_form::automatic);
+    CHECK(o.one_shot_tiles == 4096);
+    CHECK(o.costs.launch == 4e-6);
+    CHECK(o.costs.signal == 1.5e-6);
+    CHECK(o.costs.tile == 0.5e-6);
+  }
+  const scoped_env env{{"RELAY_IPC_BYTES", "8M"},         {"RELAY_IPC_FORM", "stepped"},
+                       {"RELAY_IPC_ONE_SHOT_TILES", "0"}, {"RELAY_IPC_LAUNCH_US", "2.5"},
+                       {"RELAY_IPC_SIGNAL_US", "0.75"},   {"RELAY_IPC_TILE_US", "1"}};
+  ipc_options o;
+  REQUIRE(ipc_options_from_environment(o));
+  CHECK(o.bytes_per_rank == std::size_t{8} << 20);
+  CHECK(o.form == ipc_form::stepped);
+  CHECK(o.one_shot_tiles == 0);
+  CHECK(o.costs.launch == Approx(2.5e-6));
+  CHECK(o.costs.signal == Approx(0.75e-6));
+  CHECK(o.costs.tile == Approx(1e-6));
+}
+
+TEST_CASE("ipc options: a malformed variable is named", "[transport][ipc]") {
+  auto refused = [](const char* name, const char* value) {
+    const scoped_env env{{name, value}};
+    ipc_options o;
+    return ipc_options_from_environment(o);
+  };
+  status s = refused("RELAY_IPC_FORM", "fast");
+  CHECK(s.code() == errc::invalid_argument);
+  CHECK(s.message() == "RELAY_IPC_FORM must be auto, one_shot or stepped, not 'fast'");
+  s = refused("RELAY_IPC_ONE_SHOT_TILES", "5000");
+  CHECK(s.message().find("RELAY_IPC_ONE_SHOT_TILES must be a number from 0") == 0);
+  s = refused("RELAY_IPC_ONE_SHOT_TILES", "2.5");
+  CHECK(s.message() == "RELAY_IPC_ONE_SHOT_TILES must be a whole tile count");
+  s = refused("RELAY_IPC_LAUNCH_US", "-1");
+  CHECK(s.message().find("RELAY_IPC_LAUNCH_US must be a number") == 0);
+  s = refused("RELAY_IPC_SIGNAL_US", "1us");
+  CHECK(s.message().find("not '1us'") != std::string::npos);
+}
