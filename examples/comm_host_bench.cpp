@@ -54,6 +54,22 @@ struct result {
   double allocations = 0;
 };
 
+// `calls` runs of `body`: the time and the allocations per run.
+template <class Body>
+result per_call(long calls, Body&& body) {
+  const std::size_t before = testing::allocations();
+  const auto start = std::chrono::steady_clock::now();
+  for (long i = 0; i < calls; ++i)
+    body();
+  const auto end = std::chrono::steady_clock::now();
+  result out;
+  out.ns =
+      std::chrono::duration<double, std::nano>(end - start).count() / static_cast<double>(calls);
+  out.allocations =
+      static_cast<double>(testing::allocations() - before) / static_cast<double>(calls);
+  return out;
+}
+
 constexpr int ranks = 8;
 
 result time_calls(communicator& comm, const row& r, long calls, std::vector<std::byte>& memory) {
@@ -72,17 +88,9 @@ result time_calls(communicator& comm, const row& r, long calls, std::vector<std:
     std::fprintf(stderr, "%s: %s\n", r.what, s.to_string().c_str());
     std::exit(2);
   }
-  const std::size_t before = testing::allocations();
-  const auto start = std::chrono::steady_clock::now();
-  for (long i = 0; i < calls; ++i)
+  return per_call(calls, [&]() {
     if (!once()) std::exit(2);
-  const auto end = std::chrono::steady_clock::now();
-  result out;
-  out.ns =
-      std::chrono::duration<double, std::nano>(end - start).count() / static_cast<double>(calls);
-  out.allocations =
-      static_cast<double>(testing::allocations() - before) / static_cast<double>(calls);
-  return out;
+  });
 }
 
 // What the communicator built per call before the fixed key: the request, the route, the text.
@@ -91,20 +99,12 @@ result time_old_key(const row& r, long calls) {
   options opt;
   opt.route = r.path;
   std::size_t sink = 0;
-  const std::size_t before = testing::allocations();
-  const auto start = std::chrono::steady_clock::now();
-  for (long i = 0; i < calls; ++i) {
+  const result out = per_call(calls, [&]() {
     plan_request q = call_request(r.coll, r.groups, ranks, counts, r.type, reduce_op::sum, opt);
     q = with_chosen_route(std::move(q));
     sink += detail::describe_shape(q).size();
-  }
-  const auto end = std::chrono::steady_clock::now();
+  });
   if (sink == 0) std::exit(3);
-  result out;
-  out.ns =
-      std::chrono::duration<double, std::nano>(end - start).count() / static_cast<double>(calls);
-  out.allocations =
-      static_cast<double>(testing::allocations() - before) / static_cast<double>(calls);
   return out;
 }
 

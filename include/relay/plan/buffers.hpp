@@ -44,6 +44,35 @@ inline std::int64_t distance(const buffer_view& send, const buffer_view& recv) {
   return static_cast<std::int64_t>(address(recv.data) - address(send.data));
 }
 
+// One buffer of a rank: present, aligned to its elements, large enough for `needed` bytes.
+inline status check_buffer(const char* what, std::size_t rank, const buffer_view& b,
+                           std::uint64_t needed, int element_size) {
+  if (needed == 0) return {};
+  if (b.data == nullptr)
+    return {errc::invalid_buffer,
+            std::string(what) + " of rank " + std::to_string(rank) + " is null"};
+  if (address(b.data) % static_cast<std::uintptr_t>(element_size) != 0)
+    return {errc::invalid_buffer, std::string(what) + " of rank " + std::to_string(rank) +
+                                      " is not aligned to its " + std::to_string(element_size) +
+                                      "-byte elements"};
+  if (b.bytes < needed)
+    return {errc::invalid_buffer, std::string(what) + " of rank " + std::to_string(rank) +
+                                      " holds " + std::to_string(b.bytes) +
+                                      " bytes; the call needs " + std::to_string(needed)};
+  return {};
+}
+
+// In place: the output where NCCL's layout puts it, `delta` bytes from the input.
+inline status check_in_place(std::size_t rank, std::int64_t delta, const buffer_view& send,
+                             const buffer_view& recv) {
+  const std::int64_t at = distance(send, recv);
+  if (at == delta) return {};
+  return {errc::invalid_buffer, "in place, the output of rank " + std::to_string(rank) +
+                                    " must start " + std::to_string(delta) +
+                                    " bytes from its input (NCCL's in-place layout); it starts " +
+                                    std::to_string(at)};
+}
+
 }  // namespace detail
 
 // How the caller's buffers sit: in place when the active ranks' recv sits where NCCL's in-place
@@ -80,25 +109,15 @@ inline status validate_buffers(const plan& p, std::span<const buffer_view> input
     return {errc::invalid_buffer, "the plan has " + std::to_string(R) + " ranks but " +
                                       std::to_string(inputs.size()) + " inputs and " +
                                       std::to_string(outputs.size()) + " outputs were given"};
-  auto check = [&](const char* what, std::size_t rank, const buffer_view& b,
-                   std::uint64_t needed) -> status {
-    if (needed == 0) return {};
-    if (b.data == nullptr)
-      return {errc::invalid_buffer,
-              std::string(what) + " of rank " + std::to_string(rank) + " is null"};
-    if (detail::address(b.data) % static_cast<std::uintptr_t>(p.element_size()) != 0)
-      return {errc::invalid_buffer, std::string(what) + " of rank " + std::to_string(rank) +
-                                        " is not aligned to its " +
-                                        std::to_string(p.element_size()) + "-byte elements"};
-    if (b.bytes < needed)
-      return {errc::invalid_buffer, std::string(what) + " of rank " + std::to_string(rank) +
-                                        " holds " + std::to_string(b.bytes) +
-                                        " bytes; the call needs " + std::to_string(needed)};
-    return {};
-  };
   for (std::size_t r = 0; r < R; ++r) {
-    if (status s = check("the input", r, inputs[r], p.input_bytes[r]); !s) return s;
-    if (status s = check("the output", r, outputs[r], p.output_bytes[r]); !s) return s;
+    if (status s =
+            detail::check_buffer("the input", r, inputs[r], p.input_bytes[r], p.element_size());
+        !s)
+      return s;
+    if (status s =
+            detail::check_buffer("the output", r, outputs[r], p.output_bytes[r], p.element_size());
+        !s)
+      return s;
   }
   // In place: recv must sit where NCCL's layout puts it. Out of place: no output may overlap
   // any input or another output (a reduction would read what another rank already wrote).
@@ -110,13 +129,7 @@ inline status validate_buffers(const plan& p, std::span<const buffer_view> input
           !detail::in_place_delta(p.spec.coll, static_cast<int>(k), p.counts[g], p.element_size(),
                                   delta))
         continue;
-      const std::int64_t at = detail::distance(inputs[r], outputs[r]);
-      if (at != delta)
-        return {errc::invalid_buffer, "in place, the output of rank " + std::to_string(r) +
-                                          " must start " + std::to_string(delta) +
-                                          " bytes from its input (NCCL's in-place layout); it "
-                                          "starts " +
-                                          std::to_string(at)};
+      if (status s = detail::check_in_place(r, delta, inputs[r], outputs[r]); !s) return s;
     }
   for (std::size_t a = 0; a < R; ++a)
     for (std::size_t b = 0; b < R; ++b) {

@@ -44,23 +44,10 @@ inline status validate_rank_buffers(const plan& p, int rank, buffer_view send, b
                                     placement where) {
   const auto r = static_cast<std::size_t>(rank);
   const std::uint64_t in_bytes = p.input_bytes[r], out_bytes = p.output_bytes[r];
-  auto check = [&](const char* what, const buffer_view& b, std::uint64_t needed) -> status {
-    if (needed == 0) return {};
-    if (b.data == nullptr)
-      return {errc::invalid_buffer,
-              std::string(what) + " of rank " + std::to_string(rank) + " is null"};
-    if (detail::address(b.data) % static_cast<std::uintptr_t>(p.element_size()) != 0)
-      return {errc::invalid_buffer, std::string(what) + " of rank " + std::to_string(rank) +
-                                        " is not aligned to its " +
-                                        std::to_string(p.element_size()) + "-byte elements"};
-    if (b.bytes < needed)
-      return {errc::invalid_buffer, std::string(what) + " of rank " + std::to_string(rank) +
-                                        " holds " + std::to_string(b.bytes) +
-                                        " bytes; the call needs " + std::to_string(needed)};
-    return {};
-  };
-  if (status s = check("the input", send, in_bytes); !s) return s;
-  if (status s = check("the output", recv, out_bytes); !s) return s;
+  if (status s = detail::check_buffer("the input", r, send, in_bytes, p.element_size()); !s)
+    return s;
+  if (status s = detail::check_buffer("the output", r, recv, out_bytes, p.element_size()); !s)
+    return s;
   const bool in_place = where == placement::in_place;
   if (in_place && out_bytes > 0)
     for (std::size_t g = 0; g < p.groups.size(); ++g)
@@ -69,13 +56,7 @@ inline status validate_rank_buffers(const plan& p, int rank, buffer_view send, b
         if (p.groups[g][k] != rank || !detail::in_place_delta(p.spec.coll, static_cast<int>(k),
                                                               p.counts[g], p.element_size(), delta))
           continue;
-        const std::int64_t at = detail::distance(send, recv);
-        if (at != delta)
-          return {errc::invalid_buffer, "in place, the output of rank " + std::to_string(rank) +
-                                            " must start " + std::to_string(delta) +
-                                            " bytes from its input (NCCL's in-place layout); it "
-                                            "starts " +
-                                            std::to_string(at)};
+        if (status s = detail::check_in_place(r, delta, send, recv); !s) return s;
       }
   const bool overlapping = detail::overlap(recv, out_bytes, send, in_bytes);
   if (p.spec.coll == collective::all_to_all && overlapping)

@@ -56,10 +56,10 @@ RELAY_IPC_FORM=stepped TAILN=6 step property_registered_stepped 150 "$RUN" -n 8 
   "$T" property_registered "$CALLS" 13
 TAILN=6 step graph_registered 150 "$RUN" -n 8 --timeout 140 -- "$T" graph_registered "$K" "$REPLAYS"
 TAILN=6 step registration 60 "$RUN" -n 8 --timeout 55 -- "$T" registration
-# Host issue time of a prepared call (1,000 back to back, no synchronization), 2 ranks (on one
+# Host issue time of a prepared call (1,000, back to back in batches of 100), 2 ranks (on one
 # GPU here: the times are the host's, the device only has to keep up), both forms.
-TAILN=14 step hostpath 90 "$RUN" -n 2 --timeout 85 -- "$T" hostpath 1000
-RELAY_IPC_FORM=stepped TAILN=14 step hostpath_stepped 90 "$RUN" -n 2 --timeout 85 -- "$T" hostpath 1000
+TAILN=14 step hostpath 90 "$RUN" -n 2 --timeout 85 -- "$T" hostpath 1000 100
+RELAY_IPC_FORM=stepped TAILN=14 step hostpath_stepped 90 "$RUN" -n 2 --timeout 85 -- "$T" hostpath 1000 100
 TAILN=10 RELAY_TIMEOUT=2 step stall 60 "$RUN" -n 8 --timeout 55 -- "$T" stall
 TAILN=10 RELAY_TIMEOUT=2 step refused 60 "$RUN" -n 8 --timeout 55 -- "$T" refused
 # The sanitizers on ranks 0 (a helper or active, by case) and 3, the others plain: 8 sanitized

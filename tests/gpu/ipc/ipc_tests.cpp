@@ -23,9 +23,10 @@
 //                                                message saying why; plain memory registers (two
 //                                                buffers of one allocation), a call on it runs
 //                                                without staging, deregistration, staged after
-//   relay-run -n 2 -- relay_ipc_tests hostpath [CALLS]
-//                                                host time to issue CALLS back-to-back prepared
-//                                                calls (no synchronization), A=2 allreduce bf16
+//   relay-run -n 2 -- relay_ipc_tests hostpath [CALLS] [BATCH]
+//                                                host time to issue CALLS prepared calls, back to
+//                                                back in batches of BATCH (default 100; none
+//                                                waited for within a batch), A=2 allreduce bf16
 //                                                4-64 KB, staged and registered, and the heap
 //                                                allocations they make (0 expected)
 //
@@ -503,12 +504,15 @@ int registration(communicator& comm) {
   return 0;
 }
 
-// The host's time to issue a prepared call: CALLS back-to-back calls of one shape (after one
-// that prepares it), nothing waited for in between, on the steady clock; the mean over all of
-// them and the median of single calls (a full launch queue would block a few), and the heap
-// allocations they made. Staged buffers first, then registered ones (outputs in user memory).
+// The host's time to issue a prepared call: CALLS calls of one shape (after one that prepares
+// it), issued back to back in batches of BATCH with nothing waited for inside a batch, on the
+// steady clock (the stream is drained between batches, untimed, so that a full launch queue
+// never blocks a launch: ranks time-slicing one GPU would keep it full otherwise); the mean and
+// the median of single calls, and the heap allocations they made. Staged buffers first, then
+// registered ones (outputs in user memory).
 int hostpath(communicator& comm, int argc, char** argv) {
   const int calls = argc > 2 ? std::max(1, std::atoi(argv[2])) : 1000;
+  const int batch = argc > 3 ? std::max(1, std::atoi(argv[3])) : 100;
   const int me = comm.rank(), N = comm.size();
   if (N % 2 != 0) return failed("hostpath needs an even number of ranks");
   device_side d;
@@ -533,26 +537,31 @@ int hostpath(communicator& comm, int argc, char** argv) {
       if (status s = finish(comm, d, issue()); !s) return failed(s.to_string());
       const std::uint64_t one_shot = link_of(comm).counts().one_shot;
       const std::size_t allocated_before = testing::allocations();
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < calls; ++i) {
-        const auto t = std::chrono::steady_clock::now();
-        if (status s = issue(); !s) return failed(s.to_string());
-        each[static_cast<std::size_t>(i)] =
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
+      double total = 0;
+      for (int first = 0; first < calls; first += batch) {
+        const int last = std::min(calls, first + batch);
+        const auto start = std::chrono::steady_clock::now();
+        for (int i = first; i < last; ++i) {
+          const auto t = std::chrono::steady_clock::now();
+          if (status s = issue(); !s) return failed(s.to_string());
+          each[static_cast<std::size_t>(i)] =
+              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t)
+                  .count();
+        }
+        total += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                     .count();
+        IPC_CHECK(gpu::rt::stream_synchronize(d.stream));
       }
-      const double mean =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-              .count() /
-          calls;
+      const double mean = total / calls;
       const std::size_t made = testing::allocations() - allocated_before;
       const bool one = link_of(comm).counts().one_shot > one_shot;
       if (status s = finish(comm, d, {}); !s) return failed(s.to_string());
       std::sort(each.begin(), each.end());
       std::printf(
           "rank %d: allreduce A=2 bf16 %zu KB, %s, %s form: host issue %.2f us a call "
-          "(mean of %d back to back), median %.2f us, %zu allocations\n",
+          "(mean of %d, back to back in batches of %d), median %.2f us, %zu allocations\n",
           me, bytes / 1024, registered ? "registered" : "staged", one ? "one-shot" : "stepped",
-          mean, calls, each[each.size() / 2], made);
+          mean, calls, batch, each[each.size() / 2], made);
       allocated = allocated || made > 0;
     }
     if (registered)

@@ -243,3 +243,52 @@ TEST_CASE("a cached shape is found by its arguments as passed, and its plan stay
   REQUIRE(call({{1, 0}, {2, 3}}, 8, route::relay));  // B was evicted: compared again
   CHECK(gathers == 5);
 }
+
+TEST_CASE("buffer registration reaches the transport; one that stages every call accepts it",
+          "[comm]") {
+  // A transport that records what it is asked to register (the ipc transport exports and
+  // exchanges; its behaviour is tested on a GPU: tests/gpu/ipc).
+  struct call {
+    void* p;
+    std::size_t bytes;
+    bool registering;
+  };
+  std::vector<call> asked;
+  class registering_transport final : public transport {
+   public:
+    explicit registering_transport(std::vector<call>& out) : out_(out) {}
+    std::string_view name() const override { return "registering"; }
+    bool broken() const override { return false; }
+    status run(const call_context&) override { return {}; }
+    status register_buffer(void* p, std::size_t bytes, milliseconds timeout) override {
+      out_.push_back({p, bytes, true});
+      return timeout == milliseconds(100) ? status{}
+                                          : status{errc::invalid_argument, "not the timeout"};
+    }
+    status deregister_buffer(void* p, milliseconds) override {
+      out_.push_back({p, 0, false});
+      return {errc::invalid_argument, "not registered"};
+    }
+
+   private:
+    std::vector<call>& out_;
+  };
+  auto gather = [](std::span<const std::byte>, std::vector<std::vector<std::byte>>&, milliseconds) {
+    return status{};
+  };
+  alignas(8) std::byte memory[64];
+  communicator comm(std::make_shared<callback_bootstrap>(0, 2, gather),
+                    std::make_unique<registering_transport>(asked),
+                    comm_config{0, milliseconds(100), 4});
+  CHECK(comm.register_buffer(memory, 64));  // the communicator's timeout reaches it
+  CHECK(comm.deregister_buffer(memory).message() == "not registered");
+  REQUIRE(asked.size() == 2);
+  CHECK(asked[0].p == memory);
+  CHECK(asked[0].bytes == 64);
+  CHECK(asked[0].registering);
+  CHECK_FALSE(asked[1].registering);
+  // The base transport (shm, nccl) stages every call: registration is accepted and changes nothing.
+  fixture f;
+  CHECK(f.comm.register_buffer(memory, 64));
+  CHECK(f.comm.deregister_buffer(memory));
+}
