@@ -85,6 +85,11 @@ RELAY_IPC_FORM=stepped TAILN=14 step bench2_stepped 45 "$RUN" -n 2 --timeout 40 
   "$BENCH" -x ipc -N 2 -m single -r direct "${sweep[@]}"
 RELAY_IPC_FORM=one_shot TAILN=14 step bench2_one_shot 45 "$RUN" -n 2 --timeout 40 -- \
   "$BENCH" -x ipc -N 2 -m single -r direct "${sweep[@]}"
+# The one-shot form at sizes where its blocks (one per multiprocessor) walk each stage in rounds,
+# in and out of place (relay-bench checks every output; exit 0 only with 0 wrong).
+RELAY_IPC_FORM=one_shot TAILN=14 step bench2_one_shot_large 60 "$RUN" -n 2 --timeout 55 -- \
+  "$BENCH" -x ipc -N 2 -m single -r direct -C allreduce -A 2 -d bfloat16 -b 1M -e 32M -f 4 -n 5 \
+  -w 2
 # The same with registered buffers (RELAY_BENCH_REGISTER=1: no copy out where the output is
 # registered, no copy in anywhere), eager and replayed.
 RELAY_BENCH_REGISTER=1 TAILN=14 step bench2_registered 45 "$RUN" -n 2 --timeout 40 -- \
