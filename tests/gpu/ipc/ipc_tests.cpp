@@ -530,9 +530,12 @@ int hostpath(communicator& comm, int argc, char** argv) {
     for (const std::size_t bytes : {std::size_t{4096}, std::size_t{16384}, std::size_t{65536}}) {
       const std::vector<std::int64_t> counts(pairs.size(), static_cast<std::int64_t>(bytes / 2));
       const buffer_view send{base, bytes}, recv{base + half, bytes};
+      // The direct route: with N = 2 there is no helper to relay through.
+      options direct;
+      direct.route = route::direct;
       auto issue = [&]() {
         return relay::allreduce(comm, pairs, send, recv, counts, dtype::bfloat16, reduce_op::sum,
-                                {}, d.stream);
+                                direct, d.stream);
       };
       if (status s = finish(comm, d, issue()); !s) return failed(s.to_string());
       const std::uint64_t one_shot = link_of(comm).counts().one_shot;
