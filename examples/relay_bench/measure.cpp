@@ -29,9 +29,12 @@ row sized_row(const call_shape& s, const options& o, std::int64_t size) {
   r.n = group_count(s.coll, s.active, size, es);
   r.bytes = call_bytes(s.coll, s.active, r.n, es);
   r.count = r.bytes / es;
-  r.chosen = resolve_route(s, o.route, o.topo, r.n, es);
-  r.predicted = predict_seconds(s, r.chosen, o.topo, r.n, es);
-  r.direct_predicted = predict_seconds(s, route::direct, o.topo, r.n, es);
+  // The plans carry fp32 partial sums of 16-bit types (make_plans keeps the default precision):
+  // priced at their width.
+  const element_widths w = widths_of(o.type);
+  r.chosen = resolve_route(s, o.route, o.topo, r.n, es, w);
+  r.predicted = predict_seconds(s, r.chosen, o.topo, r.n, es, w);
+  r.direct_predicted = predict_seconds(s, route::direct, o.topo, r.n, es, w);
   return r;
 }
 
