@@ -126,8 +126,9 @@ inline status build_program(const plan& p, std::span<const buffer_view> in,
       at.reduce_tiles = assign_tiles(reductions.data(), reductions.size(), tile_units);
       auto& h = host[static_cast<std::size_t>(w.lane)];
       at.copy_offset = detail::append(h, copies.data(), copies.size() * sizeof(copy_desc));
-      at.entry_offset =
-          detail::append(h, paced.entries.data(), paced.entries.size() * sizeof(paced_entry));
+      if (emulate_mesh != 0)  // off: the lists are what they always were
+        at.entry_offset =
+            detail::append(h, paced.entries.data(), paced.entries.size() * sizeof(paced_entry));
       at.reduce_offset =
           detail::append(h, reductions.data(), reductions.size() * sizeof(reduce_desc));
       where[ph].push_back(at);
