@@ -180,6 +180,15 @@ void check_same(const host_memory& got, const host_memory& want, int es) {
   }
 }
 
+// Uploads `start` into `buf`, runs `p` and waits for it; the run must succeed.
+void run_from(gpu_executor& gpu, rank_buffers& buf, const plan& p, const host_memory& start) {
+  buf.upload(start);
+  const status s = gpu.run(p, buf.in, buf.out);
+  INFO(s.to_string());
+  REQUIRE(s.ok());
+  REQUIRE(gpu.synchronize().ok());
+}
+
 std::vector<int> device_map(int ranks, bool spread) {
   const int n = spread ? device_count() : 1;
   std::vector<int> map;
@@ -223,12 +232,8 @@ TEST_CASE("random plans give the host interpreter's bits under every engine and 
             gpu_executor gpu(device_map(ranks, spread), {engine, lanes, sync});
             REQUIRE(gpu.init_status().ok());
             rank_buffers buf(gpu, p);
-            buf.upload(start);
-            const status s = gpu.run(p, buf.in, buf.out);
-            INFO(s.to_string());
-            REQUIRE(s.ok());
+            run_from(gpu, buf, p, start);
             CHECK(gpu.last_run().prepared);
-            REQUIRE(gpu.synchronize().ok());
             check_same(buf.download(), want, p.element_size());
 
             // Again on the same buffers: the prepared program is reused and gives the same bits.
@@ -463,11 +468,7 @@ host_memory run_on(const std::vector<int>& map, gpu_options o, const plan& p,
   gpu_executor gpu(map, o);
   REQUIRE(gpu.init_status().ok());
   rank_buffers buf(gpu, p);
-  buf.upload(start);
-  const status s = gpu.run(p, buf.in, buf.out);
-  INFO(s.to_string());
-  REQUIRE(s.ok());
-  REQUIRE(gpu.synchronize().ok());
+  run_from(gpu, buf, p, start);
   return buf.download();
 }
 
