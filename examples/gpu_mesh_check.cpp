@@ -1,6 +1,6 @@
-// gpu_mesh_check: the accuracy of mesh emulation (gpu_options::emulate_mesh, docs/gpu.md "Mesh
-// emulation") on this GPU, through the executor's own path: plans of plain copies between ranks,
-// run paced at B bytes per second per link, timed by the device. It measures
+// gpu_mesh_check: the accuracy of mesh emulation (gpu_options::emulate_mesh,
+// docs/mesh-emulation.md) on this GPU, through the executor's own path: plans of plain copies
+// between ranks, run paced at B bytes per second per link, timed by the device. It measures
 //
 //   1. one pair alone (rank 0 -> 1): B within the tolerance;
 //   2. 7 pairs out of one rank at once (0 -> 1..N-1): each B within the tolerance;

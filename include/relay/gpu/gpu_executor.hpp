@@ -79,7 +79,7 @@ struct gpu_options {
   // Bracket every run with timing events on each lane it uses, for last_run_seconds(): the
   // device's own measure of a run, free of the host's launch and synchronization latency.
   bool time_runs = false;
-  // Mesh emulation (docs/gpu.md, "Mesh emulation"): bytes per second of every ordered pair of
+  // Mesh emulation (docs/mesh-emulation.md): bytes per second of every ordered pair of
   // ranks. Above 0, every copy between two ranks is paced so that each pair moves at most this
   // much at any moment, whatever else runs: a node with one link per pair, on any GPUs. Needs
   // copy_engine::kernel and peer access between the devices in use. 0 (default): off, and the

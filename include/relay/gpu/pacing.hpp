@@ -1,7 +1,7 @@
 // Mesh emulation: the arithmetic of pacing every copy between two ranks, so that each ordered
 // pair of ranks (a link) moves at most B bytes per second at any moment, whatever else runs: a
-// node with one link per pair (MI300X's XGMI) emulated on the ranks of one GPU. docs/gpu.md,
-// "Mesh emulation", says why it is built this way; gpu/paced_copy.hpp is its kernel.
+// node with one link per pair (MI300X's XGMI) emulated on the ranks of one GPU.
+// docs/mesh-emulation.md says why it is built this way; gpu/paced_copy.hpp is its kernel.
 //
 // Each link has a clock in device memory: the time (ns) its last booked transfer ends. A block
 // that is about to move a tile of T bytes over link (a, b) books the link: its slot starts when
