@@ -70,9 +70,12 @@ RELAY_HOST_DEVICE constexpr std::uint64_t tile_bytes(const copy_desc& c, std::ui
   return units * c.width + (tile == 0 ? std::uint64_t{c.head} + c.tail : 0);
 }
 
-// Blocks that walk one paced copy. A block books a tile, waits, moves it (64 KiB in flight: tens
-// of GB/s), and books the next; with two, one is always booked ahead, so the link never idles
-// between tiles. Faster links get one more block per 16 GB/s, 16 at most.
+// Blocks that walk one paced copy. A block books a tile, waits for its slot, moves it (64 KiB in
+// flight: tens of GB/s) and books the next at once, before its slot ends: one block keeps a link
+// busy while it moves a tile within a slot. Two leave room for a block slower than a slot (memory
+// contention, a coarse clock waking it late): while one moves, the other's slot is booked next
+// (tests/unit/gpu/test_pacing.cpp simulates both). Faster links, shorter slots: one more block
+// per 16 GB/s, 16 at most.
 constexpr std::uint32_t link_blocks(std::uint64_t bytes_per_second) {
   return static_cast<std::uint32_t>(
       std::min<std::uint64_t>(2 + bytes_per_second / 16'000'000'000ull, 16));

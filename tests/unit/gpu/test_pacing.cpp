@@ -151,3 +151,78 @@ TEST_CASE("pacing: a lane's copies as one paced launch", "[gpu][pacing]") {
   // No copies: an empty launch (the program builds none).
   CHECK(gpu::plan_paced({}, 4, gbps(12)).grid == 0);
 }
+
+namespace {
+
+// The paced kernel's protocol on one link, simulated on the host with the functions the kernel
+// calls: `blocks` blocks walk `tiles` tiles of `slot` ns each. A block books its next tile when
+// it is free (book_link at the clock's reading), wakes when the clock reaches the slot's start,
+// moves the tile in `move` ns, and so on; its last wait is for its last slot's finish. The clock
+// reads real time rounded down to `tick` ns (a coarse %globaltimer). Returns the link's slots in
+// booking order and when the last block ends.
+struct simulated_link {
+  std::vector<link_slot> slots;
+  std::uint64_t end = 0;
+};
+
+simulated_link simulate(int blocks, int tiles, std::uint64_t slot, std::uint64_t move,
+                        std::uint64_t tick) {
+  auto reading = [&](std::uint64_t t) { return t / tick * tick; };
+  auto first_reading_at_least = [&](std::uint64_t t) { return (t + tick - 1) / tick * tick; };
+  std::vector<std::uint64_t> at(static_cast<std::size_t>(blocks), 0), finish(at.size(), 0);
+  simulated_link out;
+  std::uint64_t booked = 0;
+  for (int tile = 0; tile < tiles; ++tile) {
+    // The block that is free first books next (the lowest index on a tie).
+    std::size_t b = 0;
+    for (std::size_t j = 1; j < at.size(); ++j)
+      if (at[j] < at[b]) b = j;
+    const link_slot s = book_link(reading(at[b]), booked, slot);
+    booked = s.finish;
+    out.slots.push_back(s);
+    at[b] = std::max(at[b], first_reading_at_least(s.start)) + move;
+    finish[b] = s.finish;
+  }
+  for (std::size_t j = 0; j < at.size(); ++j)
+    out.end = std::max(out.end, std::max(at[j], first_reading_at_least(finish[j])));
+  return out;
+}
+
+// Whether every slot starts where the one before ended: the link never idled.
+bool back_to_back(const simulated_link& l) {
+  for (std::size_t i = 1; i < l.slots.size(); ++i)
+    if (l.slots[i].start != l.slots[i - 1].finish) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("pacing: two blocks keep a link at its rate on a coarse clock", "[gpu][pacing]") {
+  // 64 KiB tiles at 12 GB/s: 5462 ns a slot; 16 tiles are 87392 ns of link time.
+  const std::uint64_t slot = link_ns(65536, gbps(12));
+  REQUIRE(slot == 5462);
+  SECTION("one block that moves a tile in 2 us, exact clock: the link never idles") {
+    // The block books its next tile right after moving one, before its slot ends.
+    const simulated_link l = simulate(1, 16, slot, 2000, 1);
+    CHECK(back_to_back(l));
+    CHECK(l.slots.back().finish == 16 * slot);
+    CHECK(l.end == 16 * slot);  // its last wait is for the last slot's finish
+  }
+  SECTION("one block slower than the link (7 us a tile): gaps, the link runs below B") {
+    const simulated_link l = simulate(1, 16, slot, 7000, 1);
+    CHECK_FALSE(back_to_back(l));
+    // Each tile then takes the block's 7000 ns: the last one ends at 16 * 7000.
+    CHECK(l.end == 16 * 7000);
+  }
+  SECTION("two blocks (link_blocks at 12 GB/s), 7 us a tile and a 1 us clock: no gap") {
+    REQUIRE(gpu::link_blocks(gbps(12)) == 2);
+    const simulated_link l = simulate(2, 16, slot, 7000, 1000);
+    CHECK(back_to_back(l));
+    CHECK(l.slots.front().start == 0);
+    CHECK(l.slots.back().finish == 16 * slot);
+    // The last tile's block wakes at its slot's start read on the 1 us clock (at most 1 us
+    // late) and moves for 7 us: the run ends within that of the link's last finish.
+    CHECK(l.end >= 16 * slot);
+    CHECK(l.end <= 16 * slot + 1000 + 7000);
+  }
+}
