@@ -40,11 +40,11 @@ __device__ inline void wait_until(std::uint64_t t) {
 // Books `ns` on the link whose clock is `*link` (book_link, atomically against every other
 // block booking it): retries with the clock it finds until no one booked in between.
 __device__ inline link_slot book_link_atomic(std::uint64_t* link, std::uint64_t ns) {
-  auto* clock = reinterpret_cast<unsigned long long*>(link);
-  unsigned long long booked = atomicAdd(clock, 0ull);
+  auto* until = reinterpret_cast<unsigned long long*>(link);  // not `clock`: a device function
+  unsigned long long booked = atomicAdd(until, 0ull);
   for (;;) {
     const link_slot s = book_link(device_clock_ns(), booked, ns);
-    const unsigned long long seen = atomicCAS(clock, booked, s.finish);
+    const unsigned long long seen = atomicCAS(until, booked, s.finish);
     if (seen == booked) return s;
     booked = seen;
   }
