@@ -33,7 +33,7 @@
 #include "relay/gpu/runtime.hpp"
 #include "support/fit_topology.hpp"
 #include "support/gpu_check.hpp"
-#include "support/ring_plan.hpp"
+#include "support/step_timing.hpp"
 
 namespace rt = relay::gpu::rt;
 
@@ -302,61 +302,6 @@ void check_landed(machine& m, const std::vector<transfer>& ts) {
     }
 }
 
-// ---- step latency -------------------------------------------------------------------------------
-
-struct step_timing {
-  double step = 0, op = 0, call = 0;  // seconds: per step, per extra operation, one 1-step run
-};
-
-// Device-timed seconds of one run of `p`: the median of 101, after 10 to warm up (medians of 31
-// moved between calls: bench/results/2026-11-29-h200-x2-calibration/README.md).
-double run_seconds(relay::gpu_executor& ex, const relay::plan& p,
-                   const std::vector<relay::buffer_view>& in,
-                   const std::vector<relay::buffer_view>& out) {
-  std::vector<double> t;
-  for (int i = 0; i < 111; ++i) {
-    if (relay::status st = ex.run(p, in, out); !st) fail("executor run: " + st.to_string());
-    if (i >= 10) t.push_back(ex.last_run_seconds());
-  }
-  return relay::examples::median(t);
-}
-
-step_timing time_steps(const std::vector<int>& devices) {
-  const int n = static_cast<int>(devices.size());
-  relay::gpu_options go;
-  go.time_runs = true;
-  relay::gpu_executor ex(devices, go);
-  if (!ex.init_status()) fail("executor: " + ex.init_status().to_string());
-  const int fanout = n - 1;
-  const std::size_t in_bytes = 256, out_bytes = 2 * 256 * static_cast<std::size_t>(fanout);
-  std::vector<relay::buffer_view> in, out;
-  for (int r = 0; r < n; ++r) {
-    in.push_back({ex.allocate(r, in_bytes), in_bytes});
-    out.push_back({ex.allocate(r, out_bytes), out_bytes});
-    if (in.back().data == nullptr || out.back().data == nullptr) fail("executor allocation");
-    const std::vector<float> ones(out_bytes / 4, 1.0f);
-    if (!ex.write(r, in.back().data, ones.data(), in_bytes) ||
-        !ex.write(r, out.back().data, ones.data(), out_bytes))
-      fail("executor write");
-  }
-  using relay::examples::ring_plan;
-  step_timing t;
-  const double one = run_seconds(ex, ring_plan(n, 1, false), in, out);
-  const double many = run_seconds(ex, ring_plan(n, 65, false), in, out);
-  t.call = one;
-  t.step = std::max(0.0, (many - one) / 64);
-  if (n >= 3) {
-    const double one_all = run_seconds(ex, ring_plan(n, 1, false, fanout), in, out);
-    const double many_all = run_seconds(ex, ring_plan(n, 65, false, fanout), in, out);
-    t.op = std::max(0.0, ((many_all - one_all) / 64 - t.step) / (fanout - 1));
-  }
-  for (int r = 0; r < n; ++r) {
-    ex.deallocate(r, in[static_cast<std::size_t>(r)].data);
-    ex.deallocate(r, out[static_cast<std::size_t>(r)].data);
-  }
-  return t;
-}
-
 // ---- the report ---------------------------------------------------------------------------------
 
 struct pair_result {
@@ -436,7 +381,7 @@ int main(int argc, char** argv) {
       check_landed(m, in);
     }
   }
-  const step_timing steps = time_steps(o.devices);
+  const relay::examples::step_timing steps = relay::examples::time_steps(o.devices);
 
   // The model's numbers (examples/support/fit_topology.hpp).
   relay::examples::link_measurements lm;

@@ -55,8 +55,10 @@ std::unique_ptr<backend> make_cpu_backend(int ranks);
 
 // The GPU backend, where this relay-bench was built with the GPU executor; otherwise nullptr
 // and `why` says so. `devices`: rank -> device (empty: round-robin over the visible devices).
+// `emulate_mesh`: bytes per second of every ordered pair of ranks, 0 for no emulation
+// (gpu_options::emulate_mesh).
 std::unique_ptr<backend> make_gpu_backend(int ranks, const std::vector<int>& devices,
-                                          std::string& why);
+                                          std::uint64_t emulate_mesh, std::string& why);
 
 // The nccl transport (nccl_backend.cpp), where this relay-bench was built with NCCL; otherwise
 // nullptr and `why` says so. One rank per device.

@@ -3,7 +3,8 @@
 
 namespace relay::bench {
 
-std::unique_ptr<backend> make_gpu_backend(int, const std::vector<int>&, std::string& why) {
+std::unique_ptr<backend> make_gpu_backend(int, const std::vector<int>&, std::uint64_t,
+                                          std::string& why) {
   why = "this relay-bench was built without it (configure where CUDA or HIP is found)";
   return nullptr;
 }

@@ -17,16 +17,18 @@ namespace {
 
 class gpu_backend : public device_backend<gpu_executor> {
  public:
-  explicit gpu_backend(const std::vector<int>& device_of)
+  gpu_backend(const std::vector<int>& device_of, std::uint64_t emulate_mesh)
       : device_backend(
-            [device_of] {
+            [device_of, emulate_mesh] {
               // Every rotated buffer set stays prepared (see measure.hpp), the baseline's too.
               gpu_options o;
               o.cached_plans = 2 * max_rotation_sets + 2;
               o.time_runs = true;
+              o.emulate_mesh = emulate_mesh;
               return std::make_unique<gpu_executor>(device_of, o);
             },
-            device_of) {}
+            device_of),
+        emulate_mesh_(emulate_mesh) {}
 
   std::string description() const override {
     std::map<int, std::vector<int>> ranks_on;
@@ -44,15 +46,22 @@ class gpu_backend : public device_backend<gpu_executor> {
         text << " " << r;
       text << ")";
     }
+    if (emulate_mesh_ != 0)
+      text << "; emulating a mesh: every copy between two ranks paced so that each ordered pair "
+              "moves at most "
+           << static_cast<double>(emulate_mesh_) / 1e9 << " GB/s";
     text << "; timed by device events around each run";
     return text.str();
   }
+
+ private:
+  std::uint64_t emulate_mesh_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<backend> make_gpu_backend(int ranks, const std::vector<int>& devices,
-                                          std::string& why) {
+                                          std::uint64_t emulate_mesh, std::string& why) {
   std::vector<int> device_of = devices;
   if (device_of.empty()) {
     const int count = visible_devices(why);
@@ -61,13 +70,15 @@ std::unique_ptr<backend> make_gpu_backend(int ranks, const std::vector<int>& dev
       device_of.push_back(r % count);
   }
   {
-    const gpu_executor probe(device_of);
+    gpu_options o;
+    o.emulate_mesh = emulate_mesh;
+    const gpu_executor probe(device_of, o);
     if (!probe.init_status()) {
       why = probe.init_status().to_string();
       return nullptr;
     }
   }
-  return std::make_unique<gpu_backend>(std::move(device_of));
+  return std::make_unique<gpu_backend>(device_of, emulate_mesh);
 }
 
 }  // namespace relay::bench

@@ -1,6 +1,7 @@
 // relay-bench: an nccl-tests-style sweep of relay's collectives on one executor, with the cost
 // model's prediction and a baseline side by side. See the README's "relay-bench" section.
 #include <fmt/format.h>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -100,8 +101,9 @@ int main(int argc, char** argv) {
   if (o.executor == executor_kind::cpu) {
     exec = make_cpu_backend(o.ranks);
   } else {
+    const auto emulate = static_cast<std::uint64_t>(std::llround(o.emulate_mesh_gbps * 1e9));
     exec = o.executor == executor_kind::nccl ? make_nccl_backend(o.ranks, o.devices, error)
-                                             : make_gpu_backend(o.ranks, o.devices, error);
+                                             : make_gpu_backend(o.ranks, o.devices, emulate, error);
     if (!exec) {
       fmt::print(stderr, "relay-bench: the {} executor: {}\n", name(o.executor), error);
       return exit_failed;
@@ -113,8 +115,11 @@ int main(int argc, char** argv) {
   std::string vendor_text =
       o.executor == executor_kind::cpu
           ? "NCCL/RCCL: n/a (the cpu executor is compared with relay's direct route)"
+      : o.emulate_mesh_gbps > 0
+          ? "NCCL/RCCL: not used (--emulate-mesh paces relay's copies only; the baseline is "
+            "relay's direct route on the same emulated mesh)"
           : "NCCL/RCCL: not used (--baseline " + std::string(name(o.baseline)) + ")";
-  if (o.executor != executor_kind::cpu &&
+  if (o.executor != executor_kind::cpu && o.emulate_mesh_gbps == 0 &&
       (o.baseline == baseline_kind::automatic || o.baseline == baseline_kind::nccl)) {
     vendor = make_nccl_baseline(o.ranks, o.devices, error);
     vendor_text = vendor ? vendor->description() : "NCCL/RCCL: n/a (" + error + ")";

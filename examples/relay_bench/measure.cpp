@@ -29,8 +29,12 @@ row sized_row(const call_shape& s, const options& o, std::int64_t size) {
   r.n = group_count(s.coll, s.active, size, es);
   r.bytes = call_bytes(s.coll, s.active, r.n, es);
   r.count = r.bytes / es;
-  r.chosen = resolve_route(s, o.route, o.topo, r.n, es);
-  r.predicted = predict_seconds(s, r.chosen, o.topo, r.n, es);
+  // The plans carry fp32 partial sums of 16-bit types (make_plans keeps the default precision):
+  // priced at their width.
+  const element_widths w = widths_of(o.type);
+  r.chosen = resolve_route(s, o.route, o.topo, r.n, es, w);
+  r.predicted = predict_seconds(s, r.chosen, o.topo, r.n, es, w);
+  r.direct_predicted = predict_seconds(s, route::direct, o.topo, r.n, es, w);
   return r;
 }
 
@@ -252,7 +256,7 @@ std::int64_t row_runner::host_memory(const row& r) const {
   std::vector<std::uint64_t> scratch;  // per (plan, rank): the largest of the routes run
   std::int64_t executors = 1;
   for (bool in_place : {false, true}) {
-    if (in_place && !has_in_place(r.shape.coll)) continue;
+    if (in_place && !measures_in_place(options_, r.shape.coll)) continue;
     std::int64_t per_set = 0, staging = 0;
     for (const rank_layout& l : buffer_layout(r.shape, groups, r.n, es, in_place)) {
       per_set += static_cast<std::int64_t>(l.region);
@@ -290,7 +294,7 @@ status row_runner::measure(row& r) {
   const std::int64_t rotate =
       options_.rotate_bytes >= 0 ? options_.rotate_bytes : 2 * backend_.cache_bytes();
   for (bool in_place : {false, true}) {
-    if (in_place && !has_in_place(r.shape.coll)) continue;
+    if (in_place && !measures_in_place(options_, r.shape.coll)) continue;
     form_pair& result = in_place ? r.in_place : r.out_of_place;
     std::vector<rank_layout> ranks = buffer_layout(r.shape, groups, r.n, es, in_place);
     std::int64_t per_set = 0;
@@ -358,7 +362,7 @@ int run_rank_rows(const options& o, const std::vector<call_shape>& shapes,
       row r = sized_row(s, o, size);
       r.base = with_vendor ? base_source::nccl : base_source::none;
       for (bool in_place : {false, true}) {
-        if (in_place && !has_in_place(s.coll)) continue;
+        if (in_place && !measures_in_place(o, s.coll)) continue;
         form_pair& forms = in_place ? r.in_place : r.out_of_place;
         for (bool v : {false, true}) {
           if (v && !with_vendor) continue;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <string_view>
@@ -51,6 +53,13 @@ std::string_view name(baseline_kind b) {
 }
 
 namespace {
+
+// A link rate as --topology text takes it: 12, 12.5.
+std::string number_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
 
 template <class T>
 std::optional<T> parse_number(std::string_view s) {
@@ -115,6 +124,8 @@ measurement
   -n, --iters N           timed iterations; the median is reported (default 20)
   -w, --warmup_iters N    untimed iterations first (default 5)
   -c, --check 0|1         check every element of one run of each size (default 1)
+      --in-place 0|1      measure the in-place form too, where the collective has one
+                          (default 1; 0: out of place only)
       --rotate SIZE       rotate buffer sets until they span SIZE, so timed runs do not
                           find their data in cache (default: twice the executor's cache;
                           0: never)
@@ -130,6 +141,12 @@ where
                           relay-run, ranks sharing the devices round-robin
       --devices LIST      gpu: the device of each rank, e.g. 0,0,0,0,1,1,1,1
                           (default: ranks round-robin over the visible devices)
+      --emulate-mesh B    gpu: emulate a mesh, one link per pair of ranks: every copy
+                          between two ranks is paced so that each ordered pair moves at
+                          most B GB/s (10^9 bytes/s; a value of 10^6 or more is read as
+                          bytes/s: 12 and 12e9 are alike). Baseline: the direct route.
+                          Give -t mesh:B:US:OPUS with the emulator's own latency
+                          (gpu_mesh_check prints it); default -t mesh:B
   -t, --topology T        what the prediction prices: mi300x, mi350x, h200-nvswitch,
                           mi250x, or mesh:GBPS[:US[:OPUS]] / switched:GBPS[:US[:OPUS]]
                           (gpu_calibrate prints one; default mi300x)
@@ -288,6 +305,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
       {"-n", "--iters", int_into(o.iterations, {1, 1000000})},
       {"-w", "--warmup_iters", int_into(o.warmup, {0, 1000000})},
       {"-c", "--check", switch_into(o.check)},
+      {nullptr, "--in-place", switch_into(o.in_place)},
       {nullptr, "--graph", int_into(o.graph_calls, {1, 100000})},
       {nullptr, "--rotate", bytes_into(o.rotate_bytes)},
       {nullptr, "--seed",
@@ -302,6 +320,16 @@ parse_outcome parse_options(int argc, const char* const* argv) {
            o.executor, [&](std::string_view v) { return parse_enum(v, executors); },
            "cpu, gpu, shm, nccl, ipc")},
       {nullptr, "--devices", list_into(o.devices, int_entry({0, 1023}))},
+      {nullptr, "--emulate-mesh",
+       [&](std::string_view v) -> std::string {
+         const auto b = parse_number<double>(v);
+         if (!b || !(*b > 0) || !std::isfinite(*b))
+           return cli::quoted(v) + " is not a link rate above 0 (GB/s, or bytes/s from 1e6)";
+         o.emulate_mesh_gbps = *b >= 1e6 ? *b / 1e9 : *b;
+         if (o.emulate_mesh_gbps < 0.001)
+           return cli::quoted(v) + " is below 1 MB/s: too slow a link to emulate";
+         return {};
+       }},
       {"-t", "--topology",
        [&](std::string_view v) -> std::string {
          o.topology_text = v;
@@ -434,9 +462,38 @@ parse_outcome parse_options(int argc, const char* const* argv) {
     out.error = "--devices maps ranks to GPUs: it needs --executor gpu";
     return out;
   }
+  if (o.emulate_mesh_gbps > 0) {
+    if (o.executor != executor_kind::gpu) {
+      out.error = "--emulate-mesh paces the GPU executor's copies: it needs --executor gpu";
+      return out;
+    }
+    if (std::find(o.modes.begin(), o.modes.end(), run_mode::parallel) != o.modes.end()) {
+      out.error =
+          "--emulate-mesh: parallel mode runs an executor per group, and executors do "
+          "not share their links; use fused or single";
+      return out;
+    }
+    if (o.baseline == baseline_kind::nccl) {
+      out.error = "--emulate-mesh paces relay's copies, not NCCL's: use --baseline direct";
+      return out;
+    }
+    if (!seen.contains("--topology")) {
+      o.topology_text = "mesh:" + number_text(o.emulate_mesh_gbps);
+      out.warnings.push_back(
+          "--emulate-mesh without --topology: predictions price " + o.topology_text +
+          " at the presets' 10 us a step; gpu_mesh_check measures the emulator's own, for -t "
+          "mesh:B:US:OPUS");
+    }
+  }
   std::string topology_error;
   if (auto t = cli::parse_topology_option(o.topology_text, o.ranks, topology_error)) {
     o.topo = *t;
+    if (o.emulate_mesh_gbps > 0 &&
+        (t->kind != fabric::mesh ||
+         std::abs(t->link_bandwidth / 1e9 - o.emulate_mesh_gbps) > 1e-9 * o.emulate_mesh_gbps))
+      out.warnings.push_back(
+          "--topology " + o.topology_text + " is not the emulated mesh of --emulate-mesh " +
+          number_text(o.emulate_mesh_gbps) + " GB/s: predictions price another machine");
   } else {
     out.error = "--topology: " + topology_error;
     return out;

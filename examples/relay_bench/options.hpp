@@ -55,13 +55,17 @@ struct options {
   int iterations = 20;
   int warmup = 5;
   bool check = true;
-  int graph_calls = 0;  // > 0 (-x ipc): time replays of a graph of this many captured calls
+  bool in_place = true;  // measure the in-place form too, where the collective has one
+  int graph_calls = 0;   // > 0 (-x ipc): time replays of a graph of this many captured calls
   std::int64_t rotate_bytes = -1;  // -1: twice the executor's cache; 0: never rotate
   std::uint64_t seed = 1;
   // Where it runs.
   executor_kind executor = executor_kind::cpu;
   std::vector<int> devices;  // rank -> device (gpu); empty: ranks round-robin over all devices
   baseline_kind baseline = baseline_kind::automatic;
+  // > 0 (-x gpu): emulate a mesh, every ordered pair of ranks paced to this many GB/s (10^9
+  // bytes) each way (gpu_options::emulate_mesh).
+  double emulate_mesh_gbps = 0;
   std::string topology_text = "mi300x";
   topology topo{};
   // Output.
@@ -81,5 +85,10 @@ struct parse_outcome {
 
 parse_outcome parse_options(int argc, const char* const* argv);
 std::string usage();
+
+// Whether rows of collective c measure the in-place form: it has one, and --in-place is on.
+inline bool measures_in_place(const options& o, collective c) {
+  return o.in_place && has_in_place(c);
+}
 
 }  // namespace relay::bench

@@ -24,18 +24,18 @@ std::vector<std::vector<int>> call_groups(const call_shape& shape) {
 }
 
 double predict_seconds(const call_shape& shape, route r, const topology& t, std::int64_t n,
-                       int element_size) {
+                       int element_size, const element_widths& w) {
   const schedule_spec spec = plan_spec(shape, r);
-  if (shape.mode != run_mode::parallel) return predicted_seconds(spec, t, n, element_size);
+  if (shape.mode != run_mode::parallel) return predicted_seconds(spec, t, n, element_size, w);
   std::optional<schedule> parallel = build_schedule(spec);
   if (!parallel) return std::numeric_limits<double>::infinity();
   // Every group runs the single-group pattern on its own ranks: the pattern with N/A groups.
   parallel->header.spec.mode = mode::fused;
-  return alpha_beta_seconds(*parallel, t, n, element_size);
+  return alpha_beta_seconds(*parallel, t, n, element_size, w);
 }
 
 route resolve_route(const call_shape& shape, route_choice choice, const topology& t, std::int64_t n,
-                    int element_size) {
+                    int element_size, const element_widths& w) {
   switch (choice) {
     case route_choice::relay: return route::relay;
     case route_choice::direct: return route::direct;
@@ -44,9 +44,9 @@ route resolve_route(const call_shape& shape, route_choice choice, const topology
     case route_choice::automatic: break;
   }
   if (shape.mode != run_mode::parallel)
-    return choose_route(plan_spec(shape, route::relay), t, n, element_size);
-  return predict_seconds(shape, route::relay, t, n, element_size) <
-                 predict_seconds(shape, route::direct, t, n, element_size)
+    return choose_route(plan_spec(shape, route::relay), t, n, element_size, w);
+  return predict_seconds(shape, route::relay, t, n, element_size, w) <
+                 predict_seconds(shape, route::direct, t, n, element_size, w)
              ? route::relay
              : route::direct;
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "options.hpp"
+#include "relay/cost/link_cost.hpp"
 #include "relay/schedule/schedule.hpp"
 #include "relay/topology/topology.hpp"
 
@@ -29,13 +30,15 @@ std::vector<std::vector<int>> call_groups(const call_shape& shape);
 
 // Seconds of one call for per-group count n. Parallel prices its N/A single-group schedules as
 // one schedule whose steps carry every group's traffic (the groups start together and keep
-// step with each other), so the links they share add up as they would on the machine.
+// step with each other), so the links they share add up as they would on the machine. `w`
+// prices partial sums (widths_of(dtype): the fp32 partials the plans of 16-bit types carry);
+// the default prices them as elements.
 double predict_seconds(const call_shape& shape, route r, const topology& t, std::int64_t n,
-                       int element_size);
+                       int element_size, const element_widths& w = {});
 
 // The route a size takes: the one asked for, or for auto the one predicted faster (relay or
 // direct; direct on a tie), as relay::choose_route decides it for a plan.
 route resolve_route(const call_shape& shape, route_choice choice, const topology& t, std::int64_t n,
-                    int element_size);
+                    int element_size, const element_widths& w = {});
 
 }  // namespace relay::bench

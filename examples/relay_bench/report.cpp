@@ -243,7 +243,9 @@ constexpr const char* csv_fields[] = {"collective",
                                       "baseline_wrong",
                                       "speedup",
                                       "buffer_sets",
-                                      "host_memory_estimate_bytes"};
+                                      "host_memory_estimate_bytes",
+                                      "direct_predicted_us",
+                                      "predicted_speedup_over_direct"};
 
 // The fields of one row and form, in csv_fields' order, as text ("" where not measured).
 std::vector<std::string> fields(const options& o, const row& r, bool in_place) {
@@ -273,7 +275,9 @@ std::vector<std::string> fields(const options& o, const row& r, bool in_place) {
           csv_count(x.base_wrong),
           csv_number(x.speedup),
           std::to_string(r.sets),
-          r.host_memory > 0 ? std::to_string(r.host_memory) : std::string()};
+          r.host_memory > 0 ? std::to_string(r.host_memory) : std::string(),
+          csv_number(r.direct_predicted * 1e6),
+          csv_number(r.predicted > 0 ? r.direct_predicted / r.predicted : NAN)};
 }
 
 // Which fields are numbers (unquoted in JSON).
@@ -289,7 +293,7 @@ void print_csv_header(std::FILE* f) {
 
 void print_csv_rows(std::FILE* f, const options& o, const row& r) {
   for (bool in_place : {false, true}) {
-    if (in_place && !has_in_place(r.shape.coll)) continue;
+    if (in_place && !measures_in_place(o, r.shape.coll)) continue;
     fmt::print(f, "{}\n", fmt::join(fields(o, r, in_place), ","));
   }
 }
@@ -312,7 +316,7 @@ void print_json(std::FILE* f, const options& o, const run_info& info,
   bool first = true;
   for (const row& r : rows)
     for (bool in_place : {false, true}) {
-      if (in_place && !has_in_place(r.shape.coll)) continue;
+      if (in_place && !measures_in_place(o, r.shape.coll)) continue;
       const std::vector<std::string> v = fields(o, r, in_place);
       std::string object;
       for (std::size_t i = 0; i < v.size(); ++i) {

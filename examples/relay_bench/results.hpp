@@ -38,9 +38,10 @@ struct row {
   std::int64_t bytes = 0;  // nccl-tests' size
   std::int64_t count = 0;  // nccl-tests' count
   route chosen = route::relay;
-  double predicted = NAN;        // seconds
-  int sets = 1;                  // buffer sets rotated through
-  std::int64_t host_memory = 0;  // the CPU executor's estimated peak (row_runner::host_memory)
+  double predicted = NAN;         // seconds
+  double direct_predicted = NAN;  // seconds: the direct route's, for the predicted speedup
+  int sets = 1;                   // buffer sets rotated through
+  std::int64_t host_memory = 0;   // the CPU executor's estimated peak (row_runner::host_memory)
   base_source base = base_source::none;
   form_pair out_of_place, in_place;
 };

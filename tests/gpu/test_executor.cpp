@@ -180,6 +180,15 @@ void check_same(const host_memory& got, const host_memory& want, int es) {
   }
 }
 
+// Uploads `start` into `buf`, runs `p` and waits for it; the run must succeed.
+void run_from(gpu_executor& gpu, rank_buffers& buf, const plan& p, const host_memory& start) {
+  buf.upload(start);
+  const status s = gpu.run(p, buf.in, buf.out);
+  INFO(s.to_string());
+  REQUIRE(s.ok());
+  REQUIRE(gpu.synchronize().ok());
+}
+
 std::vector<int> device_map(int ranks, bool spread) {
   const int n = spread ? device_count() : 1;
   std::vector<int> map;
@@ -223,12 +232,8 @@ TEST_CASE("random plans give the host interpreter's bits under every engine and 
             gpu_executor gpu(device_map(ranks, spread), {engine, lanes, sync});
             REQUIRE(gpu.init_status().ok());
             rank_buffers buf(gpu, p);
-            buf.upload(start);
-            const status s = gpu.run(p, buf.in, buf.out);
-            INFO(s.to_string());
-            REQUIRE(s.ok());
+            run_from(gpu, buf, p, start);
             CHECK(gpu.last_run().prepared);
-            REQUIRE(gpu.synchronize().ok());
             check_same(buf.download(), want, p.element_size());
 
             // Again on the same buffers: the prepared program is reused and gives the same bits.
@@ -444,4 +449,124 @@ TEST_CASE("bad arguments are rejected by name, before any buffer is touched", "[
     test::interpret(b.get(), want);
     check_same(buf.download(), want, 4);
   }
+}
+
+// ---- mesh emulation (gpu_options::emulate_mesh, gpu/pacing.hpp) --------------------------------
+
+namespace {
+
+gpu_options paced(std::uint64_t bytes_per_second, stream_mode lanes = stream_mode::per_device,
+                  bool sync = true) {
+  gpu_options o{copy_engine::kernel, lanes, sync};
+  o.emulate_mesh = bytes_per_second;
+  return o;
+}
+
+// Runs `p` from `start` on a fresh executor with options `o`; returns the memory afterwards.
+host_memory run_on(const std::vector<int>& map, gpu_options o, const plan& p,
+                   const host_memory& start) {
+  gpu_executor gpu(map, o);
+  REQUIRE(gpu.init_status().ok());
+  rank_buffers buf(gpu, p);
+  run_from(gpu, buf, p, start);
+  return buf.download();
+}
+
+}  // namespace
+
+TEST_CASE("mesh emulation: paced runs give the unpaced run's bits and the interpreter's",
+          "[gpu][executor][pacing]") {
+  const std::uint64_t seed = 20261215;
+  std::mt19937_64 rng(seed);
+  // 50 GB/s and 1 GB/s links: one tile at a time and many blocks waiting on a slow link.
+  for (std::uint64_t rate : {std::uint64_t{50'000'000'000}, std::uint64_t{1'000'000'000}})
+    for (bool spread : {false, true}) {
+      if (spread && device_count() < 2) continue;
+      for (stream_mode lanes : {stream_mode::per_device, stream_mode::per_rank})
+        for (bool sync : {true, false})
+          for (int round = 0; round < rounds(); ++round) {
+            const int ranks = 2 + static_cast<int>(rng() % 7);
+            const dtype t = all_dtypes[rng() % all_dtypes.size()];
+            const std::uint64_t plan_seed = rng();
+            INFO("seed " << seed << ", plan seed " << plan_seed << ", " << ranks << " ranks, "
+                         << name(t) << ", links of " << rate << " B/s, " << lanes_name(lanes)
+                         << " lanes, synchronize " << sync << ", spread " << spread);
+            std::mt19937_64 prng(plan_seed);
+            const plan p = random_plan(prng, ranks, t);
+            const host_memory start = random_memory(p, prng);
+            host_memory want = start;
+            test::interpret(p, want);
+            const std::vector<int> map = device_map(ranks, spread);
+            const host_memory plain = run_on(map, {copy_engine::kernel, lanes, sync}, p, start);
+            const host_memory got = run_on(map, paced(rate, lanes, sync), p, start);
+            check_same(got, plain, p.element_size());
+            check_same(got, want, p.element_size());
+          }
+    }
+}
+
+TEST_CASE("mesh emulation: copies of many paced tiles, every alignment, rank-local ones too",
+          "[gpu][executor][pacing]") {
+  // uint8 elements, so any offset: a 16-byte-unit copy with unaligned ends, a copy whose ends
+  // differ in alignment (1-byte units), a rank-local copy (not paced) and two copies that share
+  // one link, each over several 64 KiB tiles and a partial last one.
+  const std::uint64_t big = (std::uint64_t{1} << 20) + 13, odd = 300'001;
+  const int ranks = 4;
+  plan_builder b(ranks, dtype::uint8);
+  for (int r = 0; r < ranks; ++r)
+    b.sizes(r, 3 * big, 3 * big, 0);
+  using B = buffer;
+  b.copy({0, B::input, 3}, {1, B::output, 3}, big);  // 16-byte units, 3 + 10 ends
+  b.copy({1, B::input, 5}, {2, B::output, 2}, odd);  // ends differ: 1-byte units
+  b.copy({2, B::input, 0}, {2, B::output, 7}, big);  // rank-local: not paced
+  b.copy({3, B::input, 0}, {0, B::output, 0}, big);  // these two share link 3 -> 0
+  b.copy({3, B::input, big}, {0, B::output, big + 1}, big);
+  b.begin(phase::transfer);
+  b.copy({1, B::output, 3}, {3, B::output, 2 * big}, big);  // forwards what rank 0 sent
+  const plan& p = b.get();
+  std::mt19937_64 rng(17);
+  const host_memory start = random_memory(p, rng);
+  host_memory want = start;
+  test::interpret(p, want);
+  for (stream_mode lanes : {stream_mode::per_device, stream_mode::per_rank}) {
+    INFO(lanes_name(lanes) << " lanes");
+    check_same(run_on(device_map(ranks, false), paced(12'000'000'000, lanes), p, start), want, 1);
+  }
+}
+
+TEST_CASE("mesh emulation: no copy is done before its link could have moved it",
+          "[gpu][executor][pacing]") {
+  // 4 MiB over one 4 GB/s link takes at least 4194304 / 4e9 = 1.049 ms; two copies of 2 MiB
+  // over the same link together as long; a copy within a rank is not paced.
+  const std::uint64_t n = std::uint64_t{1} << 22;
+  using B = buffer;
+  plan_builder one(2, dtype::uint8), shared(2, dtype::uint8), local(2, dtype::uint8);
+  for (plan_builder* pb : {&one, &shared, &local})
+    for (int r = 0; r < 2; ++r)
+      pb->sizes(r, n, n, 0);
+  one.copy({0, B::input, 0}, {1, B::output, 0}, n);
+  shared.copy({0, B::input, 0}, {1, B::output, 0}, n / 2);
+  shared.copy({0, B::input, n / 2}, {1, B::output, n / 2}, n / 2);
+  local.copy({0, B::input, 0}, {0, B::output, 0}, n);
+  gpu_options o = paced(4'000'000'000);
+  o.time_runs = true;
+  gpu_executor gpu({0, 0}, o);
+  REQUIRE(gpu.init_status().ok());
+  rank_buffers buf(gpu, one.get());
+  for (const plan_builder* pb : {&one, &shared}) {
+    REQUIRE(gpu.run(pb->get(), buf.in, buf.out).ok());
+    INFO("device " << gpu.last_run_seconds() << " s");
+    CHECK(gpu.last_run_seconds() >= 4194304 / 4e9);
+  }
+  REQUIRE(gpu.run(local.get(), buf.in, buf.out).ok());
+  INFO("rank-local: device " << gpu.last_run_seconds() << " s");
+  CHECK(gpu.last_run_seconds() < 4194304 / 4e9);  // at memory speed, not the link's
+}
+
+TEST_CASE("mesh emulation needs the copy kernel", "[gpu][executor][pacing]") {
+  gpu_options o = paced(12'000'000'000);
+  o.engine = copy_engine::memcpy;
+  const gpu_executor gpu({0, 0}, o);
+  CHECK(gpu.init_status().code() == errc::unsupported);
+  CHECK(gpu.init_status().message().find("needs copy_engine::kernel") != std::string::npos);
 }

@@ -86,6 +86,19 @@ TEST_CASE("GPU executor equals the naive reference on random cases", "[gpu][prop
   }
 }
 
+TEST_CASE("GPU executor with mesh emulation equals the naive reference on random cases",
+          "[gpu][property][pacing]") {
+  // Pacing moves the same bytes later, never other bytes (gpu_options::emulate_mesh): the suite
+  // on an emulated mesh of 20 GB/s links, one stream per device and one per rank.
+  const std::uint64_t cases = env_or("RELAY_PROPERTY_CASES", 2000) / 8 + 1;
+  gpu_options o;
+  o.emulate_mesh = 20'000'000'000;
+  run_suite(1, o, cases);
+  o.streams = stream_mode::per_rank;
+  o.synchronize = false;
+  run_suite(1, o, cases);
+}
+
 TEST_CASE("GPU executor: exact sums come out exact; 16-bit partials round twice",
           "[gpu][property][precision]") {
   // tests/unit/exec/test_precision.cpp on the GPU: the mixed-width reduce path of the kernel

@@ -57,6 +57,7 @@
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/lowering.hpp"
+#include "relay/gpu/paced_copy.hpp"
 #include "relay/gpu/peer_access.hpp"
 #include "relay/gpu/program.hpp"
 #include "relay/gpu/program_cache.hpp"
@@ -78,6 +79,12 @@ struct gpu_options {
   // Bracket every run with timing events on each lane it uses, for last_run_seconds(): the
   // device's own measure of a run, free of the host's launch and synchronization latency.
   bool time_runs = false;
+  // Mesh emulation (docs/mesh-emulation.md): bytes per second of every ordered pair of
+  // ranks. Above 0, every copy between two ranks is paced so that each pair moves at most this
+  // much at any moment, whatever else runs: a node with one link per pair, on any GPUs. Needs
+  // copy_engine::kernel and peer access between the devices in use. 0 (default): off, and the
+  // copy path is the batched copy kernel as without it.
+  std::uint64_t emulate_mesh = 0;
 };
 
 // What the last run issued; for tests and benchmarks.
@@ -98,6 +105,8 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
     const gpu::device_guard keep;
     (void)wait_all();
     release_scratch();  // also frees the prepared programs
+    for (std::size_t l = 0; l < links_.size(); ++l)
+      gpu::device_free(lanes_[l].device, links_[l]);
     for (gpu::lane& l : lanes_)
       gpu::close_lane(l);
   }
@@ -189,6 +198,33 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
     if (options_.engine != copy_engine::kernel)
       layout_.kernel_copy.assign(layout_.kernel_copy.size(), false);
     timed_lane_.assign(lanes_.size(), false);
+    return options_.emulate_mesh != 0 ? open_links() : status{};
+  }
+
+  // Mesh emulation: every lane's link clocks (ranks x ranks, zero: never booked), one array per
+  // lane on its device. A link (a, b) is booked only by copies rank a issues, all on a's lane,
+  // so no clock is shared across devices or lanes.
+  status open_links() {
+    if (options_.engine != copy_engine::kernel)
+      return {errc::unsupported,
+              "mesh emulation paces the copy kernel: it needs "
+              "copy_engine::kernel, not the memcpy engine"};
+    for (std::size_t r = 0; r < device_of_.size(); ++r)
+      for (std::size_t q = 0; q < device_of_.size(); ++q)
+        if (!layout_.by_kernel(device_of_[r], device_of_[q]))
+          return {errc::unsupported,
+                  "mesh emulation needs peer access between the devices of every pair of ranks; "
+                  "device " +
+                      std::to_string(device_of_[r]) + " cannot write to device " +
+                      std::to_string(device_of_[q])};
+    const std::size_t bytes = device_of_.size() * device_of_.size() * sizeof(std::uint64_t);
+    for (const gpu::lane& l : lanes_) {
+      links_.push_back(static_cast<std::uint64_t*>(gpu::device_allocate(l.device, bytes)));
+      if (links_.back() == nullptr)
+        return {errc::out_of_memory,
+                "no device memory for the link clocks on device " + std::to_string(l.device)};
+      if (status s = gpu::device_zero(l.device, links_.back(), bytes); !s) return s;
+    }
     return {};
   }
 
@@ -225,7 +261,8 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
     const gpu::lowered_plan low = gpu::lower(p, layout_, {in, out, scratch});
     if (status s = programs_.make_room(lanes_, [&] { return wait_all(); }); !s) return s;
     gpu::program built;
-    if (status s = gpu::build_program(p, in, out, low, lanes_, built); !s) return s;
+    if (status s = gpu::build_program(p, in, out, low, lanes_, built, options_.emulate_mesh); !s)
+      return s;
     prog = &programs_.insert(std::move(built));
     return {};
   }
@@ -283,6 +320,16 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
                   : gpu::batched_copy_kernel<gpu::default_block, gpu::default_unroll, false>,
               gpu::copy_grid(a.tiles), gpu::default_block, ln.stream,
               static_cast<const gpu::copy_desc*>(a.descs), a.count, a.tiles);
+          stats_.launches++;
+          break;
+        case action::kind::paced_copy:
+          what = "launching the paced copy kernel";
+          e = gpu::rt::launch(
+              prog.streaming_copies ? gpu::paced_copy_kernel<true> : gpu::paced_copy_kernel<false>,
+              static_cast<unsigned>(a.tiles), gpu::paced_block, ln.stream,
+              static_cast<const gpu::copy_desc*>(a.descs),
+              static_cast<const gpu::paced_entry*>(a.entries), a.count, links_[l],
+              options_.emulate_mesh);
           stats_.launches++;
           break;
         case action::kind::reduce:
@@ -351,7 +398,8 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
   gpu::scratch_pool scratch_;
   gpu::peer_map peers_;
   gpu::program_cache programs_;
-  std::vector<bool> timed_lane_;  // lanes the last run marked with timing events
+  std::vector<bool> timed_lane_;       // lanes the last run marked with timing events
+  std::vector<std::uint64_t*> links_;  // mesh emulation: per lane, its link clocks (open_links)
   gpu_run_stats stats_;
 
   status init_;  // last: initialize() runs in its initializer, after every member above exists

@@ -74,6 +74,16 @@ inline status device_copy(int device, void* dst, const void* src, std::size_t by
   return {};
 }
 
+// Zeroes `bytes` of device memory of `device`, complete on return (work on any stream sees it).
+inline status device_zero(int device, void* dst, std::size_t bytes) {
+  const device_guard keep;
+  const char* what = "zeroing device memory";
+  if (rt::error_t e = rt::set_device(device); e != rt::success) return failure(what, device, e);
+  if (rt::error_t e = rt::memset(dst, 0, bytes); e != rt::success) return failure(what, device, e);
+  if (rt::error_t e = rt::device_synchronize(); e != rt::success) return failure(what, device, e);
+  return {};
+}
+
 // An executor's rank -> device map against the devices that exist (their number in `count`):
 // 1..max_ranks ranks, each on a device that exists.
 inline status check_device_map(std::span<const int> device_of, int& count) {

@@ -35,12 +35,14 @@ inline bool overlaps(std::span<const interval> a, std::span<const interval> b) {
   return false;
 }
 
-// `bytes` from `src` on device `src_device` to `dst` on `dst_device`.
+// `bytes` from `src` on device `src_device` to `dst` on `dst_device`, from rank `src_rank` to rank
+// `dst_rank` (mesh emulation paces a copy by its ranks' link: gpu/pacing.hpp).
 struct lowered_copy {
   const void* src = nullptr;
   void* dst = nullptr;
   std::uint64_t bytes = 0;
   int src_device = 0, dst_device = 0;
+  int src_rank = 0, dst_rank = 0;
 };
 
 // dst = (src[0] + ... + src[k-1]) [/ divisor], `count` elements.
@@ -145,7 +147,8 @@ inline std::vector<std::vector<lane_work>> split_by_lane(const plan& p, const la
       if (o.phase == phase::transfer) {
         const int from = at.device_of_rank[srcs[0].rank];
         const int to = at.device_of_rank[o.dst.rank];
-        (at.by_kernel(from, to) ? w.copies : w.memcpys).push_back({ptrs[0], dst, bytes, from, to});
+        (at.by_kernel(from, to) ? w.copies : w.memcpys)
+            .push_back({ptrs[0], dst, bytes, from, to, srcs[0].rank, o.dst.rank});
       } else {
         w.reductions.push_back(
             {dst, ptrs, o.source_count, o.count, o.finalize ? p.divisor : 1, o.partial_mask});

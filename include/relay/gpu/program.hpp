@@ -15,19 +15,28 @@
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/lowering.hpp"
+#include "relay/gpu/pacing.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "relay/plan/plan.hpp"
 
 namespace relay::gpu {
 
 struct action {
-  enum class kind : unsigned char { wait, record, copy, reduce, memcpy } what = kind::wait;
+  enum class kind : unsigned char {
+    wait,
+    record,
+    copy,
+    reduce,
+    memcpy,
+    paced_copy
+  } what = kind::wait;
   int lane = 0;
   int event_lane = 0, event = 0;  // wait, record
-  const void* descs = nullptr;    // copy, reduce: device address
-  std::uint32_t count = 0;
-  std::uint64_t tiles = 0;
-  lowered_copy copy{};  // memcpy
+  const void* descs = nullptr;    // copy, reduce, paced_copy: device address
+  std::uint32_t count = 0;        // descriptors; paced_copy: entries
+  std::uint64_t tiles = 0;        // paced_copy: the grid
+  const void* entries = nullptr;  // paced_copy: device address of its paced_entry list
+  lowered_copy copy{};            // memcpy
 };
 
 // A plan prepared for one set of buffers.
@@ -74,23 +83,37 @@ inline std::size_t append(std::vector<unsigned char>& h, const void* data, std::
 // lane, the reduce kernel's occupancy known on every lane, the events the works record created,
 // the actions in issue order (phase by phase, so that every event is recorded before anything
 // waits on it). On failure frees what it allocated.
+//
+// `emulate_mesh` > 0 (bytes per second per link, gpu_options::emulate_mesh): each lane's copies
+// of a phase become one paced launch (gpu/pacing.hpp) instead of a batched copy; 0 builds what
+// it always did. Every copy must then go by kernel (the executor refuses the memcpy engine).
 inline status build_program(const plan& p, std::span<const buffer_view> in,
                             std::span<const buffer_view> out, const lowered_plan& low,
-                            std::span<lane> lanes, program& prog) {
+                            std::span<lane> lanes, program& prog, std::uint64_t emulate_mesh = 0) {
   constexpr std::uint64_t tile_units = default_block * default_unroll;
   const std::size_t n = lanes.size();
   struct placed {
-    std::size_t copy_offset = 0, reduce_offset = 0;
-    std::uint64_t copy_tiles = 0, reduce_tiles = 0;
+    std::size_t copy_offset = 0, reduce_offset = 0, entry_offset = 0;
+    std::uint64_t copy_tiles = 0, reduce_tiles = 0;  // paced: copy_tiles is the grid
     std::uint32_t copies = 0, reductions = 0;
   };
   std::vector<std::vector<placed>> where(low.phases.size());
   std::vector<std::vector<unsigned char>> host(n);
   for (std::size_t ph = 0; ph < low.phases.size(); ++ph)
     for (const lane_work& w : low.phases[ph]) {
+      if (emulate_mesh != 0 && !w.memcpys.empty())
+        return {errc::unsupported,
+                "mesh emulation paces kernel copies only; this plan has a "
+                "copy between devices without peer access"};
       std::vector<copy_desc> copies;
-      for (const lowered_copy& c : w.copies)
-        copies.push_back(make_copy(c.src, c.dst, c.bytes));
+      paced_launch paced;
+      if (emulate_mesh != 0) {
+        paced = plan_paced(w.copies, p.ranks(), emulate_mesh);
+        copies = paced.copies;
+      } else {
+        for (const lowered_copy& c : w.copies)
+          copies.push_back(make_copy(c.src, c.dst, c.bytes));
+      }
       std::vector<reduce_desc> reductions;
       for (const lowered_reduce& r : w.reductions)
         reductions.push_back(
@@ -98,10 +121,14 @@ inline status build_program(const plan& p, std::span<const buffer_view> in,
       placed at;
       at.copies = static_cast<std::uint32_t>(copies.size());
       at.reductions = static_cast<std::uint32_t>(reductions.size());
-      at.copy_tiles = assign_tiles(copies.data(), copies.size(), tile_units);
+      at.copy_tiles =
+          emulate_mesh != 0 ? paced.grid : assign_tiles(copies.data(), copies.size(), tile_units);
       at.reduce_tiles = assign_tiles(reductions.data(), reductions.size(), tile_units);
       auto& h = host[static_cast<std::size_t>(w.lane)];
       at.copy_offset = detail::append(h, copies.data(), copies.size() * sizeof(copy_desc));
+      if (emulate_mesh != 0)  // off: the lists are what they always were
+        at.entry_offset =
+            detail::append(h, paced.entries.data(), paced.entries.size() * sizeof(paced_entry));
       at.reduce_offset =
           detail::append(h, reductions.data(), reductions.size() * sizeof(reduce_desc));
       where[ph].push_back(at);
@@ -153,7 +180,14 @@ inline status build_program(const plan& p, std::span<const buffer_view> in,
       }
       const auto* base =
           static_cast<const unsigned char*>(prog.descs[static_cast<std::size_t>(w.lane)]);
-      if (at.copies != 0)
+      if (at.copies != 0 && emulate_mesh != 0)
+        prog.actions.push_back({.what = kind::paced_copy,
+                                .lane = w.lane,
+                                .descs = base + at.copy_offset,
+                                .count = at.copies,
+                                .tiles = at.copy_tiles,
+                                .entries = base + at.entry_offset});
+      else if (at.copies != 0)
         prog.actions.push_back({.what = kind::copy,
                                 .lane = w.lane,
                                 .descs = base + at.copy_offset,

@@ -136,3 +136,30 @@ TEST_CASE("row_runner: an executor failure comes back as a status", "[bench]") {
   const status s = runner.measure(r);
   CHECK(s.code() == errc::invalid_schedule);
 }
+
+TEST_CASE("row_runner: --in-place 0 measures out of place only", "[bench]") {
+  options o = small_options();
+  o.in_place = false;
+  std::unique_ptr<backend> cpu = make_cpu_backend(8);
+  row_runner runner(*cpu, o, nullptr);
+  row r =
+      make_row(collective::allreduce, 2, run_mode::fused, 1000, route::relay, base_source::direct);
+  REQUIRE(runner.measure(r).ok());
+  CHECK(r.out_of_place.relay.ran);
+  CHECK(r.out_of_place.base.ran);
+  CHECK_FALSE(r.in_place.relay.ran);
+  CHECK_FALSE(r.in_place.base.ran);
+}
+
+TEST_CASE("sized_row: the route's prediction and the direct route's", "[bench]") {
+  // A=2 fused allreduce, bf16, 1920000 bytes: n = 960000. On MI300X (test_predict.cpp) relay
+  // takes 30 us and direct 50 us: relay is the faster, so auto takes it; the model's speedup
+  // over direct is 50 / 30.
+  options o = small_options();
+  o.type = dtype::bfloat16;
+  const row r = sized_row({collective::allreduce, 2, 8, run_mode::fused}, o, 1920000);
+  CHECK(r.n == 960000);
+  CHECK(r.chosen == route::relay);
+  CHECK(r.predicted == Approx(30e-6));
+  CHECK(r.direct_predicted == Approx(50e-6));
+}

@@ -172,3 +172,57 @@ TEST_CASE("options: options that do not apply are errors or warnings", "[bench]"
   CHECK(parse({"--tiles", "8"}).error ==
         "--tiles: a tile count applies to the pipelined route only (-r pipelined)");
 }
+
+TEST_CASE("options: --emulate-mesh and --in-place", "[bench]") {
+  // GB/s, or bytes/s from 1e6 on: 12 and 12e9 are one rate.
+  for (const char* rate : {"12", "12e9", "12000000000"}) {
+    const parse_outcome p = parse({"-x", "gpu", "--emulate-mesh", rate, "-t", "mesh:12:8.5:0.2"});
+    INFO(rate);
+    REQUIRE(p.error.empty());
+    CHECK(p.opts.emulate_mesh_gbps == 12);
+    CHECK(p.warnings.empty());
+    CHECK(p.opts.topo.kind == fabric::mesh);
+    CHECK(p.opts.topo.link_bandwidth == 12e9);
+    CHECK(p.opts.topo.step_latency == Approx(8.5e-6));
+  }
+  // Without --topology the prediction prices the emulated mesh, with a warning about latency.
+  const parse_outcome bare = parse({"-x", "gpu", "--emulate-mesh", "12.5"});
+  REQUIRE(bare.error.empty());
+  CHECK(bare.opts.topology_text == "mesh:12.5");
+  CHECK(bare.opts.topo.link_bandwidth == 12.5e9);
+  CHECK(bare.opts.topo.step_latency == Approx(10e-6));  // the text form's default
+  REQUIRE(bare.warnings.size() == 1);
+  CHECK(bare.warnings[0].find("--emulate-mesh without --topology: predictions price mesh:12.5") ==
+        0);
+  // A topology that is not the emulated mesh is allowed, with a warning.
+  const parse_outcome other = parse({"-x", "gpu", "--emulate-mesh", "12", "-t", "mi300x"});
+  REQUIRE(other.error.empty());
+  CHECK(other.warnings ==
+        std::vector<std::string>{"--topology mi300x is not the emulated mesh of --emulate-mesh 12 "
+                                 "GB/s: predictions price another machine"});
+  CHECK(parse({}).opts.emulate_mesh_gbps == 0);  // off by default
+
+  CHECK(parse({"--emulate-mesh", "12"}).error ==
+        "--emulate-mesh paces the GPU executor's copies: it needs --executor gpu");
+  CHECK(parse({"-x", "nccl", "--emulate-mesh", "12"}).error ==
+        "--emulate-mesh paces the GPU executor's copies: it needs --executor gpu");
+  CHECK(parse({"-x", "gpu", "--emulate-mesh", "12", "-m", "fused,parallel"}).error ==
+        "--emulate-mesh: parallel mode runs an executor per group, and executors do not share "
+        "their links; use fused or single");
+  CHECK(parse({"-x", "gpu", "--emulate-mesh", "12", "--baseline", "nccl"}).error ==
+        "--emulate-mesh paces relay's copies, not NCCL's: use --baseline direct");
+  CHECK(parse({"-x", "gpu", "--emulate-mesh", "0"}).error ==
+        "--emulate-mesh: '0' is not a link rate above 0 (GB/s, or bytes/s from 1e6)");
+  CHECK(parse({"-x", "gpu", "--emulate-mesh", "fast"}).error ==
+        "--emulate-mesh: 'fast' is not a link rate above 0 (GB/s, or bytes/s from 1e6)");
+  CHECK(parse({"-x", "gpu", "--emulate-mesh", "0.0001"}).error ==
+        "--emulate-mesh: '0.0001' is below 1 MB/s: too slow a link to emulate");
+
+  CHECK(parse({}).opts.in_place);
+  const parse_outcome out_only = parse({"--in-place", "0"});
+  REQUIRE(out_only.error.empty());
+  CHECK_FALSE(out_only.opts.in_place);
+  CHECK_FALSE(measures_in_place(out_only.opts, collective::allreduce));
+  CHECK(measures_in_place(parse({}).opts, collective::allreduce));
+  CHECK_FALSE(measures_in_place(parse({}).opts, collective::all_to_all));  // has none
+}

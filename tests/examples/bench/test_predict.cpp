@@ -51,3 +51,16 @@ TEST_CASE("resolve_route: auto follows the prediction, the rest as asked", "[ben
   }
   CHECK(resolve_route(fused, route_choice::automatic, h200_nvswitch, 1 << 28, 2) == route::direct);
 }
+
+// Reduce-scatter A=4 on the relay route carries fp32 partial sums of bf16 in its second step
+// (docs/cost-model.md): 3n/8 + n/4 at twice the width = 5n/8 of link time, against n/2 when
+// partials are priced as elements. For n = 960000 bf16 on MI300X: 2 * 10 us + 5/8 * 1920000 B /
+// 48 GB/s = 20 + 25 us; priced as elements 20 + 20 us. The direct route has no partials.
+TEST_CASE("predict_seconds: fp32 partial sums priced at their width", "[bench]") {
+  const call_shape s{collective::reduce_scatter, 4, 8, run_mode::fused};
+  CHECK(predict_seconds(s, route::relay, mi300x, 960000, 2, widths_of(dtype::bfloat16)) ==
+        Approx(45e-6));
+  CHECK(predict_seconds(s, route::relay, mi300x, 960000, 2) == Approx(40e-6));
+  CHECK(predict_seconds(s, route::relay, mi300x, 960000, 4, widths_of(dtype::float32)) ==
+        Approx(20e-6 + 0.5 * 3840000 / 48e9));
+}

@@ -81,6 +81,10 @@ TEST_CASE("lowering: two devices, a lane each, wait only on the other's push", "
   CHECK(push0.copies[0].bytes == 4000);
   CHECK(push0.copies[0].src_device == 0);
   CHECK(push0.copies[0].dst_device == 1);
+  CHECK(push0.copies[0].src_rank == 0);  // its link, for mesh emulation (gpu/pacing.hpp)
+  CHECK(push0.copies[0].dst_rank == 1);
+  CHECK(push1.copies[0].src_rank == 1);
+  CHECK(push1.copies[0].dst_rank == 0);
   CHECK(push0.waits.empty());
   CHECK(push1.waits.empty());
   // Each reduction reads the scratch the other lane pushed into: both pushes are recorded.
