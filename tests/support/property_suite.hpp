@@ -242,13 +242,6 @@ void fill_fp8(std::vector<std::byte>& bytes, std::mt19937_64& rng, int kind, int
 
 }  // namespace detail
 
-// How many links a value of case `c` crosses at most, each a quantization on an fp8 wire: one
-// on the direct route (but its allreduce at A > 2: reduce-scatter, then all-gather), two on
-// every other (to a helper and back, or a sum sent on after it was reduced).
-inline int fp8_hops(const property_case& c) {
-  return c.route == route::direct && !(c.coll == collective::allreduce && c.active > 2) ? 1 : 2;
-}
-
 // Runs one case on `ex` and checks everything the case promises.
 template <executor E>
 property_result run_case(E& ex, const property_case& c) {
@@ -348,9 +341,9 @@ property_result run_case(E& ex, const property_case& c) {
   const bool exact = c.exact_sums && !c.bound_only && reduces(c.coll) &&
                      (c.type == dtype::float16 || c.type == dtype::bfloat16);
   if (result.ok && c.wire != wire_format::native) {
-    const reference::wire_check m =
-        reference::check_outputs_fp8(c.coll, c.type, c.op, c.groups, c.counts, input, output,
-                                     fp8_format_of(c.wire), fp8_hops(c));
+    const reference::wire_check m = reference::check_outputs_fp8(
+        c.coll, c.type, c.op, c.groups, c.counts, input, output, fp8_format_of(c.wire),
+        reference::wire_hops(c.coll, c.route, c.active));
     if (m.wrong != 0)
       fail(std::to_string(m.wrong) + " elements outside the fp8 bound; first: " + m.first);
   } else if (result.ok) {

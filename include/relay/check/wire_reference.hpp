@@ -30,13 +30,35 @@
 
 #include "relay/check/reference.hpp"
 #include "relay/core/fp8.hpp"
+#include "relay/schedule/schedule.hpp"
 
 namespace relay::reference {
+
+// h: how many links a value crosses at most, each a quantization on an fp8 wire: one on the
+// direct route (but its allreduce at A > 2: reduce-scatter, then all-gather of the sums), two on
+// every other (to a helper and on, or a sum sent on after it was reduced).
+constexpr int wire_hops(collective c, route r, int active) {
+  return r == route::direct && !(c == collective::allreduce && active > 2) ? 1 : 2;
+}
 
 // e: one quantization's error per unit of its block's largest magnitude.
 inline long double fp8_unit_error(fp8_format f) {
   return f == fp8_format::e4m3 ? std::ldexp(1.0L, -4) + std::ldexp(1.0L, -9) / 448
                                : std::ldexp(1.0L, -4) + std::ldexp(1.0L, -10) / 240;
+}
+
+// The bound above for one output of element type T: `want` is S, `magnitude` sum_j |x_j| (both
+// divided for AVG already), `M` the largest finite magnitude within 31 elements, `contributions`
+// A (1 for all-gather and all-to-all), `divide` A for AVG and 1 otherwise.
+template <class T>
+long double fp8_bound(long double want, long double magnitude, long double M,
+                      long double contributions, long double divide, fp8_format f, int hops) {
+  const long double u = detail::storage_roundoff<T>(), u32 = std::ldexp(1.0L, -24);
+  const long double AM = contributions * M / divide;
+  const long double Q = (std::pow(1 + fp8_unit_error(f), hops) - 1) * AM;
+  return u * std::fabs(want) + (1 + u) * Q + u * AM +
+         (contributions + 1) * u32 * (1 + u) * (1 + u) * (magnitude + Q + AM) +
+         (hops + 2) * detail::smallest_step<T>();
 }
 
 struct wire_check {
@@ -87,9 +109,6 @@ inline wire_check check_outputs_fp8(collective c, dtype type, reduce_op op,
   wire_check report;
   auto check = [&](auto zero) {
     using T = decltype(zero);
-    const long double u = detail::storage_roundoff<T>(), u32 = std::ldexp(1.0L, -24);
-    const long double eta = detail::smallest_step<T>();
-    const long double grow = std::pow(1 + fp8_unit_error(f), hops) - 1;
     for (std::size_t g = 0; g < groups.size(); ++g) {
       const auto& ranks = groups[g];
       const auto A = static_cast<std::int64_t>(ranks.size());
@@ -145,12 +164,8 @@ inline wire_check check_outputs_fp8(collective c, dtype type, reduce_op op,
           } else {
             const long double divide = op == reduce_op::avg && reduces(c) ? contributions : 1;
             want /= divide;
-            const long double AM = contributions * M / divide;
-            const long double Q = grow * AM;
             const long double bound =
-                u * std::fabs(want) + (1 + u) * Q + u * AM +
-                (contributions + 1) * u32 * (1 + u) * (1 + u) * (magnitude / divide + Q + AM) +
-                (hops + 2) * eta;
+                fp8_bound<T>(want, magnitude / divide, M, contributions, divide, f, hops);
             const long double error = std::fabs(got - want);
             ok = std::isfinite(static_cast<double>(got)) && error <= bound;
             if (ok && want != 0)

@@ -1,11 +1,14 @@
 // The fp8 wire on the host executor (issue 12): hand-worked values of one block, the non-finite
 // rules, the report of the choice, and the property suite on random and adversarial data within
 // the documented bound (check/wire_reference.hpp) against the exact long-double reference.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -149,4 +152,77 @@ TEST_CASE("fp8 wire property suite: random and adversarial data within the bound
   CHECK(failures == 0);
   for (int k : per_kind)
     CHECK(k > cases / 10);
+}
+
+namespace {
+
+// The most fp8 crossings on any path from an input to an output of `p`: each element of every
+// area carries its count; a copy adds one where it crosses the wire, a reduction takes the
+// largest of its sources.
+int most_crossings(const plan& p) {
+  const auto R = static_cast<std::size_t>(p.ranks());
+  std::array<std::vector<std::vector<int>>, 3> mem;  // input, output, scratch; per rank, per byte
+  for (auto& m : mem)
+    m.resize(R);
+  for (std::size_t r = 0; r < R; ++r) {
+    mem[0][r].assign(p.input_bytes[r] + 1, 0);
+    mem[1][r].assign(p.output_bytes[r] + 1, 0);
+    mem[2][r].assign(p.scratch_bytes[r] + 1, 0);
+  }
+  auto at = [&](const plan_operand& o) {
+    return mem[static_cast<std::size_t>(o.buf)][o.rank].data() + o.offset;
+  };
+  for (const plan_op& o : p.ops) {
+    const auto sources = p.sources_of(o);
+    for (std::uint64_t i = 0; i < o.count; ++i) {
+      int h = 0;
+      for (std::size_t s = 0; s < sources.size(); ++s)
+        h = std::max(h, at(sources[s])[i * static_cast<std::uint64_t>(p.source_width(o, s))]);
+      at(o.dst)[i * static_cast<std::uint64_t>(p.dst_width(o))] = h + (p.crosses_wire(o) ? 1 : 0);
+    }
+  }
+  int most = 0;
+  for (std::size_t r = 0; r < R; ++r)
+    for (int b : mem[1][r])
+      most = std::max(most, b);
+  return most;
+}
+
+}  // namespace
+
+TEST_CASE("wire_hops bounds the crossings of every route's plans", "[exec][wire]") {
+  // The table the bound uses (check/wire_reference.hpp), by hand: direct routes cross once but
+  // the allreduce at A > 2 (reduce-scatter, then all-gather); every other route twice.
+  CHECK(reference::wire_hops(collective::allreduce, route::direct, 2) == 1);
+  CHECK(reference::wire_hops(collective::allreduce, route::direct, 4) == 2);
+  CHECK(reference::wire_hops(collective::all_to_all, route::direct, 4) == 1);
+  CHECK(reference::wire_hops(collective::all_gather, route::relay, 2) == 2);
+  CHECK(reference::wire_hops(collective::reduce_scatter, route::pipelined, 4) == 2);
+  // And every plan keeps to it (out of place, where outputs hold every value's last copy).
+  int plans = 0;
+  for (collective c : all_collectives)
+    for (auto [A, N] : {std::pair{2, 3}, std::pair{2, 8}, std::pair{4, 8}, std::pair{8, 16}})
+      for (mode m : {mode::fused, mode::single})
+        for (route rt : {route::relay, route::direct, route::legacy, route::pipelined}) {
+          const schedule_spec s{c, A, N, m, rt, 0, rt == route::pipelined ? 3 : 0};
+          if (spec_error(s) != nullptr) continue;
+          std::vector<std::vector<int>> groups;
+          for (int g = 0; g < (m == mode::fused ? N / A : 1); ++g) {
+            groups.emplace_back();
+            for (int j = 0; j < A; ++j)
+              groups.back().push_back(g * A + j);
+          }
+          plan_request q = request_for(s, groups, std::vector<std::int64_t>(groups.size(), 9001));
+          q.type = dtype::bfloat16;
+          q.wire = wire_format::fp8_e4m3;
+          q.wire_threshold = 0;
+          plan p;
+          REQUIRE(make_plan(q, p));
+          INFO(name(c) << " A=" << A << " N=" << N << " " << name(m) << " " << name(rt));
+          const int most = most_crossings(p);
+          CHECK(most <= reference::wire_hops(c, rt, A));
+          CHECK(most >= 1);
+          ++plans;
+        }
+  CHECK(plans > 60);
 }
