@@ -6,7 +6,6 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 
 #include "relay/core/dtype.hpp"
 #include "relay/core/fp8_block.hpp"
@@ -59,33 +58,28 @@ inline float host_load_float(dtype type, bool partial, const std::byte* at, std:
                                 : bfloat16::from_bits(bits).to_float();
 }
 
-// Stores an arrived value `v`, the code of a finite fp8 value when `finite`: rounded to nearest
-// even, and a finite value stays finite (saturating to the type's largest, as fp8's own
-// conversion does): one that rounded up into fp8's next binade can lie just beyond the type's
-// range (fp16's 65504 arrives as 65536; a float near FLT_MAX as 2^128).
+// Stores an arrived value (fp8_store) as the destination's type: the element type, or float for
+// an fp32 partial sum.
 inline void host_store_arrived(dtype type, bool partial, std::byte* at, std::size_t i, float v,
                                bool finite) {
   if (partial || type == dtype::float32) {
-    if (finite && v - v != 0.0f)
-      v = v < 0 ? -std::numeric_limits<float>::max() : std::numeric_limits<float>::max();
-    std::memcpy(at + i * 4, &v, 4);
-    return;
+    const float x = fp8_store<float>(v, finite);
+    std::memcpy(at + i * 4, &x, 4);
+  } else if (type == dtype::float16) {
+    const float16 x = fp8_store<float16>(v, finite);
+    std::memcpy(at + i * 2, &x.bits, 2);
+  } else {
+    const bfloat16 x = fp8_store<bfloat16>(v, finite);
+    std::memcpy(at + i * 2, &x.bits, 2);
   }
-  std::uint16_t bits =
-      type == dtype::float16 ? float16::from_float(v).bits : bfloat16::from_float(v).bits;
-  const std::uint16_t exponent = type == dtype::float16 ? 0x7c00 : 0x7f80;
-  if (finite && (bits & exponent) == exponent)  // rounded to an infinity: the largest finite
-    bits = static_cast<std::uint16_t>((bits & 0x8000u) | (exponent - 1u));
-  std::memcpy(at + i * 2, &bits, 2);
 }
 
-// fp8_to_float of every code of `f`: the host's dequantization reads a table (fp8_to_float
-// builds each value by repeated doubling, which is exact but slow per element).
+// fp8_value of every code of `f`: the host's dequantization reads a table.
 inline const std::array<float, 256>& fp8_values(fp8_format f) {
   static const auto table = [](fp8_format g) {
     std::array<float, 256> t{};
     for (unsigned c = 0; c < 256; ++c)
-      t[c] = fp8_to_float(g, static_cast<std::uint8_t>(c));
+      t[c] = fp8_value(g, static_cast<std::uint8_t>(c));
     return t;
   };
   static const std::array<float, 256> e4m3 = table(fp8_format::e4m3);
