@@ -74,6 +74,14 @@ struct draws {
   }
 };
 
+// The draws of each rank of a group, in active order.
+std::vector<draws> draws_of(dtype type, std::uint64_t seed, std::span<const int> ranks) {
+  std::vector<draws> d;
+  for (int r : ranks)
+    d.emplace_back(type, seed, r);
+  return d;
+}
+
 }  // namespace
 
 std::int64_t input_value(dtype type, std::uint64_t seed, int rank, std::int64_t index) {
@@ -104,9 +112,7 @@ check_result check_output(collective c, dtype type, reduce_op op, std::span<cons
                           std::int64_t n, std::uint64_t seed, const std::byte* out) {
   const int A = static_cast<int>(ranks.size());
   const std::int64_t length = output_elements(c, A, n);
-  std::vector<draws> rank_draws;
-  for (int r : ranks)
-    rank_draws.emplace_back(type, seed, r);
+  const std::vector<draws> rank_draws = draws_of(type, seed, ranks);
   const bool sums = reduces(c);
   const bool average = op == reduce_op::avg && sums;
   // What output element x must hold comes from one draw (all-gather, all-to-all) or the sum of
@@ -163,18 +169,12 @@ check_result check_output(collective c, dtype type, reduce_op op, std::span<cons
   return result;
 }
 
-}  // namespace relay::bench
-
-namespace relay::bench {
-
 check_result check_output_fp8(collective c, dtype type, reduce_op op, std::span<const int> ranks,
                               int k, std::int64_t n, std::uint64_t seed, const std::byte* out,
                               fp8_format f, int hops) {
   const int A = static_cast<int>(ranks.size());
   const std::int64_t length = output_elements(c, A, n);
-  std::vector<draws> rank_draws;
-  for (int r : ranks)
-    rank_draws.emplace_back(type, seed, r);
+  const std::vector<draws> rank_draws = draws_of(type, seed, ranks);
   const bool sums = reduces(c);
   const long double contributions = sums ? A : 1;
   const long double divide = sums && op == reduce_op::avg ? A : 1;
