@@ -6,10 +6,14 @@
 //   3. one batched-copy launch of many copies against one memcpy of the same total bytes (and
 //      against one memcpy per copy, the memcpy engine), buffers rotated so that L2 holds none;
 //   4. the executor's per-step overhead: one empty kernel launch, back to back, against a plan
-//      of S steps over 8 ranks on one device whose every copy is 256 bytes.
+//      of S steps over 8 ranks on one device whose every copy is 256 bytes;
+//   5. (--fp8 alone) the fp8 wire's kernels (gpu/fp8_kernels.hpp): quantize, dequantize and
+//      dequantize-accumulate of float32 and bfloat16 at 16 MiB to 1 GiB of elements, each beside a
+//      device-to-device copy of the same input bytes, counting bytes read + written.
 //
 // Inputs are random (never zeros) and a sample of every reduction is checked bit for bit against
-// reduce_element on the host. Usage: gpu_kernel_bench [--gib G] (default 1).
+// reduce_element on the host, and a sample of every fp8 image against fp8_quantize_block.
+// Usage: gpu_kernel_bench [--gib G] (default 1) | gpu_kernel_bench --fp8.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -19,7 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "relay/core/fp8_block.hpp"
 #include "relay/core/reduction.hpp"
+#include "relay/gpu/fp8_kernels.hpp"
 #include "relay/gpu/gpu_executor.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
@@ -189,6 +195,79 @@ void bench_reduce(rt::stream_t s, const char* type, double gib, double copy_rate
     }
     for (device_memory* m : mem)
       delete m;
+  }
+}
+
+// ---- 5. the fp8 wire's kernels ------------------------------------------------------------------
+
+// The first and last `sample` blocks of the image against fp8_quantize_block on the host.
+template <class T>
+bool check_fp8_sample(const void* src, const void* wire, std::uint64_t n, relay::fp8_format f) {
+  const std::uint64_t sample = 4096;  // elements, a multiple of 32
+  std::vector<T> x(sample);
+  std::vector<unsigned char> codes(sample), scales(sample / 32);
+  for (std::uint64_t at : {std::uint64_t{0}, n - sample}) {
+    CHECK_RT(rt::memcpy(x.data(), static_cast<const T*>(src) + at, sample * sizeof(T)));
+    CHECK_RT(rt::memcpy(codes.data(), static_cast<const unsigned char*>(wire) + at, sample));
+    CHECK_RT(rt::memcpy(scales.data(), static_cast<const unsigned char*>(wire) + n + at / 32,
+                        sample / 32));
+    for (std::uint64_t b = 0; b < sample / 32; ++b) {
+      float block[32];
+      unsigned char want[32];
+      for (int e = 0; e < 32; ++e) {
+        if constexpr (std::is_same_v<T, float>)
+          block[e] = x[b * 32 + static_cast<std::uint64_t>(e)];
+        else
+          block[e] = x[b * 32 + static_cast<std::uint64_t>(e)].to_float();
+      }
+      const std::int8_t k = relay::fp8_quantize_block(f, block, 32, want);
+      if (static_cast<unsigned char>(k) != scales[b] ||
+          std::memcmp(want, codes.data() + b * 32, 32) != 0)
+        return false;
+    }
+  }
+  return true;
+}
+
+template <class T>
+void bench_fp8(rt::stream_t s, const char* type, relay::fp8_format f) {
+  for (std::uint64_t bytes = std::uint64_t{16} << 20; bytes <= (std::uint64_t{1} << 30);
+       bytes *= 4) {
+    const std::uint64_t n = bytes / sizeof(T), wire_bytes = relay::fp8_wire_bytes(n);
+    device_memory in(bytes), out(bytes), copy(bytes), wire(wire_bytes);
+    fill<T>(in.p, n, 7);
+    fill<T>(out.p, n, 8);
+    CHECK_RT(rt::device_synchronize());
+    auto* src = static_cast<const T*>(in.p);
+    auto* dst = static_cast<T*>(out.p);
+    auto* w = static_cast<unsigned char*>(wire.p);
+    const double copy_ms =
+        time_ms(s, 10, [&](int) { CHECK_RT(rt::memcpy_async(copy.p, in.p, bytes, s)); });
+    const double copy_rate = copy_gbps(static_cast<double>(bytes), copy_ms);
+    const double quantize_ms =
+        time_ms(s, 10, [&](int) { CHECK_RT(relay::gpu::launch_fp8_quantize(src, w, n, f, s)); });
+    CHECK_RT(rt::device_synchronize());
+    const bool exact = check_fp8_sample<T>(in.p, wire.p, n, f);
+    const double dequantize_ms = time_ms(s, 10, [&](int) {
+      CHECK_RT(relay::gpu::launch_fp8_dequantize(w, n, f, dst, static_cast<const T*>(nullptr), s));
+    });
+    const double accumulate_ms = time_ms(
+        s, 10, [&](int) { CHECK_RT(relay::gpu::launch_fp8_dequantize(w, n, f, dst, dst, s)); });
+    struct row {
+      const char* name;
+      double traffic, ms;
+    };
+    const double b = static_cast<double>(bytes), wb = static_cast<double>(wire_bytes);
+    const row rows[] = {{"copy", 2 * b, copy_ms},
+                        {"quantize", b + wb, quantize_ms},
+                        {"dequantize", wb + b, dequantize_ms},
+                        {"dequantize-accumulate", wb + 2 * b, accumulate_ms}};
+    for (const row& r : rows) {
+      const double rate = r.traffic / (r.ms * 1e6);
+      std::printf("| %s | %.0f MiB | %s | %.3f ms | %.0f GB/s | %.1f%% | %s |\n", type,
+                  b / (1 << 20), r.name, r.ms, rate, 100.0 * rate / copy_rate,
+                  r.name[0] == 'q' ? (exact ? "bit-exact" : "WRONG") : "");
+    }
   }
 }
 
@@ -364,6 +443,17 @@ int main(int argc, char** argv) {
               gib);
   rt::stream_t s = nullptr;
   CHECK_RT(rt::stream_create(&s));
+  if (argc > 1 && std::string(argv[1]) == "--fp8") {
+    const relay::fp8_format f = relay::fp8_format::e4m3;
+    std::printf("## fp8 wire kernels (e4m3), against a device-to-device copy of the input\n\n");
+    std::printf(
+        "| dtype | input | kernel | time | GB/s (read+write) | of copy | check |\n"
+        "|---|---|---|---|---|---|---|\n");
+    bench_fp8<float>(s, "fp32", f);
+    bench_fp8<relay::bfloat16>(s, "bf16", f);
+    CHECK_RT(rt::stream_destroy(s));
+    return 0;
+  }
 
   // 1. The ceiling: one device-to-device copy at the reduction's input size.
   const std::size_t bytes = static_cast<std::size_t>(gib * (1ull << 30));

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#include "relay/check/wire_reference.hpp"
 
 namespace relay::bench {
 
@@ -71,6 +74,14 @@ struct draws {
   }
 };
 
+// The draws of each rank of a group, in active order.
+std::vector<draws> draws_of(dtype type, std::uint64_t seed, std::span<const int> ranks) {
+  std::vector<draws> d;
+  for (int r : ranks)
+    d.emplace_back(type, seed, r);
+  return d;
+}
+
 }  // namespace
 
 std::int64_t input_value(dtype type, std::uint64_t seed, int rank, std::int64_t index) {
@@ -101,9 +112,7 @@ check_result check_output(collective c, dtype type, reduce_op op, std::span<cons
                           std::int64_t n, std::uint64_t seed, const std::byte* out) {
   const int A = static_cast<int>(ranks.size());
   const std::int64_t length = output_elements(c, A, n);
-  std::vector<draws> rank_draws;
-  for (int r : ranks)
-    rank_draws.emplace_back(type, seed, r);
+  const std::vector<draws> rank_draws = draws_of(type, seed, ranks);
   const bool sums = reduces(c);
   const bool average = op == reduce_op::avg && sums;
   // What output element x must hold comes from one draw (all-gather, all-to-all) or the sum of
@@ -156,6 +165,71 @@ check_result check_output(collective c, dtype type, reduce_op op, std::span<cons
                        ", want " + std::to_string(want_value(total(first)));
       }
     });
+  });
+  return result;
+}
+
+check_result check_output_fp8(collective c, dtype type, reduce_op op, std::span<const int> ranks,
+                              int k, std::int64_t n, std::uint64_t seed, const std::byte* out,
+                              fp8_format f, int hops) {
+  const int A = static_cast<int>(ranks.size());
+  const std::int64_t length = output_elements(c, A, n);
+  const std::vector<draws> rank_draws = draws_of(type, seed, ranks);
+  const bool sums = reduces(c);
+  const long double contributions = sums ? A : 1;
+  const long double divide = sums && op == reduce_op::avg ? A : 1;
+  const long double largest = 4;  // every input's magnitude, at most (floating types: -4..4)
+  check_result result;
+  visit_dtype(type, [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, float16> ||
+                  std::is_same_v<T, bfloat16>) {
+      std::mutex lock;
+      std::int64_t first_at = length;
+      for_slices(length, [&](std::int64_t begin, std::int64_t end) {
+        std::int64_t wrong = 0, first = -1;
+        double worst = 0;
+        for (std::int64_t x = begin; x < end; ++x) {
+          long double want = 0, magnitude = 0;
+          if (!sums) {
+            const std::int64_t j = x / n, y = x % n;
+            want = static_cast<long double>(rank_draws[static_cast<std::size_t>(j)](
+                c == collective::all_to_all ? k * n + y : y));
+            magnitude = std::fabs(want);
+          } else {
+            const std::int64_t at = c == collective::reduce_scatter ? k * n + x : x;
+            for (const draws& d : rank_draws) {
+              const auto v = static_cast<long double>(d(at));
+              want += v;
+              magnitude += std::fabs(v);
+            }
+          }
+          want /= divide;
+          T got;
+          std::memcpy(&got, out + x * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
+          const long double value = to_double(got), error = std::fabs(value - want);
+          if (want != 0) worst = std::max(worst, static_cast<double>(error / std::fabs(want)));
+          const long double bound = reference::fp8_bound<T>(want, magnitude / divide, largest,
+                                                            contributions, divide, f, hops);
+          if (std::isfinite(static_cast<double>(value)) && error <= bound) continue;
+          if (wrong++ == 0) first = x;
+        }
+        std::lock_guard guard(lock);
+        result.max_relative_error = std::max(result.max_relative_error, worst);
+        result.wrong += wrong;
+        if (wrong > 0 && first < first_at) {
+          first_at = first;
+          T got;
+          std::memcpy(&got, out + first * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
+          result.first = "rank " + std::to_string(ranks[static_cast<std::size_t>(k)]) +
+                         " element " + std::to_string(first) + ": got " +
+                         std::to_string(to_double(got)) + " (fp8 wire, outside its bound)";
+        }
+      });
+    } else {
+      result.wrong = length;
+      result.first = "the fp8 wire takes float32, float16 or bfloat16 only";
+    }
   });
   return result;
 }

@@ -15,6 +15,7 @@
 
 #include "relay/core/collective.hpp"
 #include "relay/core/dtype.hpp"
+#include "relay/core/fp8.hpp"
 
 namespace relay::bench {
 
@@ -30,11 +31,21 @@ void poison(std::byte* dst, std::size_t bytes);
 struct check_result {
   std::int64_t wrong = 0;
   std::string first;  // where the first wrong element is, and what it holds
+  // check_output_fp8: the largest |r - S| / |S| over the outputs whose exact value S is not 0.
+  double max_relative_error = 0;
 };
 
 // Checks the output of the active rank with index k in `ranks` (the group, in active order) for
 // per-group count n: output_elements(c, A, n) elements at `out` (host memory), on every core.
 check_result check_output(collective c, dtype type, reduce_op op, std::span<const int> ranks, int k,
                           std::int64_t n, std::uint64_t seed, const std::byte* out);
+
+// The same for a call on an fp8 wire of format `f`, each value quantized on at most `hops` hops
+// (relay::reference::wire_hops): an element is wrong outside the documented fp8 bound
+// (relay::reference::fp8_bound, with every input's magnitude at most 4), and the largest
+// relative error is measured. Floating dtypes only.
+check_result check_output_fp8(collective c, dtype type, reduce_op op, std::span<const int> ranks,
+                              int k, std::int64_t n, std::uint64_t seed, const std::byte* out,
+                              fp8_format f, int hops);
 
 }  // namespace relay::bench

@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <span>
+#include <utility>
 
 #include "conventions.hpp"
 #include "data.hpp"
 #include "predict.hpp"
+#include "relay/check/wire_reference.hpp"
 #include "relay/plan/make_plan.hpp"
 
 namespace relay::bench {
@@ -119,11 +123,15 @@ class buffer_sets {
 };
 
 // The plans of one call: one for fused and single, one per group for parallel.
+// `native`: on the native wire whatever --wire says (the baseline).
 status make_plans(const call_shape& s, const options& o, std::int64_t n, route r, bool in_place,
-                  std::vector<plan>& plans) {
+                  std::vector<plan>& plans, bool native = false) {
   const std::vector<std::vector<int>> groups = call_groups(s);
   plan_request q = request_for(plan_spec(s, r), {}, {});
   q.type = o.type;
+  q.wire = native ? wire_format::native : o.wire;
+  q.wire_threshold = o.wire_threshold;
+  q.machine = &o.topo;
   q.op = reduces(s.coll) ? o.op : reduce_op::sum;
   q.in_place = in_place;
   q.alignment = o.alignment;
@@ -185,6 +193,7 @@ class form_measurer {
       jobs.push_back(jobs_for(plans, buffers_, set, row_.shape.ranks));
     out = form_result{};
     out.ran = true;
+    out.wire = plans.front().wire.taken;
     if (options_.check) {
       if (status s = checked_run(jobs[0], out); !s) return s;
     }
@@ -229,11 +238,21 @@ class form_measurer {
       host.resize(l.out_bytes);
       if (status s = backend_.read(l.rank, host.data(), buffers_.output(i, 0), l.out_bytes); !s)
         return s;
-      const check_result c = check_output(row_.shape.coll, options_.type, options_.op,
-                                          groups[static_cast<std::size_t>(l.group)], l.index,
-                                          row_.n, options_.seed, host.data());
+      const std::span<const int> group = groups[static_cast<std::size_t>(l.group)];
+      const check_result c =
+          out.wire == wire_format::native
+              ? check_output(row_.shape.coll, options_.type, options_.op, group, l.index, row_.n,
+                             options_.seed, host.data())
+              : check_output_fp8(row_.shape.coll, options_.type, options_.op, group, l.index,
+                                 row_.n, options_.seed, host.data(), fp8_format_of(out.wire),
+                                 reference::wire_hops(row_.shape.coll, call.front().p->spec.route,
+                                                      row_.shape.active));
       if (c.wrong > 0 && out.wrong == 0) out.first_wrong = c.first;
       out.wrong += c.wrong;
+      if (out.wire != wire_format::native)
+        out.max_relative_error = std::isnan(out.max_relative_error)
+                                     ? c.max_relative_error
+                                     : std::max(out.max_relative_error, c.max_relative_error);
     }
     return {};
   }
@@ -265,10 +284,12 @@ std::int64_t row_runner::host_memory(const row& r) const {
     }
     buffers =
         std::max(buffers, per_set * rotation_sets(per_set, rotate, options_.iterations) + staging);
-    for (route rt : {r.chosen, route::direct}) {
+    // The route taken (on --wire), and the direct baseline (native).
+    for (const auto& [rt, baseline] :
+         {std::pair{r.chosen, false}, std::pair{route::direct, true}}) {
       if (rt == route::direct && r.base != base_source::direct) continue;
       std::vector<plan> plans;
-      if (!make_plans(r.shape, options_, r.n, rt, in_place, plans)) continue;
+      if (!make_plans(r.shape, options_, r.n, rt, in_place, plans, baseline)) continue;
       executors = std::max(executors, static_cast<std::int64_t>(plans.size()));
       std::size_t at = 0;
       for (const plan& p : plans)
@@ -314,11 +335,11 @@ status row_runner::measure(row& r) {
     switch (r.base) {
       case base_source::none: break;
       case base_source::direct:
-        if (r.chosen == route::direct) {
+        if (r.chosen == route::direct && result.relay.wire == wire_format::native) {
           result.base = result.relay;  // the route taken is the baseline itself
           break;
         }
-        if (status s = make_plans(r.shape, options_, r.n, route::direct, in_place, plans); !s)
+        if (status s = make_plans(r.shape, options_, r.n, route::direct, in_place, plans, true); !s)
           return s;
         if (status s = m.measure(plans, result.base); !s) return s;
         break;

@@ -7,6 +7,7 @@
 
 #include "relay/core/collective.hpp"
 #include "relay/core/dtype.hpp"
+#include "relay/core/wire.hpp"
 #include "relay/topology/topology.hpp"
 
 namespace relay::bench {
@@ -51,6 +52,10 @@ struct options {
   // test_both_clis.cpp checks the two defaults agree).
   int tiles = 4;
   std::int64_t alignment = 128;
+  // How relay's plans cross links (the baseline always runs natively): --wire, and the bytes of
+  // a group's count from which fp8 is taken (-1: the cost model's threshold on the topology).
+  wire_format wire = wire_format::native;
+  std::int64_t wire_threshold = -1;
   // Measurement.
   int iterations = 20;
   int warmup = 5;

@@ -64,6 +64,8 @@ struct form_numbers {
   bool base_ran = false;
   double base_us = NAN, base_busbw = NAN, speedup = NAN;
   std::int64_t base_wrong = -1;
+  wire_format wire = wire_format::native;
+  double max_relative_error = NAN;
 };
 
 form_numbers numbers(const row& r, const form_pair& f) {
@@ -76,6 +78,8 @@ form_numbers numbers(const row& r, const form_pair& f) {
   x.busbw = busbw_gbps(r.shape.coll, r.shape.active, r.bytes, t);
   x.over_predicted = r.predicted > 0 ? t / r.predicted : NAN;
   x.wrong = f.relay.wrong;
+  x.wire = f.relay.wire;
+  x.max_relative_error = f.relay.max_relative_error;
   x.base_ran = f.base.ran;
   if (x.base_ran) {
     x.base_us = f.base.seconds * 1e6;
@@ -158,6 +162,19 @@ std::string nccl_cells(const row& r, const form_pair& fp) {
                  {micros(x.time_us), fixed(x.algbw, 2), fixed(x.busbw, 2), wrong_text(x.wrong)});
 }
 
+// With --wire fp8, two more per form: the wire relay's plans took at that size, and the checked
+// run's largest relative error against the exact result.
+constexpr int wire_widths[] = {13, 9};
+
+std::string wire_cells(const row& r, const form_pair& fp) {
+  const form_numbers x = numbers(r, fp);
+  if (!x.ran) return columns(wire_widths, {"n/a", "n/a"});
+  return columns(wire_widths,
+                 {std::string(name(x.wire)), std::isnan(x.max_relative_error)
+                                                 ? std::string("-")
+                                                 : fmt::format("{:.2e}", x.max_relative_error)});
+}
+
 std::string relay_cells(const row& r, const form_pair& fp) {
   const form_numbers x = numbers(r, fp);
   if (!x.ran) return columns(relay_widths, {"n/a", "n/a", "n/a"});
@@ -178,6 +195,14 @@ void print_table_header(std::FILE* f, const options& o, const call_shape& s,
   fmt::print(f, "#   executor: {}\n", info.executor);
   fmt::print(f, "#   predicted: the alpha-beta cost model on {}\n", topology_text(o.topo));
   fmt::print(f, "#   baseline: {}; speedup = baseline time / relay time\n", baseline);
+  const bool wire = o.wire != wire_format::native;
+  if (wire)
+    fmt::print(f,
+               "#   wire: {} asked for relay's plans (the baseline runs natively), taken from {} "
+               "of a group's count; maxrelerr: the checked run's largest |r - S| / |S|\n",
+               name(o.wire),
+               o.wire_threshold >= 0 ? fmt::format("{} bytes", o.wire_threshold)
+                                     : std::string("the cost model's threshold"));
   fmt::print(f,
              "#   timing: median of {} iterations after {} warm-up runs (and one per rotated "
              "buffer set); check: {}; "
@@ -191,13 +216,16 @@ void print_table_header(std::FILE* f, const options& o, const call_shape& s,
   fmt::print(f, "#{:>{}}{:^{}}{:^{}}{:>{}}{:^{}}{:^{}}\n", "", lead - 1, "out-of-place", block,
              "in-place", block, "", relay_lead, "out-of-place", relay_block, "in-place",
              relay_block);
-  fmt::print(f, "#{}{}{}{}{}{}\n",
+  fmt::print(f, "#{}{}{}{}{}{}{}\n",
              columns(lead_widths, {"size", "count", "type", "redop", "root"}).substr(1),
              columns(nccl_widths, {"time", "algbw", "busbw", "#wrong"}),
              columns(nccl_widths, {"time", "algbw", "busbw", "#wrong"}),
              columns(relay_lead_widths, {"route", "predicted"}),
              columns(relay_widths, {"m/p", "base", "speedup"}),
-             columns(relay_widths, {"m/p", "base", "speedup"}));
+             columns(relay_widths, {"m/p", "base", "speedup"}),
+             wire ? columns(wire_widths, {"wire", "maxrelerr"}) +
+                        columns(wire_widths, {"wire", "maxrelerr"})
+                  : std::string());
   fmt::print(f, "#{}{}{}{}{}{}\n",
              columns(lead_widths, {"(B)", "(elements)", "", "", ""}).substr(1),
              columns(nccl_widths, {"(us)", "(GB/s)", "(GB/s)", ""}),
@@ -208,13 +236,15 @@ void print_table_header(std::FILE* f, const options& o, const call_shape& s,
 
 // root is -1 as nccl-tests prints it for collectives without a root (all of relay's).
 void print_table_row(std::FILE* f, const options& o, const row& r) {
+  const bool wire = o.wire != wire_format::native;
   fmt::print(
-      f, "{}{}{}{}{}{}\n",
+      f, "{}{}{}{}{}{}{}\n",
       columns(lead_widths, {std::to_string(r.bytes), std::to_string(r.count),
                             std::string(name(o.type)), std::string(redop(o, r.shape.coll)), "-1"}),
       nccl_cells(r, r.out_of_place), nccl_cells(r, r.in_place),
       columns(relay_lead_widths, {std::string(name(r.chosen)), micros(r.predicted * 1e6)}),
-      relay_cells(r, r.out_of_place), relay_cells(r, r.in_place));
+      relay_cells(r, r.out_of_place), relay_cells(r, r.in_place),
+      wire ? wire_cells(r, r.out_of_place) + wire_cells(r, r.in_place) : std::string());
 }
 namespace {
 
@@ -245,7 +275,9 @@ constexpr const char* csv_fields[] = {"collective",
                                       "buffer_sets",
                                       "host_memory_estimate_bytes",
                                       "direct_predicted_us",
-                                      "predicted_speedup_over_direct"};
+                                      "predicted_speedup_over_direct",
+                                      "wire",
+                                      "max_relative_error"};
 
 // The fields of one row and form, in csv_fields' order, as text ("" where not measured).
 std::vector<std::string> fields(const options& o, const row& r, bool in_place) {
@@ -277,12 +309,19 @@ std::vector<std::string> fields(const options& o, const row& r, bool in_place) {
           std::to_string(r.sets),
           r.host_memory > 0 ? std::to_string(r.host_memory) : std::string(),
           csv_number(r.direct_predicted * 1e6),
-          csv_number(r.predicted > 0 ? r.direct_predicted / r.predicted : NAN)};
+          csv_number(r.predicted > 0 ? r.direct_predicted / r.predicted : NAN),
+          x.ran ? std::string(name(x.wire)) : std::string(),
+          csv_number(x.max_relative_error)};
 }
 
 // Which fields are numbers (unquoted in JSON).
+// By name, so that a column added anywhere keeps the others' kinds.
 constexpr bool numeric_field(std::size_t i) {
-  return i == 1 || i == 2 || (i >= 9 && i <= 11) || (i >= 13 && i <= 18) || i >= 20;
+  constexpr std::string_view text[] = {"collective", "mode",  "executor", "route", "topology",
+                                       "dtype",      "redop", "form",     "baseline", "wire"};
+  for (std::string_view t : text)
+    if (t == csv_fields[i]) return false;
+  return true;
 }
 
 }  // namespace

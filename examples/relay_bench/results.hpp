@@ -7,6 +7,7 @@
 #include <string>
 
 #include "predict.hpp"
+#include "relay/core/wire.hpp"
 
 namespace relay::bench {
 
@@ -23,6 +24,10 @@ struct form_result {
   double seconds = NAN;     // the median of the timed iterations
   std::int64_t wrong = -1;  // elements wrong in the checked run; -1: not checked
   std::string first_wrong;  // where the first one was
+  // The wire the run took (relay's plans; the baseline's is native), and on an fp8 wire the
+  // checked run's largest relative error against the exact result (NAN: not measured).
+  wire_format wire = wire_format::native;
+  double max_relative_error = NAN;
 };
 
 struct form_pair {

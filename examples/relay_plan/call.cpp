@@ -10,8 +10,12 @@ std::vector<std::vector<int>> canonical_groups(const relay::schedule_spec& s) {
   return groups;
 }
 
-relay::plan_request make_request(const options& o, const std::vector<std::int64_t>& counts) {
+relay::plan_request make_request(const options& o, const std::vector<std::int64_t>& counts,
+                                 const relay::topology* machine) {
   relay::plan_request r = relay::request_for(o.spec, canonical_groups(o.spec), counts);
+  r.wire = o.wire;
+  r.wire_threshold = o.wire_threshold;
+  r.machine = machine;
   r.type = o.type;
   r.op = o.op;
   r.in_place = o.in_place;

@@ -12,7 +12,8 @@ namespace relay_plan {
 
 std::vector<std::vector<int>> canonical_groups(const relay::schedule_spec& s);
 
-// `counts`: one per group.
-relay::plan_request make_request(const options& o, const std::vector<std::int64_t>& counts);
+// `counts`: one per group; `machine`: what the wire's threshold is priced on (null: mi300x).
+relay::plan_request make_request(const options& o, const std::vector<std::int64_t>& counts,
+                                 const relay::topology* machine = nullptr);
 
 }  // namespace relay_plan

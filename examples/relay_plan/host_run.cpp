@@ -10,8 +10,10 @@
 #include "call.hpp"
 #include "relay/api/collectives.hpp"
 #include "relay/check/reference.hpp"
+#include "relay/check/wire_reference.hpp"
 #include "relay/exec/host_executor.hpp"
 #include "relay/plan/make_plan.hpp"
+#include "relay/topology/parse.hpp"
 
 namespace relay_plan {
 namespace {
@@ -129,7 +131,8 @@ std::int64_t run_memory_bytes(const options& o) {
       bytes += 2 * storage + (o.in_place ? 0 : out) + in + out;
     }
   relay::plan p;
-  if (relay::make_plan(make_request(o, counts), p))
+  const relay::topology machine = *relay::parse_topology(o.topology, o.spec.ranks);
+  if (relay::make_plan(make_request(o, counts, &machine), p))
     for (const std::uint64_t scratch : p.scratch_bytes)
       bytes += static_cast<std::int64_t>(scratch);
   // The executor's threads, the plans (the report's and the call's) and the allocator's own
@@ -144,10 +147,16 @@ run_result run_on_host(const options& o) {
   call_memory m = allocate(o, counts);
   const std::vector<bytes> inputs = regions(m.send);
   relay::host_executor executor;
+  const relay::topology machine = *relay::parse_topology(o.topology, o.spec.ranks);
+  relay::wire_choice wire;
   const relay::options call_options{.route = o.spec.route,
                                     .permille = o.spec.permille,
                                     .tiles = o.spec.tiles,
-                                    .alignment = o.alignment};
+                                    .alignment = o.alignment,
+                                    .machine = &machine,
+                                    .wire = o.wire,
+                                    .wire_threshold = o.wire_threshold,
+                                    .wire_report = &wire};
   auto call = [&] {
     return relay::run_collective(executor, o.spec.coll, groups, m.send, m.recv, counts, o.type,
                                  o.op, call_options);
@@ -163,10 +172,20 @@ run_result run_on_host(const options& o) {
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!r.status.ok()) return r;
 
-  const relay::reference::mismatch_report report = relay::reference::check_outputs(
-      o.spec.coll, o.type, o.op, groups, counts, inputs, regions(m.recv));
   for (std::size_t g = 0; g < groups.size(); ++g)
     r.checked += o.spec.active * relay::output_elements(o.spec.coll, o.spec.active, counts[g]);
+  if (wire.taken != relay::wire_format::native) {  // within the fp8 bound, not the native one
+    const relay::reference::wire_check report = relay::reference::check_outputs_fp8(
+        o.spec.coll, o.type, o.op, groups, counts, inputs, regions(m.recv),
+        relay::fp8_format_of(wire.taken),
+        relay::reference::wire_hops(o.spec.coll, o.spec.route, o.spec.active));
+    r.wrong = report.wrong;
+    r.first_wrong = report.first;
+    r.max_relative_error = static_cast<double>(report.max_relative_error);
+    return r;
+  }
+  const relay::reference::mismatch_report report = relay::reference::check_outputs(
+      o.spec.coll, o.type, o.op, groups, counts, inputs, regions(m.recv));
   r.wrong = report.wrong;
   r.first_wrong = report.first;
   return r;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "options.hpp"
@@ -18,6 +19,8 @@ struct run_result {
   std::string first_wrong;           // where the first wrong one is, and what it holds
   double seconds = 0;                // wall time of one call, after a warm-up call
   std::int64_t memory_estimate = 0;  // run_memory_bytes(): the peak host memory, bounded
+  // On an fp8 wire: the largest |r - S| / |S| over the outputs (wrong: outside the fp8 bound).
+  std::optional<double> max_relative_error;
   bool ok() const { return status.ok() && wrong == 0; }
 };
 

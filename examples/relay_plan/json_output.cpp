@@ -6,6 +6,7 @@
 
 #include "json_writer.hpp"
 #include "relay/core/collective.hpp"
+#include "relay/cost/wire.hpp"
 
 namespace relay_plan {
 namespace {
@@ -165,6 +166,36 @@ void concrete(json_writer& w, const plan_report& r) {
   w.member("direct_predicted_seconds", c.direct_predicted_seconds);
 }
 
+void wire(json_writer& w, const plan_report& r) {
+  const wire_info& x = *r.wire;
+  w.key("wire");
+  w.begin_object();
+  w.member("format", relay::name(x.format));
+  w.member("element_width", x.widths.element.to_double());
+  std::optional<double> beta;
+  std::optional<std::string> exact;
+  if (x.beta.routable()) beta = x.beta.value->to_double(), exact = format_ratio(*x.beta.value);
+  w.member("beta_cost_n", beta);
+  w.member("beta_cost", exact);
+  std::optional<std::uint64_t> threshold;
+  if (x.threshold_bytes != relay::fp8_never) threshold = x.threshold_bytes;
+  w.member("threshold_bytes", threshold);
+  w.key("times_seconds");
+  w.begin_array(true);
+  for (const std::optional<double>& s : x.seconds)
+    w.value(s);
+  w.end_array();
+  if (x.choice) {
+    w.member("taken", relay::name(x.choice->taken));
+    w.member("choice", relay::describe(*x.choice));
+    w.member("busiest_link_bytes", x.busiest_link_bytes);
+    w.member("link_bytes", x.link_bytes);
+    w.member("native_busiest_link_bytes", x.native_busiest_link_bytes);
+    w.member("native_link_bytes", x.native_link_bytes);
+  }
+  w.end_object();
+}
+
 // `wrong` at the top level (what scripts check first), the details under `run`.
 void run(json_writer& w, const run_result& run) {
   std::optional<std::int64_t> wrong;
@@ -181,6 +212,7 @@ void run(json_writer& w, const run_result& run) {
   w.member("first_wrong", first);
   w.member("seconds", run.seconds);
   w.member("memory_estimate_bytes", run.memory_estimate);
+  w.member("max_relative_error", run.max_relative_error);
   w.end_object();
 }
 
@@ -212,6 +244,7 @@ std::string render_json(const plan_report& r) {
   resources(w, r);
   timings(w, r);
   if (r.concrete) concrete(w, r);
+  if (r.wire) wire(w, r);
   if (r.verified) verification(w, *r.verified);
   if (r.run) run(w, *r.run);
   w.end_object();

@@ -92,6 +92,15 @@ std::string set_op(options& o, std::string_view v) {
   return set_enum(
       v, relay::parse_reduce_op, [&](auto x) { o.op = x; }, "sum, avg");
 }
+std::string set_wire(options& o, std::string_view v) {
+  return set_enum(
+      v, relay::parse_wire, [&](auto x) { o.wire = x; }, "native, fp8, fp8_e4m3, fp8_e4m3_fnuz");
+}
+std::string set_wire_threshold(options& o, std::string_view v) {
+  std::string error;
+  if (auto x = relay::cli::parse_int(v, {-1, max_count}, error)) o.wire_threshold = *x;
+  return error;
+}
 std::string set_topology(options& o, std::string_view v) {
   // The rank count is not known yet (flags come in any order): check the text's form at 8 ranks,
   // which every preset has; validate() checks it against --ranks.
@@ -169,6 +178,12 @@ const std::vector<flag>& flags() {
       {"--alignment", "E", false, set_alignment, "chunk alignment in elements (default 128)"},
       {"--op", "O", false, set_op,
        "sum, avg (default sum): allreduce and reduce-scatter only (the others do not reduce)"},
+      {"--wire", "W", false, set_wire,
+       "native (default), fp8 (the topology's encoding), fp8_e4m3, fp8_e4m3_fnuz: data crosses "
+       "links as fp8 blocks (float32, float16, bfloat16); shows wire bytes and the choice"},
+      {"--wire-threshold", "B", false, set_wire_threshold,
+       "with --wire fp8: bytes of the largest group count from which fp8 is taken (default -1: "
+       "the cost model's threshold; 0: always)"},
       {"--in-place", "", false, set_switch<&options::in_place>,
        "the call runs in place, in NCCL's layout (not for all-to-all)"},
       {"--run", "", false, set_switch<&options::run>,
@@ -213,6 +228,12 @@ std::string validate(const options& o, const std::vector<std::string_view>& seen
                        describe(o.spec), groups, groups == 1 ? "" : "s");
   if (o.in_place && !relay::has_in_place(o.spec.coll))
     return fmt::format("--in-place: {} has no in-place form", relay::name(o.spec.coll));
+  if (relay::is_fp8(o.wire) && !relay::fp8_wire_dtype(o.type))
+    return fmt::format("--wire {}: takes float32, float16 or bfloat16, not {}", relay::name(o.wire),
+                       relay::name(o.type));
+  if (std::find(seen.begin(), seen.end(), "--wire-threshold") != seen.end() &&
+      !relay::is_fp8(o.wire))
+    return "--wire-threshold needs --wire fp8 (or fp8_e4m3, fp8_e4m3_fnuz)";
   if (o.run && o.counts.empty()) return "--run needs --count or --counts";
   if (o.run) {
     // The estimate bounds the measured peak (tests/examples/run_memory.py checks it).

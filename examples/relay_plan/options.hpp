@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "relay/core/dtype.hpp"
+#include "relay/core/wire.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/schedule.hpp"
 
@@ -35,7 +36,11 @@ struct options {
   std::int64_t alignment = relay::default_alignment;  // elements
   relay::reduce_op op = relay::reduce_op::sum;
   bool in_place = false;  // NCCL's in-place layout, for the plan and --run
-  bool run = false;       // execute on the host executor and check against a naive reference
+  // --wire: how data crosses links (relay::wire_format); --wire-threshold: bytes of the largest
+  // group count from which fp8 is taken (-1: the cost model's threshold on --topology).
+  relay::wire_format wire = relay::wire_format::native;
+  std::int64_t wire_threshold = -1;
+  bool run = false;  // execute on the host executor and check against a naive reference
   bool json = false;
   bool verify = false;
   bool full = false;  // list every operation of every group, not just group 0's

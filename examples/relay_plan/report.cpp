@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <array>
 #include <iterator>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "call.hpp"
 #include "relay/cost/link_cost.hpp"
 #include "relay/cost/route.hpp"
+#include "relay/cost/wire.hpp"
 #include "relay/plan/make_plan.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
@@ -103,6 +106,38 @@ concrete_info make_concrete(const plan_report& r, const std::vector<std::int64_t
   return c;
 }
 
+// The bytes of one call on its busiest link direction and on all of them.
+std::pair<std::uint64_t, std::uint64_t> busiest_and_total(const relay::plan& p) {
+  const std::vector<std::uint64_t> bytes = relay::link_bytes(p);
+  std::uint64_t busiest = 0, total = 0;
+  for (const std::uint64_t b : bytes)
+    busiest = std::max(busiest, b), total += b;
+  return {busiest, total};
+}
+
+wire_info make_wire(const plan_report& r, const std::vector<std::int64_t>& counts) {
+  const options& o = r.opts;
+  wire_info w;
+  w.format = o.wire == relay::wire_format::fp8 ? relay::wire_of(r.topo.fp8) : o.wire;
+  w.widths = relay::fp8_wire_widths(o.type);
+  w.beta = priced(relay::beta_cost(r.sched, r.topo, w.widths));
+  w.threshold_bytes = relay::fp8_threshold_bytes(o.spec, r.topo, o.type);
+  for (const timing& t : r.timings)
+    w.seconds.push_back(w.beta.routable() ? std::optional<double>(relay::fp8_predicted_seconds(
+                                                r.sched, r.topo, t.count, o.type))
+                                          : std::nullopt);
+  if (counts.empty()) return w;
+  relay::plan p, native;
+  relay::plan_request q = make_request(o, counts, &r.topo);
+  if (!relay::make_plan(q, p)) return w;
+  q.wire = relay::wire_format::native;
+  if (!relay::make_plan(q, native)) return w;
+  w.choice = p.wire;
+  std::tie(w.busiest_link_bytes, w.link_bytes) = busiest_and_total(p);
+  std::tie(w.native_busiest_link_bytes, w.native_link_bytes) = busiest_and_total(native);
+  return w;
+}
+
 }  // namespace
 
 plan_report make_report(const options& o) {
@@ -143,12 +178,13 @@ plan_report make_report(const options& o) {
   }
   if (const std::vector<std::int64_t> counts = group_counts(o); !counts.empty()) {
     relay::plan p;
-    if (const relay::status s = relay::make_plan(make_request(o, counts), p); !s.ok()) {
+    if (const relay::status s = relay::make_plan(make_request(o, counts, &r.topo), p); !s.ok()) {
       r.plan_error = s.to_string();
       return r;
     }
     r.concrete = make_concrete(r, counts, p);
   }
+  if (relay::is_fp8(o.wire)) r.wire = make_wire(r, group_counts(o));
   if (o.verify) r.verified = relay::verify(r.sched, o.alignment);
   if (o.run) r.run = run_on_host(o);
   return r;

@@ -13,6 +13,7 @@
 #include "relay/check/verify.hpp"
 #include "relay/core/ratio.hpp"
 #include "relay/cost/link_cost.hpp"
+#include "relay/plan/plan.hpp"
 #include "relay/schedule/schedule.hpp"
 #include "relay/topology/topology.hpp"
 #include "symbolic.hpp"
@@ -68,6 +69,20 @@ struct concrete_info {
   std::optional<double> predicted_seconds, direct_predicted_seconds;
 };
 
+// With --wire fp8: the wire's cost on the topology and, with counts, the call's choice.
+struct wire_info {
+  relay::wire_format format = relay::wire_format::native;  // the concrete encoding asked for
+  relay::element_widths widths;                            // 33/32 bytes an element
+  beta_figure beta;                                        // at those widths
+  std::uint64_t threshold_bytes = 0;                       // the model's (relay::fp8_never: never)
+  std::vector<std::optional<double>> seconds;              // per timing row, passes included
+  // With --count/--counts: what make_plan decided, and the bytes on the busiest link direction
+  // and on all links in one call, on the wire taken and natively.
+  std::optional<relay::wire_choice> choice;
+  std::uint64_t busiest_link_bytes = 0, link_bytes = 0;
+  std::uint64_t native_busiest_link_bytes = 0, native_link_bytes = 0;
+};
+
 struct plan_report {
   options opts;
   relay::topology topo;
@@ -90,6 +105,7 @@ struct plan_report {
   scratch_info scratch;
   std::vector<timing> timings;
   std::optional<concrete_info> concrete;
+  std::optional<wire_info> wire;                 // with --wire fp8
   std::optional<relay::check_failure> verified;  // with --verify
   std::optional<run_result> run;                 // with --run
   std::string plan_error;  // make_plan refused the call (the parser's checks should prevent it)

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "relay/core/collective.hpp"
+#include "relay/cost/wire.hpp"
 #include "support/cli.hpp"
 
 namespace relay_plan {
@@ -326,6 +327,39 @@ void concrete(out_it out, const plan_report& r) {
     fmt::format_to(out, "  predicted time: none (unroutable on {})\n", r.topo.name);
 }
 
+void wire(out_it out, const plan_report& r) {
+  const wire_info& w = *r.wire;
+  fmt::format_to(out,
+                 "\nwire: {} (a code per element and a scale byte per 32 on every link: "
+                 "{} of an element's bytes)\n",
+                 name(w.format), format_ratio(w.widths.element));
+  fmt::format_to(out, "  beta cost:     {} ({} natively)\n", figure(w.beta), figure(r.beta));
+  if (w.threshold_bytes == relay::fp8_never)
+    fmt::format_to(out, "  threshold:     never (the passes cost more than the link bytes save)\n");
+  else
+    fmt::format_to(out,
+                   "  threshold:     {} bytes ({}) of the largest group's count; below it a call "
+                   "runs natively\n",
+                   w.threshold_bytes,
+                   relay::cli::format_bytes(static_cast<std::int64_t>(w.threshold_bytes)));
+  fmt::format_to(out, "  {:>10} {:>11} {:>11} {:>8}   (passes: {:g} us each, {:g} GB/s)\n",
+                 "message", "native", "fp8", "speedup", r.topo.pass_latency * 1e6,
+                 r.topo.memory_bandwidth / 1e9);
+  for (std::size_t i = 0; i < r.timings.size(); ++i) {
+    const timing& t = r.timings[i];
+    const std::optional<double>& f = w.seconds[i];
+    fmt::format_to(out, "  {:>10} {:>11} {:>11} {:>8}\n", relay::cli::format_bytes(t.bytes),
+                   t.relay_seconds ? format_seconds(*t.relay_seconds) : "-",
+                   f ? format_seconds(*f) : "-",
+                   f && t.relay_seconds ? fmt::format("{:.2f}x", *t.relay_seconds / *f) : "-");
+  }
+  if (!w.choice) return;
+  fmt::format_to(out, "  this call:     {}\n", relay::describe(*w.choice));
+  fmt::format_to(out, "  link bytes:    busiest link {}, all links {} (native {}, {})\n",
+                 w.busiest_link_bytes, w.link_bytes, w.native_busiest_link_bytes,
+                 w.native_link_bytes);
+}
+
 void run(out_it out, const run_result& run) {
   fmt::format_to(out, "\nrun on the host executor: ");
   if (!run.status.ok())
@@ -333,6 +367,11 @@ void run(out_it out, const run_result& run) {
   else if (run.wrong > 0)
     fmt::format_to(out, "{} wrong of {} output elements (first: {}); {} per call\n", run.wrong,
                    run.checked, run.first_wrong, format_seconds(run.seconds));
+  else if (run.max_relative_error)
+    fmt::format_to(out,
+                   "ok, {} output elements within the fp8 bound of the reference (largest "
+                   "relative error {:.3g}); {} per call\n",
+                   run.checked, *run.max_relative_error, format_seconds(run.seconds));
   else
     fmt::format_to(out, "ok, {} output elements match the reference; {} per call\n", run.checked,
                    format_seconds(run.seconds));
@@ -357,6 +396,7 @@ std::string render_text(const plan_report& r) {
   resources(out, r);
   timings(out, r);
   if (r.concrete) concrete(out, r);
+  if (r.wire) wire(out, r);
   if (r.verified)
     fmt::format_to(out, "\nverify: {}\n",
                    r.verified->ok() ? "ok (dataflow and structure at the representative counts, "

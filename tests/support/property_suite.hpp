@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -15,6 +17,7 @@
 
 #include "relay/api/collectives.hpp"
 #include "relay/check/reference.hpp"
+#include "relay/check/wire_reference.hpp"
 #include "support/exact_sums.hpp"
 
 namespace relay::testing {
@@ -37,6 +40,10 @@ struct property_case {
   // against the exact sum (instead of random data within a rounding bound).
   bool exact_sums = false;
   bool bound_only = false;  // exact-sum data, checked against the precision's bound instead
+  // An fp8 wire (issue 12), forced at every count (wire_threshold 0), checked against the fp8
+  // bound (check/wire_reference.hpp) with data of kind `wire_data` (fp8_data).
+  wire_format wire = wire_format::native;
+  int wire_data = 0;
 
   std::string describe() const {
     std::string s = std::string(name(coll)) + " A=" + std::to_string(active) +
@@ -54,7 +61,10 @@ struct property_case {
         s.append(k ? "," : "").append(std::to_string(groups[g][k]));
     }
     return s + " seed=" + std::to_string(seed) + " " + std::string(name(precision)) +
-           (exact_sums ? " exact-sums" : "") + (bound_only ? " (bound only)" : "");
+           (exact_sums ? " exact-sums" : "") + (bound_only ? " (bound only)" : "") +
+           (wire != wire_format::native
+                ? " wire=" + std::string(name(wire)) + " data=" + std::to_string(wire_data)
+                : "");
   }
 };
 
@@ -191,6 +201,45 @@ void fill_random(std::vector<std::byte>& bytes, std::mt19937_64& rng) {
   }
 }
 
+// fp8 wire data (property_case::wire_data), exactly representable in T:
+//   0 uniform in [-1, 1]; 1 a wide dynamic range in every block (exponents over most of the
+//   type's range, sums of 8 still finite); 2 the type's subnormals among its smallest normals;
+//   3 uniform with NaN, +Inf and -Inf at 2% of the elements each; 4 magnitudes near the type's
+//   largest (divided by 2A where the collective reduces, so sums stay finite).
+template <class T>
+void fill_fp8(std::vector<std::byte>& bytes, std::mt19937_64& rng, int kind, int reduce_by) {
+  const bool half = std::is_same_v<T, float16>, brain = std::is_same_v<T, bfloat16>;
+  // Exponent ranges of normal values and of subnormals, per type.
+  const int min_normal = half ? -14 : -126, min_sub = half ? -24 : brain ? -133 : -149;
+  const float largest = half ? 65504.0f : brain ? 0x1.fep127f : 3.4028234663852886e38f;
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), mant(1.0f, 2.0f);
+  std::uniform_int_distribution<int> percent(0, 99), sign(0, 1);
+  const std::size_t n = bytes.size() / sizeof(T);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float s = sign(rng) ? -1.0f : 1.0f;
+    float v = unit(rng);
+    if (kind == 1) {
+      const int hi = half ? 11 : 60, lo = half ? -24 : -60;
+      v = s * std::ldexp(mant(rng), std::uniform_int_distribution<int>(lo, hi)(rng));
+    } else if (kind == 2) {
+      v = s *
+          std::ldexp(mant(rng), std::uniform_int_distribution<int>(min_sub, min_normal + 8)(rng));
+    } else if (kind == 3) {
+      const int p = percent(rng);
+      if (p < 2) v = std::numeric_limits<float>::quiet_NaN();
+      if (p >= 2 && p < 4) v = s * std::numeric_limits<float>::infinity();
+    } else if (kind == 4) {
+      v = s * largest / static_cast<float>(reduce_by) * (percent(rng) < 50 ? 1.0f : mant(rng) / 2);
+    }
+    T x{};
+    if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>)
+      x = T::from_float(v);
+    else
+      x = static_cast<T>(v);
+    std::memcpy(bytes.data() + i * sizeof(T), &x, sizeof(T));
+  }
+}
+
 }  // namespace detail
 
 // Runs one case on `ex` and checks everything the case promises.
@@ -224,6 +273,14 @@ property_result run_case(E& ex, const property_case& c) {
           std::max(in_offset[r] + in_bytes[r], out_offset[r] + out_bytes[r]) + detail::canary;
     }
   if (c.exact_sums) fill_exact_sums(c.coll, c.type, c.groups, c.counts, input, c.seed);
+  if (c.wire != wire_format::native && fp8_wire_dtype(c.type))
+    for (std::size_t r = 0; r < R; ++r)
+      visit_dtype(c.type, [&](auto zero) {
+        using T = decltype(zero);
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, float16> ||
+                      std::is_same_v<T, bfloat16>)
+          detail::fill_fp8<T>(input[r], rng, c.wire_data, reduces(c.coll) ? 2 * c.active : 1);
+      });
   // Host images of the frames: canaries, poison, then the inputs on top.
   std::vector<std::vector<std::byte>> frame(R);
   std::vector<void*> device(R, nullptr);
@@ -257,6 +314,8 @@ property_result run_case(E& ex, const property_case& c) {
     opt.alignment = c.alignment;
     opt.tiles = c.tiles;
     opt.precision = c.precision;
+    opt.wire = c.wire;
+    opt.wire_threshold = 0;
     const status s = run_collective(ex, c.coll, c.groups, send, recv, c.counts, c.type, c.op, opt);
     if (!s) fail("the call failed: " + s.to_string());
   }
@@ -281,7 +340,13 @@ property_result run_case(E& ex, const property_case& c) {
   }
   const bool exact = c.exact_sums && !c.bound_only && reduces(c.coll) &&
                      (c.type == dtype::float16 || c.type == dtype::bfloat16);
-  if (result.ok) {
+  if (result.ok && c.wire != wire_format::native) {
+    const reference::wire_check m = reference::check_outputs_fp8(
+        c.coll, c.type, c.op, c.groups, c.counts, input, output, fp8_format_of(c.wire),
+        reference::wire_hops(c.coll, c.route, c.active));
+    if (m.wrong != 0)
+      fail(std::to_string(m.wrong) + " elements outside the fp8 bound; first: " + m.first);
+  } else if (result.ok) {
     const reference::mismatch_report m = reference::check_outputs(
         c.coll, c.type, c.op, c.groups, c.counts, input, output, c.precision, exact);
     if (m.wrong > 0) fail(std::to_string(m.wrong) + " wrong elements; first: " + m.first);

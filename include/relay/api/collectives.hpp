@@ -45,6 +45,16 @@ struct options {
   // 16-bit partials: fewer bytes, one more rounding; docs/schedules.md gives the bound).
   relay::precision precision = precision::fp32_partials;
   const topology* machine = nullptr;  // what route::automatic prices; nullptr: relay::mi300x
+  // How data crosses links (issue 12; docs/schedules.md, "fp8 on the wire"): native, or fp8
+  // blocks quantized where data leaves a rank (wire_format::fp8: `machine`'s encoding, e4m3_fnuz
+  // on mi300x; or fp8_e4m3 / fp8_e4m3_fnuz by name). float32, float16 and bfloat16 only. Below
+  // `wire_threshold` bytes of the largest group count (-1: the cost model's threshold on
+  // `machine`, fp8_threshold_bytes; 0: always) the call runs natively.
+  wire_format wire = wire_format::native;
+  std::int64_t wire_threshold = -1;
+  // Where the call writes the wire it took and why (describe(wire_choice) says it in words);
+  // nullptr: nowhere.
+  wire_choice* wire_report = nullptr;
 };
 
 using group_list = std::vector<std::vector<int>>;
@@ -90,6 +100,8 @@ inline plan_request call_request(collective c, const group_list& groups, int ran
   request.alignment = opt.alignment;
   request.precision = opt.precision;
   request.machine = opt.machine;
+  request.wire = opt.wire;
+  request.wire_threshold = opt.wire_threshold;
   return request;
 }
 
@@ -110,6 +122,7 @@ status run_collective(E& ex, collective c, const group_list& groups,
     request.in_place = buffers_in_place(c, groups, counts, size_of(type), send, recv);
   plan p;
   if (status s = make_plan(request, p); !s) return s;
+  if (opt.wire_report != nullptr) *opt.wire_report = p.wire;
   return ex.run(p, send, recv);
 }
 

@@ -140,7 +140,9 @@ inline std::string describe_shape(const plan_request& r) {
                   " tiles=" + std::to_string(r.tiles) + " N=" + std::to_string(r.ranks) + " " +
                   std::string(r.type <= dtype::float64 ? name(r.type) : "?") + " " +
                   std::string(name(r.op)) + " alignment=" + std::to_string(r.alignment) +
-                  " precision=" + std::to_string(static_cast<int>(r.precision)) + " groups=";
+                  " precision=" + std::to_string(static_cast<int>(r.precision)) +
+                  " wire=" + std::to_string(static_cast<int>(r.wire)) + ":" +
+                  std::to_string(r.wire_threshold) + " groups=";
   for (std::size_t g = 0; g < r.groups.size(); ++g) {
     s += g ? "|" : "";
     for (std::size_t k = 0; k < r.groups[g].size(); ++k)
@@ -169,6 +171,8 @@ inline std::uint64_t call_key(const rank_call& call, int ranks) {
   mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(call.opt.permille)) |
       static_cast<std::uint64_t>(static_cast<std::uint32_t>(call.opt.tiles)) << 32);
   mix(static_cast<std::uint64_t>(call.opt.alignment));
+  mix(static_cast<std::uint64_t>(call.opt.wire) ^
+      static_cast<std::uint64_t>(call.opt.wire_threshold) << 8);
   for (const std::vector<int>& g : *call.groups) {
     mix(g.size());
     for (int r : g)
@@ -187,6 +191,7 @@ inline bool same_call(const plan_request& raw, const rank_call& call, int ranks)
          raw.op == (reduces(call.coll) ? call.op : reduce_op::sum) && raw.route == call.opt.route &&
          raw.permille == call.opt.permille && raw.tiles == call.opt.tiles &&
          raw.alignment == call.opt.alignment && raw.precision == call.opt.precision &&
+         raw.wire == call.opt.wire && raw.wire_threshold == call.opt.wire_threshold &&
          raw.groups == *call.groups &&
          std::equal(raw.counts.begin(), raw.counts.end(), call.counts.begin(), call.counts.end());
 }
@@ -296,6 +301,7 @@ inline status communicator::run(const rank_call& call) {
   if (c == nullptr)
     if (status s = prepare(call, key, where, c); !s) return s;
   c->last_use = ++clock_;
+  if (call.opt.wire_report != nullptr) *call.opt.wire_report = c->p.wire;
   call_context ctx;
   ctx.p = &c->p;
   ctx.slice = &c->slice;

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "relay/core/config.hpp"
 #include "relay/core/fp8.hpp"
@@ -81,6 +82,36 @@ RELAY_HOST_DEVICE constexpr std::int8_t fp8_quantize_block(fp8_format f, const f
 // The element a code of a block with scale exponent k stands for.
 RELAY_HOST_DEVICE constexpr float fp8_dequantize(fp8_format f, std::uint8_t code, int k) {
   return fp8_to_float(f, code) * detail::exact_pow2(k);
+}
+
+// fp8_to_float without its loop (what the kernels and the host executor's table use): the
+// significand, an integer below 16, times an exact power of two.
+RELAY_HOST_DEVICE constexpr float fp8_value(fp8_format f, std::uint8_t code) {
+  if (fp8_is_nan(f, code)) return bits_float(0x7fc00000u);
+  const int bias = f == fp8_format::e4m3 ? 7 : 8;
+  const int exp = (code >> 3) & 0xf, mant = code & 7;
+  const float v = static_cast<float>(exp == 0 ? mant : 8 + mant) *
+                  detail::exact_pow2((exp == 0 ? 1 : exp) - bias - 3);
+  return (code & 0x80u) ? -v : v;
+}
+
+// What an arrived value `v` (a dequantized code; `finite`: the code was not NaN) stores as in T
+// (float, float16 or bfloat16): rounded to nearest even, and a finite value stays finite,
+// saturating to T's largest like fp8's own conversion: a value that rounded up into fp8's next
+// binade can lie just beyond T's range (fp16's 65504 arrives as 65536, a float near FLT_MAX as
+// 2^128). Shared by the host executor and the GPU kernels, so both store the same bits.
+template <class T>
+RELAY_HOST_DEVICE constexpr T fp8_store(float v, bool finite) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (finite && !(v - v == 0.0f)) return bits_float((float_bits(v) & 0x80000000u) | 0x7f7fffffu);
+    return v;
+  } else {
+    T t = T::from_float(v);
+    const std::uint16_t exponent = std::is_same_v<T, float16> ? 0x7c00 : 0x7f80;
+    if (finite && (t.bits & exponent) == exponent)  // rounded to an infinity: the largest finite
+      t = T::from_bits(static_cast<std::uint16_t>((t.bits & 0x8000u) | (exponent - 1u)));
+    return t;
+  }
 }
 
 }  // namespace relay

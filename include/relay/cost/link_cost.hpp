@@ -19,6 +19,7 @@
 
 #include "relay/core/config.hpp"
 #include "relay/core/dtype.hpp"
+#include "relay/core/fp8_block.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
 #include "relay/topology/topology.hpp"
@@ -28,6 +29,7 @@ namespace relay {
 // What a transfer's element costs, in element widths.
 struct element_widths {
   ratio partial{1};  // an element of a partial sum (buffer::partial)
+  ratio element{1};  // an element (1, but on an fp8 wire)
   friend constexpr bool operator==(const element_widths&, const element_widths&) = default;
 };
 
@@ -35,11 +37,21 @@ constexpr element_widths widths_of(dtype t, precision p = precision::fp32_partia
   return {ratio{partial_size(t, p), size_of(t)}};
 }
 
+// On an fp8 wire (core/wire.hpp) every element that crosses a link, partial sums included, is
+// one byte plus its share of a scale byte per fp8_block_elements: 33/32 bytes, whatever it was
+// before. The cost of a schedule per element count rounds the scales up per transfer
+// (fp8_wire_bytes); in shares of n they are 1/32 of a byte an element exactly.
+constexpr element_widths fp8_wire_widths(dtype t) {
+  const ratio wire{fp8_block_elements + 1, fp8_block_elements * std::int64_t{size_of(t)}};
+  return {wire, wire};
+}
+
 namespace detail {
 constexpr ratio transfer_load(const schedule_view& s, const operation& op, const symbol_shares& v,
                               const element_widths& w) {
   const ratio length = op.length.share(v);
-  return s.sources_of(op)[0].buf == buffer::partial ? length * w.partial : length;
+  if (s.sources_of(op)[0].buf == buffer::partial) return length * w.partial;
+  return w.element == ratio{1} ? length : length * w.element;  // no gcd where nothing changes
 }
 
 // Calls f(op, from, to) for every group's copy of every transfer of the pattern in `step` (every

@@ -2,9 +2,13 @@
 // arithmetic of core/reduction.hpp (the GPU kernels use the same, so results are bit-identical).
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <cstdint>
 #include <cstring>
 
 #include "relay/core/dtype.hpp"
+#include "relay/core/fp8_block.hpp"
 #include "relay/core/reduction.hpp"
 #include "relay/plan/plan.hpp"
 
@@ -41,10 +45,95 @@ inline void host_reduce_mixed(dtype type, std::byte* dst, const std::byte* const
   });
 }
 
+// Element i of a float32, float16 or bfloat16 operand (`partial`: an fp32 partial sum), as float.
+inline float host_load_float(dtype type, bool partial, const std::byte* at, std::size_t i) {
+  if (partial || type == dtype::float32) {
+    float x;
+    std::memcpy(&x, at + i * 4, 4);
+    return x;
+  }
+  std::uint16_t bits;
+  std::memcpy(&bits, at + i * 2, 2);
+  return type == dtype::float16 ? float16::from_bits(bits).to_float()
+                                : bfloat16::from_bits(bits).to_float();
+}
+
+// Stores an arrived value (fp8_store) as the destination's type: the element type, or float for
+// an fp32 partial sum.
+inline void host_store_arrived(dtype type, bool partial, std::byte* at, std::size_t i, float v,
+                               bool finite) {
+  if (partial || type == dtype::float32) {
+    const float x = fp8_store<float>(v, finite);
+    std::memcpy(at + i * 4, &x, 4);
+  } else if (type == dtype::float16) {
+    const float16 x = fp8_store<float16>(v, finite);
+    std::memcpy(at + i * 2, &x.bits, 2);
+  } else {
+    const bfloat16 x = fp8_store<bfloat16>(v, finite);
+    std::memcpy(at + i * 2, &x.bits, 2);
+  }
+}
+
+// fp8_value of every code of `f`: the host's dequantization reads a table.
+inline const std::array<float, 256>& fp8_values(fp8_format f) {
+  static const auto table = [](fp8_format g) {
+    std::array<float, 256> t{};
+    for (unsigned c = 0; c < 256; ++c)
+      t[c] = fp8_value(g, static_cast<std::uint8_t>(c));
+    return t;
+  };
+  static const std::array<float, 256> e4m3 = table(fp8_format::e4m3);
+  static const std::array<float, 256> fnuz = table(fp8_format::e4m3_fnuz);
+  return f == fp8_format::e4m3 ? e4m3 : fnuz;
+}
+
+// One copy on an fp8 wire (plan::crosses_wire): the sender quantizes its source into its wire
+// slot (fp8_block.hpp: codes, then a scale byte per block), the encoded bytes cross the link to
+// the receiver's slot, and the receiver dequantizes them into the destination. The host
+// executor runs the three stages on the sending thread; each reads and writes only what the
+// plan gives it, as a GPU's three passes would.
+template <class Address>
+void host_fp8_copy(const plan& p, const plan_op& op, const wire_slot& slot, Address&& address) {
+  const fp8_format f = fp8_format_of(p.wire.taken);
+  const plan_operand& src = p.sources_of(op)[0];
+  const std::byte* from = address(src);
+  auto* send = address(plan_operand{src.rank, buffer::scratch, slot.send});
+  auto* recv = address(plan_operand{op.dst.rank, buffer::scratch, slot.recv});
+  const std::size_t count = op.count;
+  auto* send_codes = reinterpret_cast<std::uint8_t*>(send);
+  for (std::size_t first = 0, block = 0; first < count; first += fp8_block_elements, ++block) {
+    const int n = static_cast<int>(std::min<std::size_t>(fp8_block_elements, count - first));
+    std::array<float, fp8_block_elements> x{};
+    for (int k = 0; k < n; ++k)
+      x[static_cast<std::size_t>(k)] = host_load_float(p.type, (op.partial_mask & 1u) != 0, from,
+                                                       first + static_cast<std::size_t>(k));
+    const std::int8_t scale = fp8_quantize_block(f, x.data(), n, send_codes + first);
+    std::memcpy(send + count + block, &scale, 1);
+  }
+  host_copy(recv, send, fp8_wire_bytes(count));  // the link
+  const auto* codes = reinterpret_cast<const std::uint8_t*>(recv);
+  const bool partial = (op.partial_mask & partial_dst_bit) != 0;
+  std::byte* to = address(op.dst);
+  const std::array<float, 256>& value = fp8_values(f);
+  for (std::size_t first = 0; first < count; first += fp8_block_elements) {
+    std::int8_t scale;
+    std::memcpy(&scale, recv + count + first / fp8_block_elements, 1);
+    const float up = detail::exact_pow2(scale);  // fp8_dequantize: code's value times 2^k
+    const std::size_t last = std::min<std::size_t>(count, first + fp8_block_elements);
+    for (std::size_t i = first; i < last; ++i)
+      host_store_arrived(p.type, partial, to, i, value[codes[i]] * up, !fp8_is_nan(f, codes[i]));
+  }
+}
+
 // Runs one operation of `p` on host memory; `address(operand)` says where an operand lives.
+// `op` is one of p.ops (its index finds its wire slot).
 template <class Address>
 void host_run_op(const plan& p, const plan_op& op, Address&& address) {
   const auto sources = p.sources_of(op);
+  if (p.crosses_wire(op)) {
+    host_fp8_copy(p, op, p.wire_slots[static_cast<std::size_t>(&op - p.ops.data())], address);
+    return;
+  }
   if (op.phase == phase::transfer) {
     host_copy(address(op.dst), address(sources[0]),
               op.count * static_cast<std::size_t>(p.dst_width(op)));

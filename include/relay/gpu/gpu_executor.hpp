@@ -242,6 +242,7 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
       return {errc::invalid_group, "the plan has " + std::to_string(p.ranks()) +
                                        " ranks, the executor maps " + std::to_string(ranks())};
     if (status s = validate_plan(p, in, out); !s) return s;
+    if (status s = require_native_wire(p, "the GPU executor"); !s) return s;
     return gpu::check_buffer_devices(p, in, out, device_of_);
   }
 

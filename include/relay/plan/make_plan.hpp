@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "relay/core/status.hpp"
 #include "relay/cost/route.hpp"
+#include "relay/cost/wire.hpp"
 #include "relay/plan/plan.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
@@ -36,6 +38,11 @@ struct plan_request {
   std::int64_t alignment = default_alignment;  // elements; chunk sizes are multiples of it
   relay::precision precision = precision::fp32_partials;  // how partial sums are stored
   const topology* machine = nullptr;  // what route::automatic prices; nullptr: mi300x
+  // How data crosses links (core/wire.hpp): fp8 where the call's largest group holds at least
+  // `wire_threshold` bytes (-1: the cost model's threshold on `machine`, fp8_threshold_bytes),
+  // natively below; plan::wire says which and why.
+  wire_format wire = wire_format::native;
+  std::int64_t wire_threshold = -1;
 };
 
 // A request for schedule `s` (collective, mode, route, permille, tiles, N) over `groups`, one
@@ -63,6 +70,12 @@ inline plan_request request_of(const plan& p) {
   r.in_place = p.in_place;
   r.alignment = p.alignment;
   r.precision = p.precision;
+  r.wire = p.wire.requested;
+  // The threshold the plan was decided with, as a number: the same decision again.
+  if (p.wire.requested != wire_format::native)
+    r.wire_threshold = p.wire.threshold_bytes == fp8_never
+                           ? std::numeric_limits<std::int64_t>::max()
+                           : static_cast<std::int64_t>(p.wire.threshold_bytes);
   return r;
 }
 
@@ -155,6 +168,18 @@ inline status check_request(const plan_request& r) {
   if (r.op != reduce_op::sum && r.op != reduce_op::avg)
     return fail(errc::unsupported, "unknown reduction operator " +
                                        std::to_string(static_cast<int>(r.op)) + " (sum or avg)");
+  if (r.wire != wire_format::native && !is_fp8(r.wire))
+    return fail(errc::unsupported, "unknown wire format " +
+                                       std::to_string(static_cast<int>(r.wire)) +
+                                       " (native, fp8, fp8_e4m3 or fp8_e4m3_fnuz)");
+  if (is_fp8(r.wire) && !fp8_wire_dtype(r.type))
+    return fail(errc::unsupported, "the fp8 wire (" + std::string(name(r.wire)) +
+                                       ") takes float32, float16 or bfloat16 data, not " +
+                                       std::string(name(r.type)) + "; use wire_format::native");
+  if (r.wire_threshold < -1)
+    return fail(errc::invalid_argument,
+                "the wire threshold must be -1 (the model's) or a byte count, not " +
+                    std::to_string(r.wire_threshold));
   if (r.in_place && !has_in_place(r.coll))
     return fail(errc::unsupported, "all-to-all has no in-place form (as in NCCL)");
   if (r.alignment < 1 || r.alignment > (std::int64_t{1} << 30))
@@ -183,6 +208,62 @@ inline std::vector<int> physical_ranks(const plan_request& r) {
   for (int rank = 0; rank < r.ranks; ++rank)
     if (!active[static_cast<std::size_t>(rank)]) physical[next++] = rank;
   return physical;
+}
+
+// The wire `r` takes for `spec` (its route already chosen): what was asked, made concrete
+// (wire_format::fp8 is the machine's encoding), where the largest group reaches the threshold.
+inline wire_choice choose_wire(const plan_request& r, const schedule_spec& spec) {
+  wire_choice w;
+  if (r.wire == wire_format::native) return w;
+  const topology& machine = r.machine ? *r.machine : mi300x;
+  w.requested = r.wire == wire_format::fp8 ? wire_of(machine.fp8) : r.wire;
+  std::int64_t n = 0;
+  for (const std::int64_t count : r.counts)
+    n = std::max(n, count);
+  w.bytes = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(size_of(r.type));
+  w.threshold_bytes = r.wire_threshold >= 0
+                          ? static_cast<std::uint64_t>(r.wire_threshold)
+                          : fp8_threshold_bytes(spec, machine, r.type, r.precision);
+  w.taken = w.bytes >= w.threshold_bytes ? w.requested : wire_format::native;
+  return w;
+}
+
+// Where the encoded bytes of `p`'s fp8 transfers lie: per rank, a wire area after its other
+// scratch, as large as the most it sends plus receives in one phase (phases run one after
+// another, so each reuses the area); within a phase every transfer has its own slot on both
+// ends, 16-byte aligned.
+inline void lay_out_wire(plan& p) {
+  if (p.wire.taken == wire_format::native) return;
+  const auto R = static_cast<std::size_t>(p.ranks());
+  p.wire_slots.assign(p.ops.size(), wire_slot{});
+  std::vector<std::uint64_t> area(R, 0), used(R, 0);
+  auto take = [&](std::size_t rank, std::uint64_t bytes) {
+    const std::uint64_t at = used[rank];
+    used[rank] += (bytes + 15) / 16 * 16;
+    area[rank] = std::max(area[rank], used[rank]);
+    return at;
+  };
+  for (const plan_phase& ph : p.phases) {
+    std::fill(used.begin(), used.end(), 0);
+    for (std::uint32_t i = ph.first; i < ph.first + ph.size; ++i) {
+      const plan_op& o = p.ops[i];
+      if (!p.crosses_wire(o)) continue;
+      const std::uint64_t bytes = fp8_wire_bytes(o.count);
+      p.wire_slots[i].send = take(p.sources[o.first_source].rank, bytes);
+      p.wire_slots[i].recv = take(o.dst.rank, bytes);
+    }
+  }
+  std::vector<std::uint64_t> base(R, 0);
+  for (std::size_t rank = 0; rank < R; ++rank) {
+    base[rank] = p.scratch_bytes[rank];  // a multiple of scratch_area_alignment already
+    p.scratch_bytes[rank] +=
+        (area[rank] + scratch_area_alignment - 1) / scratch_area_alignment * scratch_area_alignment;
+  }
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (!p.crosses_wire(p.ops[i])) continue;
+    p.wire_slots[i].send += base[p.sources[p.ops[i].first_source].rank];
+    p.wire_slots[i].recv += base[p.ops[i].dst.rank];
+  }
 }
 
 }  // namespace detail
@@ -298,6 +379,8 @@ inline status make_plan(const plan_request& r, plan& out) {
     ++p.phases.back().size;
     p.ops.push_back(q);
   }
+  p.wire = detail::choose_wire(r, spec);
+  detail::lay_out_wire(p);
   out = std::move(p);
   return {};
 }

@@ -8,10 +8,13 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "relay/core/dtype.hpp"
+#include "relay/core/fp8_block.hpp"
 #include "relay/core/reduction.hpp"
+#include "relay/core/wire.hpp"
 #include "relay/schedule/schedule.hpp"
 
 namespace relay {
@@ -59,6 +62,40 @@ struct plan_phase {
   friend constexpr bool operator==(const plan_phase&, const plan_phase&) = default;
 };
 
+// What a plan puts on the wire, and why (issue 12). Every rank derives it from the call's
+// arguments alone (make_plan), so every rank of a call takes the same one.
+struct wire_choice {
+  wire_format requested = wire_format::native;  // as asked; wire_format::fp8 made concrete
+  wire_format taken = wire_format::native;      // native, fp8_e4m3 or fp8_e4m3_fnuz
+  std::uint64_t bytes = 0;  // what the threshold is compared with: the largest count * dtype size
+  // fp8 pays from this many bytes on (the cost model's, or the caller's); 0 where native was
+  // asked, UINT64_MAX where fp8 never pays.
+  std::uint64_t threshold_bytes = 0;
+  friend constexpr bool operator==(const wire_choice&, const wire_choice&) = default;
+};
+
+// One line for a person: "wire: fp8_e4m3_fnuz", "wire: native (fp8_e4m3_fnuz asked; below the
+// threshold of 9311847 bytes at 65536)", "wire: native".
+inline std::string describe(const wire_choice& w) {
+  std::string s = "wire: " + std::string(name(w.taken));
+  if (w.taken != w.requested) {
+    s += " (" + std::string(name(w.requested)) + " asked; ";
+    s += w.threshold_bytes == std::numeric_limits<std::uint64_t>::max()
+             ? std::string("the model says it never pays for this call)")
+             : "below the threshold of " + std::to_string(w.threshold_bytes) + " bytes at " +
+                   std::to_string(w.bytes) + ")";
+  }
+  return s;
+}
+
+// Where one fp8 transfer's encoded bytes (fp8_wire_bytes(count): the codes, then a scale byte
+// per block) lie: in the sender's scratch, where it quantizes them, and in the receiver's, where
+// they arrive and it dequantizes them. Byte offsets into each rank's scratch area.
+struct wire_slot {
+  std::uint64_t send = 0, recv = 0;
+  friend constexpr bool operator==(const wire_slot&, const wire_slot&) = default;
+};
+
 struct plan {
   schedule_spec spec{};
   dtype type = dtype::float32;
@@ -77,6 +114,10 @@ struct plan {
   // Per physical rank: bytes of input and output it must provide (0 where it is no group's
   // active rank), and bytes of scratch the executor provides.
   std::vector<std::uint64_t> input_bytes, output_bytes, scratch_bytes;
+  // The wire (issue 12). Where it is fp8, every copy between two ranks (crosses_wire) travels
+  // quantized through the wire slot of the same index (one per op; empty on a native wire).
+  wire_choice wire{};
+  std::vector<wire_slot> wire_slots;
 
   // Equal plans issue the same operations on the same memory: what lets an executor reuse what
   // it prepared for one (gpu/program_cache.hpp).
@@ -97,7 +138,30 @@ struct plan {
   std::span<const plan_op> ops_of(const plan_phase& p) const {
     return std::span<const plan_op>(ops).subspan(p.first, p.size);
   }
+  // Whether `o` travels as fp8: a copy from one rank to another on an fp8 wire.
+  bool crosses_wire(const plan_op& o) const {
+    return wire.taken != wire_format::native && o.phase == phase::transfer &&
+           sources[o.first_source].rank != o.dst.rank;
+  }
+  // Bytes `o` puts on the link between its ranks: none for a local copy or a reduction;
+  // fp8_wire_bytes(count) (a code each, a scale byte per block) on an fp8 wire; natively its
+  // count at its width.
+  std::uint64_t link_bytes(const plan_op& o) const {
+    if (o.phase != phase::transfer || sources[o.first_source].rank == o.dst.rank) return 0;
+    return crosses_wire(o) ? fp8_wire_bytes(o.count)
+                           : o.count * static_cast<std::uint64_t>(dst_width(o));
+  }
 };
+
+// Bytes per link direction over the whole call, [from * ranks + to]: what the cost model's link
+// loads predict for this call's counts (the fp8 scales rounded up per transfer).
+inline std::vector<std::uint64_t> link_bytes(const plan& p) {
+  const auto R = static_cast<std::size_t>(p.ranks());
+  std::vector<std::uint64_t> bytes(R * R, 0);
+  for (const plan_op& o : p.ops)
+    bytes[p.sources[o.first_source].rank * R + o.dst.rank] += p.link_bytes(o);
+  return bytes;
+}
 
 // The largest count of one group a plan takes. Offsets are affine in n with coefficients up to
 // about A*N (64 * 64), times 16 bytes at most per element and partial: below this bound every

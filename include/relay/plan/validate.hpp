@@ -84,6 +84,14 @@ inline status validate_plan(const plan& p) {
         return {errc::invalid_schedule,
                 "plan phase " + std::to_string(i) + " holds an op of another step or phase"};
   }
+  if (p.wire.taken != wire_format::native && p.wire.taken != wire_format::fp8_e4m3 &&
+      p.wire.taken != wire_format::fp8_e4m3_fnuz)
+    return {errc::unsupported, "the plan's wire is neither native nor a concrete fp8 encoding"};
+  if (p.wire.taken != wire_format::native && !fp8_wire_dtype(p.type))
+    return {errc::unsupported, "the plan's fp8 wire takes float32, float16 or bfloat16, not " +
+                                   std::string(name(p.type))};
+  if (p.wire.taken != wire_format::native && p.wire_slots.size() != p.ops.size())
+    return {errc::invalid_schedule, "the plan's fp8 wire needs one wire slot per op"};
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const plan_op& o = p.ops[i];
     const bool copy = o.phase == phase::transfer;
@@ -104,8 +112,26 @@ inline status validate_plan(const plan& p) {
         return {errc::invalid_schedule,
                 "plan op " + std::to_string(i) + ": a reduction reads another rank's memory"};
     }
+    if (p.crosses_wire(o)) {  // both ends of its encoded bytes lie in scratch
+      const auto bytes = static_cast<std::uint64_t>(fp8_wire_bytes(o.count));
+      const plan_operand send{p.sources[o.first_source].rank, buffer::scratch,
+                              p.wire_slots[i].send};
+      const plan_operand recv{o.dst.rank, buffer::scratch, p.wire_slots[i].recv};
+      if (status s = detail::check_operand(p, send, bytes, i, 1); !s) return s;
+      if (status s = detail::check_operand(p, recv, bytes, i, 1); !s) return s;
+    }
   }
   return {};
+}
+
+// For executors and transports that do not run the fp8 wire (yet): a clear refusal instead of
+// a native run the caller did not ask for.
+inline status require_native_wire(const plan& p, const char* who) {
+  if (p.wire.taken == wire_format::native) return {};
+  return {errc::unsupported, std::string(who) + " does not implement the fp8 wire (" +
+                                 std::string(name(p.wire.taken)) +
+                                 ") yet; run it on the host executor or ask for "
+                                 "wire_format::native"};
 }
 
 // The plan and the caller's buffers for a run of it (buffers.hpp: presence, size, alignment,

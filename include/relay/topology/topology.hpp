@@ -8,6 +8,11 @@
 //
 // Latency terms: `step_latency` per serialized step (a group boundary: launch plus cross-GPU
 // synchronization) and `op_latency` per operation a rank issues within a step.
+//
+// The fp8 wire (core/wire.hpp, cost/wire.hpp) adds local passes: a rank quantizes what it sends
+// and dequantizes what it receives, each pass reading and writing its memory at
+// `memory_bandwidth` and costing `pass_latency` per step; `fp8` is the encoding the machine's
+// GPUs convert in hardware (what wire_format::fp8 means on it).
 #pragma once
 
 #include <array>
@@ -15,6 +20,7 @@
 #include <optional>
 #include <string_view>
 
+#include "relay/core/fp8.hpp"
 #include "relay/schedule/schedule.hpp"
 
 namespace relay {
@@ -25,9 +31,12 @@ struct topology {
   const char* name = "";
   fabric kind = fabric::mesh;
   int ranks = 8;
-  double link_bandwidth = 48e9;  // bytes/s per direction: per link (mesh, matrix) or per port
-  double step_latency = 10e-6;   // seconds per serialized step
-  double op_latency = 0.0;       // seconds per operation issued by one rank within one step
+  double link_bandwidth = 48e9;       // bytes/s per direction: per link (mesh, matrix) or per port
+  double step_latency = 10e-6;        // seconds per serialized step
+  double op_latency = 0.0;            // seconds per operation issued by one rank within one step
+  double memory_bandwidth = 4.3e12;   // bytes/s of one GPU's memory, for the fp8 wire's passes
+  double pass_latency = 3e-6;         // seconds per fp8 pass (quantize, dequantize) per step
+  fp8_format fp8 = fp8_format::e4m3;  // the GPUs' fp8 encoding
   std::array<std::array<std::uint8_t, max_ranks>, max_ranks> links{};  // matrix only
 
   // Links from a to b (per direction); 1 on a mesh, unlimited (0 = not a per-pair limit) on a
@@ -48,6 +57,15 @@ constexpr topology mesh(int ranks, double link_bandwidth, double step_latency = 
   t.link_bandwidth = link_bandwidth;
   t.step_latency = step_latency;
   t.op_latency = op_latency;
+  return t;
+}
+
+// `t` with its memory bandwidth, fp8 pass latency and fp8 encoding (the fp8 wire's local terms).
+constexpr topology with_fp8_passes(topology t, double memory_bandwidth, double pass_latency,
+                                   fp8_format fp8) {
+  t.memory_bandwidth = memory_bandwidth;
+  t.pass_latency = pass_latency;
+  t.fp8 = fp8;
   return t;
 }
 
@@ -75,12 +93,18 @@ constexpr topology link_matrix(const std::array<std::array<int, R>, R>& counts,
 
 // AMD Instinct MI300X: 8 GPUs, one xGMI link per pair, ~48 GB/s usable per direction (64 rated).
 // The step latency is a launch plus a cross-GPU synchronization, of the order the spec's
-// crossovers imply.
-inline constexpr topology mi300x = mesh(8, 48e9, 10e-6, 0.0, "mi300x");
-// AMD Instinct MI350X: 8 GPUs, one link per pair, ~56 GB/s measured per direction (spec).
-inline constexpr topology mi350x = mesh(8, 56e9, 10e-6, 0.0, "mi350x");
-// NVIDIA H200 HGX: 8 GPUs on NVSwitch, 450 GB/s per direction per GPU (18 NVLink4 links).
-inline constexpr topology h200_nvswitch = switched(8, 450e9, 10e-6, 0.0, "h200-nvswitch");
+// crossovers imply. The fp8 terms (HBM3 at 5.3 TB/s peak, ~4.3 sustained; 3 us a pass) put the
+// fp8 wire's threshold for 2 active bf16 ranks at about 9 MB, where the issue measured it.
+inline constexpr topology mi300x =
+    with_fp8_passes(mesh(8, 48e9, 10e-6, 0.0, "mi300x"), 4.3e12, 3e-6, fp8_format::e4m3_fnuz);
+// AMD Instinct MI350X: 8 GPUs, one link per pair, ~56 GB/s measured per direction (spec); HBM3E
+// at 8 TB/s peak; OCP e4m3 (gfx950).
+inline constexpr topology mi350x =
+    with_fp8_passes(mesh(8, 56e9, 10e-6, 0.0, "mi350x"), 6.5e12, 3e-6, fp8_format::e4m3);
+// NVIDIA H200 HGX: 8 GPUs on NVSwitch, 450 GB/s per direction per GPU (18 NVLink4 links); HBM3E
+// at 4.8 TB/s peak.
+inline constexpr topology h200_nvswitch = with_fp8_passes(
+    switched(8, 450e9, 10e-6, 0.0, "h200-nvswitch"), 4.0e12, 3e-6, fp8_format::e4m3);
 // An MI250X-shaped node: 8 GCDs, 4 links between the two GCDs of a package, 1 or 2 between some
 // GCDs of different packages and none between others. An example of an uneven link matrix, not
 // a calibrated machine.

@@ -324,6 +324,7 @@ class ipc_transport final : public transport {
   // alone took 4-13 us a call on a slow host for A=2 allreduce shapes.
   status check(const plan& p) const {
     if (status s = validate_plan(p); !s) return s;
+    if (status s = require_native_wire(p, "the ipc transport"); !s) return s;
     if (p.ranks() != area_.ranks())
       return {errc::invalid_argument, "the plan has " + std::to_string(p.ranks()) +
                                           " ranks; the ipc transport has " +

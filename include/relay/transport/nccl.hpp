@@ -147,6 +147,7 @@ class nccl_transport final : public transport {
     const plan& p = *call.p;
     const int me = call.slice->rank;
     if (status s = validate_plan(p); !s) return s;  // the same everywhere: all ranks refuse
+    if (status s = require_native_wire(p, "the nccl transport"); !s) return s;
     if (me < 0 || me >= p.ranks())
       return {errc::invalid_argument, "the slice's rank is not in the plan"};
     if (call.p->in_place)

@@ -31,6 +31,7 @@
 #include "relay/bootstrap/environment.hpp"
 #include "relay/exec/host_ops.hpp"
 #include "relay/plan/area_layout.hpp"
+#include "relay/plan/validate.hpp"
 #include "relay/transport/shm_segment.hpp"
 #include "relay/transport/shm_wait.hpp"
 #include "relay/transport/transport.hpp"
@@ -65,6 +66,9 @@ class transport final : public relay::transport {
 
   status run(const call_context& call) override {
     if (!broken_.ok()) return broken_;
+    // Every rank holds the same plan, so every rank refuses alike, before it waits on a peer.
+    if (call.p != nullptr)
+      if (status s = require_native_wire(*call.p, "the shm transport"); !s) return s;
     status s = run_call(call);
     if (s.code() == errc::timeout) broken_ = status(s.code(), s.message() + " (earlier call)");
     return s;

@@ -3,6 +3,7 @@
 #include "data.hpp"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstring>
 
 #include "relay/check/reference.hpp"
@@ -133,4 +134,36 @@ TEST_CASE("check_output agrees with the reference, right and wrong", "[bench]") 
         CHECK_THAT(mine.first, Catch::StartsWith("rank 3 element 17: got"));
         CHECK(reference::check_outputs(c, t, op, groups, counts, inputs, outputs).wrong == 2);
       }
+}
+
+TEST_CASE("the fp8 check takes right outputs, measures their error and counts wrong ones",
+          "[bench][data][wire]") {
+  // Right outputs have no error; one within the fp8 bound of A=8 sums of inputs in -4..4 (after
+  // 2 hops on e4m3 about ((1 + 2^-4)^2 - 1) * A * 4 = 4.1, and 0.52 for one input) counts as
+  // right with its relative error measured; one far outside it counts as wrong.
+  const std::vector<int> group{0, 1, 2, 3, 4, 5, 6, 7};
+  const std::int64_t n = 1000;
+  for (collective c : all_collectives) {
+    INFO(name(c));
+    auto out = right_outputs(c, dtype::float32, reduce_op::sum, group, n, 8, 5);
+    check_result r = check_output_fp8(c, dtype::float32, reduce_op::sum, group, 0, n, 5,
+                                      out[0].data(), fp8_format::e4m3, 2);
+    CHECK(r.wrong == 0);
+    CHECK(r.max_relative_error == 0.0);
+    float x;
+    std::memcpy(&x, out[0].data() + 4 * 17, 4);
+    const float want = x, off = reduces(c) ? 2.0f : 0.25f;  // within 4.1 and 0.52
+    x = want + off;
+    std::memcpy(out[0].data() + 4 * 17, &x, 4);
+    r = check_output_fp8(c, dtype::float32, reduce_op::sum, group, 0, n, 5, out[0].data(),
+                         fp8_format::e4m3, 2);
+    CHECK(r.wrong == 0);
+    if (want != 0) CHECK(r.max_relative_error == Approx(off / std::fabs(want)));
+    x = want + 100;
+    std::memcpy(out[0].data() + 4 * 17, &x, 4);
+    r = check_output_fp8(c, dtype::float32, reduce_op::sum, group, 0, n, 5, out[0].data(),
+                         fp8_format::e4m3, 2);
+    CHECK(r.wrong == 1);
+    CHECK(r.first.find("element 17") != std::string::npos);
+  }
 }

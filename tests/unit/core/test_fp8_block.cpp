@@ -130,3 +130,35 @@ TEST_CASE("fp8 blocks: the error bound holds on random and adversarial blocks",
   }
   CHECK(checked > 500000);
 }
+
+TEST_CASE("fp8_value is fp8_to_float without the loop, code for code", "[core][fp8]") {
+  for (fp8_format f : {fp8_format::e4m3, fp8_format::e4m3_fnuz})
+    for (unsigned c = 0; c < 256; ++c) {
+      const auto code = static_cast<std::uint8_t>(c);
+      INFO("code " << c);
+      CHECK(float_bits(fp8_value(f, code)) == float_bits(fp8_to_float(f, code)));
+    }
+  // By hand: e4m3 0x01 is 2^-9 (the smallest subnormal), 0x7e 448; fnuz 0x01 2^-10, 0x7f 240.
+  CHECK(fp8_value(fp8_format::e4m3, 0x01) == 0x1p-9f);
+  CHECK(fp8_value(fp8_format::e4m3, 0xfe) == -448.0f);
+  CHECK(fp8_value(fp8_format::e4m3_fnuz, 0x01) == 0x1p-10f);
+  CHECK(fp8_value(fp8_format::e4m3_fnuz, 0x7f) == 240.0f);
+}
+
+TEST_CASE("fp8_store keeps a finite arrival finite", "[core][fp8]") {
+  // fp16: 65536 (65504's fp8 rounding) saturates to 65504 (0x7bff); 1.5 is exact; NaN stays.
+  CHECK(fp8_store<float16>(65536.0f, true).bits == 0x7bff);
+  CHECK(fp8_store<float16>(-65536.0f, true).bits == 0xfbff);
+  CHECK(fp8_store<float16>(1.5f, true).bits == 0x3e00);
+  CHECK(std::isnan(fp8_store<float16>(std::numeric_limits<float>::quiet_NaN(), false).to_float()));
+  // bf16 and float: 2^128 (an infinity in float) saturates to the largest finite value.
+  const float huge = std::numeric_limits<float>::infinity();
+  CHECK(fp8_store<bfloat16>(huge, true).bits == 0x7f7f);
+  CHECK(fp8_store<bfloat16>(-huge, true).bits == 0xff7f);
+  CHECK(fp8_store<float>(huge, true) == std::numeric_limits<float>::max());
+  CHECK(fp8_store<float>(-huge, true) == -std::numeric_limits<float>::max());
+  CHECK(std::isnan(fp8_store<float>(std::numeric_limits<float>::quiet_NaN(), false)));
+  // Subnormal spacing: bf16 holds 2^-133 but not 2^-135, which rounds to zero (even).
+  CHECK(fp8_store<bfloat16>(0x1p-133f, true).bits == 0x0001);
+  CHECK(fp8_store<bfloat16>(0x1p-135f, true).bits == 0x0000);
+}

@@ -1,0 +1,194 @@
+// The naive reference for calls on an fp8 wire (issue 12): every output against the exact
+// (long double) result of its definition, within the documented bound (docs/schedules.md, "fp8
+// on the wire"), and the non-finite rules. Like reference.hpp it shares only core/'s vocabulary
+// with what it checks: no plan, no blocks, no quantizer.
+//
+// The bound for an output whose exact value is S, from A contributions (1 for all-gather and
+// all-to-all), each quantized on at most h hops (a value crosses h links; a sum crosses as one):
+//
+//   |r - S| <= u |S| + (1 + u) Q + u A M + (A + 1) u32 (1 + u)^2 (sum_j |x_j| + Q + A M)
+//              + (h + 2) eta
+//   Q = ((1 + e)^h - 1) A M,   e = 2^-4 + 2^s / fp8_max
+//
+// M: the largest finite magnitude of any contribution within 31 elements of the output's index
+// (a superset of every block the element travelled in: a block is 32 consecutive elements of
+// one transfer). s = -9, fp8_max = 448 (e4m3); s = -10, fp8_max = 240 (e4m3_fnuz). u: the
+// element type's unit roundoff (2^-24, 2^-11, 2^-8 for float32, float16, bfloat16); u32 = 2^-24;
+// eta: the type's subnormal step. AVG divides S, sum_j |x_j|, Q and A M by A. (u A M: a
+// partial sum stored in the element type, precision::native_partials, rounds before it crosses.)
+//
+// Non-finite inputs: where a contribution is NaN the output must be NaN; where one is an
+// infinity it must be NaN or an infinity (an infinity that crosses a link arrives as NaN).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "relay/check/reference.hpp"
+#include "relay/core/fp8.hpp"
+#include "relay/schedule/schedule.hpp"
+
+namespace relay::reference {
+
+// h: how many links a value crosses at most, each a quantization on an fp8 wire: one on the
+// direct route (but its allreduce at A > 2: reduce-scatter, then all-gather of the sums), two on
+// every other (to a helper and on, or a sum sent on after it was reduced).
+constexpr int wire_hops(collective c, route r, int active) {
+  return r == route::direct && !(c == collective::allreduce && active > 2) ? 1 : 2;
+}
+
+// e: one quantization's error per unit of its block's largest magnitude.
+inline long double fp8_unit_error(fp8_format f) {
+  return f == fp8_format::e4m3 ? std::ldexp(1.0L, -4) + std::ldexp(1.0L, -9) / 448
+                               : std::ldexp(1.0L, -4) + std::ldexp(1.0L, -10) / 240;
+}
+
+// The bound above for one output of element type T: `want` is S, `magnitude` sum_j |x_j| (both
+// divided for AVG already), `M` the largest finite magnitude within 31 elements, `contributions`
+// A (1 for all-gather and all-to-all), `divide` A for AVG and 1 otherwise.
+template <class T>
+long double fp8_bound(long double want, long double magnitude, long double M,
+                      long double contributions, long double divide, fp8_format f, int hops) {
+  const long double u = detail::storage_roundoff<T>(), u32 = std::ldexp(1.0L, -24);
+  const long double AM = contributions * M / divide;
+  const long double Q = (std::pow(1 + fp8_unit_error(f), hops) - 1) * AM;
+  return u * std::fabs(want) + (1 + u) * Q + u * AM +
+         (contributions + 1) * u32 * (1 + u) * (1 + u) * (magnitude + Q + AM) +
+         (hops + 2) * detail::smallest_step<T>();
+}
+
+struct wire_check {
+  std::int64_t wrong = 0;
+  std::string first;
+  // The largest |r - S| / |S| over outputs with S finite and nonzero (relay-bench's column).
+  long double max_relative_error = 0;
+};
+
+namespace detail {
+
+// Per index y of one input space: the largest finite magnitude over `sources` at y; then the
+// same over 32-aligned blocks, whose three neighbours around y cover every index within 31.
+struct window_max {
+  std::vector<long double> block;
+  long double at(std::int64_t y) const {
+    const std::int64_t b = y / 32, last = static_cast<std::int64_t>(block.size()) - 1;
+    long double m = block[static_cast<std::size_t>(b)];
+    if (b > 0) m = std::max(m, block[static_cast<std::size_t>(b - 1)]);
+    if (b < last) m = std::max(m, block[static_cast<std::size_t>(b + 1)]);
+    return m;
+  }
+};
+
+template <class T>
+window_max window_of(const std::vector<const std::byte*>& sources, std::int64_t length) {
+  window_max w;
+  w.block.assign(static_cast<std::size_t>((length + 31) / 32 + 1), 0.0L);
+  for (const std::byte* s : sources)
+    for (std::int64_t y = 0; y < length; ++y) {
+      const long double v = std::fabs(as_number(load<T>(s, y)));
+      long double& m = w.block[static_cast<std::size_t>(y / 32)];
+      if (std::isfinite(static_cast<double>(v)) && v > m) m = v;
+    }
+  return w;
+}
+
+}  // namespace detail
+
+// Checks `outputs` of one call on an fp8 wire of format `f`, each value quantized on at most
+// `hops` hops, against `inputs` (host copies indexed by rank). Floating dtypes only.
+inline wire_check check_outputs_fp8(collective c, dtype type, reduce_op op,
+                                    const std::vector<std::vector<int>>& groups,
+                                    std::span<const std::int64_t> counts,
+                                    const std::vector<std::vector<std::byte>>& inputs,
+                                    const std::vector<std::vector<std::byte>>& outputs,
+                                    fp8_format f, int hops) {
+  wire_check report;
+  auto check = [&](auto zero) {
+    using T = decltype(zero);
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const auto& ranks = groups[g];
+      const auto A = static_cast<std::int64_t>(ranks.size());
+      const std::int64_t n = counts[g];
+      const std::int64_t in_length = input_elements(c, static_cast<int>(A), n);
+      std::vector<const std::byte*> in(static_cast<std::size_t>(A));
+      for (std::int64_t j = 0; j < A; ++j)
+        in[static_cast<std::size_t>(j)] =
+            inputs[static_cast<std::size_t>(ranks[static_cast<std::size_t>(j)])].data();
+      // Reductions mix every contribution in one block; copies carry one rank's data.
+      std::vector<detail::window_max> windows;
+      if (reduces(c))
+        windows.push_back(detail::window_of<T>(in, in_length));
+      else
+        for (const std::byte* s : in)
+          windows.push_back(detail::window_of<T>({s}, in_length));
+      for (std::int64_t k = 0; k < A; ++k) {
+        const int me = ranks[static_cast<std::size_t>(k)];
+        const std::byte* out = outputs[static_cast<std::size_t>(me)].data();
+        const std::int64_t length = output_elements(c, static_cast<int>(A), n);
+        for (std::int64_t x = 0; x < length; ++x) {
+          const long double got = detail::as_number(detail::load<T>(out, x));
+          long double want = 0, magnitude = 0, M = 0, contributions = 1;
+          bool nan = false, inf = false;
+          if (reduces(c)) {
+            const std::int64_t from = c == collective::reduce_scatter ? k * n + x : x;
+            for (std::int64_t j = 0; j < A; ++j) {
+              const long double v =
+                  detail::as_number(detail::load<T>(in[static_cast<std::size_t>(j)], from));
+              nan |= std::isnan(static_cast<double>(v));
+              inf |= std::isinf(static_cast<double>(v));
+              want += v;
+              magnitude += std::fabs(v);
+            }
+            M = windows[0].at(from);
+            contributions = static_cast<long double>(A);
+          } else {
+            const std::int64_t j = x / n, y = x % n;
+            const std::int64_t from = c == collective::all_to_all ? k * n + y : y;
+            want = detail::as_number(detail::load<T>(in[static_cast<std::size_t>(j)], from));
+            nan = std::isnan(static_cast<double>(want));
+            inf = std::isinf(static_cast<double>(want));
+            magnitude = std::fabs(want);
+            M = windows[static_cast<std::size_t>(j)].at(from);
+          }
+          bool ok = true;
+          if (nan) {
+            ok = std::isnan(static_cast<double>(got));
+          } else if (inf) {
+            ok = std::isnan(static_cast<double>(got)) ||
+                 (std::isinf(static_cast<double>(got)) && (got > 0) == (want > 0)) ||
+                 (reduces(c) && std::isinf(static_cast<double>(got)));
+          } else {
+            const long double divide = op == reduce_op::avg && reduces(c) ? contributions : 1;
+            want /= divide;
+            const long double bound =
+                fp8_bound<T>(want, magnitude / divide, M, contributions, divide, f, hops);
+            const long double error = std::fabs(got - want);
+            ok = std::isfinite(static_cast<double>(got)) && error <= bound;
+            if (ok && want != 0)
+              report.max_relative_error =
+                  std::max(report.max_relative_error, error / std::fabs(want));
+          }
+          if (!ok && report.wrong++ == 0)
+            report.first = "group " + std::to_string(g) + " rank " + std::to_string(me) +
+                           " element " + std::to_string(x) + ": got " +
+                           std::to_string(static_cast<double>(got)) + ", want " +
+                           std::to_string(static_cast<double>(want)) + " (block maximum " +
+                           std::to_string(static_cast<double>(M)) + ")";
+        }
+      }
+    }
+  };
+  switch (type) {
+    case dtype::float32: check(float{}); break;
+    case dtype::float16: check(float16{}); break;
+    case dtype::bfloat16: check(bfloat16{}); break;
+    default: report.wrong = -1, report.first = "the fp8 wire takes floating dtypes only";
+  }
+  return report;
+}
+
+}  // namespace relay::reference

@@ -1,0 +1,228 @@
+// The fp8 wire on the host executor (issue 12): hand-worked values of one block, the non-finite
+// rules, the report of the choice, and the property suite on random and adversarial data within
+// the documented bound (check/wire_reference.hpp) against the exact long-double reference.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "relay/exec/host_executor.hpp"
+#include "support/property_suite.hpp"
+
+using namespace relay;
+
+namespace {
+
+// All-gather, A = N = 2 (direct: each rank sends its input to the other), float32, `n` elements
+// per rank; rank 1's input is zeros. Returns rank 1's output (rank 0's segment, then its own).
+std::vector<float> gather_from_rank0(const std::vector<float>& x, wire_format w) {
+  const std::size_t n = x.size();
+  std::vector<float> in0 = x, in1(n, 0.0f), out0(2 * n, -7.0f), out1(2 * n, -7.0f);  // poison
+  const std::vector<buffer_view> send{{in0.data(), n * 4}, {in1.data(), n * 4}};
+  const std::vector<buffer_view> recv{{out0.data(), 2 * n * 4}, {out1.data(), 2 * n * 4}};
+  host_executor ex;
+  options opt;
+  opt.route = route::direct;  // A = N
+  opt.wire = w;
+  opt.wire_threshold = 0;
+  REQUIRE(all_gather(ex, {{0, 1}}, send, recv, std::vector<std::int64_t>{std::int64_t(n)},
+                     dtype::float32, opt));
+  // Rank 0's own segment is a local copy: exact.
+  for (std::size_t i = 0; i < n; ++i)
+    CHECK(std::memcmp(&out0[i], &x[i], 4) == 0);
+  return out1;
+}
+
+}  // namespace
+
+TEST_CASE("one block by hand: scale from the finite maximum, NaN in its own element",
+          "[exec][wire]") {
+  // e4m3: the maximum 1000 needs k = 2 (1000/2 = 500 > 448; 1000/4 = 250), and 250 rounds to
+  // 256 in [128, 256) (steps of 16): 1024. 1/4 is exact: 1. 0.1/4 = 0.025 = 12.8 * 2^-9 rounds
+  // to 13 * 2^-9: 0.1015625. e4m3_fnuz: k = 3 (1000/4 = 250 > 240), 125 rounds to 128 in
+  // [64, 128) (steps of 8): 1024; 0.1/8 = 12.8 * 2^-10 rounds to 13 * 2^-10: 0.1015625 again.
+  // An infinity crosses as NaN; -0.0 keeps its sign on e4m3 (fnuz has one zero).
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x{1.0f, 0.1f, 1000.0f, nan, -inf, -0.0f, -3.0f};
+  for (wire_format w : {wire_format::fp8_e4m3, wire_format::fp8_e4m3_fnuz}) {
+    INFO(name(w));
+    const std::vector<float> got = gather_from_rank0(x, w);
+    CHECK(got[0] == 1.0f);
+    CHECK(got[1] == 0.1015625f);
+    CHECK(got[2] == 1024.0f);
+    CHECK(std::isnan(got[3]));
+    CHECK(std::isnan(got[4]));
+    CHECK(got[5] == 0.0f);
+    CHECK(std::signbit(got[5]) == (w == wire_format::fp8_e4m3));
+    CHECK(got[6] == -3.0f);
+    for (std::size_t i = 7; i < 14; ++i)  // rank 1's own zeros, a local copy
+      CHECK(got[i] == 0.0f);
+  }
+}
+
+TEST_CASE("a NaN or an infinity poisons its element, never its block", "[exec][wire]") {
+  // bf16 allreduce, A=2 on N=8 (relay: each value crosses to a helper, the sum back): rank 0
+  // holds 1 everywhere but NaN at 5 and +Inf at 40; rank 1 holds 1. Ones and twos are exact on
+  // fp8, so every other element is exactly 2 on both ranks.
+  const std::int64_t n = 3000;
+  std::vector<std::vector<bfloat16>> in(8), out(8);
+  std::vector<buffer_view> send(8), recv(8);
+  for (std::size_t r = 0; r < 8; ++r) {
+    in[r].assign(static_cast<std::size_t>(n), bfloat16::from_float(1.0f));
+    out[r].assign(static_cast<std::size_t>(n), bfloat16::from_float(-5.0f));
+    send[r] = {in[r].data(), in[r].size() * 2};
+    recv[r] = {out[r].data(), out[r].size() * 2};
+  }
+  in[0][5] = bfloat16::from_float(std::numeric_limits<float>::quiet_NaN());
+  in[0][40] = bfloat16::from_float(std::numeric_limits<float>::infinity());
+  host_executor ex;
+  options opt;
+  opt.wire = wire_format::fp8_e4m3;
+  opt.wire_threshold = 0;
+  wire_choice said;
+  opt.wire_report = &said;
+  REQUIRE(allreduce(ex, {{0, 1}, {2, 3}, {4, 5}, {6, 7}}, send, recv, std::vector<int>(4, 3000),
+                    dtype::bfloat16, reduce_op::sum, opt));
+  CHECK(said.taken == wire_format::fp8_e4m3);
+  for (std::size_t r : {0u, 1u}) {
+    INFO("rank " << r);
+    CHECK(std::isnan(out[r][5].to_float()));
+    CHECK(!std::isfinite(out[r][40].to_float()));
+    for (std::int64_t i = 0; i < n; ++i)
+      if (i != 5 && i != 40 && out[r][static_cast<std::size_t>(i)].to_float() != 2.0f)
+        FAIL("element " << i << " is " << out[r][static_cast<std::size_t>(i)].to_float());
+  }
+}
+
+TEST_CASE("the call reports the wire it took", "[exec][wire]") {
+  std::vector<float> a(64, 1.0f), b(64, 2.0f), oa(64), ob(64);
+  const std::vector<buffer_view> send{{a.data(), 256}, {b.data(), 256}};
+  const std::vector<buffer_view> recv{{oa.data(), 256}, {ob.data(), 256}};
+  host_executor ex;
+  options opt;
+  opt.route = route::direct;  // A = N
+  opt.wire = wire_format::fp8;
+  wire_choice said;
+  opt.wire_report = &said;
+  REQUIRE(allreduce(ex, {{0, 1}}, send, recv, std::vector<int>{64}, dtype::float32, reduce_op::sum,
+                    opt));
+  CHECK(said.requested == wire_format::fp8_e4m3_fnuz);  // mi300x's
+  CHECK(said.taken == wire_format::native);             // 256 bytes: far below the threshold
+  CHECK(said.bytes == 256);
+  CHECK(oa == std::vector<float>(64, 3.0f));
+  // Integers are refused, naming the problem, and nothing is written.
+  std::vector<std::int32_t> ia(64, 1), io(64, -9);
+  const std::vector<buffer_view> isend{{ia.data(), 256}, {ia.data(), 256}};
+  const std::vector<buffer_view> irecv{{io.data(), 256}, {io.data(), 256}};
+  const status s = allreduce(ex, {{0, 1}}, isend, irecv, std::vector<int>{64}, dtype::int32,
+                             reduce_op::sum, opt);
+  CHECK(s.code() == errc::unsupported);
+  CHECK(s.message().find("int32") != std::string::npos);
+  CHECK(io == std::vector<std::int32_t>(64, -9));
+}
+
+TEST_CASE("fp8 wire property suite: random and adversarial data within the bound",
+          "[exec][wire][property]") {
+  // Random cases of the native suite (every collective, A, N, mode, route, count, layout, in and
+  // out of place) made floating, on both encodings, over the five data kinds of
+  // testing::detail::fill_fp8, each checked against the exact reference within the bound.
+  host_executor ex;
+  std::mt19937_64 rng(20261203);
+  const int cases = 700;
+  int failures = 0;
+  std::array<int, 5> per_kind{};
+  for (int i = 0; i < cases; ++i) {
+    testing::property_case c = testing::random_case(rng);
+    std::mt19937_64 r(c.seed);
+    c.type = std::array{dtype::float32, dtype::float16, dtype::bfloat16}[r() % 3];
+    c.wire = r() % 2 ? wire_format::fp8_e4m3 : wire_format::fp8_e4m3_fnuz;
+    c.wire_data = static_cast<int>(r() % 5);
+    ++per_kind[static_cast<std::size_t>(c.wire_data)];
+    const testing::property_result result = testing::run_case(ex, c);
+    if (!result.ok && failures++ < 10) FAIL_CHECK(result.failure);
+  }
+  CHECK(failures == 0);
+  for (int k : per_kind)
+    CHECK(k > cases / 10);
+}
+
+namespace {
+
+// The most fp8 crossings on any path from an input to an output of `p`: each element of every
+// area carries its count; a copy adds one where it crosses the wire, a reduction takes the
+// largest of its sources.
+int most_crossings(const plan& p) {
+  const auto R = static_cast<std::size_t>(p.ranks());
+  std::array<std::vector<std::vector<int>>, 3> mem;  // input, output, scratch; per rank, per byte
+  for (auto& m : mem)
+    m.resize(R);
+  for (std::size_t r = 0; r < R; ++r) {
+    mem[0][r].assign(p.input_bytes[r] + 1, 0);
+    mem[1][r].assign(p.output_bytes[r] + 1, 0);
+    mem[2][r].assign(p.scratch_bytes[r] + 1, 0);
+  }
+  auto at = [&](const plan_operand& o) {
+    return mem[static_cast<std::size_t>(o.buf)][o.rank].data() + o.offset;
+  };
+  for (const plan_op& o : p.ops) {
+    const auto sources = p.sources_of(o);
+    for (std::uint64_t i = 0; i < o.count; ++i) {
+      int h = 0;
+      for (std::size_t s = 0; s < sources.size(); ++s)
+        h = std::max(h, at(sources[s])[i * static_cast<std::uint64_t>(p.source_width(o, s))]);
+      at(o.dst)[i * static_cast<std::uint64_t>(p.dst_width(o))] = h + (p.crosses_wire(o) ? 1 : 0);
+    }
+  }
+  int most = 0;
+  for (std::size_t r = 0; r < R; ++r)
+    for (int b : mem[1][r])
+      most = std::max(most, b);
+  return most;
+}
+
+}  // namespace
+
+TEST_CASE("wire_hops bounds the crossings of every route's plans", "[exec][wire]") {
+  // The table the bound uses (check/wire_reference.hpp), by hand: direct routes cross once but
+  // the allreduce at A > 2 (reduce-scatter, then all-gather); every other route twice.
+  CHECK(reference::wire_hops(collective::allreduce, route::direct, 2) == 1);
+  CHECK(reference::wire_hops(collective::allreduce, route::direct, 4) == 2);
+  CHECK(reference::wire_hops(collective::all_to_all, route::direct, 4) == 1);
+  CHECK(reference::wire_hops(collective::all_gather, route::relay, 2) == 2);
+  CHECK(reference::wire_hops(collective::reduce_scatter, route::pipelined, 4) == 2);
+  // And every plan keeps to it (out of place, where outputs hold every value's last copy).
+  int plans = 0;
+  for (collective c : all_collectives)
+    for (auto [A, N] : {std::pair{2, 3}, std::pair{2, 8}, std::pair{4, 8}, std::pair{8, 16}})
+      for (mode m : {mode::fused, mode::single})
+        for (route rt : {route::relay, route::direct, route::legacy, route::pipelined}) {
+          const schedule_spec s{c, A, N, m, rt, 0, rt == route::pipelined ? 3 : 0};
+          if (spec_error(s) != nullptr) continue;
+          std::vector<std::vector<int>> groups;
+          for (int g = 0; g < (m == mode::fused ? N / A : 1); ++g) {
+            groups.emplace_back();
+            for (int j = 0; j < A; ++j)
+              groups.back().push_back(g * A + j);
+          }
+          plan_request q = request_for(s, groups, std::vector<std::int64_t>(groups.size(), 9001));
+          q.type = dtype::bfloat16;
+          q.wire = wire_format::fp8_e4m3;
+          q.wire_threshold = 0;
+          plan p;
+          REQUIRE(make_plan(q, p));
+          INFO(name(c) << " A=" << A << " N=" << N << " " << name(m) << " " << name(rt));
+          const int most = most_crossings(p);
+          CHECK(most <= reference::wire_hops(c, rt, A));
+          CHECK(most >= 1);
+          ++plans;
+        }
+  CHECK(plans > 60);
+}
