@@ -230,10 +230,7 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
   const concrete_operand* const all_sources = p.sources.data();
   const std::size_t op_count = p.ops.size();
   for (std::size_t first = 0; first < op_count;) {
-    std::size_t last = first;
-    while (last < op_count && ops[last].step == ops[first].step &&
-           ops[last].phase == ops[first].phase)
-      ++last;
+    const std::size_t last = phase_end(ops, op_count, first);
     // Every operation of a phase reads before any of them writes: they run concurrently.
     staged.clear();
     writes.clear();
@@ -259,7 +256,7 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
                         op.group, src.rank, op.step, src.offset);
         const std::int64_t delta = at - (from.base + src.offset);
         const std::size_t read_from = into.size();
-        m.read(from.space, from.base + src.offset, from.base + src.offset + op.length, into);
+        m.read(from.space, from.base + src.offset, from.base + src.offset + op.count, into);
         segment* const read = into.data();
         for (std::size_t j = read_from; j < into.size(); ++j) {
           segment& piece = read[j];

@@ -29,24 +29,33 @@ constexpr bool before(const access& a, const access& b) {
   return a.space != b.space ? a.space < b.space : a.lo < b.lo;
 }
 
-// Sorts [a, a + n) by (space, lo), `spare` holding n more. A bottom-up merge sort on raw
-// pointers: compilers price constant evaluation by the statements and calls run, which std::sort
-// spends freely; runs already in order (operations are generated rank by rank) are not merged.
-constexpr void sort_accesses(access* a, std::size_t n, access* spare) {
-  for (std::size_t width = 1; width < n; width *= 2)
-    for (std::size_t lo = 0; lo + width < n; lo += 2 * width) {
-      const std::size_t mid = lo + width, hi = mid + width < n ? mid + width : n;
-      if (!before(a[mid], a[mid - 1])) continue;
-      std::size_t i = lo, j = mid, k = lo;
-      while (i < mid && j < hi)
-        spare[k++] = before(a[j], a[i]) ? a[j++] : a[i++];
-      while (i < mid)
-        spare[k++] = a[i++];
-      while (j < hi)
-        spare[k++] = a[j++];
-      for (k = lo; k < hi; ++k)
-        a[k] = spare[k];
-    }
+// Sorts the n accesses `a` by (space, lo) into `out`, and sets `start` (spaces + 1 entries) so
+// that space s's accesses are out[start[s], start[s + 1]). A counting sort by space (a model has
+// few: one user, scratch and partial space per rank and group), then an insertion sort by start,
+// which moves almost nothing: a generator writes a space's slots nearly in order. On raw
+// pointers, because compilers price constant evaluation by the statements and calls run, which
+// std::sort spends freely.
+constexpr void sort_by_space(const access* a, std::size_t n, std::size_t spaces, std::size_t* start,
+                             access* out) {
+  for (std::size_t s = 0; s <= spaces; ++s)
+    start[s] = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    ++start[a[i].space + 1];
+  for (std::size_t s = 1; s < spaces; ++s)
+    start[s] += start[s - 1];
+  for (std::size_t i = 0; i < n; ++i)  // start[s] ends as the end of space s
+    out[start[a[i].space]++] = a[i];
+  for (std::size_t s = spaces; s > 0; --s)
+    start[s] = start[s - 1];
+  start[0] = 0;
+  for (std::size_t i = 1; i < n; ++i) {
+    if (out[i].space != out[i - 1].space || out[i - 1].lo <= out[i].lo) continue;
+    const access x = out[i];
+    std::size_t j = i;
+    for (; j > 0 && out[j - 1].space == x.space && x.lo < out[j - 1].lo; --j)
+      out[j] = out[j - 1];
+    out[j] = x;
+  }
 }
 
 // Hot loops below index raw pointers (`.data()`): a subscript of std::vector or std::span is a
@@ -72,12 +81,12 @@ constexpr check_failure check_structure_of(const schedule_header& header, const 
 
   // One phase's writes and reads, in lists kept across phases (constant evaluation pays for
   // every allocation and every element initialized).
-  flat_stack<access> write_list, read_list, spare;
+  flat_stack<access> write_list, read_list, sorted;
+  flat_stack<std::size_t> space_start;
+  const auto spaces = static_cast<std::size_t>(mem.space_count());
+  space_start.extend(spaces + 1);
   for (std::size_t first = 0; first < op_count;) {
-    std::size_t last = first;
-    while (last < op_count && ops[last].step == ops[first].step &&
-           ops[last].phase == ops[first].phase)
-      ++last;
+    const std::size_t last = phase_end(ops, op_count, first);
     write_list.clear();
     read_list.clear();
     for (std::size_t i = first; i < last; ++i) {
@@ -100,7 +109,7 @@ constexpr check_failure check_structure_of(const schedule_header& header, const 
       auto locate = [&](const concrete_operand& o, const placement& at) -> const char* {
         if (o.rank >= header.spec.ranks) return "an operand names a rank outside the node";
         if (at.space < 0) return "an operand names the input or output of a rank outside its group";
-        if (o.offset < 0 || o.offset + op.length > at.extent)
+        if (o.offset < 0 || o.offset + op.count > at.extent)
           return o.buf == buffer::scratch   ? "an operand reaches past the declared scratch size"
                  : o.buf == buffer::partial ? "an operand reaches past the declared partial size"
                                             : "an operand reaches past its buffer";
@@ -114,7 +123,7 @@ constexpr check_failure check_structure_of(const schedule_header& header, const 
           first_source.base + sources[0].offset == dst_at)
         continue;
       if (const char* e = locate(op.dst, dst)) return failed(e, op, op.dst.rank, op.dst.offset);
-      write_list.push({dst.space, dst_at, dst_at + op.length, i});
+      write_list.push({dst.space, dst_at, dst_at + op.count, i});
       for (std::size_t k = 0; k < op.source_count; ++k) {
         const concrete_operand& o = sources[k];
         if (op.phase == phase::reduce && o.rank != op.dst.rank)
@@ -124,23 +133,24 @@ constexpr check_failure check_structure_of(const schedule_header& header, const 
         const std::int64_t at = from.base + o.offset;
         // Within one operation, a source may be the destination itself but not overlap it
         // partially: elementwise in place is safe, shifted in place is not.
-        if (from.space == dst.space && at != dst_at && at < dst_at + op.length &&
-            dst_at < at + op.length)
+        if (from.space == dst.space && at != dst_at && at < dst_at + op.count &&
+            dst_at < at + op.count)
           return failed("an operation's source partially overlaps its destination", op, o.rank,
                         o.offset);
         if (!(from.space == dst.space && at == dst_at))  // its own destination: no hazard
-          read_list.push({from.space, at, at + op.length, i});
+          read_list.push({from.space, at, at + op.count, i});
       }
     }
     // Writes, sorted, must be disjoint; then each read may meet no write of another operation.
     // (Sorting the writes alone and searching them is much cheaper to evaluate at compile time
     // than sorting every access.)
-    access* const writes = write_list.data();
-    const access* const reads = read_list.data();
     const std::size_t write_count = write_list.size(), read_count = read_list.size();
-    spare.clear();
-    spare.extend(write_count);
-    sort_accesses(writes, write_count, spare.data());
+    sorted.clear();
+    sorted.extend(write_count);
+    sort_by_space(write_list.data(), write_count, spaces, space_start.data(), sorted.data());
+    const access* const writes = sorted.data();
+    const access* const reads = read_list.data();
+    const std::size_t* const start = space_start.data();
     for (std::size_t w = 1; w < write_count; ++w)
       if (writes[w].space == writes[w - 1].space && writes[w].lo < writes[w - 1].hi) {
         const concrete_op& op = ops[writes[w].op];
@@ -152,16 +162,16 @@ constexpr check_failure check_structure_of(const schedule_header& header, const 
       // Disjoint and sorted by start, the writes of a space are sorted by end too: the first
       // that ends after the read starts is the only candidate, and the ones after it while they
       // start before the read ends.
-      std::size_t lo = 0, hi = write_count;
+      std::size_t lo = start[r.space], hi = start[r.space + 1];
+      const std::size_t end = hi;
       while (lo < hi) {
         const std::size_t mid = (lo + hi) / 2;
-        const access& x = writes[mid];
-        if (x.space < r.space || (x.space == r.space && x.hi <= r.lo))
+        if (writes[mid].hi <= r.lo)
           lo = mid + 1;
         else
           hi = mid;
       }
-      for (; lo < write_count && writes[lo].space == r.space && writes[lo].lo < r.hi; ++lo)
+      for (; lo < end && writes[lo].lo < r.hi; ++lo)
         if (writes[lo].op != r.op) {
           const concrete_op& op = ops[writes[lo].op];
           return failed("an operation reads memory another writes in the same phase", op,

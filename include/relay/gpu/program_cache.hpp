@@ -16,17 +16,6 @@
 
 namespace relay::gpu {
 
-namespace detail {
-
-inline bool same_views(std::span<const buffer_view> a, std::span<const buffer_view> b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](const buffer_view& x, const buffer_view& y) {
-                      return x.data == y.data && x.bytes == y.bytes;
-                    });
-}
-
-}  // namespace detail
-
 class program_cache {
  public:
   explicit program_cache(int capacity = 8) : capacity_(std::max(capacity, 1)) {}
@@ -34,7 +23,7 @@ class program_cache {
   // The program prepared for `p` on these buffers, or null; marks it used.
   program* find(const plan& p, std::span<const buffer_view> in, std::span<const buffer_view> out) {
     for (program& g : programs_)
-      if (detail::same_views(in, g.in) && detail::same_views(out, g.out) && g.key == p) {
+      if (std::ranges::equal(in, g.in) && std::ranges::equal(out, g.out) && g.key == p) {
         g.last_use = ++clock_;
         return &g;
       }

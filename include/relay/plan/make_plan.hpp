@@ -272,31 +272,25 @@ inline status make_plan(const plan_request& r, plan& out) {
     return x;
   };
 
+  const bool wide = ps != es;  // otherwise a partial is stored exactly like an element
+  std::vector<plan_operand> srcs;
   for (const concrete_op& op : program.ops) {
-    plan_op q{};
-    q.step = op.step;
-    q.phase = op.phase;
-    q.source_count = op.source_count;
-    q.first_source = static_cast<std::uint32_t>(p.sources.size());
-    q.dst = convert(op.dst, op.group);
-    q.count = static_cast<std::uint64_t>(op.length);
-    q.finalize = op.finalize;
-    const bool wide = ps != es;  // otherwise a partial is stored exactly like an element
+    plan_op q{.step = op.step,
+              .phase = op.phase,
+              .dst = convert(op.dst, op.group),
+              .count = static_cast<std::uint64_t>(op.count),
+              .finalize = op.finalize,
+              .group = op.group};
     if (wide && op.dst.buf == buffer::partial) q.partial_mask |= partial_dst_bit;
+    srcs.clear();
     std::uint32_t bit = 1;
     for (const concrete_operand& src : program.sources_of(op)) {
       if (wide && src.buf == buffer::partial) q.partial_mask |= bit;
       bit <<= 1;
-      p.sources.push_back(convert(src, op.group));
+      srcs.push_back(convert(src, op.group));
     }
-    if (op.phase == phase::transfer && p.sources.back() == q.dst) {  // in place: nothing to do
-      p.sources.pop_back();
-      continue;
-    }
-    if (p.phases.empty() || p.phases.back().step != q.step || p.phases.back().phase != q.phase)
-      p.phases.push_back({q.step, q.phase, static_cast<std::uint32_t>(p.ops.size()), 0});
-    ++p.phases.back().size;
-    p.ops.push_back(q);
+    if (op.phase == phase::transfer && srcs.front() == q.dst) continue;  // in place: nothing to do
+    p.append(q, srcs);
   }
   out = std::move(p);
   return {};
