@@ -91,6 +91,9 @@ constexpr void evaluate_into(const schedule_view& s, std::span<const std::int64_
     const std::size_t last = phase_end(ops, op_count, first);
     for (std::size_t g = 0; g < group_count; ++g) {
       const group_layout L{static_cast<int>(g), A, N};
+      std::uint16_t rank_of[max_ranks]{};  // the group's rank of each role, looked up per operand
+      for (int role = 0; role < N; ++role)
+        rank_of[role] = static_cast<std::uint16_t>(L.rank_of(role));
       const symbol_values v = evaluate_symbols(*s.header, group_counts[g], alignment);
       for (std::size_t i = first; i < last; ++i) {
         const operation& op = ops[i];
@@ -100,15 +103,13 @@ constexpr void evaluate_into(const schedule_view& s, std::span<const std::int64_
                       .phase = op.phase,
                       .source_count = op.source_count,
                       .first_source = static_cast<std::uint32_t>(sources_out.size()),
-                      .dst = {static_cast<std::uint16_t>(L.rank_of(op.dst.rank)), op.dst.buf,
-                              op.dst.offset.eval(v)},
+                      .dst = {rank_of[op.dst.rank], op.dst.buf, op.dst.offset.eval(v)},
                       .count = count,
                       .finalize = op.finalize,
                       .group = static_cast<std::uint8_t>(g)});
         const operand* const from = sources + op.first_source;
         for (std::size_t k = 0; k < op.source_count; ++k)
-          sources_out.push({static_cast<std::uint16_t>(L.rank_of(from[k].rank)), from[k].buf,
-                            from[k].offset.eval(v)});
+          sources_out.push({rank_of[from[k].rank], from[k].buf, from[k].offset.eval(v)});
       }
     }
     first = last;
