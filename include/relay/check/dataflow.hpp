@@ -1,7 +1,7 @@
 // The dataflow property: every output element is produced exactly once, with exactly the right
 // contributions, finalized (AVG's single division) exactly when the collective reduces.
 //
-// The check runs the concrete program on intervals instead of elements. Each interval of each
+// The check runs the concrete schedule on intervals instead of elements. Each interval of each
 // memory space carries what its elements hold: a set of contributing ranks R and one shift s,
 // meaning the element at position x holds the sum over r in R of input_r[x + s]. A copy moves an
 // interval and adjusts the shift; a reduction unions the rank sets of its sources, which must
@@ -191,7 +191,7 @@ constexpr void combine(const flat_stack<segment>& source_list,
   }
 }
 
-// The whole check on one concrete program (see check_dataflow_at below).
+// The whole check on one concrete schedule (verify.hpp runs it).
 constexpr check_failure check_dataflow_of(const schedule_header& header, const concrete_view& p,
                                           std::span<const std::int64_t> counts, bool in_place,
                                           std::int64_t alignment) {
@@ -326,15 +326,3 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
 }
 
 }  // namespace relay::detail
-
-namespace relay {
-
-// One run at per-group `counts`, out of place or in place.
-constexpr check_failure check_dataflow_at(const schedule_view& s,
-                                          std::span<const std::int64_t> counts, bool in_place,
-                                          std::int64_t alignment = default_alignment) {
-  return detail::check_dataflow_of(*s.header, evaluate(s, counts, alignment).view(), counts,
-                                   in_place, alignment);
-}
-
-}  // namespace relay

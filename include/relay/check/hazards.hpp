@@ -1,4 +1,4 @@
-// Structural properties of a concrete program, each a condition an executor relies on:
+// Structural properties of a concrete schedule, each a condition an executor relies on:
 //   - a copy has one source; a reduction's sources all live on the rank it writes;
 //   - every operand stays inside its buffer, and scratch inside the size the schedule declares
 //     for that rank's role (what the plan allocates, and what the public sizing function says);
@@ -184,13 +184,4 @@ constexpr check_failure check_structure_of(const schedule_header& header, const 
 }
 
 }  // namespace detail
-
-// One run at per-group `counts`, out of place or in place.
-constexpr check_failure check_structure_at(const schedule_view& s,
-                                           std::span<const std::int64_t> counts, bool in_place,
-                                           std::int64_t alignment = default_alignment) {
-  return detail::check_structure_of(*s.header, evaluate(s, counts, alignment).view(), counts,
-                                    in_place, alignment);
-}
-
 }  // namespace relay

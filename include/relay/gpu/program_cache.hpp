@@ -24,7 +24,7 @@ class program_cache {
   program* find(const plan& p, std::span<const buffer_view> in, std::span<const buffer_view> out) {
     for (program& g : programs_)
       if (std::ranges::equal(in, g.in) && std::ranges::equal(out, g.out) && g.key == p) {
-        g.last_use = ++clock_;
+        g.last_use = ++uses_;
         return &g;
       }
     return nullptr;
@@ -45,7 +45,7 @@ class program_cache {
   }
 
   program& insert(program&& g) {
-    g.last_use = ++clock_;
+    g.last_use = ++uses_;
     programs_.push_back(std::move(g));
     return programs_.back();
   }
@@ -60,7 +60,7 @@ class program_cache {
 
  private:
   std::vector<program> programs_;
-  std::uint64_t clock_ = 0;
+  std::uint64_t uses_ = 0;
   int capacity_ = 8;
 };
 

@@ -194,7 +194,7 @@ inline status make_plan(const plan_request& r, plan& out) {
   const int A = static_cast<int>(r.groups.front().size());
   const schedule_spec spec{r.coll, A, r.ranks, r.mode, r.route, r.permille, r.tiles};
   const schedule sched = *build_schedule(spec);
-  const concrete_program program = evaluate(sched, r.counts, r.alignment);
+  const concrete_schedule concrete = evaluate(sched, r.counts, r.alignment);
   const std::vector<int> physical = detail::physical_ranks(r);
   const auto es = static_cast<std::uint64_t>(size_of(r.type));
   const auto ps = static_cast<std::uint64_t>(partial_size(r.type, r.precision));
@@ -274,7 +274,7 @@ inline status make_plan(const plan_request& r, plan& out) {
 
   const bool wide = ps != es;  // otherwise a partial is stored exactly like an element
   std::vector<plan_operand> srcs;
-  for (const concrete_op& op : program.ops) {
+  for (const concrete_op& op : concrete.ops) {
     plan_op q{.step = op.step,
               .phase = op.phase,
               .dst = convert(op.dst, op.group),
@@ -284,7 +284,7 @@ inline status make_plan(const plan_request& r, plan& out) {
     if (wide && op.dst.buf == buffer::partial) q.partial_mask |= partial_dst_bit;
     srcs.clear();
     std::uint32_t bit = 1;
-    for (const concrete_operand& src : program.sources_of(op)) {
+    for (const concrete_operand& src : concrete.sources_of(op)) {
       if (wide && src.buf == buffer::partial) q.partial_mask |= bit;
       bit <<= 1;
       srcs.push_back(convert(src, op.group));

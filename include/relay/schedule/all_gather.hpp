@@ -21,12 +21,8 @@ namespace relay::detail {
 template <class Sink>
 constexpr schedule_header all_gather_relay(const schedule_spec& s, Sink& sink) {
   const int A = s.active, H = s.helpers();
-  schedule_header h{};
-  h.spec = s;
-  h.steps = 2;
-  relay_chunk_quanta(h, s.ranks, 1, "chunk c");
-  const affine c = Q(0), d1 = Q(1), S = Q(0, H);
-  const affine d2 = n() - S - d1;
+  schedule_header h = relay_header(s, s.ranks, 1, "chunk c");
+  const auto [c, d1, S, d2] = relay_regions_of(s);
   h.active_scratch = K(0);
   h.helper_scratch = Q(0, A);
   h.description =

@@ -25,9 +25,7 @@ namespace relay::detail {
 template <class Sink>
 constexpr schedule_header allreduce_relay(const schedule_spec& s, Sink& sink) {
   const int A = s.active, H = s.helpers();
-  schedule_header h{};
-  h.spec = s;
-  h.steps = 2;
+  schedule_header h = header_of(s, 2);
   h.quantum_count = 2;
   // q0 = o, the offload piece each helper owns: pO / H with pO = align_down(n*share, H*alignment).
   h.quanta[0].base = n();

@@ -142,19 +142,50 @@ constexpr affine Q(int i, int k = 1) {
   return affine::q(i, k);
 }
 
-// c = align_down(n/den) and the first direct region d1 = k*c, or n/2 when c is zero (the
-// spec's phase-symmetric direct fallback: both steps keep their share of the direct link).
-constexpr void relay_chunk_quanta(schedule_header& h, int den, int first_direct_chunks,
-                                  const char* chunk_name) {
-  h.quantum_count = 2;
+// A header of `steps` steps for `s`; the generator fills in the rest.
+constexpr schedule_header header_of(const schedule_spec& s, int steps) {
+  schedule_header h{};
+  h.spec = s;
+  h.steps = steps;
+  return h;
+}
+
+// A header of `steps` steps whose quantum 0 is the chunk c = align_down(n/den): every route that
+// cuts a block into aligned chunks starts from it.
+constexpr schedule_header chunk_header(const schedule_spec& s, int steps, int den,
+                                       const char* chunk_name = "chunk c") {
+  schedule_header h = header_of(s, steps);
+  h.quantum_count = 1;
   h.quanta[0].base = n();
   h.quanta[0].den = den;
   h.quanta[0].align_units = 1;
+  h.quantum_names = {chunk_name, nullptr, nullptr, nullptr};
+  return h;
+}
+
+// The relay routes' common header: two steps; the chunk, and quantum 1 the first direct region
+// d1 = k*c, or n/2 when c is zero (the spec's phase-symmetric direct fallback: both steps keep
+// their share of the direct link).
+constexpr schedule_header relay_header(const schedule_spec& s, int den, int first_direct_chunks,
+                                       const char* chunk_name) {
+  schedule_header h = chunk_header(s, 2, den, chunk_name);
+  h.quantum_count = 2;
   h.quanta[1].base = Q(0, first_direct_chunks);
   h.quanta[1].fallback_if_zero = 0;
   h.quanta[1].fallback = n();
   h.quanta[1].fallback_den = 2;
-  h.quantum_names = {chunk_name, "first direct region d1", nullptr, nullptr};
+  h.quantum_names[1] = "first direct region d1";
+  return h;
+}
+
+// A block of a relay route, in order: the helpers' H chunks [0, S), S = H*c, then the direct
+// regions d1 and d2 = n - S - d1.
+struct relay_regions {
+  affine chunk, d1, helpers, d2;
+};
+constexpr relay_regions relay_regions_of(const schedule_spec& s) {
+  const affine helpers = Q(0, s.helpers());
+  return {Q(0), Q(1), helpers, n() - helpers - Q(1)};
 }
 
 }  // namespace relay::detail

@@ -15,22 +15,15 @@ template <class Sink>
 constexpr schedule_header direct_baseline(const schedule_spec& s, Sink& sink) {
   const int A = s.active;
   const collective c = s.coll;
-  schedule_header h{};
-  h.spec = s;
-  h.steps = (c == collective::allreduce && A > 2) ? 2 : 1;
+  const bool split = c == collective::allreduce && A > 2;
+  // q0 = r, the piece each active reduces when split; the last piece absorbs the remainder.
+  schedule_header h = split ? chunk_header(s, 2, A, "piece r") : header_of(s, 1);
   h.helper_scratch = K(0);
   h.description = "pure direct over the active-to-active links";
-  const bool split = c == collective::allreduce && A > 2;
   if (split) {
-    // q0 = r, the piece each active reduces; the last piece absorbs the remainder.
-    h.quantum_count = 1;
-    h.quanta[0].base = n();
-    h.quanta[0].den = A;
-    h.quanta[0].align_units = 1;
     h.quanta[0].fallback_if_zero = quantum_rule::self;
     h.quanta[0].fallback = n();
     h.quanta[0].fallback_den = A;
-    h.quantum_names = {"piece r", nullptr, nullptr, nullptr};
     h.active_scratch = (A - 1) * (n() - Q(0, A - 1));
   } else {
     h.active_scratch = reduces(c) ? n(A - 1) : K(0);

@@ -26,7 +26,7 @@ struct concrete_view {
   std::span<const concrete_operand> sources;
 };
 
-struct concrete_program {
+struct concrete_schedule {
   schedule_spec spec{};
   int steps = 0;
   std::vector<concrete_op> ops;  // in (step, phase) order; empty operations dropped
@@ -117,13 +117,13 @@ constexpr void evaluate_into(const schedule_view& s, std::span<const std::int64_
 }
 
 // The same, as a program of its own.
-constexpr concrete_program evaluate_groups(const schedule_view& s,
-                                           std::span<const std::int64_t> counts,
-                                           std::int64_t alignment) {
+constexpr concrete_schedule evaluate_groups(const schedule_view& s,
+                                            std::span<const std::int64_t> counts,
+                                            std::int64_t alignment) {
   flat_stack<concrete_op> ops;
   flat_stack<concrete_operand> sources;
   evaluate_into(s, counts, alignment, ops, sources);
-  concrete_program p;
+  concrete_schedule p;
   p.spec = s.spec();
   p.steps = s.header->steps;
   p.ops.assign(ops.data(), ops.data() + ops.size());
@@ -132,14 +132,14 @@ constexpr concrete_program evaluate_groups(const schedule_view& s,
 }
 
 // Every group, `counts[g]` being group g's count (counts.size() == s.groups()): what a plan runs.
-constexpr concrete_program evaluate(const schedule_view& s, std::span<const std::int64_t> counts,
-                                    std::int64_t alignment = default_alignment) {
+constexpr concrete_schedule evaluate(const schedule_view& s, std::span<const std::int64_t> counts,
+                                     std::int64_t alignment = default_alignment) {
   return evaluate_groups(s, counts.first(static_cast<std::size_t>(s.groups())), alignment);
 }
 
 // The pattern alone, as one group of count n: what the checks run (check/verify.hpp).
-constexpr concrete_program evaluate_pattern(const schedule_view& s, std::int64_t n,
-                                            std::int64_t alignment = default_alignment) {
+constexpr concrete_schedule evaluate_pattern(const schedule_view& s, std::int64_t n,
+                                             std::int64_t alignment = default_alignment) {
   return evaluate_groups(s, std::span<const std::int64_t>(&n, 1), alignment);
 }
 

@@ -12,14 +12,7 @@ template <class Sink>
 constexpr schedule_header legacy_three_step(const schedule_spec& s, Sink& sink) {
   const int A = s.active, H = s.helpers();
   const collective c = s.coll;
-  schedule_header h{};
-  h.spec = s;
-  h.steps = 3;
-  h.quantum_count = 1;
-  h.quanta[0].base = n();
-  h.quanta[0].den = H + 1;
-  h.quanta[0].align_units = 1;
-  h.quantum_names = {"chunk c", nullptr, nullptr, nullptr};
+  schedule_header h = chunk_header(s, 3, H + 1);
   const affine R = Q(0, H);  // the relay region [0, H*c); the direct chunk is [H*c, n)
   h.active_scratch = reduces(c) ? n() : K(0);
   h.helper_scratch = Q(0, A);

@@ -24,14 +24,7 @@ template <class Sink>
 constexpr schedule_header pipelined_pair(const schedule_spec& s, Sink& sink) {
   const int H = s.helpers(), T = s.tiles;
   const collective coll = s.coll;
-  schedule_header h{};
-  h.spec = s;
-  h.steps = T + 1;
-  h.quantum_count = 1;
-  h.quanta[0].base = n();
-  h.quanta[0].den = H * T + T + 1;
-  h.quanta[0].align_units = 1;
-  h.quantum_names = {"chunk c", nullptr, nullptr, nullptr};
+  schedule_header h = chunk_header(s, T + 1, H * T + T + 1);
   const affine c = Q(0), relayed = Q(0, H * T);   // tiles occupy [0, H*T*c)
   h.helper_scratch = Q(0, 4);                     // two halves of two slots
   h.active_scratch = reduces(coll) ? n() : K(0);  // mirrors the block it reduces into

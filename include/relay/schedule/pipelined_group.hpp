@@ -75,19 +75,12 @@ template <class Sink>
 constexpr schedule_header pipelined_forward(const schedule_spec& s, Sink& sink) {
   const int A = s.active, H = s.helpers(), T = s.tiles;
   const collective coll = s.coll;
-  schedule_header h{};
-  h.spec = s;
-  h.steps = T + 1;
-  h.quantum_count = 1;
-  h.quanta[0].base = n();
   const bool rs = coll == collective::reduce_scatter, a2a = coll == collective::all_to_all;
   const bool ag = coll == collective::all_gather;
   // Direct pieces in units of c: each, but 1 in the step whose relay links carry c only
   // (all-gather's first, reduce-scatter's last); the last piece takes the rest.
   const int small_piece = a2a ? A - 1 : 1;
-  h.quanta[0].den = T * H + T * (A - 1) + small_piece;
-  h.quanta[0].align_units = 1;
-  h.quantum_names = {"chunk c", nullptr, nullptr, nullptr};
+  schedule_header h = chunk_header(s, T + 1, T * H + T * (A - 1) + small_piece);
   const affine c = Q(0), relayed = Q(0, T * H);  // tiles occupy [0, T*H*c)
   auto piece_offset = [&](int p) {
     return relayed + Q(0, ag && p > 0 ? small_piece + (p - 1) * (A - 1) : p * (A - 1));
@@ -183,14 +176,7 @@ constexpr schedule_header pipelined_forward(const schedule_spec& s, Sink& sink) 
 template <class Sink>
 constexpr schedule_header pipelined_allreduce(const schedule_spec& s, Sink& sink) {
   const int A = s.active, H = s.helpers(), T = s.tiles;
-  schedule_header h{};
-  h.spec = s;
-  h.steps = T + 1;
-  h.quantum_count = 1;
-  h.quanta[0].base = n();
-  h.quanta[0].den = 2 * T * H + A * T + 2;
-  h.quanta[0].align_units = 1;
-  h.quantum_names = {"chunk c", nullptr, nullptr, nullptr};  // helper chunks are 2c
+  schedule_header h = chunk_header(s, T + 1, 2 * T * H + A * T + 2);  // helper chunks are 2c
   const affine c = Q(0), o = Q(0, 2), direct = Q(0, 2 * T * H);
   auto chunk = [&](int t, int i) { return Q(0, 2 * (t * H + i)); };
   auto block = [&](int b, int k) { return direct + Q(0, b * A + k); };

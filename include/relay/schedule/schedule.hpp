@@ -58,7 +58,7 @@ struct schedule_spec {
 };
 
 // The one operation type of every layer, templated on what a size is: `affine` in a schedule
-// (elements, symbolic in the counts), std::int64_t in a concrete program (elements,
+// (elements, symbolic in the counts), std::int64_t in a concrete schedule (elements,
 // schedule/evaluate.hpp) and std::uint64_t in a plan (bytes for offsets, elements for counts,
 // plan/plan.hpp). A field added here is a field of all three; each has a default, so code that
 // does not know it keeps working.

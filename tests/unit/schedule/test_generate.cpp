@@ -16,7 +16,7 @@ namespace {
 std::vector<std::pair<int, std::int64_t>> sends(const schedule_view& s, int step, int from,
                                                 std::int64_t n) {
   const std::vector<std::int64_t> counts(static_cast<std::size_t>(s.spec().groups()), n);
-  const concrete_program p = evaluate(s, counts);
+  const concrete_schedule p = evaluate(s, counts);
   std::vector<std::pair<int, std::int64_t>> out;
   for (const concrete_op& op : p.ops)
     if (op.step == step && op.phase == phase::transfer && p.sources_of(op)[0].rank == from &&
