@@ -25,18 +25,33 @@ struct access {
   std::size_t op = 0;
 };
 
-constexpr bool before(const access& a, const access& b) {
-  return a.space != b.space ? a.space < b.space : a.lo < b.lo;
+// Sorts [a, a + n), accesses of one space, by start; `spare` holds n more. A bottom-up merge
+// sort that skips runs already in order: a generator fills a space's slots in a few increasing
+// runs (one per source), which an insertion sort would move element by element.
+constexpr void sort_by_start(access* a, std::size_t n, access* spare) {
+  for (std::size_t width = 1; width < n; width *= 2)
+    for (std::size_t lo = 0; lo + width < n; lo += 2 * width) {
+      const std::size_t mid = lo + width, hi = mid + width < n ? mid + width : n;
+      if (a[mid - 1].lo <= a[mid].lo) continue;
+      std::size_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi)
+        spare[k++] = a[j].lo < a[i].lo ? a[j++] : a[i++];
+      while (i < mid)
+        spare[k++] = a[i++];
+      while (j < hi)
+        spare[k++] = a[j++];
+      for (k = lo; k < hi; ++k)
+        a[k] = spare[k];
+    }
 }
 
 // Sorts the n accesses `a` by (space, lo) into `out`, and sets `start` (spaces + 1 entries) so
-// that space s's accesses are out[start[s], start[s + 1]). A counting sort by space (a model has
-// few: one user, scratch and partial space per rank and group), then an insertion sort by start,
-// which moves almost nothing: a generator writes a space's slots nearly in order. On raw
-// pointers, because compilers price constant evaluation by the statements and calls run, which
-// std::sort spends freely.
+// that space s's accesses are out[start[s], start[s + 1]): a counting sort by space (a model has
+// few: one user, scratch and partial space per rank and group), then each space's by start.
+// `spare` holds n. On raw pointers, because compilers price constant evaluation by the
+// statements and calls run, which std::sort spends freely.
 constexpr void sort_by_space(const access* a, std::size_t n, std::size_t spaces, std::size_t* start,
-                             access* out) {
+                             access* out, access* spare) {
   for (std::size_t s = 0; s <= spaces; ++s)
     start[s] = 0;
   for (std::size_t i = 0; i < n; ++i)
@@ -48,14 +63,18 @@ constexpr void sort_by_space(const access* a, std::size_t n, std::size_t spaces,
   for (std::size_t s = spaces; s > 0; --s)
     start[s] = start[s - 1];
   start[0] = 0;
-  for (std::size_t i = 1; i < n; ++i) {
-    if (out[i].space != out[i - 1].space || out[i - 1].lo <= out[i].lo) continue;
-    const access x = out[i];
-    std::size_t j = i;
-    for (; j > 0 && out[j - 1].space == x.space && x.lo < out[j - 1].lo; --j)
-      out[j] = out[j - 1];
-    out[j] = x;
-  }
+  for (std::size_t s = 0; s < spaces; ++s)
+    if (start[s + 1] - start[s] > 1)
+      sort_by_start(out + start[s], start[s + 1] - start[s], spare + start[s]);
+}
+
+// Why operand `o`, placed at `at`, lies nowhere valid (its rank, its buffer or its bounds).
+constexpr const char* misplacement(const concrete_operand& o, const placement& at, int ranks) {
+  if (o.rank >= ranks) return "an operand names a rank outside the node";
+  if (at.space < 0) return "an operand names the input or output of a rank outside its group";
+  return o.buf == buffer::scratch   ? "an operand reaches past the declared scratch size"
+         : o.buf == buffer::partial ? "an operand reaches past the declared partial size"
+                                    : "an operand reaches past its buffer";
 }
 
 // Hot loops below index raw pointers (`.data()`): a subscript of std::vector or std::span is a
@@ -81,7 +100,7 @@ constexpr check_failure check_structure_of(const schedule_header& header, const 
 
   // One phase's writes and reads, in lists kept across phases (constant evaluation pays for
   // every allocation and every element initialized).
-  flat_stack<access> write_list, read_list, sorted;
+  flat_stack<access> write_list, read_list, sorted, spare;
   flat_stack<std::size_t> space_start;
   const auto spaces = static_cast<std::size_t>(mem.space_count());
   space_start.extend(spaces + 1);
@@ -92,53 +111,48 @@ constexpr check_failure check_structure_of(const schedule_header& header, const 
     for (std::size_t i = first; i < last; ++i) {
       const concrete_op& op = ops[i];
       const concrete_operand* const sources = all_sources + op.first_source;
-      if (op.phase == phase::transfer && op.source_count != 1)
-        return failed("a copy must have exactly one source", op, op.dst.rank, -1);
-      if (op.source_count == 0 || op.source_count > max_reduce_inputs)
-        return failed("a reduction needs 1 to 16 sources", op, op.dst.rank, -1);
+      const bool copy = op.phase == phase::transfer;
+      const std::int64_t count = op.count;
+      if (copy ? op.source_count != 1 : op.source_count == 0 || op.source_count > max_reduce_inputs)
+        return failed(
+            copy ? "a copy must have exactly one source" : "a reduction needs 1 to 16 sources", op,
+            op.dst.rank, -1);
       const bool to_partial = op.dst.buf == buffer::partial;
-      if (op.phase == phase::reduce && to_partial == op.finalize)
-        return failed(op.finalize ? "a final reduction writes a partial (it must write elements)"
-                                  : "a reduction that is not final must write a partial "
-                                    "(storing it as an element would round it twice)",
+      if (copy ? (sources[0].buf == buffer::partial) != to_partial : to_partial == op.finalize)
+        return failed(copy          ? "a copy changes a value's width (partial to element or back)"
+                      : op.finalize ? "a final reduction writes a partial (it must write elements)"
+                                    : "a reduction that is not final must write a partial "
+                                      "(storing it as an element would round it twice)",
                       op, op.dst.rank, op.dst.offset);
-      if (op.phase == phase::transfer && (sources[0].buf == buffer::partial) != to_partial)
-        return failed("a copy changes a value's width (partial to element or back)", op,
-                      op.dst.rank, op.dst.offset);
-      // Where an operand lies, or why it lies nowhere valid.
-      auto locate = [&](const concrete_operand& o, const placement& at) -> const char* {
-        if (o.rank >= header.spec.ranks) return "an operand names a rank outside the node";
-        if (at.space < 0) return "an operand names the input or output of a rank outside its group";
-        if (o.offset < 0 || o.offset + op.count > at.extent)
-          return o.buf == buffer::scratch   ? "an operand reaches past the declared scratch size"
-                 : o.buf == buffer::partial ? "an operand reaches past the declared partial size"
-                                            : "an operand reaches past its buffer";
-        return nullptr;
-      };
-      const placement dst = mem.place(op.dst, op.group);
+      const placement& dst = mem.place(op.dst, op.group);
       const std::int64_t dst_at = dst.base + op.dst.offset;
-      const placement first_source = mem.place(sources[0], op.group);
+      const placement& first_source = mem.place(sources[0], op.group);
       // A copy onto itself (the in-place own slot) is elided by every executor.
-      if (op.phase == phase::transfer && first_source.space == dst.space &&
+      if (copy && dst.space >= 0 && first_source.space == dst.space &&
           first_source.base + sources[0].offset == dst_at)
         continue;
-      if (const char* e = locate(op.dst, dst)) return failed(e, op, op.dst.rank, op.dst.offset);
-      write_list.push({dst.space, dst_at, dst_at + op.count, i});
+      // (Each operand's bounds in one expression, the reason only on failure: it runs for every
+      // operand.)
+      if (dst.space < 0 || op.dst.offset < 0 || op.dst.offset + count > dst.extent)
+        return failed(misplacement(op.dst, dst, header.spec.ranks), op, op.dst.rank, op.dst.offset);
+      write_list.push({dst.space, dst_at, dst_at + count, i});
       for (std::size_t k = 0; k < op.source_count; ++k) {
         const concrete_operand& o = sources[k];
-        if (op.phase == phase::reduce && o.rank != op.dst.rank)
+        if (!copy && o.rank != op.dst.rank)
           return failed("a reduction reads another rank's memory", op, o.rank, o.offset);
-        const placement from = k == 0 ? first_source : mem.place(o, op.group);
-        if (const char* e = locate(o, from)) return failed(e, op, o.rank, o.offset);
+        const placement& from = k == 0 ? first_source : mem.place(o, op.group);
+        if (from.space < 0 || o.offset < 0 || o.offset + count > from.extent)
+          return failed(misplacement(o, from, header.spec.ranks), op, o.rank, o.offset);
         const std::int64_t at = from.base + o.offset;
-        // Within one operation, a source may be the destination itself but not overlap it
-        // partially: elementwise in place is safe, shifted in place is not.
-        if (from.space == dst.space && at != dst_at && at < dst_at + op.count &&
-            dst_at < at + op.count)
-          return failed("an operation's source partially overlaps its destination", op, o.rank,
-                        o.offset);
-        if (!(from.space == dst.space && at == dst_at))  // its own destination: no hazard
-          read_list.push({from.space, at, at + op.count, i});
+        if (from.space == dst.space && at < dst_at + count && dst_at < at + count) {
+          // Within one operation, a source may be the destination itself but not overlap it
+          // partially: elementwise in place is safe, shifted in place is not.
+          if (at != dst_at)
+            return failed("an operation's source partially overlaps its destination", op, o.rank,
+                          o.offset);
+          continue;  // its own destination: no hazard
+        }
+        read_list.push({from.space, at, at + count, i});
       }
     }
     // Writes, sorted, must be disjoint; then each read may meet no write of another operation.
@@ -147,7 +161,10 @@ constexpr check_failure check_structure_of(const schedule_header& header, const 
     const std::size_t write_count = write_list.size(), read_count = read_list.size();
     sorted.clear();
     sorted.extend(write_count);
-    sort_by_space(write_list.data(), write_count, spaces, space_start.data(), sorted.data());
+    spare.clear();
+    spare.extend(write_count);
+    sort_by_space(write_list.data(), write_count, spaces, space_start.data(), sorted.data(),
+                  spare.data());
     const access* const writes = sorted.data();
     const access* const reads = read_list.data();
     const std::size_t* const start = space_start.data();

@@ -83,13 +83,14 @@ class memory_model {
 
   // Where operand `o` of an operation of `group` lies: one lookup, since the checks place every
   // operand of every operation (a rank outside the node lies nowhere).
-  constexpr placement place(const concrete_operand& o, int group) const {
-    if (o.rank >= spec_.ranks) return {};
+  constexpr const placement& place(const concrete_operand& o, int group) const {
+    if (o.rank >= spec_.ranks) return nowhere_;
     return places_[(o.rank * groups_ + group) * buffer_kinds + static_cast<int>(o.buf)];
   }
 
  private:
   static constexpr int buffer_kinds = 4;  // input, output, scratch, partial
+  static constexpr placement nowhere_{};
 
   constexpr placement locate(int rank, buffer buf, int group) const {
     const bool home = rank / spec_.active == group;

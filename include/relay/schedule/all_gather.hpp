@@ -22,7 +22,7 @@ template <class Sink>
 constexpr schedule_header all_gather_relay(const schedule_spec& s, Sink& sink) {
   const int A = s.active, H = s.helpers();
   schedule_header h = relay_header(s, s.ranks, 1, "chunk c");
-  const auto [c, d1, S, d2] = relay_regions_of(s);
+  const affine c = Q(0), d1 = Q(1), S = Q(0, H), d2 = n() - S - d1;
   h.active_scratch = K(0);
   h.helper_scratch = Q(0, A);
   h.description =

@@ -25,7 +25,7 @@ template <class Sink>
 constexpr schedule_header all_to_all_relay(const schedule_spec& s, Sink& sink) {
   const int A = s.active, H = s.helpers();
   schedule_header h = relay_header(s, s.ranks + A - 2, A - 1, "relay piece p");
-  const auto [p, d1, S, d2] = relay_regions_of(s);
+  const affine p = Q(0), d1 = Q(1), S = Q(0, H), d2 = n() - S - d1;
   h.active_scratch = K(0);
   h.helper_scratch = Q(0, A * (A - 1));
   h.description = "H relay pieces of every segment through the helpers + direct remainder";

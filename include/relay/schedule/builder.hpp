@@ -178,14 +178,4 @@ constexpr schedule_header relay_header(const schedule_spec& s, int den, int firs
   return h;
 }
 
-// A block of a relay route, in order: the helpers' H chunks [0, S), S = H*c, then the direct
-// regions d1 and d2 = n - S - d1.
-struct relay_regions {
-  affine chunk, d1, helpers, d2;
-};
-constexpr relay_regions relay_regions_of(const schedule_spec& s) {
-  const affine helpers = Q(0, s.helpers());
-  return {Q(0), Q(1), helpers, n() - helpers - Q(1)};
-}
-
 }  // namespace relay::detail

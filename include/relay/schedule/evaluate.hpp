@@ -94,7 +94,8 @@ constexpr void evaluate_into(const schedule_view& s, std::span<const std::int64_
       std::uint16_t rank_of[max_ranks]{};  // the group's rank of each role, looked up per operand
       for (int role = 0; role < N; ++role)
         rank_of[role] = static_cast<std::uint16_t>(L.rank_of(role));
-      const symbol_values v = evaluate_symbols(*s.header, group_counts[g], alignment);
+      const symbol_values values = evaluate_symbols(*s.header, group_counts[g], alignment);
+      const std::int64_t* const v = values.data();  // (one call per group, not per operand)
       for (std::size_t i = first; i < last; ++i) {
         const operation& op = ops[i];
         const std::int64_t count = op.count.eval(v);

@@ -33,9 +33,10 @@ template <class Sink>
 constexpr schedule_header reduce_scatter_relay(const schedule_spec& s, Sink& sink) {
   const int A = s.active, H = s.helpers();
   schedule_header h = relay_header(s, s.ranks, A - 1, "chunk c");
-  const auto [c, d1, S, d2] = relay_regions_of(s);  // S: the helper slices, [0, H*c)
-  const affine D = n() - S;                         // the whole direct region of a block
-  const bool partials = A > 2;  // helpers sum A-1 slices: a partial, not a final value
+  const affine c = Q(0), d1 = Q(1), S = Q(0, H),
+               d2 = n() - S - d1;  // S: the helper slices, [0, H*c)
+  const affine D = n() - S;        // the whole direct region of a block
+  const bool partials = A > 2;     // helpers sum A-1 slices: a partial, not a final value
   // Active scratch: A=2, the helpers' slices at [0, H*c) (they come back as they went out);
   // then one direct region per source. A>2: the helpers' sums arrive in the partial space.
   const affine landing = partials ? K(0) : S;
