@@ -98,14 +98,14 @@ std::string place(const relay::operand& o, const plan_report& r) {
 std::string describe_operation(const relay::operation& op, const plan_report& r,
                                const relay::group_layout& L) {
   const auto sources = r.sched.view().sources_of(op);
-  const std::string length = format_factor(op.length, r.symbols);
+  const std::string count = format_factor(op.count, r.symbols);
   const std::string dst = fmt::format("{}[{} .. +{}]", buffer_name(op.dst.buf),
-                                      format_affine(op.dst.offset, r.symbols), length);
+                                      format_affine(op.dst.offset, r.symbols), count);
   const int dst_rank = L.rank_of(op.dst.rank);
   if (op.phase == relay::phase::transfer) {
     const relay::operand& src = sources[0];
     return fmt::format("rank {} {}[{} .. +{}] -> rank {} {}{}", L.rank_of(src.rank),
-                       buffer_name(src.buf), format_affine(src.offset, r.symbols), length, dst_rank,
+                       buffer_name(src.buf), format_affine(src.offset, r.symbols), count, dst_rank,
                        dst, src.rank == op.dst.rank ? "  (local)" : "");
   }
   std::string sum;

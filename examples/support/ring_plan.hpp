@@ -23,39 +23,26 @@ inline plan ring_plan(int ranks, int steps, bool reduce, int fanout = 1, std::ui
   p.output_bytes.assign(static_cast<std::size_t>(ranks), 2 * half);
   p.scratch_bytes.assign(static_cast<std::size_t>(ranks), 0);
   auto rank = [&](int r) { return static_cast<std::uint16_t>(r % ranks); };
-  auto phase = [&](relay::phase ph, int step) {
-    p.phases.push_back(
-        {static_cast<std::uint16_t>(step), ph, static_cast<std::uint32_t>(p.ops.size()), 0});
-  };
   for (int s = 0; s < steps; ++s) {
+    const auto step = static_cast<std::uint16_t>(s);
     const std::uint64_t from = static_cast<std::uint64_t>(s % 2) * half, to = half - from;
-    phase(relay::phase::transfer, s);
     for (int r = 0; r < ranks; ++r)
       for (int k = 1; k <= fanout; ++k) {
-        plan_op o;
-        o.step = static_cast<std::uint16_t>(s);
-        o.source_count = 1;
-        o.first_source = static_cast<std::uint32_t>(p.sources.size());
-        p.sources.push_back({rank(r), buffer::output, from});
-        o.dst = {rank(r + k), buffer::output, to + static_cast<std::uint64_t>(k - 1) * slot};
-        o.count = n;
-        p.ops.push_back(o);
-        p.phases.back().size++;
+        const plan_operand src{rank(r), buffer::output, from};
+        p.append(
+            {.step = step,
+             .dst = {rank(r + k), buffer::output, to + static_cast<std::uint64_t>(k - 1) * slot},
+             .count = n},
+            {&src, 1});
       }
     if (!reduce) continue;
-    phase(relay::phase::reduce, s);
     for (int r = 0; r < ranks; ++r) {
-      plan_op o;
-      o.step = static_cast<std::uint16_t>(s);
-      o.phase = relay::phase::reduce;
-      o.source_count = 2;
-      o.first_source = static_cast<std::uint32_t>(p.sources.size());
-      p.sources.push_back({rank(r), buffer::input, 0});
-      p.sources.push_back({rank(r), buffer::output, to});
-      o.dst = {rank(r), buffer::input, 0};
-      o.count = n;
-      p.ops.push_back(o);
-      p.phases.back().size++;
+      const plan_operand srcs[] = {{rank(r), buffer::input, 0}, {rank(r), buffer::output, to}};
+      p.append({.step = step,
+                .phase = relay::phase::reduce,
+                .dst = {rank(r), buffer::input, 0},
+                .count = n},
+               srcs);
     }
   }
   return p;

@@ -45,18 +45,12 @@ class plan_builder {
   void add(phase ph, const std::vector<plan_operand>& srcs, plan_operand dst, std::uint64_t count,
            bool finalize) {
     if (p_.phases.empty() || p_.phases.back().phase != ph) begin(ph);
-    plan_op o;
-    o.step = p_.phases.back().step;
-    o.phase = ph;
-    o.source_count = static_cast<std::uint8_t>(srcs.size());
-    o.first_source = static_cast<std::uint32_t>(p_.sources.size());
-    o.dst = dst;
-    o.count = count;
-    o.finalize = finalize;
-    for (const plan_operand& s : srcs)
-      p_.sources.push_back(s);
-    p_.ops.push_back(o);
-    p_.phases.back().size++;
+    p_.append({.step = p_.phases.back().step,
+               .phase = ph,
+               .dst = dst,
+               .count = count,
+               .finalize = finalize},
+              srcs);
   }
   plan p_;
 };

@@ -1,7 +1,7 @@
 // The dataflow property: every output element is produced exactly once, with exactly the right
 // contributions, finalized (AVG's single division) exactly when the collective reduces.
 //
-// The check runs the concrete program on intervals instead of elements. Each interval of each
+// The check runs the concrete schedule on intervals instead of elements. Each interval of each
 // memory space carries what its elements hold: a set of contributing ranks R and one shift s,
 // meaning the element at position x holds the sum over r in R of input_r[x + s]. A copy moves an
 // interval and adjusts the shift; a reduction unions the rank sets of its sources, which must
@@ -25,6 +25,10 @@ struct content {
 
   static constexpr content of_ranks(std::uint64_t ranks, std::int64_t shift, bool finalized) {
     return {ranks, shift, static_cast<std::uint8_t>(finalized ? 1 : 0), false};
+  }
+  // The same values seen from `delta` elements further along.
+  constexpr content moved(std::int64_t delta) const {
+    return {ranks, shift - delta, finalized, garbage};
   }
   friend constexpr bool operator==(const content& a, const content& b) {
     if (a.garbage || b.garbage) return a.garbage == b.garbage;
@@ -54,25 +58,33 @@ class interval_memory {
   constexpr interval_memory& operator=(const interval_memory&) = delete;
   constexpr ~interval_memory() { delete[] spaces_; }
 
-  // Appends [lo, hi) of `space` to `out`, segment by segment; gaps come out as garbage.
-  constexpr void read(int space, std::int64_t lo, std::int64_t hi, flat_stack<segment>& out) const {
-    std::int64_t at = lo;
+  // Appends [lo, hi) of `space` to `out`, segment by segment, each moved `delta` further along
+  // (its values seen from there: the shift drops by delta). Returns where the first garbage
+  // (nothing ever written) lies, before the move, or -1 when there is none; a read of garbage
+  // appends nothing after it. Moving while reading spares the checks a second pass.
+  constexpr std::int64_t read(int space, std::int64_t lo, std::int64_t hi, std::int64_t delta,
+                              flat_stack<segment>& out) const {
     const flat_stack<segment>& v = spaces_[space];
     const segment* const seg = v.data();
-    const std::size_t first = first_ending_after(seg, v.size(), lo);
-    if (first < v.size() && seg[first].lo <= lo && hi <= seg[first].hi) {  // the common case
-      out.push({lo, hi, seg[first].value});
-      return;
+    const std::size_t size = v.size();
+    const std::size_t first = first_ending_after(seg, size, lo);
+    if (first == size || seg[first].lo > lo) return lo;
+    const segment& s = seg[first];
+    if (hi <= s.hi) {  // the common case: one segment holds it all
+      if (s.value.garbage) return lo;
+      out.push({lo + delta, hi + delta, s.value.moved(delta)});
+      return -1;
     }
-    for (std::size_t i = first; i < v.size(); ++i) {
-      const segment& s = seg[i];
-      if (s.lo >= hi) break;
-      if (s.lo > at) out.push({at, s.lo, content{}});
-      const std::int64_t end = hi < s.hi ? hi : s.hi;  // (no std::min: a call per use)
-      out.push({at > s.lo ? at : s.lo, end, s.value});
+    std::int64_t at = lo;
+    for (std::size_t i = first; i < size; ++i) {
+      const segment& x = seg[i];
+      if (x.lo >= hi) break;
+      if (x.lo > at || x.value.garbage) return at;
+      const std::int64_t end = hi < x.hi ? hi : x.hi;  // (no std::min: a call per use)
+      out.push({at + delta, end + delta, x.value.moved(delta)});
       at = end;
     }
-    if (at < hi) out.push({at, hi, content{}});
+    return at < hi ? at : -1;
   }
 
   // `pieces` [first, last) are contiguous and sorted; they replace whatever was there.
@@ -97,6 +109,18 @@ class interval_memory {
     std::size_t last = first;
     while (last < size && seg[last].lo < hi)
       ++last;
+    // One piece into a gap, equal to neither neighbour it touches (a slot filled out of order):
+    // insert it, moving the tail by one.
+    if (first == last && last_piece - first_piece == 1 && lo < hi &&
+        (first == 0 || seg[first - 1].hi != lo || !(seg[first - 1].value == first_piece->value)) &&
+        (first == size || seg[first].lo != hi || !(seg[first].value == first_piece->value))) {
+      v.extend(1);
+      segment* const d = v.data();
+      for (std::size_t i = size; i > first; --i)
+        d[i] = d[i - 1];
+      d[first] = *first_piece;
+      return;
+    }
     // The new stretch: the pieces, the cut ends and the neighbours, merged where equal.
     mid_.clear();
     auto push = [&](const segment& s) {
@@ -191,7 +215,7 @@ constexpr void combine(const flat_stack<segment>& source_list,
   }
 }
 
-// The whole check on one concrete program (see check_dataflow_at below).
+// The whole check on one concrete schedule (verify.hpp runs it).
 constexpr check_failure check_dataflow_of(const schedule_header& header, const concrete_view& p,
                                           std::span<const std::int64_t> counts, bool in_place,
                                           std::int64_t alignment) {
@@ -230,53 +254,51 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
   const concrete_operand* const all_sources = p.sources.data();
   const std::size_t op_count = p.ops.size();
   for (std::size_t first = 0; first < op_count;) {
-    std::size_t last = first;
-    while (last < op_count && ops[last].step == ops[first].step &&
-           ops[last].phase == ops[first].phase)
-      ++last;
+    const std::size_t last = phase_end(ops, op_count, first);
     // Every operation of a phase reads before any of them writes: they run concurrently.
     staged.clear();
     writes.clear();
     for (std::size_t i = first; i < last; ++i) {
       const concrete_op& op = ops[i];
-      const placement dst = mem.place(op.dst, op.group);
+      const placement& dst = mem.place(op.dst, op.group);
       if (dst.space < 0)
         return failed("an operation writes the input or output of a rank outside its group",
                       op.group, op.dst.rank, op.step, op.dst.offset);
       const std::int64_t at = dst.base + op.dst.offset;
-      // A copy's source lands straight in `staged`; a reduction's sources go to source_pieces.
-      const bool copy = op.phase == phase::transfer;
-      flat_stack<segment>& into = copy ? staged : source_pieces;
       const std::size_t staged_from = staged.size();
+      const concrete_operand* const srcs = all_sources + op.first_source;
+      if (op.phase == phase::transfer) {  // a copy: its source lands straight in `staged`
+        const placement& from = mem.place(srcs[0], op.group);
+        if (from.space < 0)
+          return failed("an operation reads the input or output of a rank outside its group",
+                        op.group, srcs[0].rank, op.step, srcs[0].offset);
+        const std::int64_t lo = from.base + srcs[0].offset;
+        if (const std::int64_t g = m.read(from.space, lo, lo + op.count, at - lo, staged); g >= 0)
+          return failed("an operation reads memory that nothing has written", op.group,
+                        srcs[0].rank, op.step, g);
+        writes.push({dst.space, staged_from, staged.size()});
+        continue;
+      }
+      // A reduction: source k's pieces are source_pieces[bounds[k], bounds[k + 1]).
       source_pieces.clear();
       bounds.clear();
       bounds.push(0);
       for (std::size_t k = 0; k < op.source_count; ++k) {
-        const concrete_operand& src = all_sources[op.first_source + k];
-        const placement from = mem.place(src, op.group);
+        const concrete_operand& src = srcs[k];
+        const placement& from = mem.place(src, op.group);
         if (from.space < 0)
           return failed("an operation reads the input or output of a rank outside its group",
                         op.group, src.rank, op.step, src.offset);
-        const std::int64_t delta = at - (from.base + src.offset);
-        const std::size_t read_from = into.size();
-        m.read(from.space, from.base + src.offset, from.base + src.offset + op.length, into);
-        segment* const read = into.data();
-        for (std::size_t j = read_from; j < into.size(); ++j) {
-          segment& piece = read[j];
-          if (piece.value.garbage)
-            return failed("an operation reads memory that nothing has written", op.group, src.rank,
-                          op.step, piece.lo);
-          piece.lo += delta;
-          piece.hi += delta;
-          piece.value.shift -= delta;  // the same values seen from `delta` further along
-        }
-        bounds.push(into.size());
+        const std::int64_t lo = from.base + src.offset;
+        if (const std::int64_t g = m.read(from.space, lo, lo + op.count, at - lo, source_pieces);
+            g >= 0)
+          return failed("an operation reads memory that nothing has written", op.group, src.rank,
+                        op.step, g);
+        bounds.push(source_pieces.size());
       }
-      if (!copy) {
-        const char* error = nullptr;
-        combine(source_pieces, bounds, op.finalize, error, staged, cursors);
-        if (error != nullptr) return failed(error, op.group, op.dst.rank, op.step, at);
-      }
+      const char* error = nullptr;
+      combine(source_pieces, bounds, op.finalize, error, staged, cursors);
+      if (error != nullptr) return failed(error, op.group, op.dst.rank, op.step, at);
       writes.push({dst.space, staged_from, staged.size()});
     }
     const staged_write* const w = writes.data();
@@ -305,39 +327,31 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
                             (blocked ? k * n : 0) - out_base - slot * n, reduced);
       const std::int64_t lo = out_base + slot * n;
       found.clear();
-      m.read(mem.user_space(r), lo, lo + n, found);
+      const std::int64_t unwritten = m.read(mem.user_space(r), lo, lo + n, 0, found);
       for (std::size_t j = 0; j < found.size(); ++j) {
         const segment& piece = found.data()[j];
         if (!(piece.value == want))
-          return failed(piece.value.garbage ? "an output element is never written"
-                                            : "an output element holds the wrong contributions",
-                        g, r, -1, piece.lo - out_base);
+          return failed("an output element holds the wrong contributions", g, r, -1,
+                        piece.lo - out_base);
       }
+      if (unwritten >= 0)
+        return failed("an output element is never written", g, r, -1, unwritten - out_base);
     }
     if (!in_place && mem.input_extent(g) > 0) {
       const std::int64_t b = mem.input_base(r);
       found.clear();
-      m.read(mem.user_space(r), b, b + mem.input_extent(g), found);
+      const std::int64_t unwritten =
+          m.read(mem.user_space(r), b, b + mem.input_extent(g), 0, found);
       for (std::size_t j = 0; j < found.size(); ++j) {
         const segment& piece = found.data()[j];
         if (!(piece.value == content::of_ranks(rank_bit(r), -b, false)))
           return failed("an out-of-place input was modified", g, r, -1, piece.lo - b);
       }
+      if (unwritten >= 0)
+        return failed("an out-of-place input was modified", g, r, -1, unwritten - b);
     }
   }
   return fail;
 }
 
 }  // namespace relay::detail
-
-namespace relay {
-
-// One run at per-group `counts`, out of place or in place.
-constexpr check_failure check_dataflow_at(const schedule_view& s,
-                                          std::span<const std::int64_t> counts, bool in_place,
-                                          std::int64_t alignment = default_alignment) {
-  return detail::check_dataflow_of(*s.header, evaluate(s, counts, alignment).view(), counts,
-                                   in_place, alignment);
-}
-
-}  // namespace relay

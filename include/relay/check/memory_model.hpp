@@ -53,7 +53,15 @@ class memory_model {
       input_base_[r] = b.input;
       output_base_[r] = b.output;
     }
+    places_ = new placement[static_cast<std::size_t>(spec_.ranks * groups_ * buffer_kinds)];
+    for (int r = 0; r < spec_.ranks; ++r)
+      for (int g = 0; g < groups_; ++g)
+        for (int b = 0; b < buffer_kinds; ++b)
+          places_[(r * groups_ + g) * buffer_kinds + b] = locate(r, static_cast<buffer>(b), g);
   }
+  constexpr memory_model(const memory_model&) = delete;
+  constexpr memory_model& operator=(const memory_model&) = delete;
+  constexpr ~memory_model() { delete[] places_; }
 
   constexpr int space_count() const { return spec_.ranks * (1 + 2 * groups_); }
   constexpr int user_space(int rank) const { return rank * (1 + 2 * groups_); }
@@ -73,22 +81,31 @@ class memory_model {
   constexpr std::int64_t input_base(int rank) const { return input_base_[rank]; }
   constexpr std::int64_t output_base(int rank) const { return output_base_[rank]; }
 
-  constexpr placement place(const concrete_operand& o, int group) const {
-    const int rank = o.rank;
+  // Where operand `o` of an operation of `group` lies: one lookup, since the checks place every
+  // operand of every operation (a rank outside the node lies nowhere).
+  constexpr const placement& place(const concrete_operand& o, int group) const {
+    if (o.rank >= spec_.ranks) return nowhere_;
+    return places_[(o.rank * groups_ + group) * buffer_kinds + static_cast<int>(o.buf)];
+  }
+
+ private:
+  static constexpr int buffer_kinds = 4;  // input, output, scratch, partial
+  static constexpr placement nowhere_{};
+
+  constexpr placement locate(int rank, buffer buf, int group) const {
     const bool home = rank / spec_.active == group;
-    if (o.buf == buffer::scratch)
+    if (buf == buffer::scratch)
       return {scratch_space(rank, group), 0,
               home ? active_scratch_[group] : helper_scratch_[group]};
-    if (o.buf == buffer::partial)
+    if (buf == buffer::partial)
       return {partial_space(rank, group), 0,
               home ? active_partial_[group] : helper_partial_[group]};
     if (!home) return {};
-    const bool is_in = o.buf == buffer::input;
+    const bool is_in = buf == buffer::input;
     return {user_space(rank), is_in ? input_base_[rank] : output_base_[rank],
             is_in ? input_extent_[group] : output_extent_[group]};
   }
 
- private:
   constexpr in_place_offsets user_bases(int rank) const {
     const int g = home_group(rank);
     if (g < 0) return {};
@@ -104,6 +121,7 @@ class memory_model {
   std::int64_t active_partial_[max_ranks]{}, helper_partial_[max_ranks]{};  // per group
   std::int64_t input_extent_[max_ranks]{}, output_extent_[max_ranks]{};     // per group
   std::int64_t input_base_[max_ranks]{}, output_base_[max_ranks]{};         // per rank
+  placement* places_ = nullptr;  // by rank, group and buffer
 };
 
 }  // namespace detail

@@ -24,8 +24,8 @@ namespace detail {
 // The checks run on the schedule's pattern, one group (schedule/schedule.hpp): every other group
 // runs the same operations on its own ranks at its own count, and the memory model keeps groups
 // apart, so a pattern that passes at a count passes as any group at that count beside any other
-// groups at any counts. The run-time checks of a whole plan (check_dataflow_at and
-// check_structure_at, on every group at once) confirm it in the unit tests.
+// groups at any counts. The run-time check of a whole plan (verify_at, on every group at once)
+// confirms it in the unit tests.
 template <class Check>
 constexpr check_failure at_representative_counts(const schedule_view& s, std::int64_t alignment,
                                                  Check check) {
@@ -62,12 +62,28 @@ constexpr check_failure check_structure(const schedule_view& s,
       s, alignment, [](const auto&... a) { return detail::check_structure_of(a...); });
 }
 
+namespace detail {
+// Both checks on one evaluated program: structure first (the dataflow check relies on it).
+constexpr check_failure check_both_of(const schedule_header& h, const concrete_view& p,
+                                      std::span<const std::int64_t> counts, bool in_place,
+                                      std::int64_t alignment) {
+  const check_failure f = check_structure_of(h, p, counts, in_place, alignment);
+  return f.ok() ? check_dataflow_of(h, p, counts, in_place, alignment) : f;
+}
+}  // namespace detail
+
 // Both: what a schedule must satisfy before any executor may run it.
 constexpr check_failure verify(const schedule_view& s, std::int64_t alignment = default_alignment) {
-  return detail::at_representative_counts(s, alignment, [](const auto&... a) {
-    check_failure f = detail::check_structure_of(a...);
-    return f.ok() ? detail::check_dataflow_of(a...) : f;
-  });
+  return detail::at_representative_counts(
+      s, alignment, [](const auto&... a) { return detail::check_both_of(a...); });
+}
+
+// Both on every group at once, group g at `counts[g]`, out of place or in place: the whole
+// program a plan runs, where verify checks the pattern (the unit tests compare the two).
+constexpr check_failure verify_at(const schedule_view& s, std::span<const std::int64_t> counts,
+                                  bool in_place, std::int64_t alignment = default_alignment) {
+  return detail::check_both_of(*s.header, evaluate(s, counts, alignment).view(), counts, in_place,
+                               alignment);
 }
 
 }  // namespace relay

@@ -116,7 +116,7 @@ class communicator {
   std::vector<cached> cache_;
   std::vector<std::uint64_t> keys_;
   std::size_t last_ = 0;
-  std::uint64_t clock_ = 0;
+  std::uint64_t uses_ = 0;
 };
 
 }  // namespace relay
@@ -300,7 +300,7 @@ inline status communicator::run(const rank_call& call) {
   cached* c = find(call, key);
   if (c == nullptr)
     if (status s = prepare(call, key, where, c); !s) return s;
-  c->last_use = ++clock_;
+  c->last_use = ++uses_;
   if (call.opt.wire_report != nullptr) *call.opt.wire_report = c->p.wire;
   call_context ctx;
   ctx.p = &c->p;

@@ -22,7 +22,9 @@ using symbol_values = std::array<std::int64_t, symbol_count>;
 using symbol_shares = std::array<ratio, symbol_count>;
 
 struct affine {
-  std::array<std::int32_t, symbol_count> coef{};
+  // A plain array: eval reads it for every operand the checks evaluate, and a subscript of
+  // std::array is a call in constant evaluation.
+  std::int32_t coef[symbol_count]{};
 
   static constexpr affine constant(std::int32_t v) { return term(0, v); }
   static constexpr affine n(std::int32_t k = 1) { return term(1, k); }
@@ -30,11 +32,11 @@ struct affine {
 
   // One expression, not a loop: compilers price constant evaluation by the statements run, and
   // the checks evaluate every offset of every operation at every representative count.
-  constexpr std::int64_t eval(const symbol_values& v) const {
+  constexpr std::int64_t eval(const symbol_values& v) const { return eval(v.data()); }
+  constexpr std::int64_t eval(const std::int64_t* x) const {
     static_assert(symbol_count == 6, "eval spells out every symbol");
-    const std::int32_t* c = coef.data();  // (std::array's operator[] is a call per element)
-    const std::int64_t* x = v.data();
-    return c[0] * x[0] + c[1] * x[1] + c[2] * x[2] + c[3] * x[3] + c[4] * x[4] + c[5] * x[5];
+    return coef[0] * x[0] + coef[1] * x[1] + coef[2] * x[2] + coef[3] * x[3] + coef[4] * x[4] +
+           coef[5] * x[5];
   }
   // The value as a share of n, with every quantum at its ideal share; constants vanish.
   constexpr ratio share(const symbol_shares& v) const {

@@ -49,9 +49,9 @@ constexpr element_widths fp8_wire_widths(dtype t) {
 namespace detail {
 constexpr ratio transfer_load(const schedule_view& s, const operation& op, const symbol_shares& v,
                               const element_widths& w) {
-  const ratio length = op.length.share(v);
-  if (s.sources_of(op)[0].buf == buffer::partial) return length * w.partial;
-  return w.element == ratio{1} ? length : length * w.element;  // no gcd where nothing changes
+  const ratio count = op.count.share(v);
+  if (s.sources_of(op)[0].buf == buffer::partial) return count * w.partial;
+  return w.element == ratio{1} ? count : count * w.element;  // no gcd where nothing changes
 }
 
 // Calls f(op, from, to) for every group's copy of every transfer of the pattern in `step` (every
@@ -145,7 +145,7 @@ constexpr int max_ops_per_rank(const schedule_view& s, int step) {
     const group_layout L{g, s.spec().active, s.spec().ranks};
     for (const operation& op : s.ops) {
       if (op.step != step) continue;
-      const int role = op.phase == phase::transfer ? s.sources_of(op)[0].rank : op.dst.rank;
+      const int role = op.issuer(s.sources);
       most = std::max(most, ++per_rank[static_cast<std::size_t>(L.rank_of(role))]);
     }
   }

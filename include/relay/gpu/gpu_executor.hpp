@@ -284,11 +284,11 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
     if (!options_.synchronize && lanes > 1) {
       for (std::size_t l = 1; l < lanes; ++l) {
         if (!lanes_[l].busy) continue;
-        if (status s = fence(l, 0); !s) return s;
+        if (status s = order_lanes(l, 0); !s) return s;
       }
       for (std::size_t l = 1; l < lanes; ++l) {
         if (!prog.uses_lane[l]) continue;
-        if (status s = fence(0, l); !s) return s;
+        if (status s = order_lanes(0, l); !s) return s;
       }
       current = -1;
     }
@@ -380,8 +380,8 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
   }
 
   // Lane `to` waits for everything issued so far on lane `from`.
-  status fence(std::size_t from, std::size_t to) {
-    if (status s = gpu::fence(lanes_[from], lanes_[to]); !s) return s;
+  status order_lanes(std::size_t from, std::size_t to) {
+    if (status s = gpu::order_lanes(lanes_[from], lanes_[to]); !s) return s;
     stats_.records++;
     stats_.waits++;
     return {};

@@ -195,7 +195,7 @@ inline status check_buffer_devices(const plan& p, std::span<const buffer_view> i
 struct lane {
   int device = 0;
   rt::stream_t stream = nullptr;
-  rt::event_t fence = nullptr;                               // orders this lane against another
+  rt::event_t order_event = nullptr;  // orders another lane after this one (order_lanes)
   rt::event_t timing_start = nullptr, timing_end = nullptr;  // when runs are timed
   std::vector<rt::event_t> events;                           // ordering events of prepared programs
   std::array<int, all_dtypes.size()> reduce_blocks{};        // resident blocks of the reduce kernel
@@ -207,7 +207,7 @@ inline status open_lane(lane& l, bool timing) {
     return failure("selecting the device", l.device, e);
   if (rt::error_t e = rt::stream_create(&l.stream); e != rt::success)
     return failure("creating a stream", l.device, e);
-  if (rt::error_t e = rt::event_create(&l.fence); e != rt::success)
+  if (rt::error_t e = rt::event_create(&l.order_event); e != rt::success)
     return failure("creating an event", l.device, e);
   if (timing)
     for (rt::event_t* t : {&l.timing_start, &l.timing_end})
@@ -221,7 +221,7 @@ inline void close_lane(lane& l) {
   for (rt::event_t e : l.events)
     (void)rt::event_destroy(e);
   l.events.clear();
-  for (rt::event_t* e : {&l.fence, &l.timing_start, &l.timing_end})
+  for (rt::event_t* e : {&l.order_event, &l.timing_start, &l.timing_end})
     if (*e != nullptr) {
       (void)rt::event_destroy(*e);
       *e = nullptr;
@@ -260,14 +260,14 @@ inline status wait_lanes(std::span<lane> lanes) {
 }
 
 // Lane `to` waits for everything issued so far on lane `from`. Leaves `to`'s device current.
-inline status fence(lane& from, lane& to) {
+inline status order_lanes(lane& from, lane& to) {
   if (rt::error_t e = rt::set_device(from.device); e != rt::success)
     return failure("selecting the device", from.device, e);
-  if (rt::error_t e = rt::event_record(from.fence, from.stream); e != rt::success)
+  if (rt::error_t e = rt::event_record(from.order_event, from.stream); e != rt::success)
     return failure("recording an event", from.device, e);
   if (rt::error_t e = rt::set_device(to.device); e != rt::success)
     return failure("selecting the device", to.device, e);
-  if (rt::error_t e = rt::stream_wait_event(to.stream, from.fence); e != rt::success)
+  if (rt::error_t e = rt::stream_wait_event(to.stream, from.order_event); e != rt::success)
     return failure("waiting on an event", to.device, e);
   to.busy = true;
   return {};

@@ -16,17 +16,6 @@
 
 namespace relay::gpu {
 
-namespace detail {
-
-inline bool same_views(std::span<const buffer_view> a, std::span<const buffer_view> b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](const buffer_view& x, const buffer_view& y) {
-                      return x.data == y.data && x.bytes == y.bytes;
-                    });
-}
-
-}  // namespace detail
-
 class program_cache {
  public:
   explicit program_cache(int capacity = 8) : capacity_(std::max(capacity, 1)) {}
@@ -34,8 +23,8 @@ class program_cache {
   // The program prepared for `p` on these buffers, or null; marks it used.
   program* find(const plan& p, std::span<const buffer_view> in, std::span<const buffer_view> out) {
     for (program& g : programs_)
-      if (detail::same_views(in, g.in) && detail::same_views(out, g.out) && g.key == p) {
-        g.last_use = ++clock_;
+      if (std::ranges::equal(in, g.in) && std::ranges::equal(out, g.out) && g.key == p) {
+        g.last_use = ++uses_;
         return &g;
       }
     return nullptr;
@@ -56,7 +45,7 @@ class program_cache {
   }
 
   program& insert(program&& g) {
-    g.last_use = ++clock_;
+    g.last_use = ++uses_;
     programs_.push_back(std::move(g));
     return programs_.back();
   }
@@ -71,7 +60,7 @@ class program_cache {
 
  private:
   std::vector<program> programs_;
-  std::uint64_t clock_ = 0;
+  std::uint64_t uses_ = 0;
   int capacity_ = 8;
 };
 

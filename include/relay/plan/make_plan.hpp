@@ -275,7 +275,7 @@ inline status make_plan(const plan_request& r, plan& out) {
   const int A = static_cast<int>(r.groups.front().size());
   const schedule_spec spec{r.coll, A, r.ranks, r.mode, r.route, r.permille, r.tiles};
   const schedule sched = *build_schedule(spec);
-  const concrete_program program = evaluate(sched, r.counts, r.alignment);
+  const concrete_schedule concrete = evaluate(sched, r.counts, r.alignment);
   const std::vector<int> physical = detail::physical_ranks(r);
   const auto es = static_cast<std::uint64_t>(size_of(r.type));
   const auto ps = static_cast<std::uint64_t>(partial_size(r.type, r.precision));
@@ -353,31 +353,25 @@ inline status make_plan(const plan_request& r, plan& out) {
     return x;
   };
 
-  for (const concrete_op& op : program.ops) {
-    plan_op q{};
-    q.step = op.step;
-    q.phase = op.phase;
-    q.source_count = op.source_count;
-    q.first_source = static_cast<std::uint32_t>(p.sources.size());
-    q.dst = convert(op.dst, op.group);
-    q.count = static_cast<std::uint64_t>(op.length);
-    q.finalize = op.finalize;
-    const bool wide = ps != es;  // otherwise a partial is stored exactly like an element
+  const bool wide = ps != es;  // otherwise a partial is stored exactly like an element
+  std::vector<plan_operand> srcs;
+  for (const concrete_op& op : concrete.ops) {
+    plan_op q{.step = op.step,
+              .phase = op.phase,
+              .dst = convert(op.dst, op.group),
+              .count = static_cast<std::uint64_t>(op.count),
+              .finalize = op.finalize,
+              .group = op.group};
     if (wide && op.dst.buf == buffer::partial) q.partial_mask |= partial_dst_bit;
+    srcs.clear();
     std::uint32_t bit = 1;
-    for (const concrete_operand& src : program.sources_of(op)) {
+    for (const concrete_operand& src : concrete.sources_of(op)) {
       if (wide && src.buf == buffer::partial) q.partial_mask |= bit;
       bit <<= 1;
-      p.sources.push_back(convert(src, op.group));
+      srcs.push_back(convert(src, op.group));
     }
-    if (op.phase == phase::transfer && p.sources.back() == q.dst) {  // in place: nothing to do
-      p.sources.pop_back();
-      continue;
-    }
-    if (p.phases.empty() || p.phases.back().step != q.step || p.phases.back().phase != q.phase)
-      p.phases.push_back({q.step, q.phase, static_cast<std::uint32_t>(p.ops.size()), 0});
-    ++p.phases.back().size;
-    p.ops.push_back(q);
+    if (op.phase == phase::transfer && srcs.front() == q.dst) continue;  // in place: nothing to do
+    p.append(q, srcs);
   }
   p.wire = detail::choose_wire(r, spec);
   detail::lay_out_wire(p);

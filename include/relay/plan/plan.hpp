@@ -19,48 +19,20 @@
 
 namespace relay {
 
-// A place in one rank's memory. `offset` is in bytes from the start of that rank's input, output
-// or scratch area (the schedule's partial areas lie in the scratch area too). In place, every
-// operand of an active rank names one user buffer (input for allreduce and reduce-scatter, output
-// for all-gather), so equal operands mean equal addresses.
-struct plan_operand {
-  std::uint16_t rank = 0;
-  buffer buf = buffer::input;
-  std::uint64_t offset = 0;
-  friend constexpr bool operator==(const plan_operand&, const plan_operand&) = default;
-};
-
-// A copy (one source, `count` elements, issued by the source's rank) or a reduction (1..16
-// sources on the destination's rank, issued there). `finalize`: divide by the plan's divisor.
-// `partial_mask` marks operands stored as accumulators, wider than elements (fp32 partial sums of
-// fp16/bf16): bit s for source s, partial_dst_bit for the destination. A copy has both or neither
-// and moves count * plan::partial_size bytes. Zero in every plan whose partials are as wide as
-// its elements (other dtypes, precision::native_partials), which executors run as before.
-struct plan_op {
-  std::uint16_t step = 0;
-  relay::phase phase = phase::transfer;
-  std::uint8_t source_count = 0;
-  std::uint32_t first_source = 0;
-  plan_operand dst{};
-  std::uint64_t count = 0;
-  bool finalize = false;
-  std::uint32_t partial_mask = 0;
-
-  // The rank that runs the operation: a copy's source rank (it pushes), a reduction's own rank.
-  constexpr int issuer(std::span<const plan_operand> sources) const {
-    return phase == phase::transfer ? sources[first_source].rank : dst.rank;
-  }
-  friend constexpr bool operator==(const plan_op&, const plan_op&) = default;
-};
-
-// Operations [first, first + size) of `ops`: one phase of one step. Phases run in order; the
-// operations of one phase are independent of each other and may run concurrently.
-struct plan_phase {
-  std::uint16_t step = 0;
-  relay::phase phase = phase::transfer;
-  std::uint32_t first = 0, size = 0;
-  friend constexpr bool operator==(const plan_phase&, const plan_phase&) = default;
-};
+// A plan's operations are the library's one operation type (schedule/schedule.hpp) with offsets
+// in bytes and counts in elements:
+//   - an operand's `offset` is in bytes from the start of that rank's input, output or scratch
+//     area (the schedule's partial areas lie in the scratch area too). In place, every operand of
+//     an active rank names one user buffer (input for allreduce and reduce-scatter, output for
+//     all-gather), so equal operands mean equal addresses;
+//   - a copy (one source, `count` elements) is issued by its source's rank, a reduction (1..16
+//     sources on the destination's rank) by that rank; `finalize`: divide by the plan's divisor;
+//   - `partial_mask` marks the operands stored as accumulators: a copy has both bits or neither
+//     and moves count * plan::partial_size bytes.
+using plan_operand = basic_operand<std::uint64_t>;
+using plan_op = basic_operation<std::uint64_t>;
+// One phase of one step: plan::ops [first, first + size).
+using plan_phase = phase_range;
 
 // What a plan puts on the wire, and why (issue 12). Every rank derives it from the call's
 // arguments alone (make_plan), so every rank of a call takes the same one.
@@ -151,6 +123,18 @@ struct plan {
     return crosses_wire(o) ? fp8_wire_bytes(o.count)
                            : o.count * static_cast<std::uint64_t>(dst_width(o));
   }
+  // Appends `o` with its sources (it names them in order: first_source is set here), in a new
+  // phase where its step or phase differs from the last operation's. Every plan is built through
+  // it, so `phases` always covers `ops` in (step, phase) order.
+  void append(plan_op o, std::span<const plan_operand> srcs) {
+    o.first_source = static_cast<std::uint32_t>(sources.size());
+    o.source_count = static_cast<std::uint8_t>(srcs.size());
+    sources.insert(sources.end(), srcs.begin(), srcs.end());
+    if (phases.empty() || phases.back().step != o.step || phases.back().phase != o.phase)
+      phases.push_back({o.step, o.phase, static_cast<std::uint32_t>(ops.size()), 0});
+    ++phases.back().size;
+    ops.push_back(o);
+  }
 };
 
 // Bytes per link direction over the whole call, [from * ranks + to]: what the cost model's link
@@ -174,6 +158,7 @@ inline constexpr std::int64_t max_plan_count =
 struct buffer_view {
   void* data = nullptr;
   std::size_t bytes = 0;
+  friend bool operator==(const buffer_view&, const buffer_view&) = default;
 };
 
 }  // namespace relay

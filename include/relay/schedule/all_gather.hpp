@@ -21,12 +21,8 @@ namespace relay::detail {
 template <class Sink>
 constexpr schedule_header all_gather_relay(const schedule_spec& s, Sink& sink) {
   const int A = s.active, H = s.helpers();
-  schedule_header h{};
-  h.spec = s;
-  h.steps = 2;
-  relay_chunk_quanta(h, s.ranks, 1, "chunk c");
-  const affine c = Q(0), d1 = Q(1), S = Q(0, H);
-  const affine d2 = N() - S - d1;
+  schedule_header h = relay_header(s, s.ranks, 1, "chunk c");
+  const affine c = Q(0), d1 = Q(1), S = Q(0, H), d2 = n() - S - d1;
   h.active_scratch = K(0);
   h.helper_scratch = Q(0, A);
   h.description =
@@ -35,19 +31,19 @@ constexpr schedule_header all_gather_relay(const schedule_spec& s, Sink& sink) {
   const group_layout L = pattern_layout(s);
   builder<Sink> b{&sink, 1};
   for (int j = 0; j < A; ++j) {
-    b.copy(in(L.active_rank(j), K(0)), out(L.active_rank(j), N(j)), N());
+    b.copy(in(L.active_rank(j), K(0)), out(L.active_rank(j), n(j)), n());
     for (int i = 0; i < H; ++i)
       b.copy(in(L.active_rank(j), Q(0, i)), scr(L.helper_rank(i), Q(0, j)), c);
     for (int k = 0; k < A; ++k)
-      if (k != j) b.copy(in(L.active_rank(j), S), out(L.active_rank(k), N(j) + S), d1);
+      if (k != j) b.copy(in(L.active_rank(j), S), out(L.active_rank(k), n(j) + S), d1);
   }
   b.step = 2;
   for (int k = 0; k < A; ++k)
     for (int j = 0; j < A; ++j) {
       if (j == k) continue;
       for (int i = 0; i < H; ++i)
-        b.copy(scr(L.helper_rank(i), Q(0, j)), out(L.active_rank(k), N(j) + Q(0, i)), c);
-      b.copy(in(L.active_rank(j), S + d1), out(L.active_rank(k), N(j) + S + d1), d2);
+        b.copy(scr(L.helper_rank(i), Q(0, j)), out(L.active_rank(k), n(j) + Q(0, i)), c);
+      b.copy(in(L.active_rank(j), S + d1), out(L.active_rank(k), n(j) + S + d1), d2);
     }
   return h;
 }

@@ -24,12 +24,8 @@ namespace relay::detail {
 template <class Sink>
 constexpr schedule_header all_to_all_relay(const schedule_spec& s, Sink& sink) {
   const int A = s.active, H = s.helpers();
-  schedule_header h{};
-  h.spec = s;
-  h.steps = 2;
-  relay_chunk_quanta(h, s.ranks + A - 2, A - 1, "relay piece p");
-  const affine p = Q(0), d1 = Q(1), S = Q(0, H);
-  const affine d2 = N() - S - d1;
+  schedule_header h = relay_header(s, s.ranks + A - 2, A - 1, "relay piece p");
+  const affine p = Q(0), d1 = Q(1), S = Q(0, H), d2 = n() - S - d1;
   h.active_scratch = K(0);
   h.helper_scratch = Q(0, A * (A - 1));
   h.description = "H relay pieces of every segment through the helpers + direct remainder";
@@ -39,12 +35,12 @@ constexpr schedule_header all_to_all_relay(const schedule_spec& s, Sink& sink) {
   auto slot = [&](int j, int k) { return Q(0, j * (A - 1) + other_index(k, j)); };
   builder<Sink> b{&sink, 1};
   for (int j = 0; j < A; ++j) {
-    b.copy(in(L.active_rank(j), N(j)), out(L.active_rank(j), N(j)), N());
+    b.copy(in(L.active_rank(j), n(j)), out(L.active_rank(j), n(j)), n());
     for (int k = 0; k < A; ++k) {
       if (k == j) continue;
       for (int i = 0; i < H; ++i)
-        b.copy(in(L.active_rank(j), N(k) + Q(0, i)), scr(L.helper_rank(i), slot(j, k)), p);
-      b.copy(in(L.active_rank(j), N(k) + S), out(L.active_rank(k), N(j) + S), d1);
+        b.copy(in(L.active_rank(j), n(k) + Q(0, i)), scr(L.helper_rank(i), slot(j, k)), p);
+      b.copy(in(L.active_rank(j), n(k) + S), out(L.active_rank(k), n(j) + S), d1);
     }
   }
   b.step = 2;
@@ -52,8 +48,8 @@ constexpr schedule_header all_to_all_relay(const schedule_spec& s, Sink& sink) {
     for (int j = 0; j < A; ++j) {
       if (j == k) continue;
       for (int i = 0; i < H; ++i)
-        b.copy(scr(L.helper_rank(i), slot(j, k)), out(L.active_rank(k), N(j) + Q(0, i)), p);
-      b.copy(in(L.active_rank(j), N(k) + S + d1), out(L.active_rank(k), N(j) + S + d1), d2);
+        b.copy(scr(L.helper_rank(i), slot(j, k)), out(L.active_rank(k), n(j) + Q(0, i)), p);
+      b.copy(in(L.active_rank(j), n(k) + S + d1), out(L.active_rank(k), n(j) + S + d1), d2);
     }
   return h;
 }

@@ -25,50 +25,48 @@ namespace relay::detail {
 template <class Sink>
 constexpr schedule_header allreduce_relay(const schedule_spec& s, Sink& sink) {
   const int A = s.active, H = s.helpers();
-  schedule_header h{};
-  h.spec = s;
-  h.steps = 2;
+  schedule_header h = header_of(s, 2);
   h.quantum_count = 2;
   // q0 = o, the offload piece each helper owns: pO / H with pO = align_down(n*share, H*alignment).
-  h.quanta[0].base = N();
+  h.quanta[0].base = n();
   h.quanta[0].num = s.permille > 0 ? s.permille : 1;
   h.quanta[0].den = s.permille > 0 ? 1000 * H : s.ranks;
   h.quanta[0].align_units = 1;
   // q1 = r, the direct piece each active reduces; a group with no offload splits n evenly.
-  h.quanta[1].base = N() - Q(0, H);
+  h.quanta[1].base = n() - Q(0, H);
   h.quanta[1].den = A;
   h.quanta[1].align_units = 1;
   h.quanta[1].fallback_if_zero = 0;
-  h.quanta[1].fallback = N();
+  h.quanta[1].fallback = n();
   h.quanta[1].fallback_den = A;
   h.quantum_names = {"offload piece o", "direct piece r", nullptr, nullptr};
-  const affine last_piece = N() - Q(0, H) - Q(1, A - 1);
+  const affine last_piece = n() - Q(0, H) - Q(1, A - 1);
   h.active_scratch = (A - 1) * last_piece;
   h.helper_scratch = Q(0, A);
   h.description =
       "helper reduce-and-broadcast of H offload pieces + direct reduce-scatter/all-gather";
 
   auto piece_offset = [&](int k) { return Q(0, H) + Q(1, k); };
-  auto piece_length = [&](int k) { return k < A - 1 ? Q(1) : last_piece; };
+  auto piece_count = [&](int k) { return k < A - 1 ? Q(1) : last_piece; };
 
   const group_layout L = pattern_layout(s);
   builder<Sink> b{&sink, 1};
   for (int j = 0; j < A; ++j)
     for (int i = 0; i < H; ++i)
       b.copy(in(L.active_rank(j), Q(0, i)), scr(L.helper_rank(i), Q(0, j)), Q(0));
-  scatter_pieces(b, L, piece_offset, piece_length);
+  scatter_pieces(b, L, piece_offset, piece_count);
   for (int i = 0; i < H; ++i) {
     operand_list src;
     for (int j = 0; j < A; ++j)
       src.push(scr(L.helper_rank(i), Q(0, j)));
     b.reduce(src, scr(L.helper_rank(i), K(0)), Q(0), true);
   }
-  reduce_pieces(b, L, piece_offset, piece_offset, piece_length);
+  reduce_pieces(b, L, piece_offset, piece_offset, piece_count);
   b.step = 2;
   for (int i = 0; i < H; ++i)
     for (int j = 0; j < A; ++j)
       b.copy(scr(L.helper_rank(i), K(0)), out(L.active_rank(j), Q(0, i)), Q(0));
-  gather_pieces(b, L, piece_offset, piece_length);
+  gather_pieces(b, L, piece_offset, piece_count);
   return h;
 }
 

@@ -1,4 +1,4 @@
-// A schedule made concrete for per-group counts: offsets and lengths in elements.
+// A schedule made concrete for per-group counts: offsets and counts in elements.
 //
 // This is the one interpreter of the symbolic sizes. The property checks run it at
 // representative counts; the plan runs it at the caller's counts and turns elements into bytes.
@@ -15,23 +15,10 @@ namespace relay {
 
 inline constexpr std::int64_t default_alignment = 128;  // elements, as in the spec
 
-struct concrete_operand {
-  std::uint8_t rank = 0;
-  buffer buf = buffer::input;
-  std::int64_t offset = 0;
-  friend constexpr bool operator==(const concrete_operand&, const concrete_operand&) = default;
-};
-
-struct concrete_op {
-  std::uint16_t step = 0;
-  relay::phase phase = phase::transfer;
-  std::uint8_t group = 0;
-  std::uint8_t source_count = 0;
-  std::uint32_t first_source = 0;
-  concrete_operand dst{};
-  std::int64_t length = 0;
-  bool finalize = false;
-};
+// An operation at concrete counts (schedule/schedule.hpp): offsets and counts in elements, ranks
+// canonical, `group` the group it belongs to.
+using concrete_operand = basic_operand<std::int64_t>;
+using concrete_op = basic_operation<std::int64_t>;
 
 // Operations and their sources as the checks read them, wherever they are stored.
 struct concrete_view {
@@ -39,7 +26,7 @@ struct concrete_view {
   std::span<const concrete_operand> sources;
 };
 
-struct concrete_program {
+struct concrete_schedule {
   schedule_spec spec{};
   int steps = 0;
   std::vector<concrete_op> ops;  // in (step, phase) order; empty operations dropped
@@ -88,7 +75,7 @@ constexpr std::int64_t partial_elements(const schedule_header& h, bool active, s
 }
 
 // Appends groups 0 .. counts.size()-1 of the pattern to `ops` and `sources`, group g at count
-// counts[g], in (step, phase) order and, within a phase, group by group. Operations of length
+// counts[g], in (step, phase) order and, within a phase, group by group. Operations of count
 // zero are dropped, so a group too small to relay issues no helper traffic at all. The checks
 // run this inside the compiler at every representative count, so it appends to flat_stacks and
 // indexes raw pointers (core/flat_stack.hpp says why).
@@ -98,33 +85,32 @@ constexpr void evaluate_into(const schedule_view& s, std::span<const std::int64_
   const operation* const ops = s.ops.data();
   const operand* const sources = s.sources.data();
   const std::size_t op_count = s.ops.size(), group_count = counts.size();
-  const std::int64_t* const count = counts.data();
+  const std::int64_t* const group_counts = counts.data();
   const int A = s.spec().active, N = s.spec().ranks;
   for (std::size_t first = 0; first < op_count;) {
-    std::size_t last = first;
-    while (last < op_count && ops[last].step == ops[first].step &&
-           ops[last].phase == ops[first].phase)
-      ++last;
+    const std::size_t last = phase_end(ops, op_count, first);
     for (std::size_t g = 0; g < group_count; ++g) {
       const group_layout L{static_cast<int>(g), A, N};
-      const symbol_values v = evaluate_symbols(*s.header, count[g], alignment);
+      std::uint16_t rank_of[max_ranks]{};  // the group's rank of each role, looked up per operand
+      for (int role = 0; role < N; ++role)
+        rank_of[role] = static_cast<std::uint16_t>(L.rank_of(role));
+      const symbol_values values = evaluate_symbols(*s.header, group_counts[g], alignment);
+      const std::int64_t* const v = values.data();  // (one call per group, not per operand)
       for (std::size_t i = first; i < last; ++i) {
         const operation& op = ops[i];
-        const std::int64_t length = op.length.eval(v);
-        if (length <= 0) continue;
-        ops_out.push(
-            {op.step,
-             op.phase,
-             static_cast<std::uint8_t>(g),
-             op.source_count,
-             static_cast<std::uint32_t>(sources_out.size()),
-             {static_cast<std::uint8_t>(L.rank_of(op.dst.rank)), op.dst.buf, op.dst.offset.eval(v)},
-             length,
-             op.finalize});
+        const std::int64_t count = op.count.eval(v);
+        if (count <= 0) continue;
+        ops_out.push({.step = op.step,
+                      .phase = op.phase,
+                      .source_count = op.source_count,
+                      .first_source = static_cast<std::uint32_t>(sources_out.size()),
+                      .dst = {rank_of[op.dst.rank], op.dst.buf, op.dst.offset.eval(v)},
+                      .count = count,
+                      .finalize = op.finalize,
+                      .group = static_cast<std::uint8_t>(g)});
         const operand* const from = sources + op.first_source;
         for (std::size_t k = 0; k < op.source_count; ++k)
-          sources_out.push({static_cast<std::uint8_t>(L.rank_of(from[k].rank)), from[k].buf,
-                            from[k].offset.eval(v)});
+          sources_out.push({rank_of[from[k].rank], from[k].buf, from[k].offset.eval(v)});
       }
     }
     first = last;
@@ -132,13 +118,13 @@ constexpr void evaluate_into(const schedule_view& s, std::span<const std::int64_
 }
 
 // The same, as a program of its own.
-constexpr concrete_program evaluate_groups(const schedule_view& s,
-                                           std::span<const std::int64_t> counts,
-                                           std::int64_t alignment) {
+constexpr concrete_schedule evaluate_groups(const schedule_view& s,
+                                            std::span<const std::int64_t> counts,
+                                            std::int64_t alignment) {
   flat_stack<concrete_op> ops;
   flat_stack<concrete_operand> sources;
   evaluate_into(s, counts, alignment, ops, sources);
-  concrete_program p;
+  concrete_schedule p;
   p.spec = s.spec();
   p.steps = s.header->steps;
   p.ops.assign(ops.data(), ops.data() + ops.size());
@@ -147,14 +133,14 @@ constexpr concrete_program evaluate_groups(const schedule_view& s,
 }
 
 // Every group, `counts[g]` being group g's count (counts.size() == s.groups()): what a plan runs.
-constexpr concrete_program evaluate(const schedule_view& s, std::span<const std::int64_t> counts,
-                                    std::int64_t alignment = default_alignment) {
+constexpr concrete_schedule evaluate(const schedule_view& s, std::span<const std::int64_t> counts,
+                                     std::int64_t alignment = default_alignment) {
   return evaluate_groups(s, counts.first(static_cast<std::size_t>(s.groups())), alignment);
 }
 
 // The pattern alone, as one group of count n: what the checks run (check/verify.hpp).
-constexpr concrete_program evaluate_pattern(const schedule_view& s, std::int64_t n,
-                                            std::int64_t alignment = default_alignment) {
+constexpr concrete_schedule evaluate_pattern(const schedule_view& s, std::int64_t n,
+                                             std::int64_t alignment = default_alignment) {
   return evaluate_groups(s, std::span<const std::int64_t>(&n, 1), alignment);
 }
 

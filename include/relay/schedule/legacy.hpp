@@ -12,42 +12,35 @@ template <class Sink>
 constexpr schedule_header legacy_three_step(const schedule_spec& s, Sink& sink) {
   const int A = s.active, H = s.helpers();
   const collective c = s.coll;
-  schedule_header h{};
-  h.spec = s;
-  h.steps = 3;
-  h.quantum_count = 1;
-  h.quanta[0].base = N();
-  h.quanta[0].den = H + 1;
-  h.quanta[0].align_units = 1;
-  h.quantum_names = {"chunk c", nullptr, nullptr, nullptr};
+  schedule_header h = chunk_header(s, 3, H + 1);
   const affine R = Q(0, H);  // the relay region [0, H*c); the direct chunk is [H*c, n)
-  h.active_scratch = reduces(c) ? N() : K(0);
+  h.active_scratch = reduces(c) ? n() : K(0);
   h.helper_scratch = Q(0, A);
   h.description = "three steps: scatter, helper pass-through, direct exchange (numChunks = H+1)";
 
   // Where a_j's data bound for a_k starts in a_j's input, and where it lands on a_k.
   auto source_base = [&](int k) {
-    return (c == collective::reduce_scatter || c == collective::all_to_all) ? N(k) : K(0);
+    return (c == collective::reduce_scatter || c == collective::all_to_all) ? n(k) : K(0);
   };
-  auto landing = [&](int rk, int j) { return reduces(c) ? scr(rk, K(0)) : out(rk, N(j)); };
+  auto landing = [&](int rk, int j) { return reduces(c) ? scr(rk, K(0)) : out(rk, n(j)); };
   auto shifted = [](operand o, affine by) { return o.offset = o.offset + by, o; };
 
   const group_layout L = pattern_layout(s);
   builder<Sink> b{&sink, 1};
   for (int j = 0; j < A; ++j) {
     const int rj = L.active_rank(j);
-    if (c == collective::all_gather) b.copy(in(rj, K(0)), out(rj, N(j)), N());
-    if (c == collective::all_to_all) b.copy(in(rj, N(j)), out(rj, N(j)), N());
+    if (c == collective::all_gather) b.copy(in(rj, K(0)), out(rj, n(j)), n());
+    if (c == collective::all_to_all) b.copy(in(rj, n(j)), out(rj, n(j)), n());
     const int k = 1 - j;  // A == 2: the one other active
     for (int i = 0; i < H; ++i)
       b.copy(in(rj, source_base(k) + Q(0, i)), scr(L.helper_rank(i), Q(0, j)), Q(0));
   }
-  auto reduce_region = [&](int k, affine from, affine length) {
+  auto reduce_region = [&](int k, affine from, affine count) {
     const int rk = L.active_rank(k);
     operand_list src;
     for (int j = 0; j < A; ++j)
       src.push(j == k ? in(rk, source_base(k) + from) : scr(rk, from));
-    b.reduce(src, out(rk, from), length, true);
+    b.reduce(src, out(rk, from), count, true);
   };
   b.step = 2;
   for (int k = 0; k < A; ++k) {
@@ -60,8 +53,8 @@ constexpr schedule_header legacy_three_step(const schedule_spec& s, Sink& sink) 
   for (int k = 0; k < A; ++k) {
     const int j = 1 - k;
     b.copy(in(L.active_rank(j), source_base(k) + R), shifted(landing(L.active_rank(k), j), R),
-           N() - R);
-    if (reduces(c)) reduce_region(k, R, N() - R);
+           n() - R);
+    if (reduces(c)) reduce_region(k, R, n() - R);
   }
   return h;
 }

@@ -24,28 +24,21 @@ template <class Sink>
 constexpr schedule_header pipelined_pair(const schedule_spec& s, Sink& sink) {
   const int H = s.helpers(), T = s.tiles;
   const collective coll = s.coll;
-  schedule_header h{};
-  h.spec = s;
-  h.steps = T + 1;
-  h.quantum_count = 1;
-  h.quanta[0].base = N();
-  h.quanta[0].den = H * T + T + 1;
-  h.quanta[0].align_units = 1;
-  h.quantum_names = {"chunk c", nullptr, nullptr, nullptr};
+  schedule_header h = chunk_header(s, T + 1, H * T + T + 1);
   const affine c = Q(0), relayed = Q(0, H * T);   // tiles occupy [0, H*T*c)
   h.helper_scratch = Q(0, 4);                     // two halves of two slots
-  h.active_scratch = reduces(coll) ? N() : K(0);  // mirrors the block it reduces into
+  h.active_scratch = reduces(coll) ? n() : K(0);  // mirrors the block it reduces into
   h.description = "pipelined: tile t's scatter rides with tile t-1's return, T+1 steps";
 
   auto piece_offset = [&](int p) { return relayed + Q(0, p); };
-  auto piece_length = [&](int p) { return p < T ? c : N() - relayed - Q(0, T); };
+  auto piece_count = [&](int p) { return p < T ? c : n() - relayed - Q(0, T); };
   auto chunk = [&](int t, int i) { return Q(0, t * H + i); };
   auto slot = [&](int t, int j) { return Q(0, 2 * (t % 2) + j); };
   // Where a_j's data bound for a_k starts in its input, and where it lands on a_k.
   const bool blocked = coll == collective::reduce_scatter || coll == collective::all_to_all;
-  auto from = [&](int k, affine at) { return (blocked ? N(k) : K(0)) + at; };
+  auto from = [&](int k, affine at) { return (blocked ? n(k) : K(0)) + at; };
   auto landing = [&](int rk, int j, affine at) {
-    return reduces(coll) ? scr(rk, at) : out(rk, N(j) + at);
+    return reduces(coll) ? scr(rk, at) : out(rk, n(j) + at);
   };
 
   const group_layout L = pattern_layout(s);
@@ -55,8 +48,8 @@ constexpr schedule_header pipelined_pair(const schedule_spec& s, Sink& sink) {
     const int scatter = step - 1, ret = step - 2, piece = step - 1;
     for (int j = 0; j < 2; ++j) {
       const int k = 1 - j, rj = L.active_rank(j), rk = L.active_rank(k);
-      if (step == 1 && coll == collective::all_gather) b.copy(in(rj, K(0)), out(rj, N(j)), N());
-      if (step == 1 && coll == collective::all_to_all) b.copy(in(rj, N(j)), out(rj, N(j)), N());
+      if (step == 1 && coll == collective::all_gather) b.copy(in(rj, K(0)), out(rj, n(j)), n());
+      if (step == 1 && coll == collective::all_to_all) b.copy(in(rj, n(j)), out(rj, n(j)), n());
       for (int i = 0; i < H && scatter < T; ++i)
         b.copy(in(rj, from(k, chunk(scatter, i))), scr(L.helper_rank(i), slot(scatter, j)), c);
       for (int i = 0; i < H && ret >= 0; ++i) {
@@ -69,7 +62,7 @@ constexpr schedule_header pipelined_pair(const schedule_spec& s, Sink& sink) {
             c);
       }
       b.copy(in(rj, from(k, piece_offset(piece))), landing(rk, j, piece_offset(piece)),
-             piece_length(piece));
+             piece_count(piece));
     }
     if (coll == collective::allreduce && scatter < T)
       for (int i = 0; i < H; ++i) {
@@ -81,13 +74,13 @@ constexpr schedule_header pipelined_pair(const schedule_spec& s, Sink& sink) {
     if (!reduces(coll)) continue;
     for (int k = 0; k < 2; ++k) {
       const int rk = L.active_rank(k);
-      auto reduce_region = [&](affine at, affine length) {
+      auto reduce_region = [&](affine at, affine count) {
         operand_list src;  // active order: a fixed summation order
         for (int j = 0; j < 2; ++j)
           src.push(j == k ? in(rk, from(k, at)) : scr(rk, at));
-        b.reduce(src, out(rk, at), length, true);
+        b.reduce(src, out(rk, at), count, true);
       };
-      reduce_region(piece_offset(piece), piece_length(piece));
+      reduce_region(piece_offset(piece), piece_count(piece));
       if (coll == collective::reduce_scatter && ret >= 0) reduce_region(chunk(ret, 0), Q(0, H));
     }
   }

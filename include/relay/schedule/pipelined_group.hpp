@@ -75,30 +75,23 @@ template <class Sink>
 constexpr schedule_header pipelined_forward(const schedule_spec& s, Sink& sink) {
   const int A = s.active, H = s.helpers(), T = s.tiles;
   const collective coll = s.coll;
-  schedule_header h{};
-  h.spec = s;
-  h.steps = T + 1;
-  h.quantum_count = 1;
-  h.quanta[0].base = N();
   const bool rs = coll == collective::reduce_scatter, a2a = coll == collective::all_to_all;
   const bool ag = coll == collective::all_gather;
   // Direct pieces in units of c: each, but 1 in the step whose relay links carry c only
   // (all-gather's first, reduce-scatter's last); the last piece takes the rest.
   const int small_piece = a2a ? A - 1 : 1;
-  h.quanta[0].den = T * H + T * (A - 1) + small_piece;
-  h.quanta[0].align_units = 1;
-  h.quantum_names = {"chunk c", nullptr, nullptr, nullptr};
+  schedule_header h = chunk_header(s, T + 1, T * H + T * (A - 1) + small_piece);
   const affine c = Q(0), relayed = Q(0, T * H);  // tiles occupy [0, T*H*c)
   auto piece_offset = [&](int p) {
     return relayed + Q(0, ag && p > 0 ? small_piece + (p - 1) * (A - 1) : p * (A - 1));
   };
-  const affine rest = N() - piece_offset(T);
-  auto piece_length = [&](int p) {
+  const affine rest = n() - piece_offset(T);
+  auto piece_count = [&](int p) {
     return p == T ? rest : Q(0, ag && p == 0 ? small_piece : A - 1);
   };
   auto chunk = [&](int t, int i) { return Q(0, t * H + i); };
   // Where a_j's data bound for a_k starts in a_j's input, and where a_k keeps what j sent.
-  auto from = [&](int k, affine at) { return (rs || a2a ? N(k) : K(0)) + at; };
+  auto from = [&](int k, affine at) { return (rs || a2a ? n(k) : K(0)) + at; };
   // Helper slots: all-gather one chunk per source, all-to-all and reduce-scatter one per
   // (source, destination); forwarding collectives keep two tiles.
   const int per_tile = ag ? A : A * (A - 1);
@@ -130,7 +123,7 @@ constexpr schedule_header pipelined_forward(const schedule_spec& s, Sink& sink) 
     const int scatter = step - 1, ret = step - 2, piece = step - 1;
     for (int j = 0; j < A && step == 1 && !rs; ++j) {  // an active's own share, locally
       const int rj = L.active_rank(j);
-      b.copy(in(rj, a2a ? N(j) : K(0)), out(rj, N(j)), N());
+      b.copy(in(rj, a2a ? n(j) : K(0)), out(rj, n(j)), n());
     }
     for (int j = 0; j < A; ++j) {
       const int rj = L.active_rank(j);
@@ -146,10 +139,10 @@ constexpr schedule_header pipelined_forward(const schedule_spec& s, Sink& sink) 
         if (k == j) continue;
         const int rk = L.active_rank(k);
         for (int i = 0; i < H && ret >= 0 && !rs; ++i)
-          b.copy(scr(L.helper_rank(i), slot(ret, j, k)), out(rk, N(j) + chunk(ret, i)), c);
+          b.copy(scr(L.helper_rank(i), slot(ret, j, k)), out(rk, n(j) + chunk(ret, i)), c);
         b.copy(in(rj, from(k, piece_offset(piece))),
-               rs ? scr(rk, direct_slot(piece, j, k)) : out(rk, N(j) + piece_offset(piece)),
-               piece_length(piece));
+               rs ? scr(rk, direct_slot(piece, j, k)) : out(rk, n(j) + piece_offset(piece)),
+               piece_count(piece));
       }
     }
     if (!rs) continue;
@@ -174,7 +167,7 @@ constexpr schedule_header pipelined_forward(const schedule_spec& s, Sink& sink) 
       operand_list src;  // active order: a fixed summation order
       for (int j = 0; j < A; ++j)
         src.push(j == k ? in(rk, from(k, piece_offset(piece))) : scr(rk, direct_slot(piece, j, k)));
-      b.reduce(src, out(rk, piece_offset(piece)), piece_length(piece), true);
+      b.reduce(src, out(rk, piece_offset(piece)), piece_count(piece), true);
     }
   }
   return h;
@@ -183,20 +176,13 @@ constexpr schedule_header pipelined_forward(const schedule_spec& s, Sink& sink) 
 template <class Sink>
 constexpr schedule_header pipelined_allreduce(const schedule_spec& s, Sink& sink) {
   const int A = s.active, H = s.helpers(), T = s.tiles;
-  schedule_header h{};
-  h.spec = s;
-  h.steps = T + 1;
-  h.quantum_count = 1;
-  h.quanta[0].base = N();
-  h.quanta[0].den = 2 * T * H + A * T + 2;
-  h.quanta[0].align_units = 1;
-  h.quantum_names = {"chunk c", nullptr, nullptr, nullptr};  // helper chunks are 2c
+  schedule_header h = chunk_header(s, T + 1, 2 * T * H + A * T + 2);  // helper chunks are 2c
   const affine c = Q(0), o = Q(0, 2), direct = Q(0, 2 * T * H);
   auto chunk = [&](int t, int i) { return Q(0, 2 * (t * H + i)); };
   auto block = [&](int b, int k) { return direct + Q(0, b * A + k); };
   // The exchange pieces: e1 in step 1, e2 (the rest) in step T+1.
   const affine e1 = direct + Q(0, T * A), e2 = e1 + c;
-  const affine rest = N() - Q(0, 2 * T * H + T * A + 1);
+  const affine rest = n() - Q(0, 2 * T * H + T * A + 1);
   auto helper_slot = [&](int t, int j) { return Q(0, 2 * ((t % 2) * A + j)); };
   h.helper_scratch = Q(0, 4 * A);
   // a_k's slots: direct pieces [0, A-1), e1 [A-1, 2(A-1)), e2 A-1 slots of the rest after them.

@@ -32,14 +32,11 @@ namespace relay::detail {
 template <class Sink>
 constexpr schedule_header reduce_scatter_relay(const schedule_spec& s, Sink& sink) {
   const int A = s.active, H = s.helpers();
-  schedule_header h{};
-  h.spec = s;
-  h.steps = 2;
-  relay_chunk_quanta(h, s.ranks, A - 1, "chunk c");
-  const affine c = Q(0), d1 = Q(1), S = Q(0, H);  // S: the helper slices, [0, H*c)
-  const affine d2 = N() - S - d1;
-  const affine D = N() - S;     // the whole direct region of a block
-  const bool partials = A > 2;  // helpers sum A-1 slices: a partial, not a final value
+  schedule_header h = relay_header(s, s.ranks, A - 1, "chunk c");
+  const affine c = Q(0), d1 = Q(1), S = Q(0, H),
+               d2 = n() - S - d1;  // S: the helper slices, [0, H*c)
+  const affine D = n() - S;        // the whole direct region of a block
+  const bool partials = A > 2;     // helpers sum A-1 slices: a partial, not a final value
   // Active scratch: A=2, the helpers' slices at [0, H*c) (they come back as they went out);
   // then one direct region per source. A>2: the helpers' sums arrive in the partial space.
   const affine landing = partials ? K(0) : S;
@@ -59,8 +56,8 @@ constexpr schedule_header reduce_scatter_relay(const schedule_spec& s, Sink& sin
     for (int k = 0; k < A; ++k) {
       if (k == j) continue;
       for (int i = 0; i < H; ++i)
-        b.copy(in(L.active_rank(j), N(k) + Q(0, i)), scr(L.helper_rank(i), helper_slot(k, j)), c);
-      b.copy(in(L.active_rank(j), N(k) + S), scr(L.active_rank(k), direct_slot(j, k)), d1);
+        b.copy(in(L.active_rank(j), n(k) + Q(0, i)), scr(L.helper_rank(i), helper_slot(k, j)), c);
+      b.copy(in(L.active_rank(j), n(k) + S), scr(L.active_rank(k), direct_slot(j, k)), d1);
     }
   // Helper i's slice for owner k after step 1: A>2 its partial sum, A=2 the one slice.
   auto held = [&](int i, int k) {
@@ -77,12 +74,12 @@ constexpr schedule_header reduce_scatter_relay(const schedule_spec& s, Sink& sin
           if (j != k) src.push(scr(L.helper_rank(i), helper_slot(k, j)));
         b.reduce(src, held(i, k), c, false);
       }
-  auto reduce_direct = [&](int k, affine from, affine length) {
+  auto reduce_direct = [&](int k, affine from, affine count) {
     operand_list src;
     for (int j = 0; j < A; ++j)
-      src.push(j == k ? in(L.active_rank(k), N(k) + from)
+      src.push(j == k ? in(L.active_rank(k), n(k) + from)
                       : scr(L.active_rank(k), direct_slot(j, k) + (from - S)));
-    b.reduce(src, out(L.active_rank(k), from), length, true);
+    b.reduce(src, out(L.active_rank(k), from), count, true);
   };
   for (int k = 0; k < A; ++k)
     reduce_direct(k, S, d1);
@@ -93,12 +90,12 @@ constexpr schedule_header reduce_scatter_relay(const schedule_spec& s, Sink& sin
       b.copy(held(i, k), shift(returned(k), Q(0, i)), c);
     for (int j = 0; j < A; ++j)
       if (j != k)
-        b.copy(in(L.active_rank(j), N(k) + S + d1), scr(L.active_rank(k), direct_slot(j, k) + d1),
+        b.copy(in(L.active_rank(j), n(k) + S + d1), scr(L.active_rank(k), direct_slot(j, k) + d1),
                d2);
   }
   for (int k = 0; k < A; ++k) {
     operand_list src;
-    src.push(in(L.active_rank(k), N(k)));
+    src.push(in(L.active_rank(k), n(k)));
     src.push(returned(k));
     b.reduce(src, out(L.active_rank(k), K(0)), S, true);
     reduce_direct(k, S + d1, d2);

@@ -57,25 +57,73 @@ struct schedule_spec {
   friend constexpr bool operator==(const schedule_spec&, const schedule_spec&) = default;
 };
 
+// The one operation type of every layer, templated on what a size is: `affine` in a schedule
+// (elements, symbolic in the counts), std::int64_t in a concrete schedule (elements,
+// schedule/evaluate.hpp) and std::uint64_t in a plan (bytes for offsets, elements for counts,
+// plan/plan.hpp). A field added here is a field of all three; each has a default, so code that
+// does not know it keeps working.
+
 // A place in a rank's memory. Scratch and partial are the rank's areas for the operation's group.
-struct operand {
-  std::uint8_t rank = 0;
+template <class Size>
+struct basic_operand {
+  std::uint16_t rank = 0;
   buffer buf = buffer::input;
-  affine offset{};
+  Size offset{};
+  friend constexpr bool operator==(const basic_operand&, const basic_operand&) = default;
 };
 
 // One copy (one source operand) or one reduction (1..max_reduce_inputs source operands) into
-// `dst`, `length` elements. Sources live in the schedule's operand pool at [first, first + count).
-// `finalize` marks the reduction that produces a final value: the one place AVG divides.
-struct operation {
+// `dst`, `count` elements. Sources live in the owner's operand pool at [first_source,
+// first_source + source_count). `finalize` marks the reduction that produces a final value: the
+// one place AVG divides. `group`: the group whose pattern the operation comes from (0 in a
+// schedule, which is one group's pattern). `partial_mask` (plans only, make_plan sets it): the
+// operands stored as accumulators, wider than elements (fp32 partial sums of fp16/bf16), bit s
+// for source s, partial_dst_bit for the destination; zero where partials are as wide as elements.
+template <class Size>
+struct basic_operation {
   std::uint16_t step = 0;
   relay::phase phase = phase::transfer;
   std::uint8_t source_count = 0;
   std::uint32_t first_source = 0;
-  operand dst{};
-  affine length{};
+  basic_operand<Size> dst{};
+  Size count{};
   bool finalize = false;
+  std::uint8_t group = 0;
+  std::uint32_t partial_mask = 0;  // (new fields go last: positional initializers stay valid)
+
+  // The rank that runs the operation: a copy's source rank (it pushes), a reduction's own rank.
+  // `sources` is the whole pool the operation indexes.
+  constexpr int issuer(std::span<const basic_operand<Size>> sources) const {
+    return phase == phase::transfer ? sources.data()[first_source].rank : dst.rank;
+  }
+  friend constexpr bool operator==(const basic_operation&, const basic_operation&) = default;
 };
+
+// A schedule's operations: sizes in elements, affine in the counts.
+using operand = basic_operand<affine>;
+using operation = basic_operation<affine>;
+
+// Operations [first, first + size) of an operation list: one phase of one step. Phases run in
+// order; the operations of one phase are independent of each other and may run concurrently.
+struct phase_range {
+  std::uint16_t step = 0;
+  relay::phase phase = phase::transfer;
+  std::uint32_t first = 0, size = 0;
+  friend constexpr bool operator==(const phase_range&, const phase_range&) = default;
+};
+
+// The end of the phase that starts at ops[first]: the first later operation of another step or
+// phase (lists are in (step, phase) order). Every layer splits its list into phases with it; the
+// checks run it inside the compiler, so it takes a raw pointer (core/flat_stack.hpp says why).
+template <class Op>
+constexpr std::size_t phase_end(const Op* ops, std::size_t size, std::size_t first) {
+  const std::uint16_t step = ops[first].step;
+  const relay::phase ph = ops[first].phase;
+  std::size_t last = first + 1;
+  while (last < size && ops[last].step == step && ops[last].phase == ph)
+    ++last;
+  return last;
+}
 
 // Everything about a schedule except its operations.
 struct schedule_header {

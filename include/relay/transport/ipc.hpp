@@ -348,14 +348,14 @@ class ipc_transport final : public transport {
   status program_for(const plan& p, const plan_slice& slice, std::uint64_t fingerprint,
                      gpu::rt::stream_t stream, const program*& out) {
     if (fingerprint != 0 && &p == last_plan_ && fingerprint == last_fingerprint_) {
-      programs_[last_index_].last_use = ++clock_;
+      programs_[last_index_].last_use = ++uses_;
       out = &programs_[last_index_];
       return {};
     }
     last_plan_ = nullptr;
     for (std::size_t i = 0; i < programs_.size(); ++i)
       if (programs_[i].key == p) {
-        programs_[i].last_use = ++clock_;
+        programs_[i].last_use = ++uses_;
         remember(p, fingerprint, i);
         out = &programs_[i];
         return {};
@@ -380,7 +380,7 @@ class ipc_transport final : public transport {
     }
     program built;
     if (status s = build(p, slice, stream, built); !s) return s;
-    built.last_use = ++clock_;
+    built.last_use = ++uses_;
     programs_.push_back(std::move(built));
     remember(p, fingerprint, programs_.size() - 1);
     out = &programs_.back();
@@ -571,7 +571,7 @@ class ipc_transport final : public transport {
   long long timeout_ms_ = 0;
   status broken_;
   std::vector<program> programs_;
-  std::uint64_t clock_ = 0;
+  std::uint64_t uses_ = 0;
   // The last call's plan and program (program_for's fast path).
   const plan* last_plan_ = nullptr;
   std::uint64_t last_fingerprint_ = 0;

@@ -355,7 +355,7 @@ class nccl_transport final : public transport {
                     const reduce_lists*& out) {
     for (reduce_lists& l : lists_)
       if (l.at == at && l.key == p) {
-        l.last_use = ++clock_;
+        l.last_use = ++uses_;
         out = &l;
         return {};
       }
@@ -428,7 +428,7 @@ class nccl_transport final : public transport {
       (void)gpu::rt::free(oldest->device);
       lists_.erase(oldest);
     }
-    built.last_use = ++clock_;
+    built.last_use = ++uses_;
     lists_.push_back(std::move(built));
     out = &lists_.back();
     return {};
@@ -450,7 +450,7 @@ class nccl_transport final : public transport {
   std::size_t capacity_ = 0;
   unsigned char *scratch_ = nullptr, *staging_ = nullptr, *stand_in_output_ = nullptr;
   std::vector<reduce_lists> lists_;
-  std::uint64_t clock_ = 0;
+  std::uint64_t uses_ = 0;
   std::array<int, all_dtypes.size()> reduce_blocks_{};
 };
 

@@ -277,11 +277,9 @@ TEST_CASE("a fused plan of every group at mixed counts passes what its pattern p
               per_group.push_back(counts[(shift + static_cast<std::size_t>(g)) % counts.size()]);
             for (bool in_place : {false, true}) {
               if (in_place && !has_in_place(c)) continue;
-              const check_failure d = check_dataflow_at(sched, per_group, in_place);
-              const check_failure h = check_structure_at(sched, per_group, in_place);
-              INFO(describe(s, d) << " / " << describe(s, h) << " shift " << shift);
-              CHECK(d.ok());
-              CHECK(h.ok());
+              const check_failure f = verify_at(sched, per_group, in_place);
+              INFO(describe(s, f) << " shift " << shift);
+              CHECK(f.ok());
               ++checked;
             }
           }
@@ -308,7 +306,7 @@ TEST_CASE("group g plays the pattern's roles on its canonical ranks", "[check]")
   // plus the direct ones) runs 4 times; at a count where nothing is empty every copy survives.
   const schedule s = *build_schedule({collective::all_gather, 2, 8, mode::fused, route::relay});
   const std::vector<std::int64_t> counts(4, 8 * 128 * 5);
-  const concrete_program p = evaluate(s, counts);
+  const concrete_schedule p = evaluate(s, counts);
   CHECK(p.ops.size() == 4 * s.ops.size());
   for (const concrete_op& op : p.ops) {
     const int first_active = 2 * op.group;
