@@ -7,8 +7,9 @@
 //   3. every ordered pair at once (56 at N = 8): each B within the tolerance, which shows that
 //      the GPU's memory is not what limits N(N-1) busy links at this B;
 //   4. two copies sharing one pair: B together (not 2B), within the tolerance;
-//   5. the emulator's step latency and per-operation latency (support/step_timing.hpp: paced
-//      rings of 1 and 65 steps, as gpu_calibrate measures a real machine's).
+//   5. the device clock's step (what a block waking for its slot may be late by), and the
+//      emulator's step latency and per-operation latency (support/step_timing.hpp: paced rings
+//      of 1 and 65 steps, as gpu_calibrate measures a real machine's).
 //
 // Each copy moves --mib MiB from its own source area to its own destination area (no two read
 // the same bytes, so no cache serves what a link should carry); a run's rate per link is the
@@ -92,6 +93,26 @@ __global__ void fill_kernel(unsigned char* p, std::uint64_t n, std::uint32_t see
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
        i += std::uint64_t{gridDim.x} * blockDim.x)
     p[i] = static_cast<unsigned char>((i * 2654435761u) >> 13 ^ seed);
+}
+
+// The device clock the pacing reads (device_clock_ns): one thread reads it until it has changed
+// 1000 times or 10^7 reads have passed; out: the smallest and largest change seen (ns) and the
+// changes counted. A coarse clock wakes blocks late; docs/mesh-emulation.md says how much the
+// pacing tolerates.
+__global__ void clock_step_kernel(std::uint64_t* out) {
+  std::uint64_t last = relay::gpu::device_clock_ns(), smallest = ~std::uint64_t{0}, largest = 0;
+  std::uint64_t changes = 0;
+  for (int reads = 0; reads < 10'000'000 && changes < 1000; ++reads) {
+    const std::uint64_t now = relay::gpu::device_clock_ns();
+    if (now == last) continue;
+    smallest = now - last < smallest ? now - last : smallest;
+    largest = now - last > largest ? now - last : largest;
+    last = now;
+    ++changes;
+  }
+  out[0] = smallest;
+  out[1] = largest;
+  out[2] = changes;
 }
 
 struct pair {
@@ -238,6 +259,19 @@ int main(int argc, char** argv) {
     ex.deallocate(r, b.in[static_cast<std::size_t>(r)].data);
     ex.deallocate(r, b.out[static_cast<std::size_t>(r)].data);
   }
+  void* sampled = nullptr;
+  std::uint64_t ticks[3] = {};
+  CHECK_RT(rt::set_device(o.device));
+  CHECK_RT(rt::malloc(&sampled, sizeof ticks));
+  CHECK_RT(rt::launch(clock_step_kernel, 1, 1, nullptr, static_cast<std::uint64_t*>(sampled)));
+  CHECK_RT(rt::memcpy(ticks, sampled, sizeof ticks));
+  CHECK_RT(rt::free(sampled));
+  std::printf(
+      "\nThe device clock (device_clock_ns): %llu changes seen, each of %llu to %llu ns; "
+      "%u blocks per link, tiles of 64 KiB (%.2f us a tile at B)\n",
+      static_cast<unsigned long long>(ticks[2]), static_cast<unsigned long long>(ticks[0]),
+      static_cast<unsigned long long>(ticks[1]), relay::gpu::link_blocks(rate),
+      65536 / o.gbps / 1e3);
   const relay::examples::step_timing steps = relay::examples::time_steps(devices, go);
   std::printf(
       "\n## The emulator's latency (paced rings, device-timed)\n\n"

@@ -57,7 +57,7 @@ namespace {
 // A link rate as --topology text takes it: 12, 12.5.
 std::string number_text(double v) {
   char text[32];
-  std::snprintf(text, sizeof text, "%g", v);
+  std::snprintf(text, sizeof text, "%.10g", v);
   return text;
 }
 
@@ -521,7 +521,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
     o.topo = *t;
     if (o.emulate_mesh_gbps > 0 &&
         (t->kind != fabric::mesh ||
-         std::abs(t->link_bandwidth / 1e9 - o.emulate_mesh_gbps) > 1e-9 * o.emulate_mesh_gbps))
+         std::abs(t->link_bandwidth / 1e9 - o.emulate_mesh_gbps) > 1e-6 * o.emulate_mesh_gbps))
       out.warnings.push_back(
           "--topology " + o.topology_text + " is not the emulated mesh of --emulate-mesh " +
           number_text(o.emulate_mesh_gbps) + " GB/s: predictions price another machine");

@@ -1,6 +1,8 @@
 # relay-bench's CSV and JSON from the CPU sweep (bench.cpu_sweep) are complete and well formed,
-# and bench/plot turns the CSV into an SVG with a panel pair per collective.
-# Run as: cmake -DPYTHON=<python3> -DPLOT=<bench/plot> -DRESULTS=<prefix> -P bench_outputs.cmake
+# bench/plot turns the CSV into an SVG with a panel pair per collective, and bench/mesh-speedups
+# into a speedup table.
+# Run as: cmake -DPYTHON=<python3> -DPLOT=<bench/plot> -DSPEEDUPS=<bench/mesh-speedups>
+#         -DRESULTS=<prefix> -P bench_outputs.cmake
 file(STRINGS ${RESULTS}.csv lines)
 list(LENGTH lines count)
 # 4 collectives x 2 A x 3 modes x 3 sizes, two forms each except all-to-all's: 1 + 6*3*(3*2+1).
@@ -40,3 +42,18 @@ foreach(title "allreduce: busbw" "reduce-scatter: speedup" "all-gather: busbw" "
     message(FATAL_ERROR "${RESULTS}.svg has no '${title}'")
   endif()
 endforeach()
+
+# bench/mesh-speedups reads the same CSV: every row has the direct baseline (126), each row's
+# measured speedup against the predicted one; rows from --from on are held to --tolerance, and
+# the exit status is 1 when one is off.
+execute_process(COMMAND ${PYTHON} ${SPEEDUPS} ${RESULTS}.csv --from 4K --tolerance 1000
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\n126 of 126 rows at 4K and up within 100000% of the predicted")
+  message(FATAL_ERROR "mesh-speedups, any ratio allowed: exit ${rc}\n${out}${err}")
+endif()
+execute_process(COMMAND ${PYTHON} ${SPEEDUPS} ${RESULTS}.csv --from 16K --tolerance 0
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+# 2 of the 3 sizes (16K, 64K) are held to a tolerance of 0: all 84 are off.
+if(NOT rc EQUAL 1 OR NOT out MATCHES "\n0 of 84 rows at 16K and up within 0% of the predicted speedup; 84 off")
+  message(FATAL_ERROR "mesh-speedups, no tolerance: exit ${rc}\n${out}${err}")
+endif()

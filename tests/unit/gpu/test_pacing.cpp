@@ -3,6 +3,7 @@
 // launch. Every expected number is worked out by hand in the comments.
 #include "relay/gpu/pacing.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
