@@ -5,6 +5,7 @@
 //
 // RELAY_PROPERTY_CASES (default 2,000 for the default executor, a quarter of that for each other
 // engine and lane mode) and RELAY_PROPERTY_SEED replay a run; a failure prints its case.
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -159,4 +160,29 @@ TEST_CASE("GPU executor: fp32 partial sums give the host executor's bits on rand
         gpu.deallocate(static_cast<int>(r), device[r]);
       }
     }
+}
+
+TEST_CASE("GPU executor on the fp8 wire: random and adversarial cases within the bound",
+          "[gpu][property][fp8]") {
+  // tests/unit/exec/test_fp8_wire.cpp's suite on the GPU executor: random cases made floating, on
+  // both encodings, over the five data kinds (uniform, a wide range in every block, subnormals,
+  // NaN and infinities, magnitudes near the type's largest), forced to fp8 at every count.
+  const std::uint64_t seed = env_or("RELAY_PROPERTY_SEED", 20261203);
+  const std::uint64_t cases = env_or("RELAY_PROPERTY_CASES", 2000) / 4 + 1;
+  std::mt19937_64 rng(seed);
+  executors ex(1, {});
+  std::uint64_t failures = 0;
+  for (std::uint64_t i = 0; i < cases; ++i) {
+    testing::property_case c = testing::random_case(rng);
+    std::mt19937_64 r(c.seed);
+    c.type = std::array{dtype::float32, dtype::float16, dtype::bfloat16}[r() % 3];
+    c.wire = r() % 2 ? wire_format::fp8_e4m3 : wire_format::fp8_e4m3_fnuz;
+    c.wire_data = static_cast<int>(r() % 5);
+    gpu_executor& e = ex(c.ranks);
+    REQUIRE(e.init_status().ok());
+    const testing::property_result res = testing::run_case(e, c);
+    if (!res.ok && failures++ < 10)
+      FAIL_CHECK("case " << i << " (suite seed " << seed << "): " << res.failure);
+  }
+  CHECK(failures == 0);
 }
