@@ -5,7 +5,6 @@
 //
 // RELAY_PROPERTY_CASES (default 2,000 for the default executor, a quarter of that for each other
 // engine and lane mode) and RELAY_PROPERTY_SEED replay a run; a failure prints its case.
-#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -49,13 +48,16 @@ class executors {
   std::vector<std::unique_ptr<gpu_executor>> by_ranks_;
 };
 
-void run_suite(int devices, gpu_options o, std::uint64_t cases) {
+// `shape`, where given, changes each drawn case (testing::make_fp8).
+void run_suite(int devices, gpu_options o, std::uint64_t cases,
+               void (*shape)(testing::property_case&) = nullptr) {
   const std::uint64_t seed = env_or("RELAY_PROPERTY_SEED", 20261129);
   std::mt19937_64 rng(seed);
   executors ex(devices, o);
   std::uint64_t failures = 0;
   for (std::uint64_t i = 0; i < cases; ++i) {
-    const testing::property_case c = testing::random_case(rng);
+    testing::property_case c = testing::random_case(rng);
+    if (shape != nullptr) shape(c);
     gpu_executor& e = ex(c.ranks);
     REQUIRE(e.init_status().ok());
     const testing::property_result r = testing::run_case(e, c);
@@ -167,22 +169,5 @@ TEST_CASE("GPU executor on the fp8 wire: random and adversarial cases within the
   // tests/unit/exec/test_fp8_wire.cpp's suite on the GPU executor: random cases made floating, on
   // both encodings, over the five data kinds (uniform, a wide range in every block, subnormals,
   // NaN and infinities, magnitudes near the type's largest), forced to fp8 at every count.
-  const std::uint64_t seed = env_or("RELAY_PROPERTY_SEED", 20261203);
-  const std::uint64_t cases = env_or("RELAY_PROPERTY_CASES", 2000) / 4 + 1;
-  std::mt19937_64 rng(seed);
-  executors ex(1, {});
-  std::uint64_t failures = 0;
-  for (std::uint64_t i = 0; i < cases; ++i) {
-    testing::property_case c = testing::random_case(rng);
-    std::mt19937_64 r(c.seed);
-    c.type = std::array{dtype::float32, dtype::float16, dtype::bfloat16}[r() % 3];
-    c.wire = r() % 2 ? wire_format::fp8_e4m3 : wire_format::fp8_e4m3_fnuz;
-    c.wire_data = static_cast<int>(r() % 5);
-    gpu_executor& e = ex(c.ranks);
-    REQUIRE(e.init_status().ok());
-    const testing::property_result res = testing::run_case(e, c);
-    if (!res.ok && failures++ < 10)
-      FAIL_CHECK("case " << i << " (suite seed " << seed << "): " << res.failure);
-  }
-  CHECK(failures == 0);
+  run_suite(1, {}, env_or("RELAY_PROPERTY_CASES", 2000) / 4 + 1, testing::make_fp8);
 }
