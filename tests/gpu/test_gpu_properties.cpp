@@ -48,13 +48,16 @@ class executors {
   std::vector<std::unique_ptr<gpu_executor>> by_ranks_;
 };
 
-void run_suite(int devices, gpu_options o, std::uint64_t cases) {
+// `shape`, where given, changes each drawn case (testing::make_fp8).
+void run_suite(int devices, gpu_options o, std::uint64_t cases,
+               void (*shape)(testing::property_case&) = nullptr) {
   const std::uint64_t seed = env_or("RELAY_PROPERTY_SEED", 20261129);
   std::mt19937_64 rng(seed);
   executors ex(devices, o);
   std::uint64_t failures = 0;
   for (std::uint64_t i = 0; i < cases; ++i) {
-    const testing::property_case c = testing::random_case(rng);
+    testing::property_case c = testing::random_case(rng);
+    if (shape != nullptr) shape(c);
     gpu_executor& e = ex(c.ranks);
     REQUIRE(e.init_status().ok());
     const testing::property_result r = testing::run_case(e, c);
@@ -172,4 +175,12 @@ TEST_CASE("GPU executor: fp32 partial sums give the host executor's bits on rand
         gpu.deallocate(static_cast<int>(r), device[r]);
       }
     }
+}
+
+TEST_CASE("GPU executor on the fp8 wire: random and adversarial cases within the bound",
+          "[gpu][property][fp8]") {
+  // tests/unit/exec/test_fp8_wire.cpp's suite on the GPU executor: random cases made floating, on
+  // both encodings, over the five data kinds (uniform, a wide range in every block, subnormals,
+  // NaN and infinities, magnitudes near the type's largest), forced to fp8 at every count.
+  run_suite(1, {}, env_or("RELAY_PROPERTY_CASES", 2000) / 4 + 1, testing::make_fp8);
 }

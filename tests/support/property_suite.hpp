@@ -132,6 +132,15 @@ inline property_case random_case(std::mt19937_64& rng) {
   return c;
 }
 
+// `c` made an fp8 wire case, from its seed: a floating dtype, one of the two encodings, one of
+// the five data kinds (detail::fill_fp8).
+inline void make_fp8(property_case& c) {
+  std::mt19937_64 r(c.seed);
+  c.type = std::array{dtype::float32, dtype::float16, dtype::bfloat16}[r() % 3];
+  c.wire = r() % 2 ? wire_format::fp8_e4m3 : wire_format::fp8_e4m3_fnuz;
+  c.wire_data = static_cast<int>(r() % 5);
+}
+
 // Every reducing collective (allreduce, reduce-scatter) x (A, N) in {2, 4} x {4, 8, 16} and
 // A=8 at N=16 x fused and single x every route the spec allows (relay, direct, legacy at A=2,
 // pipelined for a single group) x fp16 and bf16 x SUM and AVG, with exact-sum data

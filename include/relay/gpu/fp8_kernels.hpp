@@ -16,8 +16,10 @@
 // group always run the same trip count, so every shuffle has all its lanes. Each thread keeps
 // Unroll blocks' loads in flight before it computes.
 //
-// Not yet lowered from plans: the GPU executor refuses fp8 plans (plan/validate.hpp,
-// require_native_wire); examples/gpu_kernel_bench.cpp --fp8 measures these kernels against a copy.
+// The GPU executor runs an fp8 copy as a quantize launch on the sender's lane, the image pushed
+// by the batched copy (or a peer memcpy), and a dequantize launch on the receiver's lane
+// (gpu/lowering.hpp, split_fp8_copy), one launch per copy end. examples/gpu_kernel_bench.cpp
+// --fp8 measures the kernels against a device-to-device copy.
 #pragma once
 
 #include <cstdint>

@@ -54,6 +54,7 @@
 #include "relay/core/dtype.hpp"
 #include "relay/core/status.hpp"
 #include "relay/exec/executor.hpp"
+#include "relay/gpu/fp8_kernels.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/lowering.hpp"
@@ -242,7 +243,6 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
       return {errc::invalid_group, "the plan has " + std::to_string(p.ranks()) +
                                        " ranks, the executor maps " + std::to_string(ranks())};
     if (status s = validate_plan(p, in, out); !s) return s;
-    if (status s = require_native_wire(p, "the GPU executor"); !s) return s;
     return gpu::check_buffer_devices(p, in, out, device_of_);
   }
 
@@ -344,6 +344,13 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
           });
           stats_.launches++;
           break;
+        case action::kind::quantize:
+        case action::kind::dequantize:
+          what = a.what == action::kind::quantize ? "launching the fp8 quantize kernel"
+                                                  : "launching the fp8 dequantize kernel";
+          e = launch_fp8(a, fp8_format_of(prog.key.wire.taken), type, ln.stream);
+          stats_.launches++;
+          break;
         case action::kind::memcpy:
           what = "a peer memcpy";
           e = gpu::rt::memcpy_peer_async(a.copy.dst, a.copy.dst_device, a.copy.src,
@@ -358,6 +365,24 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
     for (std::size_t l = 0; l < lanes; ++l)
       stats_.lanes += prog.uses_lane[l] ? 1 : 0;
     return {};
+  }
+
+  // One end of an fp8 copy, with the kernel of its element type (float for float32 data and fp32
+  // partial sums).
+  static gpu::rt::error_t launch_fp8(const gpu::action& a, fp8_format f, dtype type,
+                                     gpu::rt::stream_t stream) {
+    auto go = [&](auto zero) {
+      using T = decltype(zero);
+      if (a.what == gpu::action::kind::quantize)
+        return gpu::launch_fp8_quantize(static_cast<const T*>(a.fp8.src),
+                                        static_cast<unsigned char*>(a.fp8.dst), a.fp8.count, f,
+                                        stream);
+      return gpu::launch_fp8_dequantize(static_cast<const unsigned char*>(a.fp8.src), a.fp8.count,
+                                        f, static_cast<T*>(a.fp8.dst),
+                                        static_cast<const T*>(nullptr), stream);
+    };
+    if (a.fp8.wide) return go(float{});
+    return type == dtype::float16 ? go(float16{}) : go(bfloat16{});
   }
 
   // With gpu_options::time_runs, records one timing event (start or end) on every lane `prog`

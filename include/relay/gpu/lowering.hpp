@@ -55,6 +55,17 @@ struct lowered_reduce {
   std::uint32_t partial = 0;  // plan_op::partial_mask: operands stored as wider partial sums
 };
 
+// One end of an fp8 copy (plan::crosses_wire, gpu/fp8_kernels.hpp): quantize `count` elements
+// at `src` into the wire image at `dst`, or dequantize the image at `src` into elements at `dst`.
+// `wide`: the elements are floats (float32 data, or fp32 partial sums), else the plan's 16-bit
+// type.
+struct lowered_fp8 {
+  const void* src = nullptr;
+  void* dst = nullptr;
+  std::uint64_t count = 0;
+  bool wide = false;
+};
+
 // A lane's work in one phase: lowered_plan::phases[phase][slot].
 struct work_ref {
   std::size_t phase = 0, slot = 0;
@@ -67,6 +78,7 @@ struct lane_work {
   std::vector<lowered_copy> copies;   // by the batched copy kernel (a push through peer access)
   std::vector<lowered_copy> memcpys;  // by the runtime's peer memcpy
   std::vector<lowered_reduce> reductions;
+  std::vector<lowered_fp8> quantizes, dequantizes;  // fp8 copies' two ends
   std::vector<interval> reads, writes;
   std::vector<work_ref> waits;  // works on other lanes to wait for, before this one starts
   std::vector<int> clock;       // per lane: the last work index this one is ordered after
@@ -104,9 +116,12 @@ struct bound_memory {
 };
 
 struct lowered_plan {
-  std::vector<std::vector<lane_work>> phases;  // per plan phase, the lanes with work in it
-  std::vector<int> events;                     // per lane: events its works record
-  std::vector<bool> uses_lane;                 // per lane: some work runs on it
+  // Per plan phase, the lanes with work in it; a transfer phase with fp8 copies is three: the
+  // senders quantize, the wire images cross (with the phase's other copies), the receivers
+  // dequantize.
+  std::vector<std::vector<lane_work>> phases;
+  std::vector<int> events;      // per lane: events its works record
+  std::vector<bool> uses_lane;  // per lane: some work runs on it
 };
 
 namespace detail {
@@ -118,23 +133,65 @@ inline interval span_of(const void* p, std::uint64_t bytes) {
 
 }  // namespace detail
 
+// Rank r's lane's work in `works`, made on first use (`slot`: per lane, its index or -1).
+inline lane_work& work_of(std::vector<lane_work>& works, std::vector<int>& slot, int lane) {
+  int& s = slot[static_cast<std::size_t>(lane)];
+  if (s < 0) {
+    s = static_cast<int>(works.size());
+    works.push_back({});
+    works.back().lane = lane;
+  }
+  return works[static_cast<std::size_t>(s)];
+}
+
+// An fp8 copy (plan::crosses_wire) as three works: the source's lane quantizes into the send slot
+// (`before`), pushes the image to the receive slot (`w`, with the phase's other copies), and the
+// destination's lane dequantizes it (`after`).
+inline void split_fp8_copy(const plan& p, const plan_op& o, std::size_t index,
+                           const lane_layout& at, const bound_memory& mem, lane_work& before,
+                           lane_work& w, lane_work& after) {
+  const plan_operand& src = p.sources_of(o)[0];
+  const wire_slot& slot = p.wire_slots[index];
+  const void* from = mem.address(src);
+  unsigned char* send = mem.address({src.rank, buffer::scratch, slot.send});
+  unsigned char* recv = mem.address({o.dst.rank, buffer::scratch, slot.recv});
+  unsigned char* to = mem.address(o.dst);
+  const std::uint64_t image = fp8_wire_bytes(o.count);
+  const bool wide_src = p.type == dtype::float32 || (o.partial_mask & 1u) != 0;
+  const bool wide_dst = p.type == dtype::float32 || (o.partial_mask & partial_dst_bit) != 0;
+  before.quantizes.push_back({from, send, o.count, wide_src});
+  before.reads.push_back(detail::span_of(from, o.count * (wide_src ? 4u : 2u)));
+  before.writes.push_back(detail::span_of(send, image));
+  const int a = at.device_of_rank[src.rank], b = at.device_of_rank[o.dst.rank];
+  (at.by_kernel(a, b) ? w.copies : w.memcpys).push_back({send, recv, image, a, b});
+  w.reads.push_back(detail::span_of(send, image));
+  w.writes.push_back(detail::span_of(recv, image));
+  after.dequantizes.push_back({recv, to, o.count, wide_dst});
+  after.reads.push_back(detail::span_of(recv, image));
+  after.writes.push_back(detail::span_of(to, o.count * (wide_dst ? 4u : 2u)));
+}
+
 // 1. Each phase's operations, split by lane; operations of no elements vanish.
 inline std::vector<std::vector<lane_work>> split_by_lane(const plan& p, const lane_layout& at,
                                                          const bound_memory& mem) {
-  std::vector<std::vector<lane_work>> phases(p.phases.size());
+  std::vector<std::vector<lane_work>> phases;
+  phases.reserve(p.phases.size());
   for (std::size_t ph = 0; ph < p.phases.size(); ++ph) {
-    std::vector<int> slot(static_cast<std::size_t>(at.lanes), -1);
+    const auto lanes = static_cast<std::size_t>(at.lanes);
+    std::vector<int> slot(lanes, -1), before_slot(lanes, -1), after_slot(lanes, -1);
+    std::vector<lane_work> main, before, after;  // before and after: the fp8 copies' ends
     for (const plan_op& o : p.ops_of(p.phases[ph])) {
       if (o.count == 0) continue;
       const std::span<const plan_operand> srcs = p.sources_of(o);
       const int issuer = o.issuer(p.sources);  // the whole pool: issuer() indexes it
-      const auto l = static_cast<std::size_t>(at.lane_of_rank[static_cast<std::size_t>(issuer)]);
-      if (slot[l] < 0) {
-        slot[l] = static_cast<int>(phases[ph].size());
-        phases[ph].push_back({});
-        phases[ph].back().lane = static_cast<int>(l);
+      const int l = at.lane_of_rank[static_cast<std::size_t>(issuer)];
+      lane_work& w = work_of(main, slot, l);
+      if (p.crosses_wire(o)) {
+        const int receiver = at.lane_of_rank[static_cast<std::size_t>(o.dst.rank)];
+        split_fp8_copy(p, o, static_cast<std::size_t>(&o - p.ops.data()), at, mem,
+                       work_of(before, before_slot, l), w, work_of(after, after_slot, receiver));
+        continue;
       }
-      lane_work& w = phases[ph][static_cast<std::size_t>(slot[l])];
       const std::uint64_t bytes = o.count * static_cast<std::uint64_t>(p.dst_width(o));
       unsigned char* dst = mem.address(o.dst);
       w.writes.push_back(detail::span_of(dst, bytes));
@@ -154,6 +211,9 @@ inline std::vector<std::vector<lane_work>> split_by_lane(const plan& p, const la
             {dst, ptrs, o.source_count, o.count, o.finalize ? p.divisor : 1, o.partial_mask});
       }
     }
+    if (!before.empty()) phases.push_back(std::move(before));
+    phases.push_back(std::move(main));
+    if (!after.empty()) phases.push_back(std::move(after));
   }
   return phases;
 }

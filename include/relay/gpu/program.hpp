@@ -28,7 +28,9 @@ struct action {
     copy,
     reduce,
     memcpy,
-    paced_copy
+    paced_copy,  // every copy between two ranks of a phase, paced (mesh emulation)
+    quantize,    // an fp8 copy's sending end: one launch of fp8_quantize_kernel
+    dequantize   // its receiving end: one launch of fp8_dequantize_kernel
   } what = kind::wait;
   int lane = 0;
   int event_lane = 0, event = 0;  // wait, record
@@ -37,6 +39,7 @@ struct action {
   std::uint64_t tiles = 0;        // paced_copy: the grid
   const void* entries = nullptr;  // paced_copy: device address of its paced_entry list
   lowered_copy copy{};            // memcpy
+  lowered_fp8 fp8{};              // quantize, dequantize
 };
 
 // A plan prepared for one set of buffers.
@@ -195,6 +198,10 @@ inline status build_program(const plan& p, std::span<const buffer_view> in,
                                 .tiles = at.copy_tiles});
       for (const lowered_copy& c : w.memcpys)
         prog.actions.push_back({.what = kind::memcpy, .lane = w.lane, .copy = c});
+      for (const lowered_fp8& q : w.quantizes)
+        prog.actions.push_back({.what = kind::quantize, .lane = w.lane, .fp8 = q});
+      for (const lowered_fp8& q : w.dequantizes)
+        prog.actions.push_back({.what = kind::dequantize, .lane = w.lane, .fp8 = q});
       if (at.reductions != 0)
         prog.actions.push_back({.what = kind::reduce,
                                 .lane = w.lane,
@@ -207,9 +214,11 @@ inline status build_program(const plan& p, std::span<const buffer_view> in,
     }
   prog.uses_lane = low.uses_lane;
   prog.key = p;
-  prog.streaming_copies = std::none_of(p.phases.begin(), p.phases.end(), [](const plan_phase& x) {
-    return x.phase == phase::reduce;
-  });
+  // (fp8 images are read again at once by the dequantize kernel: no hints either.)
+  prog.streaming_copies = p.wire.taken == wire_format::native &&
+                          std::none_of(p.phases.begin(), p.phases.end(), [](const plan_phase& x) {
+                            return x.phase == phase::reduce;
+                          });
   prog.in.assign(in.begin(), in.end());
   prog.out.assign(out.begin(), out.end());
   return {};

@@ -141,10 +141,7 @@ TEST_CASE("fp8 wire property suite: random and adversarial data within the bound
   std::array<int, 5> per_kind{};
   for (int i = 0; i < cases; ++i) {
     testing::property_case c = testing::random_case(rng);
-    std::mt19937_64 r(c.seed);
-    c.type = std::array{dtype::float32, dtype::float16, dtype::bfloat16}[r() % 3];
-    c.wire = r() % 2 ? wire_format::fp8_e4m3 : wire_format::fp8_e4m3_fnuz;
-    c.wire_data = static_cast<int>(r() % 5);
+    testing::make_fp8(c);
     ++per_kind[static_cast<std::size_t>(c.wire_data)];
     const testing::property_result result = testing::run_case(ex, c);
     if (!result.ok && failures++ < 10) FAIL_CHECK(result.failure);

@@ -3,11 +3,13 @@
 // every expected address, wait and event below is worked out from the plan.
 #include "relay/gpu/lowering.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
+#include "relay/plan/make_plan.hpp"
 #include "support/plan_builder.hpp"
 
 using namespace relay;
@@ -193,4 +195,70 @@ TEST_CASE("lowering: a lane ordered after another through a third does not wait 
   CHECK(chained.phases[1][0].waits == std::vector<work_ref>{{0, 0}});  // write after read
   CHECK(chained.phases[2][0].waits == std::vector<work_ref>{{1, 0}});  // lane 1 pruned
   CHECK(chained.events == std::vector<int>{1, 1, 0});
+}
+
+TEST_CASE("lowering: an fp8 copy is quantize, push of its image, dequantize", "[gpu][lowering]") {
+  // The exchange-and-sum of two bf16 ranks on the fp8 wire (e4m3), made by make_plan: A = N = 2
+  // direct allreduce of 1000 elements. Its transfer phase becomes three: each rank quantizes its
+  // input into its send slot, pushes the 1000 + 32 byte image to the other's receive slot, and the
+  // other dequantizes it into its scratch; then the reductions, as before.
+  plan p;
+  plan_request q = request_for({collective::allreduce, 2, 2, mode::fused, route::direct, 0, 0},
+                               {{0, 1}}, {1000});
+  q.type = dtype::bfloat16;
+  q.wire = wire_format::fp8_e4m3;
+  q.wire_threshold = 0;
+  REQUIRE(make_plan(q, p));
+  REQUIRE(p.wire_slots.size() == p.ops.size());
+  memory m(2, 8192);
+  REQUIRE(p.scratch_bytes[0] <= 8192);
+  const gpu::lowered_plan low = gpu::lower(p, layout({0, 1}, {0, 1}, 2, 2), m.bound());
+  REQUIRE(low.phases.size() == 4);  // quantize, push, dequantize, reduce
+  for (int r = 0; r < 2; ++r) {
+    const int other = 1 - r;
+    INFO("rank " << r);
+    const auto& q0 = low.phases[0];
+    const auto& push = low.phases[1];
+    const auto& dq = low.phases[2];
+    REQUIRE(q0.size() == 2);
+    REQUIRE(push.size() == 2);
+    REQUIRE(dq.size() == 2);
+    // Rank r's copy: its input into its send slot, on its lane.
+    std::size_t copy_index = 0;
+    for (std::size_t i = 0; i < p.ops.size(); ++i)
+      if (p.crosses_wire(p.ops[i]) && p.sources_of(p.ops[i])[0].rank == r) copy_index = i;
+    const wire_slot& slot = p.wire_slots[copy_index];
+    unsigned char* send = m.scratch[static_cast<std::size_t>(r)].data() + slot.send;
+    unsigned char* recv = m.scratch[static_cast<std::size_t>(other)].data() + slot.recv;
+    const gpu::lane_work& quantize = q0[static_cast<std::size_t>(r)];
+    CHECK(quantize.lane == r);
+    REQUIRE(quantize.quantizes.size() == 1);
+    CHECK(quantize.quantizes[0].src == m.in[static_cast<std::size_t>(r)].data());
+    CHECK(quantize.quantizes[0].dst == send);
+    CHECK(quantize.quantizes[0].count == 1000);
+    CHECK(!quantize.quantizes[0].wide);
+    const gpu::lane_work& pushed = push[static_cast<std::size_t>(r)];
+    CHECK(pushed.lane == r);
+    REQUIRE(pushed.copies.size() == 1);
+    CHECK(pushed.copies[0].src == send);
+    CHECK(pushed.copies[0].dst == recv);
+    CHECK(pushed.copies[0].bytes == 1032);
+    // The receiver dequantizes into the scratch the reduction reads, after the push landed.
+    const gpu::lane_work* deq = nullptr;
+    for (const gpu::lane_work& w : dq)
+      if (w.lane == other) deq = &w;
+    REQUIRE(deq != nullptr);
+    REQUIRE(deq->dequantizes.size() == 1);
+    CHECK(deq->dequantizes[0].src == recv);
+    CHECK(deq->dequantizes[0].dst ==
+          m.scratch[static_cast<std::size_t>(other)].data() + p.ops[copy_index].dst.offset);
+    const bool waits_for_push =
+        std::find(deq->waits.begin(), deq->waits.end(), work_ref{1, static_cast<std::size_t>(r)}) !=
+        deq->waits.end();
+    CHECK(waits_for_push);
+  }
+  // A native plan of the same call keeps its one transfer phase.
+  q.wire = wire_format::native;
+  REQUIRE(make_plan(q, p));
+  CHECK(gpu::lower(p, layout({0, 1}, {0, 1}, 2, 2), m.bound()).phases.size() == 2);
 }
