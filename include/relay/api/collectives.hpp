@@ -137,35 +137,38 @@ status run_collective(E& ex, collective c, const group_list& groups,
   return run_collective(ex, c, groups, send, recv, std::span<const std::int64_t>(n), type, op, opt);
 }
 
+// A collective that does not reduce (all-gather, all-to-all): its operator is sum, unused.
 template <plan_runner E, count_range Counts>
-status allreduce(E& ex, const group_list& groups, std::span<const buffer_view> send,
-                 std::span<const buffer_view> recv, const Counts& counts, dtype type, reduce_op op,
-                 const options& opt = {}) {
+status run_collective(E& ex, collective c, const group_list& groups, buffer_views send,
+                      buffer_views recv, const Counts& counts, dtype type,
+                      const options& opt = {}) {
+  return run_collective(ex, c, groups, send, recv, counts, type, reduce_op::sum, opt);
+}
+
+template <plan_runner E, count_range Counts>
+status allreduce(E& ex, const group_list& groups, buffer_views send, buffer_views recv,
+                 const Counts& counts, dtype type, reduce_op op, const options& opt = {}) {
   return run_collective(ex, collective::allreduce, groups, send, recv, counts, type, op, opt);
 }
 
 template <plan_runner E, count_range Counts>
-status reduce_scatter(E& ex, const group_list& groups, std::span<const buffer_view> send,
-                      std::span<const buffer_view> recv, const Counts& recv_counts, dtype type,
-                      reduce_op op, const options& opt = {}) {
+status reduce_scatter(E& ex, const group_list& groups, buffer_views send, buffer_views recv,
+                      const Counts& recv_counts, dtype type, reduce_op op,
+                      const options& opt = {}) {
   return run_collective(ex, collective::reduce_scatter, groups, send, recv, recv_counts, type, op,
                         opt);
 }
 
 template <plan_runner E, count_range Counts>
-status all_gather(E& ex, const group_list& groups, std::span<const buffer_view> send,
-                  std::span<const buffer_view> recv, const Counts& send_counts, dtype type,
-                  const options& opt = {}) {
-  return run_collective(ex, collective::all_gather, groups, send, recv, send_counts, type,
-                        reduce_op::sum, opt);
+status all_gather(E& ex, const group_list& groups, buffer_views send, buffer_views recv,
+                  const Counts& send_counts, dtype type, const options& opt = {}) {
+  return run_collective(ex, collective::all_gather, groups, send, recv, send_counts, type, opt);
 }
 
 template <plan_runner E, count_range Counts>
-status all_to_all(E& ex, const group_list& groups, std::span<const buffer_view> send,
-                  std::span<const buffer_view> recv, const Counts& segment_counts, dtype type,
-                  const options& opt = {}) {
-  return run_collective(ex, collective::all_to_all, groups, send, recv, segment_counts, type,
-                        reduce_op::sum, opt);
+status all_to_all(E& ex, const group_list& groups, buffer_views send, buffer_views recv,
+                  const Counts& segment_counts, dtype type, const options& opt = {}) {
+  return run_collective(ex, collective::all_to_all, groups, send, recv, segment_counts, type, opt);
 }
 
 }  // namespace relay

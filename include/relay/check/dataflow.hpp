@@ -256,8 +256,6 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
   for (std::size_t first = 0; first < op_count;) {
     const std::size_t last = phase_end(ops, op_count, first);
     // Every operation of a phase reads before any of them writes: they run concurrently.
-    staged.clear();
-    writes.clear();
     for (std::size_t i = first; i < last; ++i) {
       const concrete_op& op = ops[i];
       const placement& dst = mem.place(op.dst, op.group);
@@ -304,6 +302,8 @@ constexpr check_failure check_dataflow_of(const schedule_header& header, const c
     const staged_write* const w = writes.data();
     for (std::size_t k = 0; k < writes.size(); ++k)
       m.write(w[k].space, staged.data() + w[k].first, staged.data() + w[k].last);
+    staged.clear();
+    writes.clear();
     first = last;
   }
 

@@ -38,13 +38,23 @@ long double as_number(T x) {
     return static_cast<long double>(x);
 }
 
+// The binary exponents of a storage type's unit roundoff and of its smallest positive value
+// (double's for the types that are not floating point: no rounding reaches them).
+struct float_format {
+  int roundoff, smallest;
+};
+template <class T>
+constexpr float_format format_of() {
+  if constexpr (std::is_same_v<T, float16>) return {-11, -24};
+  if constexpr (std::is_same_v<T, bfloat16>) return {-8, -133};
+  if constexpr (std::is_same_v<T, float>) return {-24, -149};
+  return {-53, -1074};
+}
+
 // Unit roundoff of the storage type and of the arithmetic relay reduces in.
 template <class T>
 long double storage_roundoff() {
-  if constexpr (std::is_same_v<T, float16>) return std::ldexp(1.0L, -11);
-  if constexpr (std::is_same_v<T, bfloat16>) return std::ldexp(1.0L, -8);
-  if constexpr (std::is_same_v<T, float>) return std::ldexp(1.0L, -24);
-  return std::ldexp(1.0L, -53);
+  return std::ldexp(1.0L, format_of<T>().roundoff);
 }
 template <class T>
 long double accumulator_roundoff() {
@@ -54,10 +64,7 @@ long double accumulator_roundoff() {
 // The smallest positive value of the storage type: slack for results near zero.
 template <class T>
 long double smallest_step() {
-  if constexpr (std::is_same_v<T, float16>) return std::ldexp(1.0L, -24);
-  if constexpr (std::is_same_v<T, bfloat16>) return std::ldexp(1.0L, -133);
-  if constexpr (std::is_same_v<T, float>) return std::ldexp(1.0L, -149);
-  return std::ldexp(1.0L, -1074);
+  return std::ldexp(1.0L, format_of<T>().smallest);
 }
 
 template <class T>

@@ -26,6 +26,10 @@ namespace detail {
 // apart, so a pattern that passes at a count passes as any group at that count beside any other
 // groups at any counts. The run-time check of a whole plan (verify_at, on every group at once)
 // confirms it in the unit tests.
+//
+// At each count the program runs out of place first, then in place (where the collective has
+// it), and the first failure ends the check: so the in-place structure run may check only what
+// the in-place layout changes (check_structure_of's `user_only`).
 template <class Check>
 constexpr check_failure at_representative_counts(const schedule_view& s, std::int64_t alignment,
                                                  Check check) {
@@ -59,15 +63,20 @@ constexpr check_failure check_dataflow(const schedule_view& s,
 constexpr check_failure check_structure(const schedule_view& s,
                                         std::int64_t alignment = default_alignment) {
   return detail::at_representative_counts(
-      s, alignment, [](const auto&... a) { return detail::check_structure_of(a...); });
+      s, alignment,
+      [](const schedule_header& h, const concrete_view& p, std::span<const std::int64_t> counts,
+         bool in_place, std::int64_t a) {
+        return detail::check_structure_of(h, p, counts, in_place, a, in_place);
+      });
 }
 
 namespace detail {
-// Both checks on one evaluated program: structure first (the dataflow check relies on it).
+// Both checks on one evaluated program: structure first (the dataflow check relies on it);
+// `user_only` as in check_structure_of.
 constexpr check_failure check_both_of(const schedule_header& h, const concrete_view& p,
                                       std::span<const std::int64_t> counts, bool in_place,
-                                      std::int64_t alignment) {
-  const check_failure f = check_structure_of(h, p, counts, in_place, alignment);
+                                      std::int64_t alignment, bool user_only) {
+  const check_failure f = check_structure_of(h, p, counts, in_place, alignment, user_only);
   return f.ok() ? check_dataflow_of(h, p, counts, in_place, alignment) : f;
 }
 }  // namespace detail
@@ -75,7 +84,10 @@ constexpr check_failure check_both_of(const schedule_header& h, const concrete_v
 // Both: what a schedule must satisfy before any executor may run it.
 constexpr check_failure verify(const schedule_view& s, std::int64_t alignment = default_alignment) {
   return detail::at_representative_counts(
-      s, alignment, [](const auto&... a) { return detail::check_both_of(a...); });
+      s, alignment,
+      [](const schedule_header& h, const concrete_view& p, std::span<const std::int64_t> counts,
+         bool in_place,
+         std::int64_t a) { return detail::check_both_of(h, p, counts, in_place, a, in_place); });
 }
 
 // Both on every group at once, group g at `counts[g]`, out of place or in place: the whole
@@ -83,7 +95,7 @@ constexpr check_failure verify(const schedule_view& s, std::int64_t alignment = 
 constexpr check_failure verify_at(const schedule_view& s, std::span<const std::int64_t> counts,
                                   bool in_place, std::int64_t alignment = default_alignment) {
   return detail::check_both_of(*s.header, evaluate(s, counts, alignment).view(), counts, in_place,
-                               alignment);
+                               alignment, false);
 }
 
 }  // namespace relay

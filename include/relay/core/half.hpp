@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "relay/core/config.hpp"
 
@@ -18,15 +19,21 @@ RELAY_HOST_DEVICE constexpr float bits_float(std::uint32_t u) {
   return __builtin_bit_cast(float, u);
 }
 
-// IEEE 754 binary16.
-struct float16 {
+// What both types are: 16 bits, made from their bits, equal when the bits are.
+template <class T>
+struct bits16 {
   std::uint16_t bits = 0;
 
-  RELAY_HOST_DEVICE static constexpr float16 from_bits(std::uint16_t b) {
-    float16 h;
+  RELAY_HOST_DEVICE static constexpr T from_bits(std::uint16_t b) {
+    T h;
     h.bits = b;
     return h;
   }
+  friend constexpr bool operator==(T a, T b) { return a.bits == b.bits; }
+};
+
+// IEEE 754 binary16.
+struct float16 : bits16<float16> {
   RELAY_HOST_DEVICE static constexpr float16 from_float(float f) {
     const std::uint32_t x = float_bits(f);
     const std::uint32_t sign = (x >> 16) & 0x8000u;
@@ -65,18 +72,10 @@ struct float16 {
       mant <<= 1, --e;
     return bits_float(sign | (static_cast<std::uint32_t>(e) << 23) | ((mant & 0x3ffu) << 13));
   }
-  friend constexpr bool operator==(float16 a, float16 b) { return a.bits == b.bits; }
 };
 
 // bfloat16: the top half of a binary32.
-struct bfloat16 {
-  std::uint16_t bits = 0;
-
-  RELAY_HOST_DEVICE static constexpr bfloat16 from_bits(std::uint16_t b) {
-    bfloat16 h;
-    h.bits = b;
-    return h;
-  }
+struct bfloat16 : bits16<bfloat16> {
   RELAY_HOST_DEVICE static constexpr bfloat16 from_float(float f) {
     const std::uint32_t x = float_bits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u)  // NaN: keep it quiet
@@ -87,7 +86,10 @@ struct bfloat16 {
   RELAY_HOST_DEVICE constexpr float to_float() const {
     return bits_float(static_cast<std::uint32_t>(bits) << 16);
   }
-  friend constexpr bool operator==(bfloat16 a, bfloat16 b) { return a.bits == b.bits; }
 };
+
+// Kernels and executors copy them as raw 16-bit words.
+static_assert(sizeof(float16) == 2 && sizeof(bfloat16) == 2);
+static_assert(std::is_trivially_copyable_v<float16> && std::is_trivially_copyable_v<bfloat16>);
 
 }  // namespace relay

@@ -13,6 +13,7 @@
 #include <new>
 #include <vector>
 
+#include "relay/core/no_copy.hpp"
 #include "relay/exec/executor.hpp"
 #include "relay/exec/host_ops.hpp"
 #include "relay/exec/rank_threads.hpp"
@@ -20,13 +21,8 @@
 
 namespace relay {
 
-class host_executor {
+class host_executor : no_copy {
  public:
-  host_executor() = default;
-  host_executor(const host_executor&) = delete;
-  host_executor& operator=(const host_executor&) = delete;
-  ~host_executor() = default;
-
   status run(const plan& p, std::span<const buffer_view> inputs,
              std::span<const buffer_view> outputs) {
     if (status s = validate_plan(p, inputs, outputs); !s) return s;

@@ -9,13 +9,12 @@
 #include <utility>
 #include <vector>
 
+#include "relay/core/no_copy.hpp"
+
 namespace relay {
 
-class rank_threads {
+class rank_threads : no_copy {
  public:
-  rank_threads() = default;
-  rank_threads(const rank_threads&) = delete;
-  rank_threads& operator=(const rank_threads&) = delete;
   ~rank_threads() { stop(); }
 
   // Thread r calls task(r), for r = 0..ranks-1, all at once; returns when every call has. The

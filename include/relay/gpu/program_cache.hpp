@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "relay/core/lru.hpp"
 #include "relay/core/status.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/program.hpp"
@@ -36,11 +37,7 @@ class program_cache {
   status make_room(std::span<const lane> lanes, Wait&& wait) {
     if (programs_.size() < static_cast<std::size_t>(capacity_)) return {};
     if (status s = wait(); !s) return s;
-    const auto oldest = std::min_element(
-        programs_.begin(), programs_.end(),
-        [](const program& a, const program& b) { return a.last_use < b.last_use; });
-    free_program(*oldest, lanes);
-    programs_.erase(oldest);
+    evict_least_recent(programs_, [&](program& x) { free_program(x, lanes); });
     return {};
   }
 

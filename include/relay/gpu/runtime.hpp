@@ -146,50 +146,58 @@ inline error_t device_name(std::string& out, int d) {
 
 enum class pointer_kind : unsigned char { other, device, managed };
 
+// What differs: names, and where a pointer's attributes say managed or device memory.
 #if defined(RELAY_GPU_HIP)
 inline constexpr const char* platform = "HIP";
+inline constexpr auto sm_count_attribute = hipDeviceAttributeMultiprocessorCount;
+inline constexpr error_t out_of_memory = hipErrorOutOfMemory;
+using pointer_attributes = hipPointerAttribute_t;
+#if HIP_VERSION_MAJOR >= 6
+inline bool is_managed(const pointer_attributes& a) {
+  return a.type == hipMemoryTypeManaged;
+}
+inline bool is_device(const pointer_attributes& a) {
+  return a.type == hipMemoryTypeDevice;
+}
+#else
+inline bool is_managed(const pointer_attributes& a) {
+  return a.isManaged != 0;
+}
+inline bool is_device(const pointer_attributes& a) {
+  return a.memoryType == hipMemoryTypeDevice;
+}
+#endif
+#else
+inline constexpr const char* platform = "CUDA";
+inline constexpr auto sm_count_attribute = cudaDevAttrMultiProcessorCount;
+inline constexpr error_t out_of_memory = cudaErrorMemoryAllocation;
+using pointer_attributes = cudaPointerAttributes;
+inline bool is_managed(const pointer_attributes& a) {
+  return a.type == cudaMemoryTypeManaged;
+}
+inline bool is_device(const pointer_attributes& a) {
+  return a.type == cudaMemoryTypeDevice;
+}
+#endif
+
 inline error_t sm_count(int* n, int d) {
-  return hipDeviceGetAttribute(n, hipDeviceAttributeMultiprocessorCount, d);
+  return RELAY_RT(DeviceGetAttribute)(n, sm_count_attribute, d);
 }
 inline bool is_out_of_memory(error_t e) {
-  return e == hipErrorOutOfMemory;
+  return e == out_of_memory;
 }
 // What the runtime knows of a pointer: device memory (and of which device), managed memory, or
 // neither (host memory). A failed query also sets the last error, which is cleared here.
 inline pointer_kind classify(const void* p, int* device) {
-  hipPointerAttribute_t a{};
-  if (hipPointerGetAttributes(&a, p) != hipSuccess) {
-    (void)hipGetLastError();
+  pointer_attributes a{};
+  if (RELAY_RT(PointerGetAttributes)(&a, p) != success) {
+    (void)RELAY_RT(GetLastError)();
     return pointer_kind::other;
   }
   *device = a.device;
-#if HIP_VERSION_MAJOR >= 6
-  if (a.type == hipMemoryTypeManaged) return pointer_kind::managed;
-  return a.type == hipMemoryTypeDevice ? pointer_kind::device : pointer_kind::other;
-#else
-  if (a.isManaged != 0) return pointer_kind::managed;
-  return a.memoryType == hipMemoryTypeDevice ? pointer_kind::device : pointer_kind::other;
-#endif
+  if (is_managed(a)) return pointer_kind::managed;
+  return is_device(a) ? pointer_kind::device : pointer_kind::other;
 }
-#else
-inline constexpr const char* platform = "CUDA";
-inline error_t sm_count(int* n, int d) {
-  return cudaDeviceGetAttribute(n, cudaDevAttrMultiProcessorCount, d);
-}
-inline bool is_out_of_memory(error_t e) {
-  return e == cudaErrorMemoryAllocation;
-}
-inline pointer_kind classify(const void* p, int* device) {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return pointer_kind::other;
-  }
-  *device = a.device;
-  if (a.type == cudaMemoryTypeManaged) return pointer_kind::managed;
-  return a.type == cudaMemoryTypeDevice ? pointer_kind::device : pointer_kind::other;
-}
-#endif
 
 // Launches kernel<<<grid, block, 0, stream>>>(args...) and returns the launch's error, so that no
 // launch goes unchecked.

@@ -160,5 +160,7 @@ struct buffer_view {
   std::size_t bytes = 0;
   friend bool operator==(const buffer_view&, const buffer_view&) = default;
 };
+// One buffer per rank, rank r's at [r]: what the collective calls and executors take.
+using buffer_views = std::span<const buffer_view>;
 
 }  // namespace relay

@@ -72,6 +72,7 @@
 
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
+#include "relay/core/lru.hpp"
 #include "relay/core/status.hpp"
 #include "relay/cost/ipc_form.hpp"
 #include "relay/gpu/handles.hpp"
@@ -128,8 +129,6 @@ class ipc_transport final : public transport {
     return {};
   }
 
-  ipc_transport(const ipc_transport&) = delete;
-  ipc_transport& operator=(const ipc_transport&) = delete;
   ~ipc_transport() override {
     const gpu::device_guard keep;
     (void)gpu::rt::set_device(device_);
@@ -372,11 +371,7 @@ class ipc_transport final : public transport {
       // The oldest may still be read by work in flight.
       if (gpu::rt::error_t e = gpu::rt::device_synchronize(); e != gpu::rt::success)
         return fail(gpu::failure("waiting before evicting a descriptor list", device_, e));
-      const auto oldest = std::min_element(
-          programs_.begin(), programs_.end(),
-          [](const program& a, const program& b) { return a.last_use < b.last_use; });
-      (void)gpu::rt::free(oldest->device);
-      programs_.erase(oldest);
+      evict_least_recent(programs_, [](program& x) { (void)gpu::rt::free(x.device); });
     }
     program built;
     if (status s = build(p, slice, stream, built); !s) return s;

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "relay/bootstrap/bootstrap.hpp"
+#include "relay/core/no_copy.hpp"
 #include "relay/core/status.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/ipc_kernels.hpp"
@@ -62,11 +63,8 @@ inline status export_check(void* p, int device, gpu::rt::ipc_handle_t* handle) {
   return {};
 }
 
-class area {
+class area : no_copy {
  public:
-  area() = default;
-  area(const area&) = delete;
-  area& operator=(const area&) = delete;
   ~area() { close(); }
 
   // Collective: allocates this rank's area of `data_bytes`, exports it and opens every peer's.

@@ -51,6 +51,7 @@
 
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
+#include "relay/core/lru.hpp"
 #include "relay/core/status.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/kernels.hpp"
@@ -120,8 +121,6 @@ class nccl_transport final : public transport {
     return {};
   }
 
-  nccl_transport(const nccl_transport&) = delete;
-  nccl_transport& operator=(const nccl_transport&) = delete;
   ~nccl_transport() override {
     const gpu::device_guard keep;
     (void)gpu::rt::set_device(device_);
@@ -422,11 +421,7 @@ class nccl_transport final : public transport {
       // The oldest list may still be read by work in flight.
       if (gpu::rt::error_t e = gpu::rt::device_synchronize(); e != gpu::rt::success)
         return fail(gpu::failure("waiting before evicting a reduction list", device_, e));
-      const auto oldest = std::min_element(
-          lists_.begin(), lists_.end(),
-          [](const reduce_lists& a, const reduce_lists& b) { return a.last_use < b.last_use; });
-      (void)gpu::rt::free(oldest->device);
-      lists_.erase(oldest);
+      evict_least_recent(lists_, [](reduce_lists& x) { (void)gpu::rt::free(x.device); });
     }
     built.last_use = ++uses_;
     lists_.push_back(std::move(built));

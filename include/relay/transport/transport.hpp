@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "relay/core/no_copy.hpp"
 #include "relay/core/status.hpp"
 #include "relay/plan/plan.hpp"
 #include "relay/plan/rank_buffers.hpp"
@@ -54,7 +55,8 @@ struct call_context {
   void* stream = nullptr;  // cudaStream_t / hipStream_t for GPU transports; host ones ignore it
 };
 
-class transport {
+// Not copyable: a transport owns its peers' connections and memory.
+class transport : no_copy {
  public:
   virtual ~transport() = default;
   virtual std::string_view name() const = 0;

@@ -192,6 +192,42 @@ TEST_CASE("the structure check finds hazards and scratch overruns", "[check]") {
   CHECK(std::string(f3.what) == "a reduction reads another rank's memory");
 }
 
+TEST_CASE("the structure check finds a hazard that only the in-place layout makes", "[check]") {
+  // Allreduce in place: each active's input and output are one buffer. An extra step-1 copy into
+  // rank 0's output, where a step-1 transfer reads rank 0's input, meets nothing out of place
+  // (the output is written again later) and is a read-write hazard in place. The in-place run
+  // checks only input and output accesses (check_structure_of's user_only): it must see it.
+  const schedule_spec s{collective::allreduce, 2, 8};
+  const schedule bad = broken(s, [](schedule& x) {
+    for (const operation& op : x.ops) {
+      const operand src = x.view().sources_of(op)[0];
+      if (op.step != 1 || op.phase != phase::transfer || src.rank != 0 || src.buf != buffer::input)
+        continue;
+      operation extra = op;
+      extra.dst = {0, buffer::output, src.offset};
+      extra.first_source = static_cast<std::uint32_t>(x.sources.size());
+      x.sources.push_back({1, buffer::input, src.offset});
+      x.ops.push_back(extra);
+      return;
+    }
+  });
+  REQUIRE(bad.ops.size() == build_schedule(s)->ops.size() + 1);
+  const check_failure f = check_structure(bad);
+  INFO(describe(s, f));
+  REQUIRE_FALSE(f.ok());
+  CHECK(std::string(f.what) == "an operation reads memory another writes in the same phase");
+  CHECK(f.in_place);
+  CHECK(f.step == 1);
+  CHECK(f.rank == 0);
+  // The same through verify, and on the unrolled program of every group at the first count where
+  // the relay chunk is non-zero (8 * 128): out of place it passes, in place it does not.
+  CHECK(verify(bad).in_place);
+  const std::vector<std::int64_t> counts(4, 8 * 128);
+  CHECK(verify_at(bad, counts, false).ok());
+  CHECK(std::string(verify_at(bad, counts, true).what) ==
+        "an operation reads memory another writes in the same phase");
+}
+
 TEST_CASE("the structure check keeps partial sums out of the element type", "[check]") {
   // Issue 12's defect: the reduce-scatter helpers' sums of A-1 slices stored as elements.
   const schedule_spec s{collective::reduce_scatter, 4, 8};
