@@ -317,7 +317,7 @@ std::vector<std::string> fields(const options& o, const row& r, bool in_place) {
 // Which fields are numbers (unquoted in JSON).
 // By name, so that a column added anywhere keeps the others' kinds.
 constexpr bool numeric_field(std::size_t i) {
-  constexpr std::string_view text[] = {"collective", "mode",  "executor", "route", "topology",
+  constexpr std::string_view text[] = {"collective", "mode",  "executor", "route",    "topology",
                                        "dtype",      "redop", "form",     "baseline", "wire"};
   for (std::string_view t : text)
     if (t == csv_fields[i]) return false;

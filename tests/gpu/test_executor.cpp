@@ -516,10 +516,10 @@ TEST_CASE("mesh emulation: copies of many paced tiles, every alignment, rank-loc
   for (int r = 0; r < ranks; ++r)
     b.sizes(r, 3 * big, 3 * big, 0);
   using B = buffer;
-  b.copy({0, B::input, 3}, {1, B::output, 3}, big);  // 16-byte units, 3 + 10 ends
-  b.copy({1, B::input, 5}, {2, B::output, 2}, odd);  // ends differ: 1-byte units
+  b.copy({0, B::input, 3}, {1, B::output, 3}, big);        // 16-byte units, 3 + 10 ends
+  b.copy({1, B::input, 5}, {2, B::output, 2}, odd);        // ends differ: 1-byte units
   b.copy({2, B::input, 0}, {2, B::output, big + 7}, big);  // rank-local: not paced
-  b.copy({3, B::input, 0}, {0, B::output, 0}, big);  // these two share link 3 -> 0
+  b.copy({3, B::input, 0}, {0, B::output, 0}, big);        // these two share link 3 -> 0
   b.copy({3, B::input, big}, {0, B::output, big + 1}, big);
   b.begin(phase::transfer);
   b.copy({1, B::output, 3}, {3, B::output, 2 * big}, big);  // forwards what rank 0 sent
