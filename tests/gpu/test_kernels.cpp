@@ -212,3 +212,99 @@ TEST_CASE("batched reduce in place: the destination is one of the sources", "[gp
               resident(gpu::batched_reduce_kernel<bfloat16>));
   CHECK(test::first_difference(da.download(), want, 2) == -1);
 }
+
+TEST_CASE("batched reduce with partial operands equals reduce_element_mixed bit for bit",
+          "[gpu][kernels]") {
+  // Operands stored as accumulators (fp32 partial sums of 16-bit types; for float the same
+  // width) mixed with element operands, the destination either: aligned (the vector body),
+  // every operand shifted by one element of its own width (vector body with scalar ends), and
+  // one source shifted once more (the element-by-element path).
+  const std::uint64_t seed = 78;
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  constexpr std::size_t span = 40000;  // elements per source slice
+  for (dtype t : {dtype::bfloat16, dtype::float16, dtype::float32}) {
+    INFO("dtype " << name(t));
+    const std::size_t es = static_cast<std::size_t>(size_of(t)), as = es == 2 ? 4 : es;
+    // 8 slices of elements, then 8 of accumulators (random floats), byte offsets below.
+    const std::vector<unsigned char> elems = test::random_elements(t, 8 * span, rng);
+    const std::vector<unsigned char> accs = test::random_elements(dtype::float32, 8 * span, rng);
+    std::vector<unsigned char> src_host = elems;
+    src_host.insert(src_host.end(), accs.begin(), accs.end());
+    device_buffer src(src_host.size());
+    src.upload(src_host);
+
+    struct op {
+      int k = 0, divisor = 1;
+      std::uint32_t mask = 0;
+      std::size_t count = 0, dst = 0;  // dst: a byte offset into the output arena
+      std::size_t src[8] = {};         // byte offsets into src_host
+      int path = 0;                    // 0 aligned, 1 shifted alike, 2 shifted apart
+    };
+    std::vector<op> ops;
+    std::size_t arena = 0;
+    for (int k : {1, 2, 3, 5})
+      for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{9}, std::size_t{129},
+                                std::size_t{4099}, std::size_t{33333}})
+        for (int path = 0; path < 3; ++path) {
+          op o{};
+          o.k = k;
+          o.count = count;
+          o.path = path;
+          o.divisor = rng() % 2 == 0 ? 1 : 3;
+          o.mask = static_cast<std::uint32_t>(rng()) & ((1u << k) - 1u);
+          if (rng() % 2 == 0) o.mask |= partial_dst_bit;
+          if (o.mask == 0) o.mask = 1;  // at least one partial operand
+          const std::size_t shift = path == 0 ? 0 : 1;
+          const std::size_t dw = (o.mask & partial_dst_bit) != 0 ? as : es;
+          arena = (arena + 64 + 15) / 16 * 16;
+          o.dst = arena + shift * dw;
+          arena = o.dst + count * dw;
+          for (int s = 0; s < k; ++s) {
+            const bool wide = ((o.mask >> s) & 1u) != 0;
+            const std::size_t w = wide ? as : es;
+            const std::size_t slice = static_cast<std::size_t>(s);
+            const std::size_t first = wide ? elems.size() + slice * span * 4 : slice * span * es;
+            const std::size_t at = 16 * (rng() % ((span - count - 2) / 16));
+            o.src[s] = first + at * w + (shift + (path == 2 && s == k - 1 ? 1 : 0)) * w;
+          }
+          ops.push_back(o);
+        }
+    arena += 64;
+
+    std::vector<unsigned char> want(arena, poison);
+    visit_dtype(t, [&](auto x) {
+      using T = decltype(x);
+      if constexpr (std::is_same_v<T, bfloat16> || std::is_same_v<T, float16> ||
+                    std::is_same_v<T, float>) {
+        for (const op& o : ops) {
+          const void* ptrs[8];
+          for (int s = 0; s < o.k; ++s)
+            ptrs[s] = src_host.data() + o.src[s];
+          for (std::size_t i = 0; i < o.count; ++i)
+            reduce_element_mixed<T>(want.data() + o.dst, ptrs, o.k, o.mask, i, o.divisor);
+        }
+        for (unsigned grid : {resident(gpu::batched_reduce_kernel<T>), 5u}) {
+          INFO("grid of at most " << grid << " blocks");
+          device_buffer dst(arena);
+          dst.upload(std::vector<unsigned char>(arena, poison));
+          std::vector<gpu::reduce_desc> descs;
+          for (const op& o : ops) {
+            const void* ptrs[8];
+            for (int s = 0; s < o.k; ++s)
+              ptrs[s] = src.data() + o.src[s];
+            descs.push_back(gpu::make_reduce(dst.data() + o.dst, ptrs, o.k, o.count,
+                                             static_cast<int>(es), o.divisor, o.mask));
+            // Each alignment case takes the path it is meant to.
+            INFO("op " << descs.size() - 1 << " path " << o.path << " k " << o.k);
+            CHECK(descs.back().vector == (o.path == 2 ? 0 : 1));
+          }
+          launch_list(gpu::batched_reduce_kernel<T>, descs, grid);
+          const long long bad = test::first_difference(dst.download(), want, 1);
+          INFO("first wrong byte " << bad);
+          CHECK(bad == -1);
+        }
+      }
+    });
+  }
+}

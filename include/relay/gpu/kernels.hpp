@@ -31,8 +31,10 @@ namespace relay::gpu {
 // dst[i] = (src[0][i] + ... + src[k-1][i]) [/ divisor] for i < count. When `vector` is set,
 // elements [head, head + units * (16 / element size)) go as 16-byte vectors and the rest one by
 // one; otherwise every element is one unit. `partial` (plan_op::partial_mask): operands stored as
-// accumulators (fp32 partial sums of fp16/bf16); such a reduction goes element by element
-// through reduce_element_mixed, and every other keeps the paths above untouched.
+// accumulators (fp32 partial sums of fp16/bf16). A mixed reduction vectorizes in groups of
+// 16 / element size elements (one 16-byte vector of each element operand, two of each
+// accumulator operand) when one head aligns every operand, else goes element by element; either
+// way its arithmetic is reduce_element_mixed's, in the same order.
 struct reduce_desc {
   void* dst = nullptr;
   const void* src[max_reduce_inputs] = {};
@@ -64,13 +66,34 @@ inline reduce_desc make_reduce(void* dst, const void* const* srcs, int k, std::u
     r.src[i] = srcs[i];
     same = same && reinterpret_cast<std::uintptr_t>(srcs[i]) % 16 == mis;
   }
+  const std::uint64_t per = 16 / static_cast<std::uint64_t>(esize);
   if (same && partial == 0) {
-    const std::uint64_t per = 16 / static_cast<std::uint64_t>(esize);
     std::uint64_t head = ((16 - mis) % 16) / static_cast<std::uint64_t>(esize);
     if (head > count) head = count;
     r.vector = 1;
     r.head = static_cast<std::uint32_t>(head);
     r.units = (count - head) / per;
+  } else if (partial != 0) {
+    // The first head that puts every operand on a 16-byte boundary, each at its own width (an
+    // accumulator is twice a 16-bit element, as reduction_traits has it; the plan marks partial
+    // operands only where they are wider than the elements).
+    const std::uint64_t acc = esize == 2 ? 4 : static_cast<std::uint64_t>(esize);
+    auto aligned = [&](const void* at, std::uint32_t bit, std::uint64_t head) {
+      const std::uint64_t w = (partial & bit) != 0 ? acc : static_cast<std::uint64_t>(esize);
+      return (reinterpret_cast<std::uintptr_t>(at) + head * w) % 16 == 0;
+    };
+    r.units = count;
+    for (std::uint64_t head = 0; head < per; ++head) {
+      bool all = aligned(dst, partial_dst_bit, head);
+      for (int i = 0; i < k; ++i)
+        all = all && aligned(srcs[i], std::uint32_t{1} << i, head);
+      if (!all) continue;
+      if (head > count) head = count;
+      r.vector = 1;
+      r.head = static_cast<std::uint32_t>(head);
+      r.units = (count - head) / per;
+      break;
+    }
   } else {
     r.units = count;
   }
@@ -291,6 +314,96 @@ __device__ inline void reduce_vector_tile(const reduce_desc& r, std::uint64_t ti
   }
 }
 
+// A mixed reduction's vector body: groups of E = 16 / sizeof(T) elements, an element operand one
+// 16-byte vector a group, an accumulator operand W = sizeof(A) / sizeof(T) of them; operand 0
+// taken as it is (0 + x would turn -0 into +0), then reduce_element_mixed's adds in its order.
+template <class T, int Block, int Unroll>
+__device__ inline void reduce_mixed_vector_tile(const reduce_desc& r, std::uint64_t tile) {
+  using R = reduction_traits<T>;
+  using A = typename R::accumulator;
+  constexpr int E = 16 / sizeof(T), EA = 16 / sizeof(A), W = sizeof(A) / sizeof(T);
+  static_assert(W * sizeof(T) == sizeof(A) && (W == 1 || W == 2));
+  const std::uint64_t base = tile * static_cast<std::uint64_t>(Block * Unroll) + threadIdx.x;
+  bool live[Unroll];
+#pragma unroll
+  for (int u = 0; u < Unroll; ++u)
+    live[u] = base + static_cast<std::uint64_t>(u) * Block < r.units;
+  // Vector v of group g of an operand of `wide` (accumulator) or element width, from `head` on.
+  auto at = [&](const void* p, bool wide, std::uint64_t g, int v) {
+    const std::size_t width = wide ? sizeof(A) : sizeof(T);
+    return reinterpret_cast<const vec16*>(static_cast<const char*>(p) + r.head * width) +
+           g * (wide ? W : 1) + v;
+  };
+  A acc[Unroll][E];
+  auto fold = [&](int s, auto first) {
+    if ((r.partial >> s) & 1u) {
+      vec16 v[Unroll][W] = {};
+#pragma unroll
+      for (int u = 0; u < Unroll; ++u)
+        if (live[u])
+#pragma unroll
+          for (int w = 0; w < W; ++w)
+            v[u][w] = *at(r.src[s], true, base + static_cast<std::uint64_t>(u) * Block, w);
+#pragma unroll
+      for (int u = 0; u < Unroll; ++u)
+#pragma unroll
+        for (int w = 0; w < W; ++w) {
+          const pack<A> x = __builtin_bit_cast(pack<A>, v[u][w]);
+#pragma unroll
+          for (int e = 0; e < EA; ++e) {
+            A& a = acc[u][w * EA + e];
+            if constexpr (decltype(first)::value)
+              a = x.v[e];
+            else
+              a = R::add_partial(a, x.v[e]);
+          }
+        }
+    } else {
+      vec16 v[Unroll] = {};
+#pragma unroll
+      for (int u = 0; u < Unroll; ++u)
+        if (live[u]) v[u] = *at(r.src[s], false, base + static_cast<std::uint64_t>(u) * Block, 0);
+#pragma unroll
+      for (int u = 0; u < Unroll; ++u) {
+        const pack<T> x = __builtin_bit_cast(pack<T>, v[u]);
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+          A& a = acc[u][e];
+          if constexpr (decltype(first)::value)
+            a = R::load(x.v[e]);
+          else
+            a = R::add_partial(a, R::load(x.v[e]));
+        }
+      }
+    }
+  };
+  fold(0, std::true_type{});
+  for (int s = 1; s < r.k; ++s)
+    fold(s, std::false_type{});
+  const bool wide_out = (r.partial & partial_dst_bit) != 0;
+#pragma unroll
+  for (int u = 0; u < Unroll; ++u) {
+    if (!live[u]) continue;
+    const std::uint64_t g = base + static_cast<std::uint64_t>(u) * Block;
+    if (wide_out) {  // not final: unrounded, never divided
+#pragma unroll
+      for (int w = 0; w < W; ++w) {
+        pack<A> y;
+#pragma unroll
+        for (int e = 0; e < EA; ++e)
+          y.v[e] = acc[u][w * EA + e];
+        *const_cast<vec16*>(at(r.dst, true, g, w)) = __builtin_bit_cast(vec16, y);
+      }
+    } else {
+      pack<T> y;
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        y.v[e] = R::store(acc[u][e], r.divisor);
+      *const_cast<vec16*>(at(r.dst, false, g, 0)) = __builtin_bit_cast(vec16, y);
+    }
+  }
+}
+
 }  // namespace detail
 
 // Tile `tile` of one reduction (its unaligned ends with tile 0). A device function so that other
@@ -298,7 +411,17 @@ __device__ inline void reduce_vector_tile(const reduce_desc& r, std::uint64_t ti
 // the batched kernel does.
 template <class T, int Block = default_block, int Unroll = default_unroll>
 __device__ inline void reduce_desc_tile(const reduce_desc& r, std::uint64_t tile) {
-  if (r.vector) {
+  if (r.vector && r.partial != 0) {
+    detail::reduce_mixed_vector_tile<T, Block, Unroll>(r, tile);
+    if (tile == 0) {  // the ends outside whole groups, fewer than 16 elements each
+      constexpr std::uint64_t E = 16 / sizeof(T);
+      const std::uint64_t tail = r.head + r.units * E;
+      if (threadIdx.x < r.head)
+        reduce_element_mixed<T>(r.dst, r.src, r.k, r.partial, threadIdx.x, r.divisor);
+      if (tail + threadIdx.x < r.count)
+        reduce_element_mixed<T>(r.dst, r.src, r.k, r.partial, tail + threadIdx.x, r.divisor);
+    }
+  } else if (r.vector) {
     detail::reduce_vector_tile<T, Block, Unroll>(r, tile);
     if (tile == 0) {  // the unaligned ends, fewer than 16 bytes each
       constexpr std::uint64_t E = 16 / sizeof(T);
