@@ -4,7 +4,12 @@
 //   gpu_collective [--collective allreduce] [--active 2] [--ranks 8] [--mode fused|single]
 //                  [--route relay|direct|legacy] [--dtype bf16] [--op sum|avg] [--count N]
 //                  [--engine kernel|memcpy] [--streams device|rank] [--devices D] [--iters I]
-//                  [--in-place] [--seed S]
+//                  [--in-place] [--seed S] [--emulate-mesh GBPS] [--trace]
+//
+// --emulate-mesh paces every copy between two ranks to GBPS GB/s per ordered pair
+// (gpu_options::emulate_mesh, docs/mesh-emulation.md). --trace runs the prepared plan once more
+// with a device event after every launch and prints each one's device time (where a run's time
+// goes, phase by phase).
 //
 // Ranks go to devices round robin over the first D devices (default 1: every rank on device 0).
 // It prints the time of one call and two rates: algbw, the bytes of one active rank's output per
@@ -40,8 +45,9 @@ struct args {
   std::int64_t count = 64 << 20;
   copy_engine engine = copy_engine::kernel;
   stream_mode streams = stream_mode::per_device;
-  bool in_place = false;
+  bool in_place = false, trace = false;
   std::uint64_t seed = 1;
+  std::uint64_t emulate_mesh = 0;  // bytes per second per link; 0: off
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -54,8 +60,8 @@ args parse(int argc, char** argv) {
   args a;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
-    if (k == "--in-place") {
-      a.in_place = true;
+    if (k == "--in-place" || k == "--trace") {
+      (k == "--trace" ? a.trace : a.in_place) = true;
       continue;
     }
     if (i + 1 >= argc) usage(k + " needs a value");
@@ -99,6 +105,8 @@ args parse(int argc, char** argv) {
       a.count = number();
     } else if (k == "--seed") {
       a.seed = static_cast<std::uint64_t>(number());
+    } else if (k == "--emulate-mesh") {
+      a.emulate_mesh = static_cast<std::uint64_t>(std::strtod(v.c_str(), nullptr) * 1e9);
     } else {
       usage("unknown option " + k);
     }
@@ -195,7 +203,10 @@ int main(int argc, char** argv) {
   std::vector<int> map;
   for (int r = 0; r < a.ranks; ++r)
     map.push_back(r % a.devices);
-  gpu_executor gpu(map, {a.engine, a.streams, false});
+  gpu_options go{a.engine, a.streams, false};
+  go.emulate_mesh = a.emulate_mesh;
+  go.time_runs = go.time_actions = a.trace;
+  gpu_executor gpu(map, go);
   require(gpu.init_status(), "starting the GPU executor");
   std::vector<void*> mem(R, nullptr);
   std::vector<buffer_view> send(R), recv(R);
@@ -260,6 +271,14 @@ int main(int argc, char** argv) {
                          std::pair{"run of the prepared plan", run_s}})
     std::printf("%-28s %10.1f us   algbw %7.1f GB/s   device traffic %7.1f GB/s\n", what, s * 1e6,
                 out_rank / s / 1e9, plan_traffic(p) / s / 1e9);
+  if (a.trace) {
+    require(gpu.run(p, send, recv), "the traced run");
+    require(gpu.synchronize(), "the traced run");
+    std::printf("trace of one run (us on the device, from the run's start on each lane):\n");
+    for (const gpu_action_time& t : gpu.last_run_actions())
+      std::printf("  lane %d %10.1f %10.1f %10.1f  %s (%u descriptors)\n", t.lane, t.start_us,
+                  t.end_us, t.end_us - t.start_us, t.what, t.count);
+  }
   for (std::size_t r = 0; r < R; ++r)
     if (mem[r] != nullptr) gpu.deallocate(static_cast<int>(r), mem[r]);
   return wrong == 0 ? 0 : 1;

@@ -80,12 +80,26 @@ struct gpu_options {
   // Bracket every run with timing events on each lane it uses, for last_run_seconds(): the
   // device's own measure of a run, free of the host's launch and synchronization latency.
   bool time_runs = false;
+  // With time_runs: also an event after every launch and memcpy, for last_run_actions(): where a
+  // run's device time goes, phase by phase (a diagnostic; it adds a record per action, and the
+  // first timed runs create the events).
+  bool time_actions = false;
   // Mesh emulation (docs/mesh-emulation.md): bytes per second of every ordered pair of
   // ranks. Above 0, every copy between two ranks is paced so that each pair moves at most this
   // much at any moment, whatever else runs: a node with one link per pair, on any GPUs. Needs
   // copy_engine::kernel and peer access between the devices in use. 0 (default): off, and the
   // copy path is the batched copy kernel as without it.
   std::uint64_t emulate_mesh = 0;
+};
+
+// One launch or memcpy of a timed run (gpu_options::time_actions): its lane, what it was, how
+// many descriptors it took, and when it started and ended on the device, in microseconds from
+// the run's start on that lane (an action starts when the one before it on its lane ended).
+struct gpu_action_time {
+  int lane = 0;
+  const char* what = "";
+  std::uint32_t count = 0;
+  double start_us = 0, end_us = 0;
 };
 
 // What the last run issued; for tests and benchmarks.
@@ -108,6 +122,8 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
     release_scratch();  // also frees the prepared programs
     for (std::size_t l = 0; l < links_.size(); ++l)
       gpu::device_free(lanes_[l].device, links_[l]);
+    for (const trace_event& t : trace_events_)
+      if (gpu::rt::set_device(t.device) == gpu::rt::success) (void)gpu::rt::event_destroy(t.event);
     for (gpu::lane& l : lanes_)
       gpu::close_lane(l);
   }
@@ -149,6 +165,32 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
       if (timed_lane_[l])
         spans.push_back({lanes_[l].device, lanes_[l].timing_start, lanes_[l].timing_end});
     return gpu::longest_seconds(spans);
+  }
+
+  // With gpu_options::time_actions, every launch and memcpy of the last run with its device
+  // times (after waiting for the run to end); empty otherwise, or if the runtime cannot say.
+  std::vector<gpu_action_time> last_run_actions() {
+    std::vector<gpu_action_time> out;
+    if (!init_ || !options_.time_runs || !options_.time_actions) return out;
+    const gpu::device_guard keep;
+    std::vector<gpu::rt::event_t> last(lanes_.size(), nullptr);
+    for (const traced_action& t : traced_) {
+      const gpu::lane& ln = lanes_[static_cast<std::size_t>(t.lane)];
+      gpu::rt::event_t& before = last[static_cast<std::size_t>(t.lane)];
+      float start = 0, end = 0;
+      if (gpu::rt::set_device(ln.device) != gpu::rt::success ||
+          gpu::rt::event_synchronize(trace_events_[t.event].event) != gpu::rt::success ||
+          (before != nullptr &&
+           gpu::rt::event_elapsed_ms(&start, ln.timing_start, before) != gpu::rt::success) ||
+          gpu::rt::event_elapsed_ms(&end, ln.timing_start, trace_events_[t.event].event) !=
+              gpu::rt::success) {
+        (void)gpu::rt::get_last_error();
+        return {};
+      }
+      before = trace_events_[t.event].event;
+      out.push_back({t.lane, t.what, t.count, start * 1e3, end * 1e3});
+    }
+    return out;
   }
 
   // Waits for everything issued and reports the first error.
@@ -293,6 +335,7 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
       current = -1;
     }
     if (status s = mark_timing(prog, &gpu::lane::timing_start, current); !s) return s;
+    traced_.clear();
     for (const action& a : prog.actions) {
       const auto l = static_cast<std::size_t>(a.lane);
       gpu::lane& ln = lanes_[l];
@@ -360,6 +403,7 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
           break;
       }
       if (e != gpu::rt::success) return gpu::failure(what, ln.device, e);
+      if (status s = trace_action(a, what); !s) return s;
     }
     if (status s = mark_timing(prog, &gpu::lane::timing_end, current); !s) return s;
     for (std::size_t l = 0; l < lanes; ++l)
@@ -404,6 +448,34 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
     return {};
   }
 
+  // With gpu_options::time_actions, an event after a launch or memcpy `a` on its lane (the
+  // lane's device is current), created the first time it is needed.
+  status trace_action(const gpu::action& a, const char* what) {
+    if (!options_.time_runs || !options_.time_actions || a.what == gpu::action::kind::wait ||
+        a.what == gpu::action::kind::record)
+      return {};
+    gpu::lane& ln = lanes_[static_cast<std::size_t>(a.lane)];
+    if (traced_.size() == trace_events_.size()) {
+      gpu::rt::event_t ev = nullptr;
+      if (gpu::rt::error_t e = gpu::rt::event_create(&ev, true); e != gpu::rt::success)
+        return gpu::failure("creating a timing event", ln.device, e);
+      trace_events_.push_back({ev, ln.device});
+    } else if (trace_events_[traced_.size()].device != ln.device) {
+      gpu::rt::event_t& ev = trace_events_[traced_.size()].event;
+      (void)gpu::rt::event_destroy(ev);  // an event of another device: made again on this one
+      ev = nullptr;
+      if (gpu::rt::error_t e = gpu::rt::event_create(&ev, true); e != gpu::rt::success)
+        return gpu::failure("creating a timing event", ln.device, e);
+      trace_events_[traced_.size()].device = ln.device;
+    }
+    const std::size_t k = traced_.size();
+    if (gpu::rt::error_t e = gpu::rt::event_record(trace_events_[k].event, ln.stream);
+        e != gpu::rt::success)
+      return gpu::failure("recording a timing event", ln.device, e);
+    traced_.push_back({a.lane, what, a.count, k});
+    return {};
+  }
+
   // Lane `to` waits for everything issued so far on lane `from`.
   status order_lanes(std::size_t from, std::size_t to) {
     if (status s = gpu::order_lanes(lanes_[from], lanes_[to]); !s) return s;
@@ -426,6 +498,18 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
   gpu::program_cache programs_;
   std::vector<bool> timed_lane_;       // lanes the last run marked with timing events
   std::vector<std::uint64_t*> links_;  // mesh emulation: per lane, its link clocks (open_links)
+  struct traced_action {
+    int lane = 0;
+    const char* what = "";
+    std::uint32_t count = 0;
+    std::size_t event = 0;
+  };
+  struct trace_event {
+    gpu::rt::event_t event = nullptr;
+    int device = 0;
+  };
+  std::vector<traced_action> traced_;      // time_actions: the last run's actions, in issue order
+  std::vector<trace_event> trace_events_;  // time_actions: an event per action, reused
   gpu_run_stats stats_;
 
   status init_;  // last: initialize() runs in its initializer, after every member above exists
