@@ -105,11 +105,20 @@ struct paced_launch {
 // One lane's copies of one phase as a paced launch for a plan of `ranks` ranks, links of
 // `bytes_per_second` each way. Each copy gets its own blocks (at most one per tile), also where
 // several share a link: their blocks book the one clock, which is what makes them share it.
+// Copies over links come first, rank-local ones after: blocks start in grid order, so a local
+// copy's hundreds of blocks listed first would hold the device while the links wait (the step's
+// local copy then runs before its transfers instead of beside them).
 inline paced_launch plan_paced(std::span<const lowered_copy> copies, int ranks,
                                std::uint64_t bytes_per_second) {
   paced_launch out;
   const std::uint32_t per_link = link_blocks(bytes_per_second);
-  for (const lowered_copy& c : copies) {
+  std::vector<const lowered_copy*> order;
+  for (const lowered_copy& c : copies)
+    if (c.src_rank != c.dst_rank) order.push_back(&c);
+  for (const lowered_copy& c : copies)
+    if (c.src_rank == c.dst_rank) order.push_back(&c);
+  for (const lowered_copy* at : order) {
+    const lowered_copy& c = *at;
     const copy_desc d = make_copy(c.src, c.dst, c.bytes);
     const bool local = c.src_rank == c.dst_rank;
     const std::uint64_t tiles = tiles_for(d.units, paced_tile_units);

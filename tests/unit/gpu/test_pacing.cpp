@@ -124,29 +124,33 @@ TEST_CASE("pacing: a lane's copies as one paced launch", "[gpu][pacing]") {
   const gpu::paced_launch l = gpu::plan_paced(copies, 4, gbps(12));
   REQUIRE(l.entries.size() == 4);
   REQUIRE(l.copies.size() == 4);
-  // first_block, blocks, link, desc
+  // first_block, blocks, link, desc; the copies over links first, in their order, then the
+  // rank-local one (blocks start in grid order: the links must not wait behind it).
   CHECK(l.entries[0] == gpu::paced_entry{0, 2, 1, 0});
   // The same link as the first: its own block, the same clock.
   CHECK(l.entries[1] == gpu::paced_entry{2, 1, 1, 1});
-  // Rank-local: not paced, a block per tile (17, under local_copy_blocks).
-  CHECK(l.entries[2] == gpu::paced_entry{3, 17, gpu::no_link, 2});
-  CHECK(l.entries[3] == gpu::paced_entry{20, 2, 12, 3});
+  CHECK(l.entries[2] == gpu::paced_entry{3, 2, 12, 2});
+  // Rank-local: not paced, a block per tile (17, under local_copy_blocks), last.
+  CHECK(l.entries[3] == gpu::paced_entry{5, 17, gpu::no_link, 3});
   CHECK(l.grid == 22);
-  // The copies as the batched kernel cuts them (make_copy).
+  // The copies as the batched kernel cuts them (make_copy), in the entries' order.
   CHECK(l.copies[0].src == reinterpret_cast<const unsigned char*>(0x100000));
   CHECK(l.copies[0].dst == reinterpret_cast<unsigned char*>(0x200000));
   CHECK(l.copies[0].units == 65536);
   CHECK(l.copies[1].width == 16);
   CHECK(l.copies[1].units == 6);
   CHECK(l.copies[1].tail == 4);
-  CHECK(l.copies[2].units == 65537);
+  CHECK(l.copies[2].src == reinterpret_cast<const unsigned char*>(0x700000));
+  CHECK(l.copies[3].units == 65537);
 
-  // A large rank-local copy gets local_copy_blocks (256) blocks, a paced one still 2.
+  // A large rank-local copy gets local_copy_blocks (256) blocks, a paced one still 2; listed
+  // first, it still comes after the link's.
   const std::vector<gpu::lowered_copy> big{copy_of(0x100000, 0x40000000, 1 << 30, 5, 5),
                                            copy_of(0x100000, 0x80000000, 1 << 30, 5, 6)};
   const gpu::paced_launch b = gpu::plan_paced(big, 8, gbps(12));
-  CHECK(b.entries[0] == gpu::paced_entry{0, 256, gpu::no_link, 0});
-  CHECK(b.entries[1] == gpu::paced_entry{256, 2, 5 * 8 + 6, 1});
+  CHECK(b.entries[0] == gpu::paced_entry{0, 2, 5 * 8 + 6, 0});
+  CHECK(b.entries[1] == gpu::paced_entry{2, 256, gpu::no_link, 1});
+  CHECK(b.copies[1].dst == reinterpret_cast<unsigned char*>(0x40000000));
   CHECK(b.grid == 258);
 
   // No copies: an empty launch (the program builds none).
