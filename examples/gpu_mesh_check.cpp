@@ -15,7 +15,8 @@
 // the same bytes, so no cache serves what a link should carry); a run's rate per link is the
 // bytes of its slowest link over the run's device time, the median of --reps runs. A sample of
 // every copy is checked to have landed. It prints a table with PASS/FAIL per line, the topology
-// the cost model should price (--topology mesh:B:STEP_US:OP_US) and exits 1 on any FAIL.
+// the cost model should price (--topology mesh:B:STEP_US:OP_US:MEM_GBPS, the last the memory's
+// rate with every rank copying within itself at once) and exits 1 on any FAIL.
 //
 // Usage: gpu_mesh_check [--gbps B] [--ranks N] [--device D] [--mib M] [--reps R]
 //                       [--tolerance F]
@@ -249,6 +250,17 @@ int main(int argc, char** argv) {
   const std::string all_text = "all " + std::to_string(all.size()) + " ordered pairs at once";
   line(all_text.c_str(), all, static_cast<int>(all.size()), 1);
   line("two copies sharing one pair (0 -> 1), together", {{0, 1}, {0, 1}}, 1, 2);
+  // The memory's own rate under the executor's copy path: every rank copying within itself at
+  // once (no link, so not paced), bytes read plus written; what the cost model's memory term
+  // prices the ranks' local copies and reductions at.
+  std::vector<pair> local;
+  for (int r = 0; r < o.ranks; ++r)
+    local.push_back({r, r});
+  const double memory_gbps = 2.0 * o.ranks * gb / b.seconds(local);
+  std::printf(
+      "\nEvery rank copying within itself at once: %.0f GB/s of memory traffic (read and "
+      "write)\n",
+      memory_gbps);
   const double copy_traffic = static_cast<double>(all.size()) * o.gbps;
   std::printf(
       "\nAll pairs at once move %.0f GB/s of copies (%.0f GB/s of memory traffic, read "
@@ -278,7 +290,8 @@ int main(int argc, char** argv) {
       "one 1-step run: %.2f us; each further step: %.2f us; each further operation in a "
       "step: %.2f us\n\n",
       steps.call * 1e6, steps.step * 1e6, steps.op * 1e6);
-  std::printf("--topology mesh:%g:%.2f:%.2f\n\n", o.gbps, steps.step * 1e6, steps.op * 1e6);
+  std::printf("--topology mesh:%g:%.2f:%.2f:%.0f\n\n", o.gbps, steps.step * 1e6, steps.op * 1e6,
+              memory_gbps);
   std::printf("%s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }

@@ -49,6 +49,8 @@ class backend {
   virtual timer& clock() = 0;
   // Frees the scratch the executors keep between runs.
   virtual void release_scratch() = 0;
+  // The device of each rank, where ranks run on devices (empty: host threads).
+  virtual std::vector<int> rank_devices() const { return {}; }
 };
 
 std::unique_ptr<backend> make_cpu_backend(int ranks);

@@ -87,6 +87,7 @@ class device_backend : public executor_backend<E> {
 
  protected:
   const std::vector<int>& device_of() const { return device_of_; }
+  std::vector<int> rank_devices() const override { return device_of_; }
 
  private:
   std::vector<int> device_of_;

@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
   }
   for (const std::string& warning : parsed.warnings)
     fmt::print(stderr, "relay-bench: warning: {}\n", warning);
-  const options& o = parsed.opts;
+  options o = parsed.opts;  // the executor's devices go into the topology below
   std::string error;
   const std::vector<call_shape> shapes = shapes_of(o, error);
   if (shapes.empty()) {
@@ -108,6 +108,11 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "relay-bench: the {} executor: {}\n", name(o.executor), error);
       return exit_failed;
     }
+    // The prediction prices the device memories the ranks really share (8 ranks on one GPU
+    // add up on one memory).
+    const std::vector<int> devices = exec->rank_devices();
+    for (std::size_t r = 0; r < devices.size() && r < o.topo.device.size(); ++r)
+      o.topo.device[r] = static_cast<std::uint8_t>(devices[r]);
   }
 
   // The vendor library runs on GPUs: it is the baseline of the gpu executor only.

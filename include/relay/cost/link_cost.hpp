@@ -4,7 +4,9 @@
 //
 // Loads are shares of n (the per-group count, equal across groups), so a cost in these units is
 // multiplied by n * element_size / link_bandwidth to give seconds. Only transfers between
-// distinct ranks load links; local copies and reductions are priced at zero, as in the spec.
+// distinct ranks load links; the beta cost, like the spec, prices local copies and reductions at
+// zero. alpha_beta_seconds adds what they cost in time: each step's bytes read and written on
+// each device's memory (memory_loads), the ranks that share a device adding up.
 //
 // Widths: a transfer of partial sums (buffer::partial) moves accumulator-wide elements, so it
 // loads its link with length * partial_weight, partial_weight = partial_size / element size (2
@@ -152,15 +154,65 @@ constexpr int max_ops_per_rank(const schedule_view& s, int step) {
   return most;
 }
 
+// One step's traffic on the busiest device memory, in shares of n element widths (bytes read plus
+// bytes written): `copies` of its transfer phase (a copy reads on its source's device and writes
+// on its destination's, a copy within one rank both on its device) and `reductions` of its
+// reduce phase (every operand read, the result written, on the issuer's device).
+struct memory_loads {
+  ratio copies{}, reductions{};
+  friend constexpr bool operator==(const memory_loads&, const memory_loads&) = default;
+};
+
+constexpr memory_loads step_memory(const schedule_view& s, const topology& t, int step,
+                                   const element_widths& w = {}) {
+  const symbol_shares v = ideal_shares(*s.header);
+  std::vector<ratio> copies(max_ranks), reductions(max_ranks);
+  auto width = [&](buffer b) { return b == buffer::partial ? w.partial : ratio{1}; };
+  auto on = [&](std::vector<ratio>& per, int rank, ratio load) {
+    per[t.device[static_cast<std::size_t>(rank)]] += load;
+  };
+  for (int g = 0; g < s.groups(); ++g) {
+    const group_layout L{g, s.spec().active, s.spec().ranks};
+    for (const operation& op : s.ops) {
+      if (op.step != step) continue;
+      const std::span<const operand> src = s.sources_of(op);
+      if (op.phase == phase::transfer) {
+        const ratio load = detail::transfer_load(s, op, v, w);
+        on(copies, L.rank_of(src[0].rank), load);
+        on(copies, L.rank_of(op.dst.rank), load);
+        continue;
+      }
+      const ratio count = op.count.share(v);
+      ratio load = count * width(op.dst.buf);
+      for (const operand& o : src)
+        load += count * width(o.buf);
+      on(reductions, L.rank_of(op.dst.rank), load);
+    }
+  }
+  memory_loads most;
+  for (std::size_t d = 0; d < copies.size(); ++d) {
+    most.copies = max(most.copies, copies[d]);
+    most.reductions = max(most.reductions, reductions[d]);
+  }
+  return most;
+}
+
 // Predicted seconds for per-group count n of `element_size`-byte elements: per step, the step
-// latency, the per-operation latency of the busiest rank, and the busiest link's bytes.
+// latency, the per-operation latency of the busiest rank, its transfer phase (the busiest link's
+// bytes, or the busiest memory's copy traffic where that takes longer: the copies of a phase run
+// at once, over links and memories alike) and then its reductions on the busiest memory.
 constexpr double alpha_beta_seconds(const schedule_view& s, const topology& t, std::int64_t n,
                                     int element_size, const element_widths& w = {}) {
   double seconds = 0;
   const double bytes = static_cast<double>(n) * element_size;
-  for (int step = 1; step <= s.header->steps; ++step)
+  for (int step = 1; step <= s.header->steps; ++step) {
+    const memory_loads m = step_memory(s, t, step, w);
+    const double links = step_beta(s, t, step, w).to_double() * bytes / t.link_bandwidth;
+    const double copies = m.copies.to_double() * bytes / t.memory_bandwidth;
     seconds += t.step_latency + t.op_latency * max_ops_per_rank(s, step) +
-               step_beta(s, t, step, w).to_double() * bytes / t.link_bandwidth;
+               (links > copies ? links : copies) +
+               m.reductions.to_double() * bytes / t.memory_bandwidth;
+  }
   return seconds;
 }
 

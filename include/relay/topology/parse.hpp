@@ -1,9 +1,10 @@
 // A topology from its text form, as command-line tools and calibration write it:
 //
 //   a preset name            mi300x, mi350x, h200-nvswitch, mi250x (see topology.hpp)
-//   mesh:GBPS[:US[:OPUS]]    a full mesh, GBPS GB/s per link and direction, US microseconds per
-//                            step (default 10), OPUS microseconds per operation (default 0)
-//   switched:GBPS[:US[:OPUS]] a non-blocking switch, GBPS GB/s per port and direction
+//   mesh:GBPS[:US[:OPUS[:MEM]]]  a full mesh, GBPS GB/s per link and direction, US microseconds
+//                            per step (default 10), OPUS microseconds per operation (default 0),
+//                            MEM GB/s of a device's memory, read + written (default 4300)
+//   switched:GBPS[:US[:OPUS[:MEM]]] a non-blocking switch, GBPS GB/s per port and direction
 //
 // `gpu_calibrate` (examples/) prints the line for the machine it measured; relay-bench and
 // relay-plan take it with --topology.
@@ -46,11 +47,12 @@ inline std::optional<topology> parse_topology(std::string_view text, int ranks) 
   if (colon == std::string_view::npos) return std::nullopt;
   const std::string_view kind = text.substr(0, colon);
   if (kind != "mesh" && kind != "switched") return std::nullopt;
-  // Up to three numbers after the kind; the latencies default to the presets' 10 us and 0.
-  double values[3] = {0, 10, 0};
+  // Up to four numbers after the kind; the latencies default to the presets' 10 us and 0, the
+  // memory to the topology's default.
+  double values[4] = {0, 10, 0, topology{}.memory_bandwidth / 1e9};
   std::string_view rest = text.substr(colon + 1);
   for (int i = 0;; ++i) {
-    if (i == 3) return std::nullopt;
+    if (i == 4) return std::nullopt;
     const std::size_t next = rest.find(':');
     const auto v = detail::parse_double(rest.substr(0, next));
     if (!v) return std::nullopt;
@@ -60,12 +62,15 @@ inline std::optional<topology> parse_topology(std::string_view text, int ranks) 
   }
   using limits = topology_text_limits;
   // Written so that NaN fails every comparison and is refused.
-  if (!(values[0] >= limits::min_gbps && values[0] <= limits::max_gbps)) return std::nullopt;
+  for (const double gbps : {values[0], values[3]})
+    if (!(gbps >= limits::min_gbps && gbps <= limits::max_gbps)) return std::nullopt;
   for (const double us : {values[1], values[2]})
     if (!(us >= 0 && us <= limits::max_us)) return std::nullopt;
   const double bandwidth = values[0] * 1e9, step = values[1] * 1e-6, op = values[2] * 1e-6;
-  return kind == "mesh" ? mesh(ranks, bandwidth, step, op, "mesh")
-                        : switched(ranks, bandwidth, step, op, "switched");
+  topology t = kind == "mesh" ? mesh(ranks, bandwidth, step, op, "mesh")
+                              : switched(ranks, bandwidth, step, op, "switched");
+  t.memory_bandwidth = values[3] * 1e9;
+  return t;
 }
 
 }  // namespace relay

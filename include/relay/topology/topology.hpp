@@ -9,6 +9,12 @@
 // Latency terms: `step_latency` per serialized step (a group boundary: launch plus cross-GPU
 // synchronization) and `op_latency` per operation a rank issues within a step.
 //
+// Device memory: every copy reads its source and writes its destination, every reduction reads
+// its operands and writes its result, on the memory of the device its rank runs on, at
+// `memory_bandwidth` bytes (read + written) per second. `device` says which ranks share a device
+// (one per rank by default; 8 ranks emulating a mesh on one GPU share one), so their traffic adds
+// up on one memory (cost/link_cost.hpp, alpha_beta_seconds).
+//
 // The fp8 wire (core/wire.hpp, cost/wire.hpp) adds local passes: a rank quantizes what it sends
 // and dequantizes what it receives, each pass reading and writing its memory at
 // `memory_bandwidth` and costing `pass_latency` per step; `fp8` is the encoding the machine's
@@ -27,6 +33,14 @@ namespace relay {
 
 enum class fabric : unsigned char { mesh, switched, matrix };
 
+// Rank r on device r: one rank per device.
+constexpr std::array<std::uint8_t, max_ranks> one_rank_per_device() {
+  std::array<std::uint8_t, max_ranks> d{};
+  for (std::size_t r = 0; r < d.size(); ++r)
+    d[r] = static_cast<std::uint8_t>(r);
+  return d;
+}
+
 struct topology {
   const char* name = "";
   fabric kind = fabric::mesh;
@@ -34,10 +48,11 @@ struct topology {
   double link_bandwidth = 48e9;       // bytes/s per direction: per link (mesh, matrix) or per port
   double step_latency = 10e-6;        // seconds per serialized step
   double op_latency = 0.0;            // seconds per operation issued by one rank within one step
-  double memory_bandwidth = 4.3e12;   // bytes/s of one GPU's memory, for the fp8 wire's passes
+  double memory_bandwidth = 4.3e12;   // bytes/s read + written of one GPU's memory
   double pass_latency = 3e-6;         // seconds per fp8 pass (quantize, dequantize) per step
   fp8_format fp8 = fp8_format::e4m3;  // the GPUs' fp8 encoding
   std::array<std::array<std::uint8_t, max_ranks>, max_ranks> links{};  // matrix only
+  std::array<std::uint8_t, max_ranks> device = one_rank_per_device();  // rank -> its device
 
   // Links from a to b (per direction); 1 on a mesh, unlimited (0 = not a per-pair limit) on a
   // switch.
@@ -66,6 +81,13 @@ constexpr topology with_fp8_passes(topology t, double memory_bandwidth, double p
   t.memory_bandwidth = memory_bandwidth;
   t.pass_latency = pass_latency;
   t.fp8 = fp8;
+  return t;
+}
+
+// `t` priced as the spec prices it, by its links alone: a memory so fast that local copies and
+// reductions take no time (the beta cost's own assumption; alpha_beta_seconds adds memory time).
+constexpr topology links_only(topology t) {
+  t.memory_bandwidth = 1e18;
   return t;
 }
 

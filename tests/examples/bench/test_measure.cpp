@@ -17,7 +17,7 @@ options small_options() {
   o.iterations = 2;
   o.warmup = 1;
   o.type = dtype::float32;
-  o.topo = mi300x;
+  o.topo = links_only(mi300x);  // the link model alone, as test_predict.cpp works it out
   return o;
 }
 

@@ -7,6 +7,9 @@
 using namespace relay;
 using namespace relay::bench;
 
+// The link model alone, as worked out below (the memory terms: tests/unit/cost/test_link_cost.cpp).
+constexpr topology mi300x_links = links_only(mi300x);
+
 TEST_CASE("call_groups: consecutive ranks, one group in single mode", "[bench]") {
   CHECK(call_groups({collective::allreduce, 2, 8, run_mode::fused}) ==
         std::vector<std::vector<int>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}});
@@ -25,9 +28,9 @@ TEST_CASE("predict_seconds: A=2 allreduce on MI300X", "[bench]") {
   for (run_mode m : {run_mode::fused, run_mode::parallel, run_mode::single}) {
     const call_shape s{collective::allreduce, 2, 8, m};
     INFO(name(m));
-    CHECK(predict_seconds(s, route::relay, mi300x, 960000, 2) == Approx(30e-6));
+    CHECK(predict_seconds(s, route::relay, mi300x_links, 960000, 2) == Approx(30e-6));
     // direct: 1 step, n on the active-to-active link: 10 us + 960000*2 B / 48 GB/s = 50 us.
-    CHECK(predict_seconds(s, route::direct, mi300x, 960000, 2) == Approx(50e-6));
+    CHECK(predict_seconds(s, route::direct, mi300x_links, 960000, 2) == Approx(50e-6));
   }
 }
 
@@ -44,10 +47,10 @@ TEST_CASE("resolve_route: auto follows the prediction, the rest as asked", "[ben
   const call_shape parallel{collective::allreduce, 2, 8, run_mode::parallel};
   // The crossover is at n = 320000 (see tests/unit/cost/test_route.cpp).
   for (const call_shape& s : {fused, parallel}) {
-    CHECK(resolve_route(s, route_choice::automatic, mi300x, 300000, 2) == route::direct);
-    CHECK(resolve_route(s, route_choice::automatic, mi300x, 340000, 2) == route::relay);
-    CHECK(resolve_route(s, route_choice::relay, mi300x, 1, 2) == route::relay);
-    CHECK(resolve_route(s, route_choice::legacy, mi300x, 1, 2) == route::legacy);
+    CHECK(resolve_route(s, route_choice::automatic, mi300x_links, 300000, 2) == route::direct);
+    CHECK(resolve_route(s, route_choice::automatic, mi300x_links, 340000, 2) == route::relay);
+    CHECK(resolve_route(s, route_choice::relay, mi300x_links, 1, 2) == route::relay);
+    CHECK(resolve_route(s, route_choice::legacy, mi300x_links, 1, 2) == route::legacy);
   }
   CHECK(resolve_route(fused, route_choice::automatic, h200_nvswitch, 1 << 28, 2) == route::direct);
 }
@@ -58,9 +61,9 @@ TEST_CASE("resolve_route: auto follows the prediction, the rest as asked", "[ben
 // 48 GB/s = 20 + 25 us; priced as elements 20 + 20 us. The direct route has no partials.
 TEST_CASE("predict_seconds: fp32 partial sums priced at their width", "[bench]") {
   const call_shape s{collective::reduce_scatter, 4, 8, run_mode::fused};
-  CHECK(predict_seconds(s, route::relay, mi300x, 960000, 2, widths_of(dtype::bfloat16)) ==
+  CHECK(predict_seconds(s, route::relay, mi300x_links, 960000, 2, widths_of(dtype::bfloat16)) ==
         Approx(45e-6));
-  CHECK(predict_seconds(s, route::relay, mi300x, 960000, 2) == Approx(40e-6));
-  CHECK(predict_seconds(s, route::relay, mi300x, 960000, 4, widths_of(dtype::float32)) ==
+  CHECK(predict_seconds(s, route::relay, mi300x_links, 960000, 2) == Approx(40e-6));
+  CHECK(predict_seconds(s, route::relay, mi300x_links, 960000, 4, widths_of(dtype::float32)) ==
         Approx(20e-6 + 0.5 * 3840000 / 48e9));
 }

@@ -116,9 +116,40 @@ TEST_CASE("a link matrix divides load by links and refuses missing links", "[cos
 
 TEST_CASE("alpha-beta time adds step latency to the link time", "[cost]") {
   const schedule s = *build_schedule({collective::allreduce, 2, 8});
-  const topology t = mesh(8, 50e9, 10e-6);
+  topology t = mesh(8, 50e9, 10e-6);
+  t.memory_bandwidth = 1e18;  // memory far from the limit: the link term alone
   // 2 steps of 10 us + n/4 * 2 bytes / 50 GB/s, n = 100e6 bf16 elements: 20 us + 1 ms.
   CHECK(alpha_beta_seconds(s, t, 100'000'000, 2) == Approx(20e-6 + 1e-3));
+}
+
+TEST_CASE("device memory: copies overlap the links, reductions follow, shared devices add up",
+          "[cost]") {
+  // Direct reduce-scatter, A=2 N=4 single, one step: ranks 0 and 1 each send n to the other
+  // (a copy reads n on its source's device and writes n on its destination's) and reduce
+  // output = input + scratch (reads 2n, writes n). Per device, one rank each: copies 2n,
+  // reductions 3n. All four ranks on one device: copies 4n, reductions 6n.
+  const schedule s =
+      *build_schedule({collective::reduce_scatter, 2, 4, mode::single, route::direct});
+  topology t = mesh(4, 1e9, 0.0);
+  t.memory_bandwidth = 1e11;
+  CHECK(step_memory(s, t, 1) == memory_loads{ratio{2}, ratio{3}});
+  // n = 1e6 bf16 elements (2 MB): the link 2 ms; copies 4 MB at 100 GB/s = 40 us, under the
+  // link; reductions 6 MB = 60 us after it.
+  CHECK(alpha_beta_seconds(s, t, 1'000'000, 2) == Approx(2e-3 + 60e-6));
+  topology shared = t;
+  shared.device.fill(0);
+  CHECK(step_memory(s, shared, 1) == memory_loads{ratio{4}, ratio{6}});
+  CHECK(alpha_beta_seconds(s, shared, 1'000'000, 2) == Approx(2e-3 + 120e-6));
+  // A memory slower than the link: the copies' 4 MB at 1 GB/s (4 ms) is the transfer phase.
+  t.memory_bandwidth = 1e9;
+  CHECK(alpha_beta_seconds(s, t, 1'000'000, 2) == Approx(4e-3 + 6e-3));
+  // fp32 partial sums of bf16 are twice as wide in memory as on the wire: the A=4
+  // reduce-scatter's helpers write their partials at width 2.
+  const schedule rs4 = *build_schedule({collective::reduce_scatter, 4, 8, mode::single});
+  const memory_loads narrow = step_memory(rs4, mi300x, 1);
+  const memory_loads wide = step_memory(rs4, mi300x, 1, widths_of(dtype::bfloat16));
+  CHECK(wide.copies == narrow.copies);         // step 1 moves inputs only
+  CHECK(wide.reductions > narrow.reductions);  // helpers write fp32 partials
 }
 
 TEST_CASE("pipelined single-group A=2: (T+1)n/(H*T+T+1), towards n/7", "[cost]") {

@@ -36,6 +36,12 @@ TEST_CASE("parse_topology: mesh and switched with bandwidth, step and operation 
   const auto zero = parse_topology("mesh:50:0", 4);
   REQUIRE(zero);
   CHECK(zero->step_latency == 0.0);
+  CHECK(zero->memory_bandwidth == Approx(4.3e12));  // the default
+
+  const auto mem = parse_topology("mesh:12:4.47:0.03:3350", 8);
+  REQUIRE(mem);
+  CHECK(mem->link_bandwidth == Approx(12e9));
+  CHECK(mem->memory_bandwidth == Approx(3.35e12));
 }
 
 TEST_CASE("parse_topology: rejects what it cannot read") {
@@ -49,7 +55,9 @@ TEST_CASE("parse_topology: rejects what it cannot read") {
                           "mesh:48:",
                           "mesh:48:-1",
                           "mesh:48:10:-2",
-                          "mesh:48:10:0:7",
+                          "mesh:48:10:0:0",
+                          "mesh:48:10:0:nan",
+                          "mesh:48:10:0:3000:1",
                           "ring:48",
                           "switched:1e9x",
                           "mesh:48 ",
