@@ -271,7 +271,7 @@ int graph_case(communicator& comm, property_case c, int K, int replays, std::uin
           !s)
         return failed(s.to_string());
       const reference::mismatch_report m = reference::check_outputs(
-          c.coll, c.type, c.op, c.groups, c.counts, inputs[static_cast<std::size_t>(k)], all);
+          {c.coll, c.type, c.op, c.groups, c.counts, inputs[static_cast<std::size_t>(k)], all});
       if (m.wrong > 0) {
         std::fprintf(stderr, "%s: call %d of %s: %lld wrong, first %s\n", when, k,
                      c.describe().c_str(), static_cast<long long>(m.wrong), m.first.c_str());
