@@ -15,61 +15,49 @@
 namespace {
 using namespace relay;
 
-// Each pair's name, and parse(name) gives the enumerator back; `parse` is null where the enum
-// has no parse function.
+// values[i] is named names[i], and parse(names[i]) gives values[i] back; `parse` is null where the
+// enum has no parse function.
 template <class E, class Parse>
-constexpr bool named(std::initializer_list<std::pair<E, std::string_view>> pairs, Parse parse) {
-  for (const auto& [e, text] : pairs) {
-    if (name(e) != text) return false;
+constexpr bool named(std::initializer_list<E> values, std::initializer_list<std::string_view> names,
+                     Parse parse) {
+  if (values.size() != names.size()) return false;
+  const std::string_view* text = names.begin();
+  for (E e : values) {
+    if (name(e) != *text) return false;
     if constexpr (!std::is_same_v<Parse, std::nullptr_t>)
-      if (parse(text) != e) return false;
+      if (parse(*text) != e) return false;
+    ++text;
   }
   return true;
 }
 
-static_assert(named<collective>({{collective::allreduce, "allreduce"},
-                                 {collective::reduce_scatter, "reduce-scatter"},
-                                 {collective::all_gather, "all-gather"},
-                                 {collective::all_to_all, "all-to-all"}},
-                                parse_collective));
-static_assert(named<mode>({{mode::fused, "fused"}, {mode::single, "single"}}, parse_mode));
-static_assert(named<route>({{route::relay, "relay"},
-                            {route::direct, "direct"},
-                            {route::legacy, "legacy"},
-                            {route::pipelined, "pipelined"}},
-                           parse_route));
+using C = collective;
+static_assert(named<C>({C::allreduce, C::reduce_scatter, C::all_gather, C::all_to_all},
+                       {"allreduce", "reduce-scatter", "all-gather", "all-to-all"},
+                       parse_collective));
+static_assert(named<mode>({mode::fused, mode::single}, {"fused", "single"}, parse_mode));
+using R = route;
+static_assert(named<R>({R::relay, R::direct, R::legacy, R::pipelined},
+                       {"relay", "direct", "legacy", "pipelined"}, parse_route));
 // automatic has a name but is no schedule to ask for.
 static_assert(name(route::automatic) == "automatic" && !parse_route("automatic"));
-static_assert(named<wire_format>({{wire_format::native, "native"},
-                                  {wire_format::fp8, "fp8"},
-                                  {wire_format::fp8_e4m3, "fp8_e4m3"},
-                                  {wire_format::fp8_e4m3_fnuz, "fp8_e4m3_fnuz"}},
-                                 parse_wire));
-static_assert(named<dtype>({{dtype::int8, "int8"},
-                            {dtype::uint8, "uint8"},
-                            {dtype::int32, "int32"},
-                            {dtype::uint32, "uint32"},
-                            {dtype::int64, "int64"},
-                            {dtype::uint64, "uint64"},
-                            {dtype::float16, "float16"},
-                            {dtype::bfloat16, "bfloat16"},
-                            {dtype::float32, "float32"},
-                            {dtype::float64, "float64"}},
-                           parse_dtype));
-static_assert(named<errc>({{errc::ok, "ok"},
-                           {errc::invalid_schedule, "invalid schedule"},
-                           {errc::invalid_group, "invalid group"},
-                           {errc::invalid_count, "invalid count"},
-                           {errc::invalid_buffer, "invalid buffer"},
-                           {errc::invalid_argument, "invalid argument"},
-                           {errc::unsupported, "unsupported"},
-                           {errc::gpu_error, "gpu error"},
-                           {errc::out_of_memory, "out of memory"},
-                           {errc::timeout, "timeout"},
-                           {errc::mismatch, "mismatch"},
-                           {errc::peer_error, "peer error"},
-                           {errc::system_error, "system error"}},
-                          nullptr));
+using W = wire_format;
+static_assert(named<W>({W::native, W::fp8, W::fp8_e4m3, W::fp8_e4m3_fnuz},
+                       {"native", "fp8", "fp8_e4m3", "fp8_e4m3_fnuz"}, parse_wire));
+using D = dtype;
+static_assert(named<D>({D::int8, D::uint8, D::int32, D::uint32, D::int64, D::uint64, D::float16,
+                        D::bfloat16, D::float32, D::float64},
+                       {"int8", "uint8", "int32", "uint32", "int64", "uint64", "float16",
+                        "bfloat16", "float32", "float64"},
+                       parse_dtype));
+using E = errc;
+static_assert(named<E>({E::ok, E::invalid_schedule, E::invalid_group, E::invalid_count,
+                        E::invalid_buffer, E::invalid_argument, E::unsupported, E::gpu_error,
+                        E::out_of_memory, E::timeout, E::mismatch, E::peer_error, E::system_error},
+                       {"ok", "invalid schedule", "invalid group", "invalid count",
+                        "invalid buffer", "invalid argument", "unsupported", "gpu error",
+                        "out of memory", "timeout", "mismatch", "peer error", "system error"},
+                       nullptr));
 
 // A byte outside the enum (read from a peer, or corrupt) is named, not read past the table.
 static_assert(name(static_cast<collective>(4)) == "?" && name(static_cast<route>(200)) == "?");
