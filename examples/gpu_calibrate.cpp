@@ -39,10 +39,7 @@ namespace rt = relay::gpu::rt;
 
 namespace {
 
-[[noreturn]] void fail(const std::string& why) {
-  std::fprintf(stderr, "gpu_calibrate: %s\n", why.c_str());
-  std::exit(1);
-}
+constexpr relay::examples::exit_with fail{"gpu_calibrate", 1};
 
 struct options {
   std::vector<int> devices;

@@ -67,26 +67,21 @@ args parse(int argc, char** argv) {
     if (i + 1 >= argc) usage(k + " needs a value");
     const std::string v = argv[++i];
     auto number = [&] { return std::strtoll(v.c_str(), nullptr, 10); };
+    // The value relay's parse function read, or a usage error naming `what`.
+    auto named = [&](auto parsed, const char* what) {
+      if (!parsed) usage("unknown " + std::string(what) + " " + v);
+      return *parsed;
+    };
     if (k == "--collective") {
-      const auto c = parse_collective(v);
-      if (!c) usage("unknown collective " + v);
-      a.coll = *c;
+      a.coll = named(parse_collective(v), "collective");
     } else if (k == "--mode") {
-      const auto m = parse_mode(v);
-      if (!m) usage("unknown mode " + v);
-      a.mode = *m;
+      a.mode = named(parse_mode(v), "mode");
     } else if (k == "--route") {
-      const auto r = parse_route(v);
-      if (!r) usage("unknown route " + v);
-      a.route = *r;
+      a.route = named(parse_route(v), "route");
     } else if (k == "--dtype") {
-      const auto t = parse_dtype(v);
-      if (!t) usage("unknown dtype " + v);
-      a.type = *t;
+      a.type = named(parse_dtype(v), "dtype");
     } else if (k == "--op") {
-      const auto o = parse_reduce_op(v);
-      if (!o) usage("unknown operator " + v);
-      a.op = *o;
+      a.op = named(parse_reduce_op(v), "operator");
     } else if (k == "--engine") {
       if (v != "kernel" && v != "memcpy") usage("--engine is kernel or memcpy");
       a.engine = v == "kernel" ? copy_engine::kernel : copy_engine::memcpy;

@@ -40,10 +40,7 @@ namespace rt = relay::gpu::rt;
 
 namespace {
 
-[[noreturn]] void fail(const std::string& why) {
-  std::fprintf(stderr, "gpu_mesh_check: %s\n", why.c_str());
-  std::exit(2);
-}
+constexpr relay::examples::exit_with fail{"gpu_mesh_check", 2};
 
 struct options {
   double gbps = 12;

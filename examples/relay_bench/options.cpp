@@ -8,48 +8,32 @@
 #include <optional>
 #include <string_view>
 
+#include "relay/core/names.hpp"
 #include "relay/topology/parse.hpp"
 #include "sizes.hpp"
 #include "support/cli.hpp"
 
 namespace relay::bench {
 
+namespace {
+constexpr name_table<run_mode, 3> run_mode_names{{"fused", "parallel", "single"}};
+constexpr name_table<executor_kind, 5> executor_names{{"cpu", "gpu", "shm", "nccl", "ipc"}};
+constexpr name_table<route_choice, 5> route_names{
+    {"auto", "relay", "direct", "legacy", "pipelined"}};
+constexpr name_table<baseline_kind, 4> baseline_names{{"auto", "nccl", "direct", "none"}};
+}  // namespace
+
 std::string_view name(run_mode m) {
-  switch (m) {
-    case run_mode::fused: return "fused";
-    case run_mode::parallel: return "parallel";
-    case run_mode::single: return "single";
-  }
-  return "?";
+  return run_mode_names(m);
 }
 std::string_view name(executor_kind e) {
-  switch (e) {
-    case executor_kind::cpu: return "cpu";
-    case executor_kind::gpu: return "gpu";
-    case executor_kind::shm: return "shm";
-    case executor_kind::nccl: return "nccl";
-    case executor_kind::ipc: return "ipc";
-  }
-  return "?";
+  return executor_names(e);
 }
 std::string_view name(route_choice r) {
-  switch (r) {
-    case route_choice::automatic: return "auto";
-    case route_choice::relay: return "relay";
-    case route_choice::direct: return "direct";
-    case route_choice::legacy: return "legacy";
-    case route_choice::pipelined: return "pipelined";
-  }
-  return "?";
+  return route_names(r);
 }
 std::string_view name(baseline_kind b) {
-  switch (b) {
-    case baseline_kind::automatic: return "auto";
-    case baseline_kind::nccl: return "nccl";
-    case baseline_kind::direct: return "direct";
-    case baseline_kind::none: return "none";
-  }
-  return "?";
+  return baseline_names(b);
 }
 
 namespace {
@@ -78,17 +62,10 @@ std::optional<collective> parse_collective_name(std::string_view s) {
   return std::nullopt;
 }
 
-std::optional<run_mode> parse_run_mode(std::string_view s) {
-  for (run_mode m : {run_mode::fused, run_mode::parallel, run_mode::single})
-    if (name(m) == s) return m;
-  return std::nullopt;
-}
-
-template <class E, std::size_t K>
-std::optional<E> parse_enum(std::string_view s, const E (&values)[K]) {
-  for (E v : values)
-    if (name(v) == s) return v;
-  return std::nullopt;
+// A parser of the names in `table`, for the option handlers below.
+template <class E, std::size_t N>
+auto parse_name(const name_table<E, N>& table) {
+  return [&table](std::string_view s) { return table.parse(s); };
 }
 
 }  // namespace
@@ -250,13 +227,6 @@ parse_outcome parse_options(int argc, const char* const* argv) {
       return {};
     };
   };
-  constexpr route_choice routes[] = {route_choice::automatic, route_choice::relay,
-                                     route_choice::direct, route_choice::legacy,
-                                     route_choice::pipelined};
-  constexpr executor_kind executors[] = {executor_kind::cpu, executor_kind::gpu, executor_kind::shm,
-                                         executor_kind::nccl, executor_kind::ipc};
-  constexpr baseline_kind baselines[] = {baseline_kind::automatic, baseline_kind::nccl,
-                                         baseline_kind::direct, baseline_kind::none};
   const option_spec specs[] = {
       {"-b", "--minbytes", bytes_into(o.min_bytes)},
       {"-e", "--maxbytes", bytes_into(o.max_bytes)},
@@ -287,11 +257,10 @@ parse_outcome parse_options(int argc, const char* const* argv) {
        }},
       {"-A", "--active", list_into(o.actives, int_entry(cli::active_range))},
       {"-N", "--ranks", int_into(o.ranks, cli::bench_ranks_range)},
-      {"-m", "--mode", list_into(o.modes, entry_of(parse_run_mode, "fused, parallel, single"))},
+      {"-m", "--mode",
+       list_into(o.modes, entry_of(parse_name(run_mode_names), "fused, parallel, single"))},
       {"-r", "--route",
-       one_of(
-           o.route, [&](std::string_view v) { return parse_enum(v, routes); },
-           "auto, relay, direct, legacy, pipelined")},
+       one_of(o.route, parse_name(route_names), "auto, relay, direct, legacy, pipelined")},
       {"-p", "--permille", int_into(o.permille, cli::permille_range)},
       {nullptr, "--tiles", int_into(o.tiles, cli::tiles_range)},
       {nullptr, "--alignment",
@@ -332,9 +301,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
          return {};
        }},
       {"-x", "--executor",
-       one_of(
-           o.executor, [&](std::string_view v) { return parse_enum(v, executors); },
-           "cpu, gpu, shm, nccl, ipc")},
+       one_of(o.executor, parse_name(executor_names), "cpu, gpu, shm, nccl, ipc")},
       {nullptr, "--devices", list_into(o.devices, int_entry({0, 1023}))},
       {nullptr, "--emulate-mesh",
        [&](std::string_view v) -> std::string {
@@ -352,9 +319,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
          return {};  // checked once N is known
        }},
       {nullptr, "--baseline",
-       one_of(
-           o.baseline, [&](std::string_view v) { return parse_enum(v, baselines); },
-           "auto, nccl, direct, none")},
+       one_of(o.baseline, parse_name(baseline_names), "auto, nccl, direct, none")},
       {nullptr, "--csv",
        [&](std::string_view v) -> std::string {
          o.csv_path = v;

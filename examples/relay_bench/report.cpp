@@ -8,17 +8,14 @@
 #include <ctime>
 
 #include "conventions.hpp"
+#include "relay/core/names.hpp"
 #include "support/cli.hpp"
 
 namespace relay::bench {
 
 std::string_view name(base_source b) {
-  switch (b) {
-    case base_source::none: return "none";
-    case base_source::direct: return "direct";
-    case base_source::nccl: return "nccl";
-  }
-  return "?";
+  constexpr name_table<base_source, 3> names{{"none", "direct", "nccl"}};
+  return names(b);
 }
 
 void print_wrong_form(std::string_view who, const row& r, bool in_place, const form_result& f) {

@@ -174,18 +174,19 @@ run_result run_on_host(const options& o) {
 
   for (std::size_t g = 0; g < groups.size(); ++g)
     r.checked += o.spec.active * relay::output_elements(o.spec.coll, o.spec.active, counts[g]);
+  const std::vector<bytes> outputs = regions(m.recv);
+  const relay::reference::call_data data{o.spec.coll, o.type, o.op,   groups,
+                                         counts,      inputs, outputs};
   if (wire.taken != relay::wire_format::native) {  // within the fp8 bound, not the native one
     const relay::reference::wire_check report = relay::reference::check_outputs_fp8(
-        o.spec.coll, o.type, o.op, groups, counts, inputs, regions(m.recv),
-        relay::fp8_format_of(wire.taken),
+        data, relay::fp8_format_of(wire.taken),
         relay::reference::wire_hops(o.spec.coll, o.spec.route, o.spec.active));
     r.wrong = report.wrong;
     r.first_wrong = report.first;
     r.max_relative_error = static_cast<double>(report.max_relative_error);
     return r;
   }
-  const relay::reference::mismatch_report report = relay::reference::check_outputs(
-      o.spec.coll, o.type, o.op, groups, counts, inputs, regions(m.recv));
+  const relay::reference::mismatch_report report = relay::reference::check_outputs(data);
   r.wrong = report.wrong;
   r.first_wrong = report.first;
   return r;

@@ -47,17 +47,12 @@ void header(json_writer& w, const plan_report& r) {
   w.member("op", relay::name(r.opts.op));
   w.member("in_place", r.opts.in_place);
   w.member("steps", r.sched.header.steps);
-  w.key("quanta");
-  w.begin_array();
-  for (const quantum_info& q : r.quanta) {
-    w.begin_object();
+  w.object_array("quanta", r.quanta, [&](const quantum_info& q) {
     w.member("symbol", q.symbol);
     w.member("name", q.name);
     w.member("rule", q.rule);
     exact_pair(w, "share", q.share);
-    w.end_object();
-  }
-  w.end_array();
+  });
 }
 
 void costs(json_writer& w, const plan_report& r) {
@@ -105,34 +100,28 @@ void links(json_writer& w, const plan_report& r) {
 }
 
 void resources(json_writer& w, const plan_report& r) {
-  w.key("scratch");
-  w.begin_object();
-  w.member("active", r.scratch.active_formula);
-  w.member("helper", r.scratch.helper_formula);
-  w.member("active_partial", r.scratch.active_partial_formula);
-  w.member("helper_partial", r.scratch.helper_partial_formula);
-  exact_pair(w, "active_share", r.scratch.active_share);
-  exact_pair(w, "helper_share", r.scratch.helper_share);
-  exact_pair(w, "active_rank_total", r.scratch.active_rank_total);
-  exact_pair(w, "helper_rank_total", r.scratch.helper_rank_total);
-  w.end_object();
-
+  w.object("scratch", [&] {
+    w.member("active", r.scratch.active_formula);
+    w.member("helper", r.scratch.helper_formula);
+    w.member("active_partial", r.scratch.active_partial_formula);
+    w.member("helper_partial", r.scratch.helper_partial_formula);
+    exact_pair(w, "active_share", r.scratch.active_share);
+    exact_pair(w, "helper_share", r.scratch.helper_share);
+    exact_pair(w, "active_rank_total", r.scratch.active_rank_total);
+    exact_pair(w, "helper_rank_total", r.scratch.helper_rank_total);
+  });
   const operation_counts& c = r.operations;
-  w.key("operations");
-  w.begin_object();
-  w.member("total", c.total);
-  w.member("link_transfers", c.link_transfers);
-  w.member("local_copies", c.local_copies);
-  w.member("reductions", c.reductions);
-  w.inline_array("max_per_rank_per_step", c.max_per_rank);
-  w.end_object();
+  w.object("operations", [&] {
+    w.member("total", c.total);
+    w.member("link_transfers", c.link_transfers);
+    w.member("local_copies", c.local_copies);
+    w.member("reductions", c.reductions);
+    w.inline_array("max_per_rank_per_step", c.max_per_rank);
+  });
 }
 
 void timings(json_writer& w, const plan_report& r) {
-  w.key("times");
-  w.begin_array();
-  for (const timing& t : r.timings) {
-    w.begin_object();
+  w.object_array("times", r.timings, [&](const timing& t) {
     w.member("bytes", t.bytes);
     w.member("count", t.count);
     w.member("seconds", t.relay_seconds);
@@ -142,23 +131,17 @@ void timings(json_writer& w, const plan_report& r) {
     w.member("speedup", speedup);
     w.member("router", relay::name(t.router.route));
     w.member("router_tiles", t.router.tiles);
-    w.end_object();
-  }
-  w.end_array();
+  });
 }
 
 void concrete(json_writer& w, const plan_report& r) {
+  if (!r.concrete) return;
   const concrete_info& c = *r.concrete;
   w.inline_array("counts", c.counts);
-  w.key("group_quanta");
-  w.begin_array();
-  for (const relay::symbol_values& v : c.symbol_values) {
-    w.begin_object();
+  w.object_array("group_quanta", c.symbol_values, [&](const relay::symbol_values& v) {
     for (std::size_t i = 0; i < r.quanta.size(); ++i)
       w.member(r.quanta[i].symbol, v[2 + i]);
-    w.end_object();
-  }
-  w.end_array();
+  });
   w.inline_array("scratch_bytes", c.scratch_bytes);
   w.member("plan_operations", std::uint64_t{c.plan_operations});
   w.member("plan_phases", std::uint64_t{c.plan_phases});
@@ -166,71 +149,73 @@ void concrete(json_writer& w, const plan_report& r) {
   w.member("direct_predicted_seconds", c.direct_predicted_seconds);
 }
 
+// One call's link bytes as two members: `prefix`busiest_link_bytes and `prefix`link_bytes.
+void traffic(json_writer& w, const std::string& prefix, const link_traffic& t) {
+  w.member(prefix + "busiest_link_bytes", t.busiest);
+  w.member(prefix + "link_bytes", t.total);
+}
+
 void wire(json_writer& w, const plan_report& r) {
+  if (!r.wire) return;
   const wire_info& x = *r.wire;
-  w.key("wire");
-  w.begin_object();
-  w.member("format", relay::name(x.format));
-  w.member("element_width", x.widths.element.to_double());
-  std::optional<double> beta;
-  std::optional<std::string> exact;
-  if (x.beta.routable()) beta = x.beta.value->to_double(), exact = format_ratio(*x.beta.value);
-  w.member("beta_cost_n", beta);
-  w.member("beta_cost", exact);
-  std::optional<std::uint64_t> threshold;
-  if (x.threshold_bytes != relay::fp8_never) threshold = x.threshold_bytes;
-  w.member("threshold_bytes", threshold);
-  w.key("times_seconds");
-  w.begin_array(true);
-  for (const std::optional<double>& s : x.seconds)
-    w.value(s);
-  w.end_array();
-  if (x.choice) {
-    w.member("taken", relay::name(x.choice->taken));
-    w.member("choice", relay::describe(*x.choice));
-    w.member("busiest_link_bytes", x.busiest_link_bytes);
-    w.member("link_bytes", x.link_bytes);
-    w.member("native_busiest_link_bytes", x.native_busiest_link_bytes);
-    w.member("native_link_bytes", x.native_link_bytes);
-  }
-  w.end_object();
+  w.object("wire", [&] {
+    w.member("format", relay::name(x.format));
+    w.member("element_width", x.widths.element.to_double());
+    std::optional<double> beta;
+    std::optional<std::string> exact;
+    if (x.beta.routable()) beta = x.beta.value->to_double(), exact = format_ratio(*x.beta.value);
+    w.member("beta_cost_n", beta);
+    w.member("beta_cost", exact);
+    std::optional<std::uint64_t> threshold;
+    if (x.threshold_bytes != relay::fp8_never) threshold = x.threshold_bytes;
+    w.member("threshold_bytes", threshold);
+    w.inline_array("times_seconds", x.seconds);
+    if (x.choice) {
+      w.member("taken", relay::name(x.choice->taken));
+      w.member("choice", relay::describe(*x.choice));
+      traffic(w, "", x.traffic);
+      traffic(w, "native_", x.native_traffic);
+    }
+  });
 }
 
 // `wrong` at the top level (what scripts check first), the details under `run`.
-void run(json_writer& w, const run_result& run) {
+void run(json_writer& w, const plan_report& r) {
+  if (!r.run) return;
+  const run_result& run = *r.run;
   std::optional<std::int64_t> wrong;
   if (run.status.ok()) wrong = run.wrong;
   w.member("wrong", wrong);
-  w.key("run");
-  w.begin_object();
-  w.member("ok", run.ok());
-  w.member("status", run.status.to_string());
-  w.member("checked", run.checked);
-  w.member("wrong", wrong);
-  std::optional<std::string> first;
-  if (run.wrong > 0) first = run.first_wrong;
-  w.member("first_wrong", first);
-  w.member("seconds", run.seconds);
-  w.member("memory_estimate_bytes", run.memory_estimate);
-  w.member("max_relative_error", run.max_relative_error);
-  w.end_object();
+  w.object("run", [&] {
+    w.member("ok", run.ok());
+    w.member("status", run.status.to_string());
+    w.member("checked", run.checked);
+    w.member("wrong", wrong);
+    std::optional<std::string> first;
+    if (run.wrong > 0) first = run.first_wrong;
+    w.member("first_wrong", first);
+    w.member("seconds", run.seconds);
+    w.member("memory_estimate_bytes", run.memory_estimate);
+    w.member("max_relative_error", run.max_relative_error);
+  });
 }
 
-void verification(json_writer& w, const relay::check_failure& f) {
-  w.key("verify");
-  w.begin_object();
-  w.member("ok", f.ok());
-  if (!f.ok()) {
-    w.member("what", f.what);
-    w.member("group", f.group);
-    w.member("rank", f.rank);
-    w.member("step", f.step);
-    w.member("count", f.count);
-    w.member("position", f.position);
-    w.member("in_place", f.in_place);
-  }
-  w.member("message", describe_check(f));
-  w.end_object();
+void verification(json_writer& w, const plan_report& r) {
+  if (!r.verified) return;
+  const relay::check_failure& f = *r.verified;
+  w.object("verify", [&] {
+    w.member("ok", f.ok());
+    if (!f.ok()) {
+      w.member("what", f.what);
+      w.member("group", f.group);
+      w.member("rank", f.rank);
+      w.member("step", f.step);
+      w.member("count", f.count);
+      w.member("position", f.position);
+      w.member("in_place", f.in_place);
+    }
+    w.member("message", describe_check(f));
+  });
 }
 
 }  // namespace
@@ -238,15 +223,10 @@ void verification(json_writer& w, const relay::check_failure& f) {
 std::string render_json(const plan_report& r) {
   json_writer w;
   w.begin_object();
-  header(w, r);
-  costs(w, r);
-  links(w, r);
-  resources(w, r);
-  timings(w, r);
-  if (r.concrete) concrete(w, r);
-  if (r.wire) wire(w, r);
-  if (r.verified) verification(w, *r.verified);
-  if (r.run) run(w, *r.run);
+  // The report's parts in order; a part the report lacks (concrete, wire, verify, run) writes
+  // nothing.
+  for (auto* part : {header, costs, links, resources, timings, concrete, wire, verification, run})
+    part(w, r);
   w.end_object();
   return w.str();
 }

@@ -56,6 +56,27 @@ class json_writer {
     end_array();
   }
 
+  // key(k) then an object whose members `members()` writes.
+  template <class F>
+  void object(std::string_view k, F&& members) {
+    key(k);
+    begin_object();
+    members();
+    end_object();
+  }
+  // key(k) then an array of one object per item of `items`, whose members `members(item)` writes.
+  template <class Range, class F>
+  void object_array(std::string_view k, const Range& items, F&& members) {
+    key(k);
+    begin_array();
+    for (const auto& item : items) {
+      begin_object();
+      members(item);
+      end_object();
+    }
+    end_array();
+  }
+
   // The document so far, with a final newline once every object and array is closed.
   std::string str() const;
 

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <iterator>
-#include <tuple>
-#include <utility>
 
 #include <fmt/format.h>
 
@@ -106,13 +104,11 @@ concrete_info make_concrete(const plan_report& r, const std::vector<std::int64_t
   return c;
 }
 
-// The bytes of one call on its busiest link direction and on all of them.
-std::pair<std::uint64_t, std::uint64_t> busiest_and_total(const relay::plan& p) {
-  const std::vector<std::uint64_t> bytes = relay::link_bytes(p);
-  std::uint64_t busiest = 0, total = 0;
-  for (const std::uint64_t b : bytes)
-    busiest = std::max(busiest, b), total += b;
-  return {busiest, total};
+link_traffic traffic_of(const relay::plan& p) {
+  link_traffic t;
+  for (const std::uint64_t b : relay::link_bytes(p))
+    t.busiest = std::max(t.busiest, b), t.total += b;
+  return t;
 }
 
 wire_info make_wire(const plan_report& r, const std::vector<std::int64_t>& counts) {
@@ -133,8 +129,8 @@ wire_info make_wire(const plan_report& r, const std::vector<std::int64_t>& count
   q.wire = relay::wire_format::native;
   if (!relay::make_plan(q, native)) return w;
   w.choice = p.wire;
-  std::tie(w.busiest_link_bytes, w.link_bytes) = busiest_and_total(p);
-  std::tie(w.native_busiest_link_bytes, w.native_link_bytes) = busiest_and_total(native);
+  w.traffic = traffic_of(p);
+  w.native_traffic = traffic_of(native);
   return w;
 }
 

@@ -69,6 +69,11 @@ struct concrete_info {
   std::optional<double> predicted_seconds, direct_predicted_seconds;
 };
 
+// One call's bytes on its busiest link direction and on all links together.
+struct link_traffic {
+  std::uint64_t busiest = 0, total = 0;
+};
+
 // With --wire fp8: the wire's cost on the topology and, with counts, the call's choice.
 struct wire_info {
   relay::wire_format format = relay::wire_format::native;  // the concrete encoding asked for
@@ -76,11 +81,10 @@ struct wire_info {
   beta_figure beta;                                        // at those widths
   std::uint64_t threshold_bytes = 0;                       // the model's (relay::fp8_never: never)
   std::vector<std::optional<double>> seconds;              // per timing row, passes included
-  // With --count/--counts: what make_plan decided, and the bytes on the busiest link direction
-  // and on all links in one call, on the wire taken and natively.
+  // With --count/--counts: what make_plan decided, and the call's link bytes on the wire taken
+  // and natively.
   std::optional<relay::wire_choice> choice;
-  std::uint64_t busiest_link_bytes = 0, link_bytes = 0;
-  std::uint64_t native_busiest_link_bytes = 0, native_link_bytes = 0;
+  link_traffic traffic, native_traffic;
 };
 
 struct plan_report {

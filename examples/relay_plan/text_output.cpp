@@ -288,6 +288,7 @@ void timings(out_it out, const plan_report& r) {
 }
 
 void concrete(out_it out, const plan_report& r) {
+  if (!r.concrete) return;
   const concrete_info& c = *r.concrete;
   const bool uniform =
       std::adjacent_find(c.counts.begin(), c.counts.end(), std::not_equal_to<>()) == c.counts.end();
@@ -328,6 +329,7 @@ void concrete(out_it out, const plan_report& r) {
 }
 
 void wire(out_it out, const plan_report& r) {
+  if (!r.wire) return;
   const wire_info& w = *r.wire;
   fmt::format_to(out,
                  "\nwire: {} (a code per element and a scale byte per 32 on every link: "
@@ -356,11 +358,21 @@ void wire(out_it out, const plan_report& r) {
   if (!w.choice) return;
   fmt::format_to(out, "  this call:     {}\n", relay::describe(*w.choice));
   fmt::format_to(out, "  link bytes:    busiest link {}, all links {} (native {}, {})\n",
-                 w.busiest_link_bytes, w.link_bytes, w.native_busiest_link_bytes,
-                 w.native_link_bytes);
+                 w.traffic.busiest, w.traffic.total, w.native_traffic.busiest,
+                 w.native_traffic.total);
 }
 
-void run(out_it out, const run_result& run) {
+void verification(out_it out, const plan_report& r) {
+  if (!r.verified) return;
+  fmt::format_to(out, "\nverify: {}\n",
+                 r.verified->ok() ? "ok (dataflow and structure at the representative counts, "
+                                    "in place and out of place)"
+                                  : fmt::format("FAILED: {}", describe_check(*r.verified)));
+}
+
+void run(out_it out, const plan_report& r) {
+  if (!r.run) return;
+  const run_result& run = *r.run;
   fmt::format_to(out, "\nrun on the host executor: ");
   if (!run.status.ok())
     fmt::format_to(out, "the call failed: {}\n", run.status.to_string());
@@ -388,21 +400,11 @@ std::string format_seconds(double s) {
 std::string render_text(const plan_report& r) {
   std::string text;
   const out_it out(text);
-  header(out, r);
-  quanta(out, r);
-  steps(out, r);
-  links(out, r);
-  costs(out, r);
-  resources(out, r);
-  timings(out, r);
-  if (r.concrete) concrete(out, r);
-  if (r.wire) wire(out, r);
-  if (r.verified)
-    fmt::format_to(out, "\nverify: {}\n",
-                   r.verified->ok() ? "ok (dataflow and structure at the representative counts, "
-                                      "in place and out of place)"
-                                    : fmt::format("FAILED: {}", describe_check(*r.verified)));
-  if (r.run) run(out, *r.run);
+  // The report's parts in order; a part the report lacks (concrete, wire, verify, run) prints
+  // nothing.
+  for (auto* part :
+       {header, quanta, steps, links, costs, resources, timings, concrete, wire, verification, run})
+    part(out, r);
   return text;
 }
 

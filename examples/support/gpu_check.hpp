@@ -1,10 +1,12 @@
 // For the GPU example programs: a runtime call that fails ends the program with what failed and
-// where. (The library returns a status instead; an example has nothing to recover.)
+// where, and any other error ends it with the program's name and why. (The library returns a
+// status instead; an example has nothing to recover.)
 #pragma once
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "relay/gpu/runtime.hpp"
 
@@ -17,6 +19,17 @@ inline void check_rt(gpu::rt::error_t e, const char* what, const char* file, int
                gpu::rt::describe(e).c_str());
   std::exit(1);
 }
+
+// A program's way to give up: `fail("why")` prints "<program>: why" on stderr and exits with
+// `status` (each program documents its own: a bad command line, a failed check).
+struct exit_with {
+  const char* program;
+  int status;
+  [[noreturn]] void operator()(const std::string& why) const {
+    std::fprintf(stderr, "%s: %s\n", program, why.c_str());
+    std::exit(status);
+  }
+};
 
 }  // namespace relay::examples
 

@@ -159,7 +159,7 @@ int property_run(communicator& comm, int calls, std::uint64_t seed, std::int64_t
     if (failure.empty() && !bad_ranks.empty()) failure = "ranks" + bad_ranks + " failed";
     if (failure.empty()) {
       const reference::mismatch_report m =
-          reference::check_outputs(c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs);
+          reference::check_outputs({c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs});
       if (m.wrong > 0) failure = std::to_string(m.wrong) + " wrong elements; first: " + m.first;
     }
     if (!failure.empty()) {

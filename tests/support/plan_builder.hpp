@@ -1,12 +1,15 @@
 // Builds a plan by hand, phase by phase: for tests of what runs plans (executors, lowering,
-// validation) on plans that make_plan would never produce.
+// validation) on plans that make_plan would never produce. And the request of a plain direct
+// allreduce, for tests that want make_plan's plan of the simplest call.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "relay/core/dtype.hpp"
+#include "relay/plan/make_plan.hpp"
 #include "relay/plan/plan.hpp"
 
 namespace relay::test {
@@ -54,5 +57,18 @@ class plan_builder {
   }
   plan p_;
 };
+
+// An int32 allreduce on the direct route over `groups` of a node of `ranks`, one count per group;
+// the other fields are plan_request's defaults.
+inline plan_request direct_allreduce(mode m, int ranks, std::vector<std::vector<int>> groups,
+                                     std::vector<std::int64_t> counts) {
+  return {.coll = collective::allreduce,
+          .mode = m,
+          .route = route::direct,
+          .ranks = ranks,
+          .groups = std::move(groups),
+          .counts = std::move(counts),
+          .type = dtype::int32};
+}
 
 }  // namespace relay::test

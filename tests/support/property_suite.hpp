@@ -351,13 +351,13 @@ property_result run_case(E& ex, const property_case& c) {
                      (c.type == dtype::float16 || c.type == dtype::bfloat16);
   if (result.ok && c.wire != wire_format::native) {
     const reference::wire_check m = reference::check_outputs_fp8(
-        c.coll, c.type, c.op, c.groups, c.counts, input, output, fp8_format_of(c.wire),
+        {c.coll, c.type, c.op, c.groups, c.counts, input, output}, fp8_format_of(c.wire),
         reference::wire_hops(c.coll, c.route, c.active));
     if (m.wrong != 0)
       fail(std::to_string(m.wrong) + " elements outside the fp8 bound; first: " + m.first);
   } else if (result.ok) {
     const reference::mismatch_report m = reference::check_outputs(
-        c.coll, c.type, c.op, c.groups, c.counts, input, output, c.precision, exact);
+        {c.coll, c.type, c.op, c.groups, c.counts, input, output}, c.precision, exact);
     if (m.wrong > 0) fail(std::to_string(m.wrong) + " wrong elements; first: " + m.first);
   }
   for (std::size_t r = 0; r < R; ++r)

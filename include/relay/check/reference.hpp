@@ -11,11 +11,13 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "relay/core/collective.hpp"
@@ -76,90 +78,127 @@ T load(const std::byte* base, std::int64_t index) {
 
 }  // namespace detail
 
-// Checks `outputs` (host copies, indexed by rank) of one call against `inputs` (the host data
-// the call started from). Every active rank's output is compared element by element. `exact`:
-// the inputs' sums are representable (as tests/support/exact_sums.hpp makes them), so each
-// floating result must be that sum's bits, rounded once, instead of lying within the bound.
-inline mismatch_report check_outputs(collective c, dtype type, reduce_op op,
-                                     const std::vector<std::vector<int>>& groups,
-                                     std::span<const std::int64_t> counts,
-                                     const std::vector<std::vector<std::byte>>& inputs,
-                                     const std::vector<std::vector<std::byte>>& outputs,
-                                     precision partials = precision::fp32_partials,
-                                     bool exact = false) {
-  mismatch_report report;
-  visit_dtype(type, [&](auto zero) {
-    using T = decltype(zero);
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      const auto& ranks = groups[g];
-      const auto A = static_cast<std::int64_t>(ranks.size());
-      const std::int64_t n = counts[g];
-      for (std::int64_t k = 0; k < A; ++k) {
-        const int me = ranks[static_cast<std::size_t>(k)];
-        const std::byte* out = outputs[static_cast<std::size_t>(me)].data();
-        const std::int64_t length = output_elements(c, static_cast<int>(A), n);
-        for (std::int64_t x = 0; x < length; ++x) {
-          const T got = detail::load<T>(out, x);
-          bool ok = true;
-          long double want = 0;
-          if (!reduces(c)) {  // one contribution: exact, bit for bit
-            const std::int64_t j = x / n, y = x % n;
-            const std::int64_t from = c == collective::all_to_all ? k * n + y : y;
-            const T expected = detail::load<T>(
-                inputs[static_cast<std::size_t>(ranks[static_cast<std::size_t>(j)])].data(), from);
-            ok = std::memcmp(&got, &expected, sizeof(T)) == 0;
-            want = detail::as_number(expected);
-          } else {
-            const std::int64_t from = c == collective::reduce_scatter ? k * n + x : x;
-            if constexpr (std::is_integral_v<T>) {
-              using U = std::make_unsigned_t<T>;
-              U sum = 0;
-              for (std::int64_t j = 0; j < A; ++j)
-                sum = static_cast<U>(
-                    sum +
-                    static_cast<U>(detail::load<T>(
-                        inputs[static_cast<std::size_t>(ranks[static_cast<std::size_t>(j)])].data(),
-                        from)));
-              T expected = static_cast<T>(sum);
-              if (op == reduce_op::avg) expected = static_cast<T>(expected / static_cast<T>(A));
-              ok = got == expected;
-              want = static_cast<long double>(expected);
-            } else {
-              long double magnitude = 0, partial = 0;
-              for (std::int64_t j = 0; j < A; ++j) {
-                const long double v = detail::as_number(detail::load<T>(
-                    inputs[static_cast<std::size_t>(ranks[static_cast<std::size_t>(j)])].data(),
-                    from));
-                want += v;
-                magnitude += std::fabs(v);
-                if (j != k) partial += std::fabs(v);
-              }
-              if (op == reduce_op::avg) want /= A, magnitude /= A, partial /= A;
-              // docs/schedules.md, "Precision": the additions and the division round in the
-              // accumulator, the final store rounds once to the storage type; with native
-              // partials the one partial sum of a reduce-scatter element (the contributions of
-              // every rank but the owner k, the only schedule with partials) rounds once more.
-              const long double u = detail::storage_roundoff<T>();
-              const long double acc = detail::accumulator_roundoff<T>();
-              const bool native =
-                  partials == precision::native_partials && c == collective::reduce_scatter;
-              const long double bound = u * std::fabs(want) +
-                                        (native ? u * (1 + u) * (1 + u) * partial : 0) +
-                                        (A + 1) * acc * (1 + u) * (1 + u) * magnitude +
-                                        (native ? 2 : 1) * detail::smallest_step<T>();
-              const long double value = detail::as_number(got);
-              ok = std::isfinite(static_cast<double>(value)) && std::fabs(value - want) <= bound;
-              if (exact) ok = value == want;  // T holds no two encodings of one nonzero value
-            }
-          }
-          if (!ok && report.wrong++ == 0)
-            report.first = "group " + std::to_string(g) + " rank " + std::to_string(me) +
-                           " element " + std::to_string(x) + ": got " +
-                           std::to_string(static_cast<double>(detail::as_number(got))) + ", want " +
-                           std::to_string(static_cast<double>(want));
+// One call as a reference reads it: what ran, on which groups with which per-group counts, and
+// host copies of every rank's input (the data the call started from) and output, indexed by rank.
+struct call_data {
+  collective coll;
+  dtype type;
+  reduce_op op;
+  std::span<const std::vector<int>> groups;
+  std::span<const std::int64_t> counts;
+  std::span<const std::vector<std::byte>> inputs;
+  std::span<const std::vector<std::byte>> outputs;
+
+  // The input of group g's active rank j.
+  const std::byte* input(std::size_t g, std::int64_t j) const {
+    const int rank = groups[g][static_cast<std::size_t>(j)];
+    return inputs[static_cast<std::size_t>(rank)].data();
+  }
+};
+
+namespace detail {
+
+// One output element of a call, and where its definition reads the inputs: a reduction adds every
+// active rank's input at `from`; a copy (all-gather, all-to-all) takes active rank `source`'s.
+struct output_element {
+  std::size_t g;      // the group
+  std::int64_t A, n;  // its active ranks and its count
+  std::int64_t k;     // the output's active rank, `rank` in the node
+  int rank;
+  const std::byte* out;  // that rank's output
+  std::int64_t x;        // the element's index in it
+  std::int64_t source = 0, from = 0;
+
+  // "group 0 rank 3 element 17", where a report's first mismatch is.
+  std::string where() const {
+    return "group " + std::to_string(g) + " rank " + std::to_string(rank) + " element " +
+           std::to_string(x);
+  }
+};
+
+// Calls f(e) for each element e of every active rank's output, group by group.
+template <class F>
+void for_each_output(const call_data& call, F&& f) {
+  for (std::size_t g = 0; g < call.groups.size(); ++g) {
+    const auto A = static_cast<std::int64_t>(call.groups[g].size());
+    const std::int64_t n = call.counts[g];
+    const std::int64_t length = output_elements(call.coll, static_cast<int>(A), n);
+    for (std::int64_t k = 0; k < A; ++k) {
+      const int rank = call.groups[g][static_cast<std::size_t>(k)];
+      output_element e{g, A, n, k, rank, call.outputs[static_cast<std::size_t>(rank)].data(),
+                       0, 0, 0};
+      for (e.x = 0; e.x < length; ++e.x) {
+        if (reduces(call.coll)) {
+          e.from = call.coll == collective::reduce_scatter ? k * n + e.x : e.x;
+        } else {
+          e.source = e.x / n;
+          e.from = call.coll == collective::all_to_all ? k * n + e.x % n : e.x % n;
         }
+        f(std::as_const(e));
       }
     }
+  }
+}
+
+}  // namespace detail
+
+// Checks the outputs of `call` against its inputs, every active rank's element by element.
+// `exact`: the inputs' sums are representable (as tests/support/exact_sums.hpp makes them), so
+// each floating result must be that sum's bits, rounded once, instead of lying within the bound.
+inline mismatch_report check_outputs(const call_data& call,
+                                     precision partials = precision::fp32_partials,
+                                     bool exact = false) {
+  const collective c = call.coll;
+  mismatch_report report;
+  visit_dtype(call.type, [&](auto zero) {
+    using T = decltype(zero);
+    detail::for_each_output(call, [&](const detail::output_element& e) {
+      const T got = detail::load<T>(e.out, e.x);
+      bool ok = true;
+      long double want = 0;
+      if (!reduces(c)) {  // one contribution: exact, bit for bit
+        const T expected = detail::load<T>(call.input(e.g, e.source), e.from);
+        ok = std::memcmp(&got, &expected, sizeof(T)) == 0;
+        want = detail::as_number(expected);
+      } else if constexpr (std::is_integral_v<T>) {
+        using U = std::make_unsigned_t<T>;
+        U sum = 0;
+        for (std::int64_t j = 0; j < e.A; ++j)
+          sum = static_cast<U>(sum + static_cast<U>(detail::load<T>(call.input(e.g, j), e.from)));
+        T expected = static_cast<T>(sum);
+        if (call.op == reduce_op::avg) expected = static_cast<T>(expected / static_cast<T>(e.A));
+        ok = got == expected;
+        want = static_cast<long double>(expected);
+      } else {
+        long double magnitude = 0, partial = 0;
+        for (std::int64_t j = 0; j < e.A; ++j) {
+          const long double v = detail::as_number(detail::load<T>(call.input(e.g, j), e.from));
+          want += v;
+          magnitude += std::fabs(v);
+          if (j != e.k) partial += std::fabs(v);
+        }
+        if (call.op == reduce_op::avg) want /= e.A, magnitude /= e.A, partial /= e.A;
+        // docs/schedules.md, "Precision": the additions and the division round in the
+        // accumulator, the final store rounds once to the storage type; with native partials the
+        // one partial sum of a reduce-scatter element (the contributions of every rank but the
+        // owner k, the only schedule with partials) rounds once more.
+        const long double u = detail::storage_roundoff<T>();
+        const long double acc = detail::accumulator_roundoff<T>();
+        const bool native =
+            partials == precision::native_partials && c == collective::reduce_scatter;
+        const long double bound = u * std::fabs(want) +
+                                  (native ? u * (1 + u) * (1 + u) * partial : 0) +
+                                  (e.A + 1) * acc * (1 + u) * (1 + u) * magnitude +
+                                  (native ? 2 : 1) * detail::smallest_step<T>();
+        const long double value = detail::as_number(got);
+        ok = std::isfinite(static_cast<double>(value)) && std::fabs(value - want) <= bound;
+        if (exact) ok = value == want;  // T holds no two encodings of one nonzero value
+      }
+      if (!ok && report.wrong++ == 0)
+        report.first = e.where() + ": got " +
+                       std::to_string(static_cast<double>(detail::as_number(got))) + ", want " +
+                       std::to_string(static_cast<double>(want));
+    });
   });
   return report;
 }

@@ -96,93 +96,81 @@ window_max window_of(const std::vector<const std::byte*>& sources, std::int64_t 
   return w;
 }
 
+// The windows of group g's inputs: one over all of them for a reduction (which mixes every
+// contribution in one block), one per active rank for a copy (which carries one rank's data).
+template <class T>
+std::vector<window_max> windows_of(const call_data& call, std::size_t g) {
+  const auto A = static_cast<std::int64_t>(call.groups[g].size());
+  const std::int64_t length = input_elements(call.coll, static_cast<int>(A), call.counts[g]);
+  std::vector<const std::byte*> in;
+  for (std::int64_t j = 0; j < A; ++j)
+    in.push_back(call.input(g, j));
+  std::vector<window_max> windows;
+  if (reduces(call.coll))
+    windows.push_back(window_of<T>(in, length));
+  else
+    for (const std::byte* s : in)
+      windows.push_back(window_of<T>({s}, length));
+  return windows;
+}
+
 }  // namespace detail
 
-// Checks `outputs` of one call on an fp8 wire of format `f`, each value quantized on at most
-// `hops` hops, against `inputs` (host copies indexed by rank). Floating dtypes only.
-inline wire_check check_outputs_fp8(collective c, dtype type, reduce_op op,
-                                    const std::vector<std::vector<int>>& groups,
-                                    std::span<const std::int64_t> counts,
-                                    const std::vector<std::vector<std::byte>>& inputs,
-                                    const std::vector<std::vector<std::byte>>& outputs,
-                                    fp8_format f, int hops) {
+// Checks the outputs of `call`, on an fp8 wire of format `f`, each value quantized on at most
+// `hops` hops, against its inputs. Floating dtypes only.
+inline wire_check check_outputs_fp8(const call_data& call, fp8_format f, int hops) {
+  const collective c = call.coll;
   wire_check report;
   auto check = [&](auto zero) {
     using T = decltype(zero);
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      const auto& ranks = groups[g];
-      const auto A = static_cast<std::int64_t>(ranks.size());
-      const std::int64_t n = counts[g];
-      const std::int64_t in_length = input_elements(c, static_cast<int>(A), n);
-      std::vector<const std::byte*> in(static_cast<std::size_t>(A));
-      for (std::int64_t j = 0; j < A; ++j)
-        in[static_cast<std::size_t>(j)] =
-            inputs[static_cast<std::size_t>(ranks[static_cast<std::size_t>(j)])].data();
-      // Reductions mix every contribution in one block; copies carry one rank's data.
-      std::vector<detail::window_max> windows;
-      if (reduces(c))
-        windows.push_back(detail::window_of<T>(in, in_length));
-      else
-        for (const std::byte* s : in)
-          windows.push_back(detail::window_of<T>({s}, in_length));
-      for (std::int64_t k = 0; k < A; ++k) {
-        const int me = ranks[static_cast<std::size_t>(k)];
-        const std::byte* out = outputs[static_cast<std::size_t>(me)].data();
-        const std::int64_t length = output_elements(c, static_cast<int>(A), n);
-        for (std::int64_t x = 0; x < length; ++x) {
-          const long double got = detail::as_number(detail::load<T>(out, x));
-          long double want = 0, magnitude = 0, M = 0, contributions = 1;
-          bool nan = false, inf = false;
-          if (reduces(c)) {
-            const std::int64_t from = c == collective::reduce_scatter ? k * n + x : x;
-            for (std::int64_t j = 0; j < A; ++j) {
-              const long double v =
-                  detail::as_number(detail::load<T>(in[static_cast<std::size_t>(j)], from));
-              nan |= std::isnan(static_cast<double>(v));
-              inf |= std::isinf(static_cast<double>(v));
-              want += v;
-              magnitude += std::fabs(v);
-            }
-            M = windows[0].at(from);
-            contributions = static_cast<long double>(A);
-          } else {
-            const std::int64_t j = x / n, y = x % n;
-            const std::int64_t from = c == collective::all_to_all ? k * n + y : y;
-            want = detail::as_number(detail::load<T>(in[static_cast<std::size_t>(j)], from));
-            nan = std::isnan(static_cast<double>(want));
-            inf = std::isinf(static_cast<double>(want));
-            magnitude = std::fabs(want);
-            M = windows[static_cast<std::size_t>(j)].at(from);
-          }
-          bool ok = true;
-          if (nan) {
-            ok = std::isnan(static_cast<double>(got));
-          } else if (inf) {
-            ok = std::isnan(static_cast<double>(got)) ||
-                 (std::isinf(static_cast<double>(got)) && (got > 0) == (want > 0)) ||
-                 (reduces(c) && std::isinf(static_cast<double>(got)));
-          } else {
-            const long double divide = op == reduce_op::avg && reduces(c) ? contributions : 1;
-            want /= divide;
-            const long double bound =
-                fp8_bound<T>(want, magnitude / divide, M, contributions, divide, f, hops);
-            const long double error = std::fabs(got - want);
-            ok = std::isfinite(static_cast<double>(got)) && error <= bound;
-            if (ok && want != 0)
-              report.max_relative_error =
-                  std::max(report.max_relative_error, error / std::fabs(want));
-          }
-          if (!ok && report.wrong++ == 0)
-            report.first = "group " + std::to_string(g) + " rank " + std::to_string(me) +
-                           " element " + std::to_string(x) + ": got " +
-                           std::to_string(static_cast<double>(got)) + ", want " +
-                           std::to_string(static_cast<double>(want)) + " (block maximum " +
-                           std::to_string(static_cast<double>(M)) + ")";
+    std::vector<std::vector<detail::window_max>> windows;
+    for (std::size_t g = 0; g < call.groups.size(); ++g)
+      windows.push_back(detail::windows_of<T>(call, g));
+    detail::for_each_output(call, [&](const detail::output_element& e) {
+      const long double got = detail::as_number(detail::load<T>(e.out, e.x));
+      long double want = 0, magnitude = 0, M = 0, contributions = 1;
+      bool nan = false, inf = false;
+      if (reduces(c)) {
+        for (std::int64_t j = 0; j < e.A; ++j) {
+          const long double v = detail::as_number(detail::load<T>(call.input(e.g, j), e.from));
+          nan |= std::isnan(static_cast<double>(v));
+          inf |= std::isinf(static_cast<double>(v));
+          want += v;
+          magnitude += std::fabs(v);
         }
+        M = windows[e.g][0].at(e.from);
+        contributions = static_cast<long double>(e.A);
+      } else {
+        want = detail::as_number(detail::load<T>(call.input(e.g, e.source), e.from));
+        nan = std::isnan(static_cast<double>(want));
+        inf = std::isinf(static_cast<double>(want));
+        magnitude = std::fabs(want);
+        M = windows[e.g][static_cast<std::size_t>(e.source)].at(e.from);
       }
-    }
+      bool ok = true;
+      if (nan) {
+        ok = std::isnan(static_cast<double>(got));
+      } else if (inf) {
+        ok = std::isnan(static_cast<double>(got)) ||
+             (std::isinf(static_cast<double>(got)) && (got > 0) == (want > 0)) ||
+             (reduces(c) && std::isinf(static_cast<double>(got)));
+      } else {
+        const long double divide = call.op == reduce_op::avg && reduces(c) ? contributions : 1;
+        want /= divide;
+        const long double bound =
+            fp8_bound<T>(want, magnitude / divide, M, contributions, divide, f, hops);
+        const long double error = std::fabs(got - want);
+        ok = std::isfinite(static_cast<double>(got)) && error <= bound;
+        if (ok && want != 0)
+          report.max_relative_error = std::max(report.max_relative_error, error / std::fabs(want));
+      }
+      if (!ok && report.wrong++ == 0)
+        report.first = e.where() + ": got " + std::to_string(static_cast<double>(got)) + ", want " +
+                       std::to_string(static_cast<double>(want)) + " (block maximum " +
+                       std::to_string(static_cast<double>(M)) + ")";
+    });
   };
-  switch (type) {
+  switch (call.type) {
     case dtype::float32: check(float{}); break;
     case dtype::float16: check(float16{}); break;
     case dtype::bfloat16: check(bfloat16{}); break;

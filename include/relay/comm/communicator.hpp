@@ -138,8 +138,8 @@ inline std::string describe_shape(const plan_request& r) {
   std::string s = std::string(name(r.coll)) + " " + std::string(name(r.mode)) + " " +
                   std::string(name(r.route)) + " permille=" + std::to_string(r.permille) +
                   " tiles=" + std::to_string(r.tiles) + " N=" + std::to_string(r.ranks) + " " +
-                  std::string(r.type <= dtype::float64 ? name(r.type) : "?") + " " +
-                  std::string(name(r.op)) + " alignment=" + std::to_string(r.alignment) +
+                  std::string(name(r.type)) + " " + std::string(name(r.op)) +
+                  " alignment=" + std::to_string(r.alignment) +
                   " precision=" + std::to_string(static_cast<int>(r.precision)) +
                   " wire=" + std::to_string(static_cast<int>(r.wire)) + ":" +
                   std::to_string(r.wire_threshold) + " groups=";

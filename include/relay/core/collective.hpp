@@ -6,6 +6,8 @@
 #include <optional>
 #include <string_view>
 
+#include "relay/core/names.hpp"
+
 namespace relay {
 
 enum class collective : unsigned char { allreduce, reduce_scatter, all_gather, all_to_all };
@@ -27,43 +29,34 @@ inline constexpr std::array<collective, 4> all_collectives{
     collective::allreduce, collective::reduce_scatter, collective::all_gather,
     collective::all_to_all};
 
+namespace detail {
+inline constexpr name_table<collective, 4> collective_names{
+    {"allreduce", "reduce-scatter", "all-gather", "all-to-all"}};
+inline constexpr name_table<mode, 2> mode_names{{"fused", "single"}};
+inline constexpr name_table<route, 5> route_names{
+    {"relay", "direct", "legacy", "pipelined", "automatic"}};
+}  // namespace detail
+
 constexpr std::string_view name(collective c) {
-  switch (c) {
-    case collective::allreduce: return "allreduce";
-    case collective::reduce_scatter: return "reduce-scatter";
-    case collective::all_gather: return "all-gather";
-    case collective::all_to_all: return "all-to-all";
-  }
-  return "?";
+  return detail::collective_names(c);
 }
 constexpr std::string_view name(mode m) {
-  return m == mode::fused ? "fused" : "single";
+  return detail::mode_names(m);
 }
 constexpr std::string_view name(route r) {
-  switch (r) {
-    case route::relay: return "relay";
-    case route::direct: return "direct";
-    case route::legacy: return "legacy";
-    case route::pipelined: return "pipelined";
-    case route::automatic: return "automatic";
-  }
-  return "?";
+  return detail::route_names(r);
 }
 
 constexpr std::optional<collective> parse_collective(std::string_view s) {
-  for (collective c : all_collectives)
-    if (name(c) == s) return c;
-  return std::nullopt;
+  return detail::collective_names.parse(s);
 }
 constexpr std::optional<mode> parse_mode(std::string_view s) {
-  if (s == "fused") return mode::fused;
-  if (s == "single") return mode::single;
-  return std::nullopt;
+  return detail::mode_names.parse(s);
 }
+// The four schedules, not "automatic": it names no schedule of its own (see route above).
 constexpr std::optional<route> parse_route(std::string_view s) {
-  for (route r : {route::relay, route::direct, route::legacy, route::pipelined})
-    if (name(r) == s) return r;
-  return std::nullopt;
+  const std::optional<route> r = detail::route_names.parse(s);
+  return r == route::automatic ? std::nullopt : r;
 }
 
 // True when the collective combines contributions (and so takes a reduction operator).

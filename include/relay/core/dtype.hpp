@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "relay/core/half.hpp"
+#include "relay/core/names.hpp"
 
 namespace relay {
 
@@ -73,11 +74,14 @@ constexpr int partial_size(dtype t, precision p = precision::fp32_partials) {
   return p == precision::fp32_partials ? accumulator_size(t) : size_of(t);
 }
 
+namespace detail {
+inline constexpr name_table<dtype, 10> dtype_names{{"int8", "uint8", "int32", "uint32", "int64",
+                                                    "uint64", "float16", "bfloat16", "float32",
+                                                    "float64"}};
+}  // namespace detail
+
 constexpr std::string_view name(dtype t) {
-  constexpr std::array<std::string_view, 10> names{"int8",    "uint8",  "int32",   "uint32",
-                                                   "int64",   "uint64", "float16", "bfloat16",
-                                                   "float32", "float64"};
-  return names[static_cast<std::size_t>(t)];
+  return detail::dtype_names(t);
 }
 constexpr std::string_view name(reduce_op op) {
   return op == reduce_op::sum ? "sum" : "avg";
@@ -85,8 +89,7 @@ constexpr std::string_view name(reduce_op op) {
 
 // Accepts the names above and the short ones nccl-tests uses (half, bf16, float, double, ...).
 constexpr std::optional<dtype> parse_dtype(std::string_view s) {
-  for (dtype t : all_dtypes)
-    if (name(t) == s) return t;
+  if (auto t = detail::dtype_names.parse(s)) return t;
   if (s == "half" || s == "fp16") return dtype::float16;
   if (s == "bf16") return dtype::bfloat16;
   if (s == "float" || s == "fp32") return dtype::float32;

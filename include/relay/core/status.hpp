@@ -6,6 +6,8 @@
 #include <string_view>
 #include <utility>
 
+#include "relay/core/names.hpp"
+
 namespace relay {
 
 enum class errc : unsigned char {
@@ -24,23 +26,15 @@ enum class errc : unsigned char {
   system_error,  // the operating system refused (a socket, shared memory, a process)
 };
 
+namespace detail {
+inline constexpr name_table<errc, 13> errc_names{
+    {"ok", "invalid schedule", "invalid group", "invalid count", "invalid buffer",
+     "invalid argument", "unsupported", "gpu error", "out of memory", "timeout", "mismatch",
+     "peer error", "system error"}};
+}  // namespace detail
+
 constexpr std::string_view name(errc e) {
-  switch (e) {
-    case errc::ok: return "ok";
-    case errc::invalid_schedule: return "invalid schedule";
-    case errc::invalid_group: return "invalid group";
-    case errc::invalid_count: return "invalid count";
-    case errc::invalid_buffer: return "invalid buffer";
-    case errc::invalid_argument: return "invalid argument";
-    case errc::unsupported: return "unsupported";
-    case errc::gpu_error: return "gpu error";
-    case errc::out_of_memory: return "out of memory";
-    case errc::timeout: return "timeout";
-    case errc::mismatch: return "mismatch";
-    case errc::peer_error: return "peer error";
-    case errc::system_error: return "system error";
-  }
-  return "?";
+  return detail::errc_names(e);
 }
 
 class [[nodiscard]] status {

@@ -17,27 +17,26 @@
 
 #include "relay/core/dtype.hpp"
 #include "relay/core/fp8.hpp"
+#include "relay/core/names.hpp"
 
 namespace relay {
 
 enum class wire_format : unsigned char { native, fp8, fp8_e4m3, fp8_e4m3_fnuz };
 
+namespace detail {
+inline constexpr name_table<wire_format, 4> wire_names{
+    {"native", "fp8", "fp8_e4m3", "fp8_e4m3_fnuz"}, "unknown"};
+}  // namespace detail
+
 constexpr std::string_view name(wire_format w) {
-  switch (w) {
-    case wire_format::native: return "native";
-    case wire_format::fp8: return "fp8";
-    case wire_format::fp8_e4m3: return "fp8_e4m3";
-    case wire_format::fp8_e4m3_fnuz: return "fp8_e4m3_fnuz";
-  }
-  return "unknown";
+  return detail::wire_names(w);
 }
 
 // Accepts the names above and the short ones (e4m3, e4m3_fnuz, fnuz).
 constexpr std::optional<wire_format> parse_wire(std::string_view s) {
-  if (s == "native") return wire_format::native;
-  if (s == "fp8") return wire_format::fp8;
-  if (s == "fp8_e4m3" || s == "e4m3") return wire_format::fp8_e4m3;
-  if (s == "fp8_e4m3_fnuz" || s == "e4m3_fnuz" || s == "fnuz") return wire_format::fp8_e4m3_fnuz;
+  if (auto w = detail::wire_names.parse(s)) return w;
+  if (s == "e4m3") return wire_format::fp8_e4m3;
+  if (s == "e4m3_fnuz" || s == "fnuz") return wire_format::fp8_e4m3_fnuz;
   return std::nullopt;
 }
 

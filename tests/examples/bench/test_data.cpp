@@ -117,7 +117,7 @@ TEST_CASE("check_output agrees with the reference, right and wrong", "[bench]") 
         }
         auto outputs = right_outputs(c, t, op, groups[0], n, ranks, seed);
         const std::vector<std::int64_t> counts{n};
-        CHECK(reference::check_outputs(c, t, op, groups, counts, inputs, outputs).wrong == 0);
+        CHECK(reference::check_outputs({c, t, op, groups, counts, inputs, outputs}).wrong == 0);
         for (int k = 0; k < 4; ++k)
           CHECK(
               check_output(
@@ -132,7 +132,7 @@ TEST_CASE("check_output agrees with the reference, right and wrong", "[bench]") 
         const check_result mine = check_output(c, t, op, groups[0], 2, n, seed, out3.data());
         CHECK(mine.wrong == 2);
         CHECK_THAT(mine.first, Catch::StartsWith("rank 3 element 17: got"));
-        CHECK(reference::check_outputs(c, t, op, groups, counts, inputs, outputs).wrong == 2);
+        CHECK(reference::check_outputs({c, t, op, groups, counts, inputs, outputs}).wrong == 2);
       }
 }
 

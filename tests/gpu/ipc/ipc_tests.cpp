@@ -123,8 +123,13 @@ int property(communicator& comm, int argc, char** argv) {
       [&](const property_case& c, rank_frame& f) { return device_call(comm, d, c, f); });
 }
 
-// This rank's calls that ran on user memory, summed over the ranks (every rank gets the sums).
-int direct_totals(communicator& comm, std::uint64_t sums[4]) {
+// The calls that ran on user memory (ipc_transport::direct_counts), summed over the ranks.
+struct direct_sums {
+  std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0;
+};
+
+// Gathers every rank's counts into `sums` (every rank gets them); rank 0 prints them after `what`.
+int direct_totals(communicator& comm, const std::string& what, direct_sums& sums) {
   const ipc_transport::direct_counts& c = link_of(comm).counts();
   const std::uint64_t mine[4] = {c.calls, c.inputs, c.outputs, c.one_shot};
   std::vector<std::vector<std::byte>> all;
@@ -132,14 +137,19 @@ int direct_totals(communicator& comm, std::uint64_t sums[4]) {
           comm.boot().all_gather(std::as_bytes(std::span(mine)), all, std::chrono::seconds(60));
       !s)
     return failed(s.to_string());
-  for (int k = 0; k < 4; ++k)
-    sums[k] = 0;
+  sums = {};
   for (const auto& a : all) {
     std::uint64_t v[4] = {};
     if (a.size() == sizeof v) std::memcpy(v, a.data(), sizeof v);
-    for (int k = 0; k < 4; ++k)
-      sums[k] += v[k];
+    sums.calls += v[0], sums.inputs += v[1], sums.outputs += v[2], sums.one_shot += v[3];
   }
+  if (comm.rank() == 0)
+    std::printf(
+        "%s: %llu rank-calls, %llu read their input in place, %llu wrote their output in user "
+        "memory, %llu one-shot\n",
+        what.c_str(), static_cast<unsigned long long>(sums.calls),
+        static_cast<unsigned long long>(sums.inputs), static_cast<unsigned long long>(sums.outputs),
+        static_cast<unsigned long long>(sums.one_shot));
   return 0;
 }
 
@@ -164,15 +174,9 @@ int property_registered(communicator& comm, int argc, char** argv) {
         return device_call(comm, d, c, f);
       });
   if (rc != 0) return rc;
-  std::uint64_t sums[4];
-  if (int r = direct_totals(comm, sums); r != 0) return r;
-  if (comm.rank() == 0)
-    std::printf(
-        "registered: %llu rank-calls, %llu read their input in place, %llu wrote their "
-        "output in user memory, %llu one-shot\n",
-        static_cast<unsigned long long>(sums[0]), static_cast<unsigned long long>(sums[1]),
-        static_cast<unsigned long long>(sums[2]), static_cast<unsigned long long>(sums[3]));
-  if (sums[1] == 0 || sums[2] == 0 || sums[2] == sums[0])
+  direct_sums sums;
+  if (int r = direct_totals(comm, "registered", sums); r != 0) return r;
+  if (sums.inputs == 0 || sums.outputs == 0 || sums.outputs == sums.calls)
     return failed(
         "expected some calls with direct inputs, some with direct outputs and some "
         "staged outputs");
@@ -271,7 +275,7 @@ int graph_case(communicator& comm, property_case c, int K, int replays, std::uin
           !s)
         return failed(s.to_string());
       const reference::mismatch_report m = reference::check_outputs(
-          c.coll, c.type, c.op, c.groups, c.counts, inputs[static_cast<std::size_t>(k)], all);
+          {c.coll, c.type, c.op, c.groups, c.counts, inputs[static_cast<std::size_t>(k)], all});
       if (m.wrong > 0) {
         std::fprintf(stderr, "%s: call %d of %s: %lld wrong, first %s\n", when, k,
                      c.describe().c_str(), static_cast<long long>(m.wrong), m.first.c_str());
@@ -334,16 +338,14 @@ int graph(communicator& comm, int argc, char** argv, bool registered) {
   for (const property_case& c : graph_shapes())
     if (int w = graph_case(comm, c, K, replays, seed, registered); w != 0)
       return failed("graph test, seed " + std::to_string(seed) + ": " + c.describe());
-  std::uint64_t sums[4];
-  if (int r = direct_totals(comm, sums); r != 0) return r;
+  const std::string which = registered ? "graph test (registered buffers)" : "graph test";
   if (comm.rank() == 0)
-    std::printf(
-        "graph test%s: %zu shapes, %d calls captured, %d replays each, every output exact "
-        "(%.1f s); eager rank-calls %llu, outputs in user memory %llu\n",
-        registered ? " (registered buffers)" : "", graph_shapes().size(), K, replays,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-        static_cast<unsigned long long>(sums[0]), static_cast<unsigned long long>(sums[2]));
-  if (registered && sums[2] == 0) return failed("no call wrote its output in user memory");
+    std::printf("%s: %zu shapes, %d calls captured, %d replays each, every output exact (%.1f s)\n",
+                which.c_str(), graph_shapes().size(), K, replays,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  direct_sums sums;
+  if (int r = direct_totals(comm, which + ", eager calls", sums); r != 0) return r;
+  if (registered && sums.outputs == 0) return failed("no call wrote its output in user memory");
   return 0;
 }
 

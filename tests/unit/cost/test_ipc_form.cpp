@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "relay/plan/make_plan.hpp"
+#include "support/plan_builder.hpp"
 
 using namespace relay;
 
@@ -32,14 +33,7 @@ TEST_CASE("a plan's stages: the copy in, each phase's busiest rank, the copy out
   // Direct allreduce, one pair of N=2, 8192 int32 (32 KiB a rank), tiles of 16 KiB. Each rank
   // pushes its whole input (2 tiles) into its peer's scratch, then reduces its input and the
   // peer's copy into its output (2 tiles): stages 2 (copy in), 2, 2, 2 (copy out).
-  plan_request q;
-  q.coll = collective::allreduce;
-  q.mode = mode::fused;
-  q.route = route::direct;
-  q.ranks = 2;
-  q.groups = {{0, 1}};
-  q.counts = {8192};
-  q.type = dtype::int32;
+  plan_request q = test::direct_allreduce(mode::fused, 2, {{0, 1}}, {8192});
   plan p;
   REQUIRE(make_plan(q, p));
   CHECK(plan_stages(p, 16384) == std::vector<std::uint64_t>{2, 2, 2, 2});
@@ -47,9 +41,7 @@ TEST_CASE("a plan's stages: the copy in, each phase's busiest rank, the copy out
   CHECK(plan_stages(p, 12288) == std::vector<std::uint64_t>{3, 3, 3, 3});
   // Uneven counts: one rank of the pair moves what the busiest moves. Fused A=2 of N=4 with
   // counts 8192 and 2048: the second pair's stages are smaller, the first's are priced.
-  q.ranks = 4;
-  q.groups = {{0, 1}, {2, 3}};
-  q.counts = {8192, 2048};
+  q = test::direct_allreduce(mode::fused, 4, {{0, 1}, {2, 3}}, {8192, 2048});
   REQUIRE(make_plan(q, p));
   CHECK(plan_stages(p, 16384) == std::vector<std::uint64_t>{2, 2, 2, 2});
 }

@@ -252,7 +252,7 @@ TEST_CASE("any interleaving of the slices that respects their waits computes the
       INFO("interleaving " << order);
       REQUIRE(simulate(p, c, inputs, outputs, data));
       const reference::mismatch_report m =
-          reference::check_outputs(c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs);
+          reference::check_outputs({c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs});
       CHECK(m.wrong == 0);
       if (m.wrong > 0) FAIL(m.first);
     }

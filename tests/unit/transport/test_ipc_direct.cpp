@@ -7,6 +7,7 @@
 #include <random>
 
 #include "relay/plan/make_plan.hpp"
+#include "support/plan_builder.hpp"
 #include "support/property_suite.hpp"
 
 using namespace relay;
@@ -45,16 +46,8 @@ TEST_CASE("every plan reads only its issuer's memory and writes no input", "[tra
       if (o.phase == phase::transfer) REQUIRE(o.issuer(p.sources) == p.sources_of(o)[0].rank);
   }
   // A plan that writes an input, or reduces a peer's memory, is refused.
-  plan_request q;
-  q.coll = collective::allreduce;
-  q.mode = mode::single;
-  q.route = route::direct;
-  q.ranks = 4;
-  q.groups = {{0, 1}};
-  q.counts = {64};
-  q.type = dtype::int32;
   plan p;
-  REQUIRE(make_plan(q, p));
+  REQUIRE(make_plan(test::direct_allreduce(mode::single, 4, {{0, 1}}, {64}), p));
   REQUIRE(plan_runs_direct(p));
   plan writes_input = p;
   writes_input.ops.front().dst.buf = buffer::input;
