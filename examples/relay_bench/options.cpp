@@ -131,7 +131,9 @@ where
                           Give -t mesh:B:US:OPUS with the emulator's own latency
                           (gpu_mesh_check prints it); default -t mesh:B
   -t, --topology T        what the prediction prices: mi300x, mi350x, h200-nvswitch,
-                          mi250x, or mesh:GBPS[:US[:OPUS]] / switched:GBPS[:US[:OPUS]]
+                          mi250x, or mesh:GBPS[:US[:OPUS[:MEM]]] /
+                          switched:GBPS[:US[:OPUS[:MEM]]] (MEM: GB/s of a
+                          device memory, read + written)
                           (gpu_calibrate prints one; default mi300x)
       --baseline B        auto, nccl, direct, none (default auto: NCCL/RCCL where it can
                           run these ranks, else relay's direct route on this executor)

@@ -78,13 +78,14 @@ inline std::optional<topology> parse_topology_option(std::string_view text, int 
   }
   char limits[200];
   std::snprintf(limits, sizeof limits,
-                "GBPS a finite number in %g..%.0f, US and OPUS in 0..%.0f (microseconds)",
+                "GBPS and MEM finite numbers in %g..%.0f, US and OPUS in 0..%.0f (microseconds)",
                 topology_text_limits::min_gbps, topology_text_limits::max_gbps,
                 topology_text_limits::max_us);
   error = quoted(text) + " is not one of ";
   for (const topology* t : topology_presets)
     error += std::string(t->name) + ", ";
-  error += "mesh:GBPS[:US[:OPUS]] or switched:GBPS[:US[:OPUS]] with " + std::string(limits);
+  error +=
+      "mesh:GBPS[:US[:OPUS[:MEM]]] or switched:GBPS[:US[:OPUS[:MEM]]] with " + std::string(limits);
   return std::nullopt;
 }
 
