@@ -4,12 +4,14 @@
 //   gpu_collective [--collective allreduce] [--active 2] [--ranks 8] [--mode fused|single]
 //                  [--route relay|direct|legacy] [--dtype bf16] [--op sum|avg] [--count N]
 //                  [--engine kernel|memcpy] [--streams device|rank] [--devices D] [--iters I]
-//                  [--in-place] [--seed S] [--emulate-mesh GBPS] [--trace]
+//                  [--in-place] [--seed S] [--emulate-mesh GBPS] [--trace] [--wire W]
 //
 // --emulate-mesh paces every copy between two ranks to GBPS GB/s per ordered pair
 // (gpu_options::emulate_mesh, docs/mesh-emulation.md). --trace runs the prepared plan once more
 // with a device event after every launch and prints each one's device time (where a run's time
-// goes, phase by phase).
+// goes, phase by phase). --wire fp8 (or fp8_e4m3, fp8_e4m3_fnuz) sends what crosses links as fp8
+// blocks at every size; the host executor runs the same arithmetic, so the check stays bit for
+// bit. With --emulate-mesh it also counts one run's bytes on every link against the plan's.
 //
 // Ranks go to devices round robin over the first D devices (default 1: every rank on device 0).
 // It prints the time of one call and two rates: algbw, the bytes of one active rank's output per
@@ -48,6 +50,7 @@ struct args {
   bool in_place = false, trace = false;
   std::uint64_t seed = 1;
   std::uint64_t emulate_mesh = 0;  // bytes per second per link; 0: off
+  wire_format wire = wire_format::native;
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -82,6 +85,8 @@ args parse(int argc, char** argv) {
       a.type = named(parse_dtype(v), "dtype");
     } else if (k == "--op") {
       a.op = named(parse_reduce_op(v), "operator");
+    } else if (k == "--wire") {
+      a.wire = named(parse_wire(v), "wire format");
     } else if (k == "--engine") {
       if (v != "kernel" && v != "memcpy") usage("--engine is kernel or memcpy");
       a.engine = v == "kernel" ? copy_engine::kernel : copy_engine::memcpy;
@@ -191,6 +196,8 @@ int main(int argc, char** argv) {
     }
   options opt;
   opt.route = a.route;
+  opt.wire = a.wire;
+  opt.wire_threshold = 0;  // --wire fp8 at every size
   require(run_collective(cpu, a.coll, groups, hsend, hrecv, counts, a.type, a.op, opt),
           "the host executor");
 
@@ -266,6 +273,20 @@ int main(int argc, char** argv) {
                          std::pair{"run of the prepared plan", run_s}})
     std::printf("%-28s %10.1f us   algbw %7.1f GB/s   device traffic %7.1f GB/s\n", what, s * 1e6,
                 out_rank / s / 1e9, plan_traffic(p) / s / 1e9);
+  if (a.emulate_mesh != 0) {  // one more run, its link traffic against the plan's
+    std::vector<std::uint64_t> moved;
+    require(gpu.take_link_bytes(moved), "reading the link counters");
+    require(gpu.run(p, send, recv), "a counted run");
+    require(gpu.take_link_bytes(moved), "reading the link counters");
+    const std::vector<std::uint64_t> plan_bytes = link_bytes(p);
+    std::uint64_t total = 0, planned = 0;
+    for (std::size_t k = 0; k < moved.size(); ++k)
+      total += moved[k], planned += plan_bytes[k];
+    std::printf("link bytes of one run: %llu on the emulated links, %llu in the plan (%s)\n",
+                static_cast<unsigned long long>(total), static_cast<unsigned long long>(planned),
+                moved == plan_bytes ? "equal on every link" : "DIFFERENT");
+    if (moved != plan_bytes) wrong++;
+  }
   if (a.trace) {
     require(gpu.run(p, send, recv), "the traced run");
     require(gpu.synchronize(), "the traced run");

@@ -2,6 +2,7 @@
 // gpu_support.hpp; its ordering (events only where a real dependency exists), its preparation
 // cache and scratch cache, and every rejection it makes before touching a caller's buffer.
 #include "relay/gpu/gpu_executor.hpp"
+#include "relay/plan/make_plan.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -530,7 +531,25 @@ TEST_CASE("mesh emulation: copies of many paced tiles, every alignment, rank-loc
   test::interpret(p, want);
   for (stream_mode lanes : {stream_mode::per_device, stream_mode::per_rank}) {
     INFO(lanes_name(lanes) << " lanes");
-    check_same(run_on(device_map(ranks, false), paced(12'000'000'000, lanes), p, start), want, 1);
+    gpu_executor gpu(device_map(ranks, false), paced(12'000'000'000, lanes));
+    REQUIRE(gpu.init_status().ok());
+    rank_buffers buf(gpu, p);
+    run_from(gpu, buf, p, start);
+    check_same(buf.download(), want, 1);
+    // What each link carried, by hand: 0->1 big, 1->2 odd, 3->0 two copies of big, 1->3 big;
+    // the rank-local copy 2->2 crosses no link. Counted by the paced kernel per tile.
+    std::vector<std::uint64_t> moved;
+    REQUIRE(gpu.take_link_bytes(moved).ok());
+    std::vector<std::uint64_t> want_moved(ranks * ranks, 0);
+    want_moved[0 * ranks + 1] = big;
+    want_moved[1 * ranks + 2] = odd;
+    want_moved[3 * ranks + 0] = 2 * big;
+    want_moved[1 * ranks + 3] = big;
+    CHECK(moved == want_moved);
+    // The counters start again: a second run counts the same, not twice.
+    run_from(gpu, buf, p, start);
+    REQUIRE(gpu.take_link_bytes(moved).ok());
+    CHECK(moved == want_moved);
   }
 }
 
@@ -569,4 +588,39 @@ TEST_CASE("mesh emulation needs the copy kernel", "[gpu][executor][pacing]") {
   const gpu_executor gpu({0, 0}, o);
   CHECK(gpu.init_status().code() == errc::unsupported);
   CHECK(gpu.init_status().message().find("needs copy_engine::kernel") != std::string::npos);
+}
+
+TEST_CASE("mesh emulation: the links carry the plan's link bytes, on the fp8 wire too",
+          "[gpu][executor][pacing]") {
+  // Relay collectives of 8 ranks on one device, paced: what the paced kernel counted on every
+  // link equals plan.hpp's link_bytes, which tests/unit/plan/test_wire.cpp ties to the cost
+  // model's wire widths (33/32 bytes an element on fp8, its scales rounded up per transfer).
+  for (collective c : {collective::allreduce, collective::reduce_scatter})
+    for (wire_format w : {wire_format::native, wire_format::fp8_e4m3}) {
+      INFO(name(c) << ", wire " << name(w));
+      plan_request req{.coll = c,
+                       .mode = mode::fused,
+                       .route = route::relay,
+                       .ranks = 8,
+                       .groups = {{0, 1}, {2, 3}, {4, 5}, {6, 7}},
+                       .counts = {100'003, 100'003, 100'003, 100'003},
+                       .type = dtype::bfloat16};
+      req.wire = w;
+      req.wire_threshold = 0;
+      plan p;
+      REQUIRE(make_plan(req, p).ok());
+      gpu_executor gpu(std::vector<int>(8, 0), paced(50'000'000'000));
+      REQUIRE(gpu.init_status().ok());
+      rank_buffers buf(gpu, p);
+      std::mt19937_64 rng(3);
+      run_from(gpu, buf, p, random_memory(p, rng));
+      std::vector<std::uint64_t> moved;
+      REQUIRE(gpu.take_link_bytes(moved).ok());
+      const std::vector<std::uint64_t> want = link_bytes(p);
+      CHECK(moved == want);
+      std::uint64_t total = 0;
+      for (std::uint64_t b : moved)
+        total += b;
+      CHECK(total > 0);
+    }
 }

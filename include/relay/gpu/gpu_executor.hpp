@@ -193,6 +193,34 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
     return out;
   }
 
+  // Mesh emulation: the bytes every link (from * ranks + to) carried since the last call (or
+  // since construction), after the work in flight; the counters start again from zero. Empty
+  // without emulation.
+  status take_link_bytes(std::vector<std::uint64_t>& bytes) {
+    bytes.clear();
+    if (!init_) return init_;
+    if (options_.emulate_mesh == 0) return {};
+    const gpu::device_guard keep;
+    if (status s = wait_all(); !s) return s;
+    bytes.assign(link_count(), 0);
+    std::vector<std::uint64_t> lane_bytes(link_count());
+    for (std::size_t l = 0; l < links_.size(); ++l) {
+      const int device = lanes_[l].device;
+      std::uint64_t* counters = links_[l] + link_count();
+      if (status s = gpu::device_copy(device, lane_bytes.data(), counters,
+                                      lane_bytes.size() * sizeof(std::uint64_t),
+                                      "reading the link byte counters");
+          !s)
+        return s;
+      for (std::size_t k = 0; k < bytes.size(); ++k)
+        bytes[k] += lane_bytes[k];
+      if (status s = gpu::device_zero(device, counters, lane_bytes.size() * sizeof(std::uint64_t));
+          !s)
+        return s;
+    }
+    return {};
+  }
+
   // Waits for everything issued and reports the first error.
   status synchronize() {
     if (!init_) return init_;
@@ -244,9 +272,12 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
     return options_.emulate_mesh != 0 ? open_links() : status{};
   }
 
-  // Mesh emulation: every lane's link clocks (ranks x ranks, zero: never booked), one array per
-  // lane on its device. A link (a, b) is booked only by copies rank a issues, all on a's lane,
-  // so no clock is shared across devices or lanes.
+  // Ordered pairs of ranks: the links of an emulated mesh.
+  std::size_t link_count() const { return device_of_.size() * device_of_.size(); }
+
+  // Mesh emulation: every lane's link clocks (ranks x ranks, zero: never booked), then as many
+  // byte counters, one array per lane on its device. A link (a, b) is booked only by copies
+  // rank a issues, all on a's lane, so no clock is shared across devices or lanes.
   status open_links() {
     if (options_.engine != copy_engine::kernel)
       return {errc::unsupported,
@@ -260,7 +291,7 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
                   "device " +
                       std::to_string(device_of_[r]) + " cannot write to device " +
                       std::to_string(device_of_[q])};
-    const std::size_t bytes = device_of_.size() * device_of_.size() * sizeof(std::uint64_t);
+    const std::size_t bytes = 2 * link_count() * sizeof(std::uint64_t);
     for (const gpu::lane& l : lanes_) {
       links_.push_back(static_cast<std::uint64_t*>(gpu::device_allocate(l.device, bytes)));
       if (links_.back() == nullptr)
@@ -373,7 +404,7 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
               static_cast<unsigned>(a.tiles), gpu::paced_block, ln.stream,
               static_cast<const gpu::copy_desc*>(a.descs),
               static_cast<const gpu::paced_entry*>(a.entries), a.count, links_[l],
-              options_.emulate_mesh);
+              links_[l] + link_count(), options_.emulate_mesh);
           stats_.launches++;
           break;
         case action::kind::reduce:

@@ -55,10 +55,12 @@ __device__ inline link_slot book_link_atomic(std::uint64_t* link, std::uint64_t 
 // slot's start while the other threads wait at the barrier; then all move the tile. A block ends
 // after its last slot's finish. A rank-local entry (no_link) copies without booking. Every wait
 // is on the clock, never on another block, so the grid need not be resident at once.
+// `moved[link]` counts the bytes each link carried (one atomic add per 64 KiB tile), so a run's
+// link traffic can be read back and set against the plan's (plan.hpp, link_bytes).
 template <bool Streaming = true>
 __global__ void __launch_bounds__(paced_block)
     paced_copy_kernel(const copy_desc* descs, const paced_entry* entries, std::uint32_t n,
-                      std::uint64_t* links, std::uint64_t bytes_per_second) {
+                      std::uint64_t* links, std::uint64_t* moved, std::uint64_t bytes_per_second) {
   std::uint32_t lo = 0, hi = n;  // the last entry with first_block <= blockIdx.x
   while (hi - lo > 1) {
     const std::uint32_t mid = (lo + hi) / 2;
@@ -75,8 +77,10 @@ __global__ void __launch_bounds__(paced_block)
   for (std::uint64_t t = blockIdx.x - e.first_block; t < tiles; t += e.blocks) {
     if (paced) {  // the same for the whole block, so every thread meets the barrier
       if (threadIdx.x == 0) {
-        const link_slot s = book_link_atomic(
-            links + e.link, link_ns(tile_bytes(c, t, paced_tile_units), bytes_per_second));
+        const std::uint64_t bytes = tile_bytes(c, t, paced_tile_units);
+        atomicAdd(reinterpret_cast<unsigned long long*>(moved + e.link),
+                  static_cast<unsigned long long>(bytes));
+        const link_slot s = book_link_atomic(links + e.link, link_ns(bytes, bytes_per_second));
         wait_until(s.start);
         finish = s.finish;
       }
