@@ -163,7 +163,10 @@ inline void split_fp8_copy(const plan& p, const plan_op& o, std::size_t index,
   before.reads.push_back(detail::span_of(from, o.count * (wide_src ? 4u : 2u)));
   before.writes.push_back(detail::span_of(send, image));
   const int a = at.device_of_rank[src.rank], b = at.device_of_rank[o.dst.rank];
-  (at.by_kernel(a, b) ? w.copies : w.memcpys).push_back({send, recv, image, a, b});
+  // The ranks too: mesh emulation paces the image over the link between them (with only the
+  // devices, two ranks of one device looked rank-local and crossed no link).
+  (at.by_kernel(a, b) ? w.copies : w.memcpys)
+      .push_back({send, recv, image, a, b, src.rank, o.dst.rank});
   w.reads.push_back(detail::span_of(send, image));
   w.writes.push_back(detail::span_of(recv, image));
   after.dequantizes.push_back({recv, to, o.count, wide_dst});

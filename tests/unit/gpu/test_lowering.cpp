@@ -243,6 +243,8 @@ TEST_CASE("lowering: an fp8 copy is quantize, push of its image, dequantize", "[
     CHECK(pushed.copies[0].src == send);
     CHECK(pushed.copies[0].dst == recv);
     CHECK(pushed.copies[0].bytes == 1032);
+    CHECK(pushed.copies[0].src_rank == r);  // its link, for mesh emulation
+    CHECK(pushed.copies[0].dst_rank == other);
     // The receiver dequantizes into the scratch the reduction reads, after the push landed.
     const gpu::lane_work* deq = nullptr;
     for (const gpu::lane_work& w : dq)
@@ -261,4 +263,30 @@ TEST_CASE("lowering: an fp8 copy is quantize, push of its image, dequantize", "[
   q.wire = wire_format::native;
   REQUIRE(make_plan(q, p));
   CHECK(gpu::lower(p, layout({0, 1}, {0, 1}, 2, 2), m.bound()).phases.size() == 2);
+}
+
+TEST_CASE("lowering: an fp8 image between two ranks of one device still names its ranks",
+          "[gpu][lowering]") {
+  // Both ranks on device 0, one lane: the image's copy is between devices 0 and 0, but between
+  // ranks 0 and 1, which is the link mesh emulation paces (a copy of rank r to rank r is not).
+  plan p;
+  plan_request q = request_for({collective::allreduce, 2, 2, mode::fused, route::direct, 0, 0},
+                               {{0, 1}}, {1000});
+  q.type = dtype::bfloat16;
+  q.wire = wire_format::fp8_e4m3;
+  q.wire_threshold = 0;
+  REQUIRE(make_plan(q, p));
+  memory m(2, 8192);
+  const gpu::lowered_plan low = gpu::lower(p, layout({0, 0}, {0, 0}, 1, 1), m.bound());
+  int images = 0;
+  for (const auto& phase : low.phases)
+    for (const gpu::lane_work& w : phase)
+      for (const gpu::lowered_copy& c : w.copies) {
+        CHECK(c.src_device == 0);
+        CHECK(c.dst_device == 0);
+        CHECK(c.src_rank != c.dst_rank);
+        CHECK(c.bytes == 1032);
+        ++images;
+      }
+  CHECK(images == 2);
 }
