@@ -2,9 +2,15 @@
 // quantized wire image equals fp8_quantize_block's codes and scales block by block, the
 // dequantized elements equal fp8_store of fp8_dequantize, and the accumulating form equals the
 // fp32 sum rounded once (a NaN where the host has a NaN, whatever its payload); float, float16 and
-// bfloat16 (a float source is also an fp32 partial sum), both encodings, counts across block and
-// vector boundaries, aligned and misaligned operands, data with a wide range in every block,
-// subnormals, NaN and infinities. Outputs are poisoned and every byte around them is compared.
+// bfloat16 (a float source is also an fp32 partial sum), both encodings, both conversion paths
+// (fast: NVIDIA's hardware conversions where the device has them; software: AMD's path, run here
+// too), counts across block and vector boundaries, aligned and misaligned operands. Data: random
+// values with a wide range in every block, subnormals, NaN and infinities; random finite values
+// (blocks with no NaN code, the common case); and hand-made blocks of every case a fast path could
+// get wrong (zeros of both signs, fp8's largest finite value and just above it, ties between
+// codes, values rounding up into the next binade, fp8 and float subnormal results, blocks of only
+// NaN or infinities, blocks whose largest element is near T's largest, so that arrivals
+// saturate). Outputs are poisoned and every byte around them is compared.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -57,6 +63,82 @@ std::vector<T> mixed_data(std::size_t n, std::mt19937_64& rng) {
   return v;
 }
 
+// Random finite values, a binade per block within +-12 of a random centre: no NaN codes, so the
+// kernels' common path throughout.
+template <class T>
+std::vector<T> finite_data(std::size_t n, std::mt19937_64& rng) {
+  std::vector<T> v(n);
+  std::uniform_int_distribution<int> centre(-30, 30), spread(-12, 12);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  int c = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i % 32 == 0) c = centre(rng);
+    const float s = (rng() & 1) ? -1.0f : 1.0f;
+    v[i] = to_t<T>(s * std::ldexp(mant(rng), c + spread(rng)));
+  }
+  return v;
+}
+
+// The largest finite value of T, as a float.
+template <class T>
+float t_max() {
+  if constexpr (std::is_same_v<T, float>)
+    return std::numeric_limits<float>::max();
+  else if constexpr (std::is_same_v<T, bfloat16>)
+    return bfloat16::from_bits(0x7f7f).to_float();
+  else
+    return 65504.0f;
+}
+
+// Hand-made blocks of 32 for format f, each a case where a conversion's shortcut could differ
+// from the reference. Element 0 of most blocks sets the block's maximum (and so its scale 2^k,
+// here mostly k = 0 or the scale shown), the rest probe the codes at that scale.
+template <class T>
+std::vector<T> edge_data(fp8_format f) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float fmax = fp8_max(f);                                  // 448 or 240
+  const float step = f == fp8_format::e4m3 ? 0x1p-9f : 0x1p-10f;  // fp8's subnormal step
+  const float ulp_max = f == fp8_format::e4m3 ? 32.0f : 16.0f;    // the step below fp8_max
+  std::vector<std::vector<float>> blocks = {
+      // zeros of both signs only; then zeros beside a maximum
+      {0.0f, -0.0f, 0.0f, -0.0f},
+      {fmax, 0.0f, -0.0f, -fmax},
+      // at scale 1 (amax = fp8_max exactly): the largest code, the codes around it, ties
+      {fmax, -fmax, fmax - ulp_max / 2, fmax - ulp_max / 4, fmax - 3 * ulp_max / 4, fmax - ulp_max,
+       1.0625f, 1.1875f, -1.0625f, 1.0625001f, 1.0624999f, 15.5f, 15.75f, -31.0f},
+      // rounding up into the next binade: 1.9375 (tie, odd: up to 2), 1.96875, 3.875, 7.9
+      {fmax, 1.9375f, 1.96875f, 3.875f, -3.9375f, 7.9f, 0.99f, 0.96875f, 0.9375f},
+      // fp8 subnormals at scale 1: steps, half steps (ties to even), around the smallest normal
+      {fmax, step, -step, step / 2, 1.5f * step, 2.5f * step, -2.5f * step, 7.5f * step, 8 * step,
+       7.75f * step, step / 2 * 1.0001f, step / 4, 3.4f * step, -0.49f * step},
+      // float subnormals beside a normal maximum (they scale to zero) and a block of only them
+      {fmax, 0x1p-140f, -0x1p-149f, 0x1.8p-127f},
+      {0x1p-140f, -0x1p-149f, 0x1.8p-127f, 0x1p-135f, -0x1.fp-130f},
+      // just above fp8_max: the scale steps up by one (k = 1) and 449 rounds within range
+      {std::nextafter(fmax, 1e9f), fmax, 449.0f, -fmax - 1},
+      // only NaN; only infinities; NaN and infinities (k = 0 in all three)
+      {nan, nan, -nan, nan},
+      {inf, -inf, inf},
+      {nan, inf, -inf, -nan},
+      // NaN and infinities beside finite values: the scale from the finite ones only
+      {inf, 3.0f, nan, -0.5f, -inf, 0.0f, -0.0f, 1e-3f},
+      // huge and tiny maxima: the largest and smallest scales
+      {t_max<T>(), -t_max<T>(), t_max<T>() * 0.75f, 1.0f, -0.0f},
+      {t_max<T>() * 0.9990f, t_max<T>() * 0.997f, -t_max<T>() * 0.5f, 2.0f},
+      {0x1.ep-119f, 0x1p-126f, 0x1.8p-120f, -0x1.fp-125f},
+  };
+  std::vector<T> v;
+  for (auto& block : blocks) {
+    block.resize(32, 0.0f);
+    for (std::size_t i = 5; i < 32; ++i)  // the rest: the block's probes again, halved
+      if (block[i] == 0.0f && i % 2 == 1) block[i] = block[i % 5] * 0.5f;
+    for (float x : block)
+      v.push_back(to_t<T>(x));
+  }
+  return v;
+}
+
 // The wire image by the host: fp8_quantize_block per 32 elements.
 template <class T>
 std::vector<unsigned char> host_wire(const std::vector<T>& x, std::size_t at, std::size_t n,
@@ -73,12 +155,14 @@ std::vector<unsigned char> host_wire(const std::vector<T>& x, std::size_t at, st
   return w;
 }
 
-template <class T>
-void check_format(fp8_format f, std::size_t n, std::size_t misalign, std::mt19937_64& rng) {
+// x[misalign ..] through the kernels: n elements.
+template <class T, gpu::fp8_conversion C>
+void check_format(fp8_format f, const std::vector<T>& x, std::size_t misalign) {
+  const std::size_t n = x.size() - misalign;
   INFO("format " << (f == fp8_format::e4m3 ? "e4m3" : "e4m3_fnuz") << ", " << sizeof(T)
-                 << "-byte elements, count " << n << ", misaligned by " << misalign << " elements");
+                 << "-byte elements, " << (C == gpu::fp8_conversion::fast ? "fast" : "software")
+                 << " conversions, count " << n << ", misaligned by " << misalign << " elements");
   const std::size_t pad = 64;  // poisoned bytes before and after every output
-  const std::vector<T> x = mixed_data<T>(n + misalign, rng);
   device_buffer src((n + misalign) * sizeof(T) + 16);
   RELAY_GPU_REQUIRE(gpu::rt::memcpy(src.data(), x.data(), x.size() * sizeof(T)));
   const T* in = reinterpret_cast<const T*>(src.data()) + misalign;
@@ -89,7 +173,7 @@ void check_format(fp8_format f, std::size_t n, std::size_t misalign, std::mt1993
   std::vector<unsigned char> poisoned(wire.bytes(), poison);
   wire.upload(poisoned);
   unsigned char* w = wire.data() + pad + misalign;  // misaligned with the source's misalignment
-  RELAY_GPU_REQUIRE(gpu::launch_fp8_quantize(in, w, n, f, nullptr));
+  RELAY_GPU_REQUIRE((gpu::launch_fp8_quantize<T, C>(in, w, n, f, nullptr)));
   RELAY_GPU_REQUIRE(gpu::rt::device_synchronize());
   const std::vector<unsigned char> got = wire.download();
   const std::vector<unsigned char> want = host_wire(x, misalign, n, f);
@@ -107,7 +191,8 @@ void check_format(fp8_format f, std::size_t n, std::size_t misalign, std::mt1993
     device_buffer out((n + misalign) * sizeof(T) + 2 * pad);
     out.upload(std::vector<unsigned char>(out.bytes(), poison));
     T* o = reinterpret_cast<T*>(out.data() + pad) + misalign;
-    RELAY_GPU_REQUIRE(gpu::launch_fp8_dequantize(w, n, f, o, accumulate ? in : nullptr, nullptr));
+    RELAY_GPU_REQUIRE(
+        (gpu::launch_fp8_dequantize<T, C>(w, n, f, o, accumulate ? in : nullptr, nullptr)));
     RELAY_GPU_REQUIRE(gpu::rt::device_synchronize());
     const std::vector<unsigned char> back = out.download();
     for (std::size_t i = 0; i < back.size(); ++i) {
@@ -137,28 +222,47 @@ void check_format(fp8_format f, std::size_t n, std::size_t misalign, std::mt1993
   }
 }
 
-template <class T>
+template <class T, gpu::fp8_conversion C>
 void check_all(std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   INFO("seed " << seed);
-  for (fp8_format f : {fp8_format::e4m3, fp8_format::e4m3_fnuz})
+  for (fp8_format f : {fp8_format::e4m3, fp8_format::e4m3_fnuz}) {
     for (std::size_t n :
          {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{31}, std::size_t{32},
           std::size_t{33}, std::size_t{1000}, std::size_t{(1u << 20) + 7}})
-      for (std::size_t misalign : {std::size_t{0}, std::size_t{1}, std::size_t{3}})
-        check_format<T>(f, n, misalign, rng);
+      for (std::size_t misalign : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) {
+        check_format<T, C>(f, mixed_data<T>(n + misalign, rng), misalign);
+        if (n >= 1000) check_format<T, C>(f, finite_data<T>(n + misalign, rng), misalign);
+      }
+    // The hand-made blocks, aligned and not, and shifted by a lane's elements (so that each
+    // probe meets every lane of its group).
+    const std::vector<T> edge = edge_data<T>(f);
+    for (std::size_t shift : {std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{16}}) {
+      std::vector<T> x(edge.size()), y(edge.size() + 1, to_t<T>(1.0f));
+      for (std::size_t i = 0; i < edge.size(); ++i)
+        x[i] = y[i + 1] = edge[(i + shift) % edge.size()];
+      check_format<T, C>(f, x, 0);
+      check_format<T, C>(f, y, 1);
+    }
+  }
+}
+
+template <class T>
+void check_both(std::uint64_t seed) {
+  check_all<T, gpu::fp8_conversion::fast>(seed);
+  check_all<T, gpu::fp8_conversion::software>(seed);
 }
 
 }  // namespace
 
 TEST_CASE("fp8 quantize and dequantize kernels give the host's bytes: float", "[gpu][fp8]") {
-  check_all<float>(relay::test::env_or("RELAY_TEST_SEED", 20261204));
+  check_both<float>(relay::test::env_or("RELAY_TEST_SEED", 20261204));
 }
 
 TEST_CASE("fp8 quantize and dequantize kernels give the host's bytes: bfloat16", "[gpu][fp8]") {
-  check_all<bfloat16>(relay::test::env_or("RELAY_TEST_SEED", 20261205));
+  check_both<bfloat16>(relay::test::env_or("RELAY_TEST_SEED", 20261205));
 }
 
 TEST_CASE("fp8 quantize and dequantize kernels give the host's bytes: float16", "[gpu][fp8]") {
-  check_all<float16>(relay::test::env_or("RELAY_TEST_SEED", 20261206));
+  check_both<float16>(relay::test::env_or("RELAY_TEST_SEED", 20261206));
 }
