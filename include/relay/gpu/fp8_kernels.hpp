@@ -50,16 +50,19 @@
 // Groups * Unroll blocks (Groups = 256 / (32 / E)) and each thread keeps Unroll 16-byte loads in
 // flight before it computes.
 //
-// The GPU executor runs an fp8 copy as a quantize launch on the sender's lane, the image pushed
-// by the batched copy (or a peer memcpy), and a dequantize launch on the receiver's lane
-// (gpu/lowering.hpp, split_fp8_copy), one launch per copy end. examples/gpu_kernel_bench.cpp
-// --fp8 measures the kernels against a device-to-device copy.
+// The GPU executor runs an fp8 copy as a quantize on the sender's lane, the image pushed by the
+// batched copy (or a peer memcpy), and a dequantize on the receiver's lane (gpu/lowering.hpp,
+// split_fp8_copy); each lane's ends of a phase go as one list kernel launch per element width
+// (gpu/fp8_desc.hpp, batch_fp8), not one per copy end. examples/gpu_kernel_bench.cpp --fp8
+// measures the kernels against a device-to-device copy.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
 #include "relay/core/fp8_block.hpp"
+#include "relay/gpu/fp8_desc.hpp"
+#include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
 
 // The hardware conversions the fast path uses, by the device pass's architecture.
@@ -75,9 +78,6 @@
 #endif
 
 namespace relay::gpu {
-
-inline constexpr int fp8_block_threads = 256;
-inline constexpr int fp8_unroll = 4;
 
 // fast: the hardware conversions where the target has them (above); software: core/fp8_block.hpp's
 // forms everywhere (AMD's path, which the tests also run on NVIDIA). Both give the same bits.
@@ -443,6 +443,7 @@ __device__ inline void fp8_dequantize_tile(const unsigned char* wire, std::uint6
 template <class T, int Unroll>
 RELAY_HOST_DEVICE constexpr std::uint64_t fp8_tiles(std::uint64_t count) {
   constexpr std::uint64_t per_tile = static_cast<std::uint64_t>(fp8_shape<T>::Groups) * Unroll;
+  static_assert(per_tile == fp8_tile_blocks(sizeof(T), Unroll));  // the host's lists cut so too
   return ((count + 31) / 32 + per_tile - 1) / per_tile;
 }
 
@@ -467,13 +468,40 @@ __global__ void __launch_bounds__(fp8_block_threads)
     detail::fp8_dequantize_tile<T, F, C, Accumulate, Unroll>(wire, count, dst, acc, t);
 }
 
+// The batched forms (gpu/fp8_desc.hpp): tile t of a list belongs to the descriptor whose tiles
+// include it, found by binary search as the batched copy finds its copy. The GPU executor launches
+// one per lane, phase and element width, for all of that lane's quantizes (or dequantizes).
+template <class T, fp8_format F, fp8_conversion C = fp8_conversion::fast, int Unroll = fp8_unroll>
+__global__ void __launch_bounds__(fp8_block_threads)
+    fp8_quantize_list_kernel(const fp8_desc* descs, std::uint32_t n, std::uint64_t tiles) {
+  for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const fp8_desc& d = descs[detail::find_desc(descs, n, t)];
+    detail::fp8_quantize_tile<T, F, C, Unroll>(static_cast<const T*>(d.src),
+                                               static_cast<unsigned char*>(d.dst), d.count,
+                                               t - d.first_tile);
+  }
+}
+
+template <class T, fp8_format F, fp8_conversion C = fp8_conversion::fast, int Unroll = fp8_unroll>
+__global__ void __launch_bounds__(fp8_block_threads)
+    fp8_dequantize_list_kernel(const fp8_desc* descs, std::uint32_t n, std::uint64_t tiles) {
+  for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const fp8_desc& d = descs[detail::find_desc(descs, n, t)];
+    detail::fp8_dequantize_tile<T, F, C, false, Unroll>(
+        static_cast<const unsigned char*>(d.src), d.count, static_cast<T*>(d.dst),
+        static_cast<const T*>(nullptr), t - d.first_tile);
+  }
+}
+
 // ---- host side ----------------------------------------------------------------------------------
 
 // A thread block per tile, at most 2^20 of them (they loop over the rest).
+inline unsigned fp8_grid_of(std::uint64_t tiles) {
+  return static_cast<unsigned>(tiles == 0 ? 1 : tiles < (1u << 20) ? tiles : (1u << 20));
+}
 template <class T>
 inline unsigned fp8_grid(std::uint64_t count) {
-  const std::uint64_t tiles = detail::fp8_tiles<T, fp8_unroll>(count);
-  return static_cast<unsigned>(tiles == 0 ? 1 : tiles < (1u << 20) ? tiles : (1u << 20));
+  return fp8_grid_of(detail::fp8_tiles<T, fp8_unroll>(count));
 }
 
 template <class T, fp8_conversion C = fp8_conversion::fast>
@@ -501,6 +529,29 @@ inline rt::error_t launch_fp8_dequantize(const unsigned char* wire, std::uint64_
                                 stream, wire, count, dst, acc)
                    : rt::launch(fp8_dequantize_kernel<T, fnuz, true, C>, grid, fp8_block_threads,
                                 stream, wire, count, dst, acc);
+}
+
+// A list of `n` descriptors on the device, `tiles` in all (fp8_batch): quantize, or dequantize
+// (into the elements, no accumulation).
+template <class T>
+inline rt::error_t launch_fp8_quantize_list(const fp8_desc* descs, std::uint32_t n,
+                                            std::uint64_t tiles, fp8_format f,
+                                            rt::stream_t stream) {
+  if (f == fp8_format::e4m3)
+    return rt::launch(fp8_quantize_list_kernel<T, fp8_format::e4m3>, fp8_grid_of(tiles),
+                      fp8_block_threads, stream, descs, n, tiles);
+  return rt::launch(fp8_quantize_list_kernel<T, fp8_format::e4m3_fnuz>, fp8_grid_of(tiles),
+                    fp8_block_threads, stream, descs, n, tiles);
+}
+template <class T>
+inline rt::error_t launch_fp8_dequantize_list(const fp8_desc* descs, std::uint32_t n,
+                                              std::uint64_t tiles, fp8_format f,
+                                              rt::stream_t stream) {
+  if (f == fp8_format::e4m3)
+    return rt::launch(fp8_dequantize_list_kernel<T, fp8_format::e4m3>, fp8_grid_of(tiles),
+                      fp8_block_threads, stream, descs, n, tiles);
+  return rt::launch(fp8_dequantize_list_kernel<T, fp8_format::e4m3_fnuz>, fp8_grid_of(tiles),
+                    fp8_block_threads, stream, descs, n, tiles);
 }
 
 }  // namespace relay::gpu
