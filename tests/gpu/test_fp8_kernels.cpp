@@ -10,7 +10,8 @@
 // get wrong (zeros of both signs, fp8's largest finite value and just above it, ties between
 // codes, values rounding up into the next binade, fp8 and float subnormal results, blocks of only
 // NaN or infinities, blocks whose largest element is near T's largest, so that arrivals
-// saturate). Outputs are poisoned and every byte around them is compared.
+// saturate). The list kernels the GPU executor launches: ends of several counts and alignments
+// in one launch. Outputs are poisoned and every byte around them is compared.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -155,6 +156,10 @@ std::vector<unsigned char> host_wire(const std::vector<T>& x, std::size_t at, st
   return w;
 }
 
+template <class T>
+void check_arrivals(fp8_format f, const std::vector<unsigned char>& want, std::size_t n,
+                    const unsigned char* got, const T* acc);
+
 // x[misalign ..] through the kernels: n elements.
 template <class T, gpu::fp8_conversion C>
 void check_format(fp8_format f, const std::vector<T>& x, std::size_t misalign) {
@@ -199,27 +204,98 @@ void check_format(fp8_format f, const std::vector<T>& x, std::size_t misalign) {
       const std::size_t lo = pad + misalign * sizeof(T), hi = lo + n * sizeof(T);
       if ((i < lo || i >= hi) && back[i] != poison) FAIL("byte " << i << " outside the output");
     }
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint8_t code = want[i];
-      const int k = static_cast<std::int8_t>(want[n + i / 32]);
-      const float v = fp8_dequantize(f, code, k);
-      T expected{};
-      if (accumulate)
-        expected = to_t<T>(from_t(x[misalign + i]) + v);
-      else
-        expected = fp8_store<T>(v, !fp8_is_nan(f, code));
-      T actual;
-      std::memcpy(&actual, back.data() + pad + (misalign + i) * sizeof(T), sizeof(T));
-      // A NaN is a NaN: its payload is the hardware's (NVIDIA's arithmetic returns 0x7fffffff).
-      if (std::isnan(from_t(expected))) {
-        if (!std::isnan(from_t(actual)))
-          FAIL("element " << i << ": " << from_t(actual) << ", want NaN");
-        continue;
-      }
-      if (std::memcmp(&actual, &expected, sizeof(T)) != 0)
-        FAIL("element " << i << ": " << from_t(actual) << ", want " << from_t(expected));
-    }
+    check_arrivals<T>(f, want, n, back.data() + pad + misalign * sizeof(T),
+                      accumulate ? x.data() + misalign : nullptr);
   }
+}
+
+// The n elements arrived at `got` (bytes, as the device left them) against the host's
+// arithmetic on the image `want` (acc: dequantize-accumulate onto it).
+template <class T>
+void check_arrivals(fp8_format f, const std::vector<unsigned char>& want, std::size_t n,
+                    const unsigned char* got, const T* acc) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint8_t code = want[i];
+    const int k = static_cast<std::int8_t>(want[n + i / 32]);
+    const float v = fp8_dequantize(f, code, k);
+    const T expected =
+        acc != nullptr ? to_t<T>(from_t(acc[i]) + v) : fp8_store<T>(v, !fp8_is_nan(f, code));
+    T actual;
+    std::memcpy(&actual, got + i * sizeof(T), sizeof(T));
+    // A NaN is a NaN: its payload is the hardware's (NVIDIA's arithmetic returns 0x7fffffff).
+    if (std::isnan(from_t(expected))) {
+      if (!std::isnan(from_t(actual)))
+        FAIL("element " << i << ": " << from_t(actual) << ", want NaN");
+      continue;
+    }
+    if (std::memcmp(&actual, &expected, sizeof(T)) != 0)
+      FAIL("element " << i << ": " << from_t(actual) << ", want " << from_t(expected));
+  }
+}
+
+// The list kernels (what the GPU executor launches): several ends of different counts and
+// alignments in one launch each, every image and every arrival against the host's, and the bytes
+// between them untouched.
+template <class T>
+void check_lists(fp8_format f, std::mt19937_64& rng) {
+  struct end {
+    std::size_t count, src_at, wire_at;  // offsets in elements and bytes
+  };
+  // Counts across tiles (4096 floats, 8192 16-bit elements a tile) and none; an element and a
+  // byte out of 16-byte alignment for some.
+  const std::vector<end> ends = {{1000, 0, 0},           {0, 2000, 2000},
+                                 {8193, 2000, 2000},     {33, 10500, 10801},
+                                 {100000, 10600, 10900}, {4097, 110601, 114100}};
+  const std::size_t elements = 110601 + 4097 + 8, wire_bytes = 114100 + fp8_wire_bytes(4097) + 16;
+  INFO("format " << (f == fp8_format::e4m3 ? "e4m3" : "e4m3_fnuz") << ", " << sizeof(T)
+                 << "-byte elements, list of " << ends.size());
+  const std::vector<T> x = mixed_data<T>(elements, rng);
+  device_buffer src(elements * sizeof(T)), wire(wire_bytes), out(elements * sizeof(T));
+  RELAY_GPU_REQUIRE(gpu::rt::memcpy(src.data(), x.data(), elements * sizeof(T)));
+  wire.upload(std::vector<unsigned char>(wire_bytes, poison));
+  out.upload(std::vector<unsigned char>(elements * sizeof(T), poison));
+  std::vector<gpu::lowered_fp8> quantizes, dequantizes;
+  for (const end& e : ends) {
+    const bool wide = std::is_same_v<T, float>;
+    quantizes.push_back({reinterpret_cast<const T*>(src.data()) + e.src_at, wire.data() + e.wire_at,
+                         e.count, wide});
+    dequantizes.push_back(
+        {wire.data() + e.wire_at, reinterpret_cast<T*>(out.data()) + e.src_at, e.count, wide});
+  }
+  for (bool quantize : {true, false}) {
+    const std::vector<gpu::fp8_batch> lists =
+        gpu::batch_fp8(quantize ? quantizes : dequantizes, sizeof(T));
+    REQUIRE(lists.size() == 1);
+    const gpu::fp8_batch& b = lists[0];
+    std::vector<unsigned char> bytes(b.descs.size() * sizeof(gpu::fp8_desc));
+    std::memcpy(bytes.data(), b.descs.data(), bytes.size());
+    device_buffer descs(bytes.size());
+    descs.upload(bytes);
+    const auto* d = reinterpret_cast<const gpu::fp8_desc*>(descs.data());
+    const auto n = static_cast<std::uint32_t>(b.descs.size());
+    RELAY_GPU_REQUIRE(quantize ? gpu::launch_fp8_quantize_list<T>(d, n, b.tiles, f, nullptr)
+                               : gpu::launch_fp8_dequantize_list<T>(d, n, b.tiles, f, nullptr));
+    RELAY_GPU_REQUIRE(gpu::rt::device_synchronize());
+  }
+  const std::vector<unsigned char> image = wire.download(), back = out.download();
+  std::vector<bool> image_byte(wire_bytes, false), out_byte(elements * sizeof(T), false);
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    const end& e = ends[i];
+    INFO("end " << i << ": " << e.count << " elements");
+    const std::vector<unsigned char> want = host_wire(x, e.src_at, e.count, f);
+    for (std::size_t j = 0; j < want.size(); ++j) {
+      image_byte[e.wire_at + j] = true;
+      if (image[e.wire_at + j] != want[j])
+        FAIL("wire byte " << j << ": " << int(image[e.wire_at + j]) << ", want " << int(want[j]));
+    }
+    check_arrivals<T>(f, want, e.count, back.data() + e.src_at * sizeof(T), nullptr);
+    for (std::size_t j = 0; j < e.count * sizeof(T); ++j)
+      out_byte[e.src_at * sizeof(T) + j] = true;
+  }
+  for (std::size_t j = 0; j < wire_bytes; ++j)
+    if (!image_byte[j] && image[j] != poison) FAIL("wire byte " << j << " outside every image");
+  for (std::size_t j = 0; j < out_byte.size(); ++j)
+    if (!out_byte[j] && back[j] != poison) FAIL("output byte " << j << " outside every end");
 }
 
 template <class T, gpu::fp8_conversion C>
@@ -244,6 +320,7 @@ void check_all(std::uint64_t seed) {
       check_format<T, C>(f, x, 0);
       check_format<T, C>(f, y, 1);
     }
+    if constexpr (C == gpu::fp8_conversion::fast) check_lists<T>(f, rng);
   }
 }
 
