@@ -273,8 +273,7 @@ void check_lists(fp8_format f, std::mt19937_64& rng) {
     descs.upload(bytes);
     const auto* d = reinterpret_cast<const gpu::fp8_desc*>(descs.data());
     const auto n = static_cast<std::uint32_t>(b.descs.size());
-    RELAY_GPU_REQUIRE(quantize ? gpu::launch_fp8_quantize_list<T>(d, n, b.tiles, f, nullptr)
-                               : gpu::launch_fp8_dequantize_list<T>(d, n, b.tiles, f, nullptr));
+    RELAY_GPU_REQUIRE(gpu::launch_fp8_list<T>(quantize, d, n, b.tiles, f, nullptr));
     RELAY_GPU_REQUIRE(gpu::rt::device_synchronize());
   }
   const std::vector<unsigned char> image = wire.download(), back = out.download();

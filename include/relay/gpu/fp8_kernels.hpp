@@ -26,8 +26,9 @@
 // - Everything else (e4m3_fnuz on NVIDIA; both encodings on AMD; fp8_conversion::software on any
 //   target) uses core/fp8_block.hpp's branch-free forms: a float add rounds fp8 subnormals, an
 //   integer add normal ones (fp8_encode_in_range); one multiply decodes (fp8_decode).
-// - Decoding is that multiply on every target: it is exact, four ALU operations a code, and leaves
-//   the conversion units (a quarter of the ALUs' rate on Hopper) to the stores.
+// - Decoding is that multiply on every target: it is exact, a handful of ALU operations a code,
+//   and leaves the conversion units (a fraction of the ALUs' rate) to the quantize and the
+//   16-bit stores.
 // - dequantize stores with T's plain rounding unless the block's exponent is large enough for an
 //   arrival to leave T's range (fp8_store_plain_k: k > 119 for float and bf16, k > 7 for fp16,
 //   i.e. blocks whose largest element was within 2^8 of T's largest); such blocks take
@@ -107,6 +108,8 @@ struct fp8_shape {
   static constexpr int E = 16 / static_cast<int>(sizeof(T));  // elements per lane
   static constexpr int Lanes = 32 / E;                        // lanes per 32-element block
   static constexpr int Groups = fp8_block_threads / Lanes;    // blocks per thread block
+  // What the host's fp8 lists count a tile as (fp8_desc.hpp), Unroll times over.
+  static_assert(static_cast<std::uint64_t>(Groups) == fp8_tile_blocks(sizeof(T), 1));
 };
 
 template <class T, fp8_conversion C>
@@ -443,7 +446,6 @@ __device__ inline void fp8_dequantize_tile(const unsigned char* wire, std::uint6
 template <class T, int Unroll>
 RELAY_HOST_DEVICE constexpr std::uint64_t fp8_tiles(std::uint64_t count) {
   constexpr std::uint64_t per_tile = static_cast<std::uint64_t>(fp8_shape<T>::Groups) * Unroll;
-  static_assert(per_tile == fp8_tile_blocks(sizeof(T), Unroll));  // the host's lists cut so too
   return ((count + 31) / 32 + per_tile - 1) / per_tile;
 }
 
@@ -470,24 +472,25 @@ __global__ void __launch_bounds__(fp8_block_threads)
 
 // The batched forms (gpu/fp8_desc.hpp): tile t of a list belongs to the descriptor whose tiles
 // include it, found by binary search as the batched copy finds its copy. The GPU executor launches
-// one per lane, phase and element width, for all of that lane's quantizes (or dequantizes).
-template <class T, fp8_format F, fp8_conversion C = fp8_conversion::fast, int Unroll = fp8_unroll>
+// one per lane, phase and element width, for all of that lane's quantizes (or dequantizes). Their
+// tiles are fp8_unroll deep, as the host's lists count them (fp8_tile_blocks).
+template <class T, fp8_format F, fp8_conversion C = fp8_conversion::fast>
 __global__ void __launch_bounds__(fp8_block_threads)
     fp8_quantize_list_kernel(const fp8_desc* descs, std::uint32_t n, std::uint64_t tiles) {
   for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const fp8_desc& d = descs[detail::find_desc(descs, n, t)];
-    detail::fp8_quantize_tile<T, F, C, Unroll>(static_cast<const T*>(d.src),
-                                               static_cast<unsigned char*>(d.dst), d.count,
-                                               t - d.first_tile);
+    detail::fp8_quantize_tile<T, F, C, fp8_unroll>(static_cast<const T*>(d.src),
+                                                   static_cast<unsigned char*>(d.dst), d.count,
+                                                   t - d.first_tile);
   }
 }
 
-template <class T, fp8_format F, fp8_conversion C = fp8_conversion::fast, int Unroll = fp8_unroll>
+template <class T, fp8_format F, fp8_conversion C = fp8_conversion::fast>
 __global__ void __launch_bounds__(fp8_block_threads)
     fp8_dequantize_list_kernel(const fp8_desc* descs, std::uint32_t n, std::uint64_t tiles) {
   for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const fp8_desc& d = descs[detail::find_desc(descs, n, t)];
-    detail::fp8_dequantize_tile<T, F, C, false, Unroll>(
+    detail::fp8_dequantize_tile<T, F, C, false, fp8_unroll>(
         static_cast<const unsigned char*>(d.src), d.count, static_cast<T*>(d.dst),
         static_cast<const T*>(nullptr), t - d.first_tile);
   }
@@ -507,51 +510,36 @@ inline unsigned fp8_grid(std::uint64_t count) {
 template <class T, fp8_conversion C = fp8_conversion::fast>
 inline rt::error_t launch_fp8_quantize(const T* src, unsigned char* wire, std::uint64_t count,
                                        fp8_format f, rt::stream_t stream) {
-  if (f == fp8_format::e4m3)
-    return rt::launch(fp8_quantize_kernel<T, fp8_format::e4m3, C>, fp8_grid<T>(count),
-                      fp8_block_threads, stream, src, wire, count);
-  return rt::launch(fp8_quantize_kernel<T, fp8_format::e4m3_fnuz, C>, fp8_grid<T>(count),
-                    fp8_block_threads, stream, src, wire, count);
+  constexpr fp8_format e4m3 = fp8_format::e4m3, fnuz = fp8_format::e4m3_fnuz;
+  void (*kernel)(const T*, unsigned char*, std::uint64_t) =
+      f == e4m3 ? fp8_quantize_kernel<T, e4m3, C> : fp8_quantize_kernel<T, fnuz, C>;
+  return rt::launch(kernel, fp8_grid<T>(count), fp8_block_threads, stream, src, wire, count);
 }
 
 // acc == nullptr: dequantize into dst; else dst = acc + the arrived values (dst may be acc).
 template <class T, fp8_conversion C = fp8_conversion::fast>
 inline rt::error_t launch_fp8_dequantize(const unsigned char* wire, std::uint64_t count,
                                          fp8_format f, T* dst, const T* acc, rt::stream_t stream) {
-  const unsigned grid = fp8_grid<T>(count);
   constexpr fp8_format e4m3 = fp8_format::e4m3, fnuz = fp8_format::e4m3_fnuz;
-  if (acc == nullptr)
-    return f == e4m3 ? rt::launch(fp8_dequantize_kernel<T, e4m3, false, C>, grid, fp8_block_threads,
-                                  stream, wire, count, dst, acc)
-                     : rt::launch(fp8_dequantize_kernel<T, fnuz, false, C>, grid, fp8_block_threads,
-                                  stream, wire, count, dst, acc);
-  return f == e4m3 ? rt::launch(fp8_dequantize_kernel<T, e4m3, true, C>, grid, fp8_block_threads,
-                                stream, wire, count, dst, acc)
-                   : rt::launch(fp8_dequantize_kernel<T, fnuz, true, C>, grid, fp8_block_threads,
-                                stream, wire, count, dst, acc);
+  void (*kernel)(const unsigned char*, std::uint64_t, T*, const T*) =
+      acc == nullptr ? (f == e4m3 ? fp8_dequantize_kernel<T, e4m3, false, C>
+                                  : fp8_dequantize_kernel<T, fnuz, false, C>)
+                     : (f == e4m3 ? fp8_dequantize_kernel<T, e4m3, true, C>
+                                  : fp8_dequantize_kernel<T, fnuz, true, C>);
+  return rt::launch(kernel, fp8_grid<T>(count), fp8_block_threads, stream, wire, count, dst, acc);
 }
 
 // A list of `n` descriptors on the device, `tiles` in all (fp8_batch): quantize, or dequantize
 // (into the elements, no accumulation).
 template <class T>
-inline rt::error_t launch_fp8_quantize_list(const fp8_desc* descs, std::uint32_t n,
-                                            std::uint64_t tiles, fp8_format f,
-                                            rt::stream_t stream) {
-  if (f == fp8_format::e4m3)
-    return rt::launch(fp8_quantize_list_kernel<T, fp8_format::e4m3>, fp8_grid_of(tiles),
-                      fp8_block_threads, stream, descs, n, tiles);
-  return rt::launch(fp8_quantize_list_kernel<T, fp8_format::e4m3_fnuz>, fp8_grid_of(tiles),
-                    fp8_block_threads, stream, descs, n, tiles);
-}
-template <class T>
-inline rt::error_t launch_fp8_dequantize_list(const fp8_desc* descs, std::uint32_t n,
-                                              std::uint64_t tiles, fp8_format f,
-                                              rt::stream_t stream) {
-  if (f == fp8_format::e4m3)
-    return rt::launch(fp8_dequantize_list_kernel<T, fp8_format::e4m3>, fp8_grid_of(tiles),
-                      fp8_block_threads, stream, descs, n, tiles);
-  return rt::launch(fp8_dequantize_list_kernel<T, fp8_format::e4m3_fnuz>, fp8_grid_of(tiles),
-                    fp8_block_threads, stream, descs, n, tiles);
+inline rt::error_t launch_fp8_list(bool quantize, const fp8_desc* descs, std::uint32_t n,
+                                   std::uint64_t tiles, fp8_format f, rt::stream_t stream) {
+  constexpr fp8_format e4m3 = fp8_format::e4m3, fnuz = fp8_format::e4m3_fnuz;
+  void (*kernel)(const fp8_desc*, std::uint32_t, std::uint64_t) =
+      quantize
+          ? (f == e4m3 ? fp8_quantize_list_kernel<T, e4m3> : fp8_quantize_list_kernel<T, fnuz>)
+          : (f == e4m3 ? fp8_dequantize_list_kernel<T, e4m3> : fp8_dequantize_list_kernel<T, fnuz>);
+  return rt::launch(kernel, fp8_grid_of(tiles), fp8_block_threads, stream, descs, n, tiles);
 }
 
 }  // namespace relay::gpu

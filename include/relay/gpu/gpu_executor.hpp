@@ -373,10 +373,9 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
                                      gpu::rt::stream_t stream) {
     auto go = [&](auto zero) {
       using T = decltype(zero);
-      const auto* descs = static_cast<const gpu::fp8_desc*>(a.descs);
-      if (a.what == gpu::action::kind::quantize)
-        return gpu::launch_fp8_quantize_list<T>(descs, a.count, a.tiles, f, stream);
-      return gpu::launch_fp8_dequantize_list<T>(descs, a.count, a.tiles, f, stream);
+      return gpu::launch_fp8_list<T>(a.what == gpu::action::kind::quantize,
+                                     static_cast<const gpu::fp8_desc*>(a.descs), a.count, a.tiles,
+                                     f, stream);
     };
     if (a.wide) return go(float{});
     return type == dtype::float16 ? go(float16{}) : go(bfloat16{});

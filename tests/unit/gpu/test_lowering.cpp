@@ -199,17 +199,27 @@ TEST_CASE("lowering: a lane ordered after another through a third does not wait 
   CHECK(chained.events == std::vector<int>{1, 1, 0});
 }
 
+namespace {
+
+// A = N = 2 direct allreduce of 1000 bf16 elements on the fp8 wire (e4m3), whatever its size.
+plan_request fp8_exchange_request() {
+  plan_request q = request_for({collective::allreduce, 2, 2, mode::fused, route::direct, 0, 0},
+                               {{0, 1}}, {1000});
+  q.type = dtype::bfloat16;
+  q.wire = wire_format::fp8_e4m3;
+  q.wire_threshold = 0;
+  return q;
+}
+
+}  // namespace
+
 TEST_CASE("lowering: an fp8 copy is quantize, push of its image, dequantize", "[gpu][lowering]") {
   // The exchange-and-sum of two bf16 ranks on the fp8 wire (e4m3), made by make_plan: A = N = 2
   // direct allreduce of 1000 elements. Its transfer phase becomes three: each rank quantizes its
   // input into its send slot, pushes the 1000 + 32 byte image to the other's receive slot, and the
   // other dequantizes it into its scratch; then the reductions, as before.
   plan p;
-  plan_request q = request_for({collective::allreduce, 2, 2, mode::fused, route::direct, 0, 0},
-                               {{0, 1}}, {1000});
-  q.type = dtype::bfloat16;
-  q.wire = wire_format::fp8_e4m3;
-  q.wire_threshold = 0;
+  plan_request q = fp8_exchange_request();
   REQUIRE(make_plan(q, p));
   REQUIRE(p.wire_slots.size() == p.ops.size());
   memory m(2, 8192);
@@ -307,11 +317,7 @@ TEST_CASE("lowering: fp8 ends of ranks sharing a lane batch into one launch each
   // The A = N = 2 bf16 allreduce on the fp8 wire, both ranks on one lane: the lane's two
   // quantizes (and its two dequantizes) are one work, hence one list of two descriptors.
   plan p;
-  plan_request q = request_for({collective::allreduce, 2, 2, mode::fused, route::direct, 0, 0},
-                               {{0, 1}}, {1000});
-  q.type = dtype::bfloat16;
-  q.wire = wire_format::fp8_e4m3;
-  q.wire_threshold = 0;
+  plan_request q = fp8_exchange_request();
   REQUIRE(make_plan(q, p));
   memory m(2, 8192);
   const gpu::lowered_plan low = gpu::lower(p, layout({0, 0}, {0, 0}, 1, 1), m.bound());
