@@ -243,8 +243,8 @@ __device__ inline fp8_code_words<E> fp8_encode(const float (&x)[E], float down) 
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const float v = x[4 * i + j];
-        // v * 2^-k minus -0 (finite v: v - v = +0) or minus NaN (an infinity or NaN v): exact
-        // products and the sign of zero kept, and every non-finite element a NaN.
+        // v * 2^-k - (v - v): minus +0 for a finite v (the product, the sign of a zero kept),
+        // minus NaN for an infinity or a NaN, which the conversion then makes a NaN code.
         y[j] = __fmaf_rn(v, down, -__fsub_rn(v, v));
       }
       unsigned short lo = 0, hi = 0;
