@@ -122,59 +122,95 @@ TEST_CASE("GPU executor: exact sums come out exact; 16-bit partials round twice"
     }
 }
 
+namespace {
+
+// `coll` (allreduce or reduce-scatter, SUM) of random values in [-1, 1] on the GPU executor and
+// on the host executor, N ranks in groups of A, all on device 0, with `opt`: every output byte
+// the same (outputs poisoned alike on both).
+void check_host_bits(collective coll, dtype t, int A, int N, const options& opt,
+                     std::mt19937_64& rng) {
+  INFO(name(coll) << " " << name(t) << " A=" << A << " N=" << N);
+  group_list groups;
+  for (int g = 0; g < N / A; ++g) {
+    groups.emplace_back();
+    for (int j = 0; j < A; ++j)
+      groups.back().push_back(g * A + j);
+  }
+  const std::int64_t count = 40'000 + 37;  // no chunk divides it
+  const std::vector<std::int64_t> counts(groups.size(), count);
+  const auto n = static_cast<std::size_t>(count), es = static_cast<std::size_t>(size_of(t));
+  const std::size_t out_bytes = n * es;
+  const std::size_t in_bytes =
+      (coll == collective::reduce_scatter ? static_cast<std::size_t>(A) : 1) * out_bytes;
+  std::vector<std::vector<std::byte>> input(static_cast<std::size_t>(N));
+  std::vector<std::vector<std::byte>> host_out(  // poisoned on both executors
+      static_cast<std::size_t>(N), std::vector<std::byte>(out_bytes, std::byte{0xA5}));
+  std::vector<buffer_view> hs(static_cast<std::size_t>(N)), hr(hs.size()), ds(hs.size()),
+      dr(hs.size());
+  gpu_executor gpu(std::vector<int>(static_cast<std::size_t>(N), 0));
+  REQUIRE(gpu.init_status().ok());
+  std::vector<void*> device;
+  for (std::size_t r = 0; r < input.size(); ++r) {
+    input[r].resize(in_bytes);
+    visit_dtype(t, [&](auto zero) { testing::detail::fill_random<decltype(zero)>(input[r], rng); });
+    hs[r] = {input[r].data(), in_bytes};
+    hr[r] = {host_out[r].data(), out_bytes};
+    void* d = gpu.allocate(static_cast<int>(r), in_bytes + out_bytes);
+    REQUIRE(d != nullptr);
+    device.push_back(d);
+    REQUIRE(gpu.write(static_cast<int>(r), d, input[r].data(), in_bytes).ok());
+    REQUIRE(gpu.write(static_cast<int>(r), static_cast<char*>(d) + in_bytes, host_out[r].data(),
+                      out_bytes)
+                .ok());
+    ds[r] = {d, in_bytes};
+    dr[r] = {static_cast<char*>(d) + in_bytes, out_bytes};
+  }
+  host_executor host;
+  auto run = [&](auto& ex, buffer_views send, buffer_views recv) {
+    return coll == collective::allreduce
+               ? allreduce(ex, groups, send, recv, counts, t, reduce_op::sum, opt)
+               : reduce_scatter(ex, groups, send, recv, counts, t, reduce_op::sum, opt);
+  };
+  REQUIRE(run(host, hs, hr).ok());
+  REQUIRE(run(gpu, ds, dr).ok());
+  REQUIRE(gpu.synchronize().ok());
+  for (std::size_t r = 0; r < device.size(); ++r) {
+    std::vector<std::byte> back(out_bytes);
+    REQUIRE(gpu.read(static_cast<int>(r), back.data(), dr[r].data, out_bytes).ok());
+    INFO("rank " << r);
+    CHECK(back == host_out[r]);
+    gpu.deallocate(static_cast<int>(r), device[r]);
+  }
+}
+
+}  // namespace
+
 TEST_CASE("GPU executor: fp32 partial sums give the host executor's bits on random data",
           "[gpu][precision]") {
   // The mixed-width path (reduce_element_mixed in the reduce kernel) against the host executor:
   // reduce-scatter on the relay route with partial sums, fp16 and bf16, random values in [-1, 1].
   std::mt19937_64 rng(20261203);
   for (dtype t : {dtype::float16, dtype::bfloat16})
-    for (auto [A, N] : {std::pair{4, 8}, std::pair{8, 16}, std::pair{4, 16}}) {
-      group_list groups;
-      for (int g = 0; g < N / A; ++g) {
-        groups.emplace_back();
-        for (int j = 0; j < A; ++j)
-          groups.back().push_back(g * A + j);
-      }
-      const std::int64_t count = 40'000 + 37;  // no chunk divides it
-      const std::vector<std::int64_t> counts(groups.size(), count);
-      const auto n = static_cast<std::size_t>(count);
-      const std::size_t in_bytes = static_cast<std::size_t>(A) * n * 2, out_bytes = n * 2;
-      std::vector<std::vector<std::byte>> input(static_cast<std::size_t>(N));
-      std::vector<std::vector<std::byte>> host_out(  // poisoned on both executors
-          static_cast<std::size_t>(N), std::vector<std::byte>(out_bytes, std::byte{0xA5}));
-      std::vector<buffer_view> hs(static_cast<std::size_t>(N)), hr(hs.size()), ds(hs.size()),
-          dr(hs.size());
-      gpu_executor gpu(std::vector<int>(static_cast<std::size_t>(N), 0));
-      REQUIRE(gpu.init_status().ok());
-      std::vector<void*> device;
-      for (std::size_t r = 0; r < input.size(); ++r) {
-        input[r].resize(in_bytes);
-        visit_dtype(
-            t, [&](auto zero) { testing::detail::fill_random<decltype(zero)>(input[r], rng); });
-        hs[r] = {input[r].data(), in_bytes};
-        hr[r] = {host_out[r].data(), out_bytes};
-        void* d = gpu.allocate(static_cast<int>(r), in_bytes + out_bytes);
-        REQUIRE(d != nullptr);
-        device.push_back(d);
-        REQUIRE(gpu.write(static_cast<int>(r), d, input[r].data(), in_bytes).ok());
-        REQUIRE(gpu.write(static_cast<int>(r), static_cast<char*>(d) + in_bytes, host_out[r].data(),
-                          out_bytes)
-                    .ok());
-        ds[r] = {d, in_bytes};
-        dr[r] = {static_cast<char*>(d) + in_bytes, out_bytes};
-      }
-      host_executor host;
-      REQUIRE(reduce_scatter(host, groups, hs, hr, counts, t, reduce_op::sum).ok());
-      REQUIRE(reduce_scatter(gpu, groups, ds, dr, counts, t, reduce_op::sum).ok());
-      REQUIRE(gpu.synchronize().ok());
-      for (std::size_t r = 0; r < device.size(); ++r) {
-        std::vector<std::byte> back(out_bytes);
-        REQUIRE(gpu.read(static_cast<int>(r), back.data(), dr[r].data, out_bytes).ok());
-        INFO(name(t) << " A=" << A << " N=" << N << " rank " << r);
-        CHECK(back == host_out[r]);
-        gpu.deallocate(static_cast<int>(r), device[r]);
-      }
-    }
+    for (auto [A, N] : {std::pair{4, 8}, std::pair{8, 16}, std::pair{4, 16}})
+      check_host_bits(collective::reduce_scatter, t, A, N, {}, rng);
+}
+
+TEST_CASE("GPU executor on the fp8 wire gives the host executor's bits", "[gpu][fp8]") {
+  // The fp8 kernels, batched per lane (quantize lists, dequantize lists), against the host
+  // executor's reference path: byte for byte on finite data, every element type (fp32 partial
+  // sums crossing the wire where reduce-scatter has them, A >= 4 on the relay route), both
+  // encodings.
+  std::mt19937_64 rng(20261207);
+  for (wire_format w : {wire_format::fp8_e4m3, wire_format::fp8_e4m3_fnuz})
+    for (dtype t : {dtype::float32, dtype::float16, dtype::bfloat16})
+      for (collective coll : {collective::allreduce, collective::reduce_scatter})
+        for (auto [A, N] : {std::pair{2, 8}, std::pair{4, 8}, std::pair{4, 16}}) {
+          options opt;
+          opt.wire = w;
+          opt.wire_threshold = 0;
+          INFO((w == wire_format::fp8_e4m3 ? "e4m3" : "e4m3_fnuz"));
+          check_host_bits(coll, t, A, N, opt, rng);
+        }
 }
 
 TEST_CASE("GPU executor on the fp8 wire: random and adversarial cases within the bound",

@@ -1,5 +1,6 @@
 // The fp8 wire's bytes (issue 12), proved by the compiler: this file builds only if each holds.
 #include "relay/cost/link_cost.hpp"
+#include "relay/gpu/fp8_desc.hpp"
 #include "relay/schedule/generate.hpp"
 
 namespace {
@@ -10,6 +11,11 @@ using C = collective;
 static_assert(fp8_wire_bytes(0) == 0 && fp8_wire_bytes(1) == 2 && fp8_wire_bytes(32) == 33);
 static_assert(fp8_wire_bytes(33) == 35 && fp8_wire_bytes(100) == 104);
 static_assert(fp8_wire_bytes(std::uint64_t{1} << 30) == (std::uint64_t{1} << 30) + (1 << 25));
+
+// The fp8 kernels' tiles (gpu/fp8_desc.hpp): 256 threads of 16-byte accesses, 4 times over, are
+// 128 blocks of 32 floats (8 lanes a block) or 256 of 32 16-bit elements (4 lanes a block).
+static_assert(gpu::fp8_tile_blocks(4) == 128 && gpu::fp8_tile_blocks(2) == 256);
+static_assert(gpu::fp8_tile_blocks(2, 1) == 64);
 
 // Every element that crosses a link is 33/32 bytes: per element width, 33/64 of a bf16 element
 // and 33/128 of a float32 one, partial sums (fp32, 4 bytes natively) included.

@@ -114,4 +114,79 @@ RELAY_HOST_DEVICE constexpr T fp8_store(float v, bool finite) {
   }
 }
 
+// ---- The kernels' forms -------------------------------------------------------------------------
+//
+// The same results as the reference functions above, for one encoding known at compile time and
+// with no loop or data-dependent branch: what the GPU kernels run per element (gpu/fp8_kernels.hpp)
+// where the hardware has no conversion of its own (AMD, and e4m3_fnuz on NVIDIA). Host-testable:
+// tests/unit/core/test_fp8_block.cpp checks them against the reference over every code, every
+// 16-bit value and every rounding boundary of the floats they take.
+namespace detail {
+
+// fp8_block_exponent for a finite amax >= 0. k = e - max_exp, plus one when amax's fraction field
+// exceeds fp8_max's (1.75 = fraction 0x600000 for e4m3, 1.875 = 0x700000 for fnuz): adding
+// 0x7fffff minus that fraction carries into the exponent field exactly then.
+template <fp8_format F>
+RELAY_HOST_DEVICE constexpr int fp8_block_exponent_bits(float amax) {
+  constexpr std::uint32_t carry = F == fp8_format::e4m3 ? 0x1fffffu : 0x0fffffu;
+  constexpr int offset = 127 + (F == fp8_format::e4m3 ? 8 : 7);
+  const std::uint32_t a = float_bits(amax);
+  const int k = static_cast<int>((a + carry) >> 23) - offset;
+  return a == 0 ? 0 : k < -127 ? -127 : k;
+}
+
+// fp8_from_float(F, y) for a finite y with |y| <= fp8_max(F), which every scaled element of a
+// block is (its scale keeps the block's largest finite magnitude there): no NaN, no saturation.
+template <fp8_format F>
+RELAY_HOST_DEVICE constexpr std::uint32_t fp8_encode_in_range(float y) {
+  constexpr std::uint32_t bias = F == fp8_format::e4m3 ? 7 : 8;
+  const std::uint32_t bits = float_bits(y), abs = bits & 0x7fffffffu;
+  // A subnormal result (|y| < 2^(1 - bias)): 2^(21 - bias) has fp8's subnormal step 2^(-2 - bias)
+  // as its ulp, so the float sum rounds |y| to a multiple of the step, to nearest even, in one
+  // rounding; the sum's low bits count the steps (8 of them: the smallest normal code). A float
+  // subnormal y (flushed or not) gives 0 either way.
+  constexpr float magic = bits_float((127u + 21u - bias) << 23);
+  const std::uint32_t subnormal = float_bits(bits_float(abs) + magic) - float_bits(magic);
+  // A normal result: round away the 20 low fraction bits to nearest even (a carry moves into the
+  // next binade, as it should) and rebias the exponent. Wraps harmlessly where not selected.
+  const std::uint32_t normal = ((abs + 0x7ffffu + ((abs >> 20) & 1u)) >> 20) - ((127u - bias) << 3);
+  const std::uint32_t code = abs < ((128u - bias) << 23) ? subnormal : normal;
+  const std::uint32_t sign = (bits >> 24) & 0x80u;
+  if constexpr (F == fp8_format::e4m3_fnuz)
+    return code == 0 ? 0u : sign | code;  // one zero: 0x80 is the NaN
+  else
+    return sign | code;
+}
+
+// fp8_value(F, code) (code < 256): the code's exponent and fraction fields put in a float's low
+// exponent and high fraction bits make 2^(bias - 127) times the value (a float subnormal where the
+// code is one), scaled back by one exact multiply. Needs a multiply that keeps float subnormals
+// (no flush to zero), as the executors' bit-exactness does anyway. NaN: the reference's bits.
+template <fp8_format F>
+RELAY_HOST_DEVICE constexpr float fp8_decode(std::uint32_t code) {
+  constexpr std::uint32_t bias = F == fp8_format::e4m3 ? 7 : 8;
+  const float v =
+      bits_float(((code & 0x80u) << 24) | ((code & 0x7fu) << 20)) * bits_float((254u - bias) << 23);
+  const bool nan = F == fp8_format::e4m3 ? (code & 0x7fu) == 0x7fu : code == 0x80u;
+  return nan ? bits_float(0x7fc00000u) : v;
+}
+
+// float16::to_float without its normalizing loop: the same multiply for subnormals, and the
+// exponent field 31 (infinity, NaN with its payload) carried over.
+RELAY_HOST_DEVICE constexpr float float16_widen(std::uint32_t h) {
+  const std::uint32_t sign = (h & 0x8000u) << 16, rest = (h & 0x7fffu) << 13;
+  const float finite = bits_float(sign | rest) * bits_float(0x77800000u);  // 2^112
+  return (h & 0x7c00u) == 0x7c00u ? bits_float(sign | 0x7f800000u | rest) : finite;
+}
+
+// The largest block exponent at which every code of encoding F arrives within T's finite range:
+// fp8_max * 2^k <= T's largest finite value (fp8_max's fraction, 1.75 or 1.875, is below T's
+// largest, so the exponents decide). Up to it fp8_store<T> is T's plain rounding; above it (only
+// blocks whose largest element was within a factor 2^8 of T's largest) it may saturate.
+template <class T, fp8_format F>
+inline constexpr int fp8_store_plain_k = (std::is_same_v<T, float16> ? 15 : 127) -
+                                         (F == fp8_format::e4m3 ? 8 : 7);
+
+}  // namespace detail
+
 }  // namespace relay

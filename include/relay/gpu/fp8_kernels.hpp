@@ -8,39 +8,184 @@
 //   dequantize-accumulate: dst = acc + the dequantized value, summed in fp32 and rounded once
 //                          to T (a reduction's add of arrived data, without a pass through T).
 //
-// Both use core/fp8_block.hpp's arithmetic (fp8_block_exponent, fp8_from_float, fp8_value,
-// fp8_store), so they produce the host's bits. A block of 32 elements is `32 / E` lanes, each
-// holding E = 16 / sizeof(T) consecutive elements: one 16-byte load or store where the operands
-// are 16-byte aligned (else E scalar accesses). The block's largest finite magnitude is a max over
-// its lanes by xor shuffles inside the lane group (no shared memory, no barrier); the lanes of a
-// group always run the same trip count, so every shuffle has all its lanes. Each thread keeps
-// Unroll blocks' loads in flight before it computes.
+// Bit for bit what core/fp8_block.hpp's reference gives (fp8_quantize_block, fp8_value,
+// fp8_store; NaN payloads aside, which the hardware's arithmetic chooses), but cheap enough per
+// element to leave the kernels bound by memory, not by arithmetic:
 //
-// The GPU executor runs an fp8 copy as a quantize launch on the sender's lane, the image pushed
-// by the batched copy (or a peer memcpy), and a dequantize launch on the receiver's lane
-// (gpu/lowering.hpp, split_fp8_copy), one launch per copy end. examples/gpu_kernel_bench.cpp
-// --fp8 measures the kernels against a device-to-device copy.
+// - The encoding is a template parameter: no run-time format tests per element.
+// - A block's scale exponent comes from its largest finite magnitude's bits with one add
+//   (fp8_block_exponent_bits), and the scale 2^-k is a power of two, so x * 2^-k is exact (or a
+//   float subnormal, which is fp8's zero either way) and lies within fp8's finite range: the
+//   conversion never saturates and sees no NaN or infinity except where x is one.
+// - The fast path (fp8_conversion::fast) converts e4m3 with the hardware on NVIDIA sm_89 and newer
+//   (cvt.rn.satfinite.e4m3x2.f32: two elements per instruction, round to nearest even, fp8
+//   subnormals). Where it differs from the reference it is fixed up: an infinity becomes a NaN
+//   before the conversion (x * 2^-k - (x - x): the hardware would saturate it to 448, the
+//   reference sends NaN), and every NaN code is made the reference's positive 0x7f afterwards, four
+//   codes at a time. 16-bit results are packed by cvt.rn.{bf16,f16}x2.f32 (sm_80 and newer).
+// - Everything else (e4m3_fnuz on NVIDIA; both encodings on AMD; fp8_conversion::software on any
+//   target) uses core/fp8_block.hpp's branch-free forms: a float add rounds fp8 subnormals, an
+//   integer add normal ones (fp8_encode_in_range); one multiply decodes (fp8_decode).
+// - Decoding is that multiply on every target: it is exact, a handful of ALU operations a code,
+//   and leaves the conversion units (a fraction of the ALUs' rate) to the quantize and the
+//   16-bit stores.
+// - dequantize stores with T's plain rounding unless the block's exponent is large enough for an
+//   arrival to leave T's range (fp8_store_plain_k: k > 119 for float and bf16, k > 7 for fp16,
+//   i.e. blocks whose largest element was within 2^8 of T's largest); such blocks take
+//   fp8_store's saturating path.
+//
+// AMD: gfx942 converts e4m3_fnuz in hardware (v_cvt_pk_fp8_f32, v_cvt_f32_fp8) and gfx950 the OCP
+// encoding (v_cvt_scalef32_pk_fp8_f32, which even applies the block scale). Using them here would
+// need three facts checked on the hardware first: that an infinity or a NaN input gives the NaN
+// code (0x80 or 0x7f) rather than the largest finite one (with the clamp bit, which saturation
+// needs, Inf may well clamp); that a negative value rounding to zero gives 0x00 and not the fnuz
+// NaN 0x80; and that the conversion rounds float subnormals and fp8 subnormals to nearest even
+// with no flush (the mode register's denormal setting applies to these instructions). Until a
+// gfx942 run shows that, AMD takes the software forms, which the [fp8] GPU tests check.
+//
+// A block of 32 elements is `32 / E` lanes, each holding E = 16 / sizeof(T) consecutive
+// elements: one 16-byte load or store where the operands are 16-byte aligned (else E scalar
+// accesses). The block's largest finite magnitude is a max over its lanes by xor shuffles inside
+// the lane group (no shared memory, no barrier); the lanes of a group always take the same
+// branches, so every shuffle has all its lanes. A thread block handles a tile of
+// Groups * Unroll blocks (Groups = 256 / (32 / E)) and each thread keeps Unroll 16-byte loads in
+// flight before it computes.
+//
+// The GPU executor runs an fp8 copy as a quantize on the sender's lane, the image pushed by the
+// batched copy (or a peer memcpy), and a dequantize on the receiver's lane (gpu/lowering.hpp,
+// split_fp8_copy); each lane's ends of a phase go as one list kernel launch per element width
+// (gpu/fp8_desc.hpp, batch_fp8), not one per copy end. examples/gpu_kernel_bench.cpp --fp8
+// measures the kernels against a device-to-device copy.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
 #include "relay/core/fp8_block.hpp"
+#include "relay/gpu/fp8_desc.hpp"
+#include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
+
+// The hardware conversions the fast path uses, by the device pass's architecture.
+#if defined(RELAY_GPU_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#define RELAY_FP8_CVT_E4M3 1
+#else
+#define RELAY_FP8_CVT_E4M3 0
+#endif
+#if defined(RELAY_GPU_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define RELAY_FP8_CVT_16X2 1
+#else
+#define RELAY_FP8_CVT_16X2 0
+#endif
 
 namespace relay::gpu {
 
-inline constexpr int fp8_block_threads = 256;
-inline constexpr int fp8_unroll = 4;
+// fast: the hardware conversions where the target has them (above); software: core/fp8_block.hpp's
+// forms everywhere (AMD's path, which the tests also run on NVIDIA). Both give the same bits.
+enum class fp8_conversion : unsigned char { fast, software };
 
 namespace detail {
 
+// 16 bytes moved as one vector, and what they hold: E elements of T (bit-cast with
+// __builtin_bit_cast: HIP 5.2 has no memcpy in device code).
+struct alignas(16) fp8_vec16 {
+  std::uint32_t w[4];
+};
 template <class T>
+struct fp8_elements {
+  T v[16 / sizeof(T)];
+};
+// E codes as E / 4 words.
+template <int E>
+using fp8_code_word = std::conditional_t<E == 8, std::uint64_t, std::uint32_t>;
+template <int E>
+struct fp8_code_words {
+  std::uint32_t w[E / 4];
+};
+
+template <class T>
+struct fp8_shape {
+  static constexpr int E = 16 / static_cast<int>(sizeof(T));  // elements per lane
+  static constexpr int Lanes = 32 / E;                        // lanes per 32-element block
+  static constexpr int Groups = fp8_block_threads / Lanes;    // blocks per thread block
+  // What the host's fp8 lists count a tile as (fp8_desc.hpp), Unroll times over.
+  static_assert(static_cast<std::uint64_t>(Groups) == fp8_tile_blocks(sizeof(T), 1));
+};
+
+template <class T, fp8_conversion C>
 __device__ inline float fp8_widen(T x) {
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (std::is_same_v<T, float>) {
     return x;
-  else
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
     return x.to_float();
+  } else {
+#if RELAY_FP8_CVT_16X2
+    if constexpr (C == fp8_conversion::fast) {
+      float f;
+      asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits));
+      return f;
+    } else
+#endif
+    {
+      return relay::detail::float16_widen(x.bits);
+    }
+  }
+}
+
+// E values rounded to T, to nearest even (no saturation).
+template <class T, fp8_conversion C, int E>
+__device__ inline fp8_elements<T> fp8_round(const float (&v)[E]) {
+  fp8_elements<T> out;
+  if constexpr (std::is_same_v<T, float>) {
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      out.v[e] = v[e];
+  } else {
+#if RELAY_FP8_CVT_16X2
+    if constexpr (C == fp8_conversion::fast) {
+      fp8_vec16 packed;
+#pragma unroll
+      for (int p = 0; p < E / 2; ++p) {
+        if constexpr (std::is_same_v<T, bfloat16>)
+          asm("cvt.rn.bf16x2.f32 %0, %1, %2;"
+              : "=r"(packed.w[p])
+              : "f"(v[2 * p + 1]), "f"(v[2 * p]));
+        else
+          asm("cvt.rn.f16x2.f32 %0, %1, %2;"
+              : "=r"(packed.w[p])
+              : "f"(v[2 * p + 1]), "f"(v[2 * p]));
+      }
+      out = __builtin_bit_cast(fp8_elements<T>, packed);
+    } else
+#endif
+    {
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        out.v[e] = T::from_float(v[e]);
+    }
+  }
+  return out;
+}
+
+// base + a * b with the product rounded first, as the host does: never one fused multiply-add
+// (which would differ where the product overflows).
+__device__ inline float fp8_add_product(float base, float a, float b) {
+#if defined(RELAY_GPU_CUDA)
+  return __fadd_rn(base, __fmul_rn(a, b));
+#else
+#pragma clang fp contract(off)
+  return base + a * b;
+#endif
+}
+
+// max(m, a) for a >= 0, where a NaN a leaves m (fmaxf's rule; on AMD a compare, since the ISA's
+// max quiets a signalling NaN in IEEE mode instead of ignoring it).
+__device__ inline float fp8_max_of(float m, float a) {
+#if defined(RELAY_GPU_CUDA)
+  return fmaxf(m, a);
+#else
+  return a > m ? a : m;
+#endif
 }
 
 // The largest of `v` over the Lanes lanes of this lane's group (xor masks below Lanes stay in
@@ -52,197 +197,352 @@ __device__ inline float fp8_group_max(float v) {
   const unsigned mask = (Lanes == 32 ? 0xffffffffu : ((1u << Lanes) - 1u))
                         << (lane & ~(Lanes - 1u));
 #endif
+#pragma unroll
   for (int m = Lanes / 2; m > 0; m /= 2) {
 #if defined(RELAY_GPU_CUDA)
     const float other = __shfl_xor_sync(mask, v, m);
 #else
     const float other = __shfl_xor(v, m);
 #endif
-    v = other > v ? other : v;
+    v = fp8_max_of(v, other);
   }
   return v;
 }
 
-// 16 bytes moved as one vector, and what they hold: E elements of T, or E codes (bit-cast with
-// __builtin_bit_cast: HIP 5.2 has no memcpy in device code).
-struct alignas(16) fp8_vec16 {
-  std::uint32_t w[4];
-};
-template <class T>
-struct fp8_elements {
-  T v[16 / sizeof(T)];
-};
-template <int E>
-struct fp8_codes {
-  unsigned char c[E];
-};
-template <int E>
-using fp8_code_word = std::conditional_t<E == 8, std::uint64_t, std::uint32_t>;
+// The block's largest finite magnitude over its group: infinities are rare, so the max first
+// takes them (NaN never) and only a group that found one looks again without them (the group's
+// lanes agree on the branch: they hold the same maximum).
+template <int Lanes, int E>
+__device__ inline float fp8_block_amax(const float (&x)[E]) {
+  float amax = 0;
+#pragma unroll
+  for (int e = 0; e < E; ++e)
+    amax = fp8_max_of(amax, fabsf(x[e]));
+  amax = fp8_group_max<Lanes>(amax);
+  if (amax > 3.4028234663852886e38f) {
+    amax = 0;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const float a = fabsf(x[e]);
+      amax = a <= 3.4028234663852886e38f ? fp8_max_of(amax, a) : amax;
+    }
+    amax = fp8_group_max<Lanes>(amax);
+  }
+  return amax;
+}
 
-}  // namespace detail
+// The codes of E elements of a block whose scale is `down` = 2^-k: fp8_quantize_block's.
+template <fp8_format F, fp8_conversion C, int E>
+__device__ inline fp8_code_words<E> fp8_encode(const float (&x)[E], float down) {
+  fp8_code_words<E> out;
+#if RELAY_FP8_CVT_E4M3
+  if constexpr (F == fp8_format::e4m3 && C == fp8_conversion::fast) {
+#pragma unroll
+    for (int i = 0; i < E / 4; ++i) {
+      float y[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float v = x[4 * i + j];
+        // v * 2^-k - (v - v): minus +0 for a finite v (the product, the sign of a zero kept),
+        // minus NaN for an infinity or a NaN, which the conversion then makes a NaN code.
+        y[j] = __fmaf_rn(v, down, -__fsub_rn(v, v));
+      }
+      unsigned short lo = 0, hi = 0;
+      asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(y[1]), "f"(y[0]));
+      asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(y[3]), "f"(y[2]));
+      const std::uint32_t codes = static_cast<std::uint32_t>(lo) | static_cast<std::uint32_t>(hi)
+                                                                       << 16;
+      // A NaN code (x1111111, and only a NaN gives one: satfinite stops at 0x7e) loses its sign
+      // bit: byte + 1 of the low 7 bits carries into bit 7 exactly there.
+      const std::uint32_t nan = ((codes & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u;
+      out.w[i] = codes & ~nan;
+    }
+  } else
+#endif
+  {
+#pragma unroll
+    for (int i = 0; i < E / 4; ++i) {
+      std::uint32_t word = 0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float v = x[4 * i + j];
+        const std::uint32_t code = fabsf(v) <= 3.4028234663852886e38f
+                                       ? relay::detail::fp8_encode_in_range<F>(v * down)
+                                       : relay::detail::fp8_nan_code(F);
+        word |= code << (8 * j);
+      }
+      out.w[i] = word;
+    }
+  }
+  return out;
+}
 
-// `wire` receives fp8_wire_bytes(count) bytes: the codes, then the scales.
-template <class T, int Unroll = fp8_unroll>
-__global__ void fp8_quantize_kernel(const T* src, unsigned char* wire, std::uint64_t count,
-                                    fp8_format f) {
-  constexpr int E = 16 / static_cast<int>(sizeof(T)), Lanes = 32 / E;
+// Blocks tile * Groups * Unroll .. + Groups * Unroll - 1 of `count` elements, quantized. Whole:
+// the tile lies within count and both operands are 16-byte aligned (no bounds to test).
+template <class T, fp8_format F, fp8_conversion C, int Unroll, bool Whole>
+__device__ inline void fp8_quantize_blocks(const T* src, unsigned char* wire, std::uint64_t count,
+                                           std::uint64_t tile) {
+  using shape = fp8_shape<T>;
+  constexpr int E = shape::E, Lanes = shape::Lanes, Groups = shape::Groups;
   const std::uint64_t blocks = (count + 31) / 32;
-  const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x / Lanes;  // groups in the grid
-  const std::uint64_t thread = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  const std::uint64_t group = thread / Lanes;
-  const int sub = static_cast<int>(thread % Lanes);
-  const bool vector_in = reinterpret_cast<std::uintptr_t>(src) % 16 == 0;
-  const bool vector_out = reinterpret_cast<std::uintptr_t>(wire) % 16 == 0;
-  unsigned char* scales = wire + count;
-  for (std::uint64_t b0 = group; b0 < blocks; b0 += stride * Unroll) {
-    float x[Unroll][E];
-    for (int u = 0; u < Unroll; ++u) {
-      const std::uint64_t first =
-          (b0 + static_cast<std::uint64_t>(u) * stride) * 32 + static_cast<std::uint64_t>(sub) * E;
-      if (vector_in && first + E <= count) {
-        const auto t = __builtin_bit_cast(detail::fp8_elements<T>,
-                                          *reinterpret_cast<const detail::fp8_vec16*>(src + first));
+  const std::uint64_t b0 = tile * (Groups * Unroll) + threadIdx.x / Lanes;
+  const int sub = static_cast<int>(threadIdx.x % Lanes);
+  const bool vector_in = Whole || reinterpret_cast<std::uintptr_t>(src) % 16 == 0;
+  const bool vector_out = Whole || reinterpret_cast<std::uintptr_t>(wire) % 16 == 0;
+  float x[Unroll][E];
+#pragma unroll
+  for (int u = 0; u < Unroll; ++u) {
+    const std::uint64_t first = (b0 + u * Groups) * 32 + static_cast<std::uint64_t>(sub * E);
+    if (vector_in && (Whole || first + E <= count)) {
+      const auto t =
+          __builtin_bit_cast(fp8_elements<T>, *reinterpret_cast<const fp8_vec16*>(src + first));
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        x[u][e] = fp8_widen<T, C>(t.v[e]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        x[u][e] = first + e < count ? fp8_widen<T, C>(src[first + e]) : 0.0f;
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < Unroll; ++u) {
+    const std::uint64_t b = b0 + u * Groups;
+    const float amax = fp8_block_amax<Lanes>(x[u]);
+    if (!Whole && b >= blocks) continue;  // the group's lanes agree: the shuffles had them all
+    const int k = relay::detail::fp8_block_exponent_bits<F>(amax);  // in [-127, 121]
+    const float down = bits_float(static_cast<std::uint32_t>(127 - k) << 23);
+    const fp8_code_words<E> codes = fp8_encode<F, C>(x[u], down);
+    const std::uint64_t first = b * 32 + static_cast<std::uint64_t>(sub * E);
+    if (vector_out && (Whole || first + E <= count)) {
+      using word = fp8_code_word<E>;
+      *reinterpret_cast<word*>(wire + first) = __builtin_bit_cast(word, codes);
+    } else {
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        if (first + e < count)
+          wire[first + e] = static_cast<unsigned char>(codes.w[e / 4] >> (8 * (e % 4)));
+    }
+    if (sub == 0) wire[count + b] = static_cast<unsigned char>(static_cast<std::int8_t>(k));
+  }
+}
+
+// dst[i] = the arrived value of code i (Accumulate: acc[i] + it, in fp32, rounded once), for the
+// blocks of one tile (Whole: as for fp8_quantize_blocks).
+template <class T, fp8_format F, fp8_conversion C, bool Accumulate, int Unroll, bool Whole>
+__device__ inline void fp8_dequantize_blocks(const unsigned char* wire, std::uint64_t count, T* dst,
+                                             const T* acc, std::uint64_t tile) {
+  using shape = fp8_shape<T>;
+  constexpr int E = shape::E, Lanes = shape::Lanes, Groups = shape::Groups;
+  const std::uint64_t blocks = (count + 31) / 32;
+  const std::uint64_t b0 = tile * (Groups * Unroll) + threadIdx.x / Lanes;
+  const int sub = static_cast<int>(threadIdx.x % Lanes);
+  const bool aligned = Whole || (reinterpret_cast<std::uintptr_t>(wire) % 16 == 0 &&
+                                 reinterpret_cast<std::uintptr_t>(dst) % 16 == 0 &&
+                                 (!Accumulate || reinterpret_cast<std::uintptr_t>(acc) % 16 == 0));
+  fp8_code_words<E> codes[Unroll];
+  float base[Unroll][E];
+  int k[Unroll];
+#pragma unroll
+  for (int u = 0; u < Unroll; ++u) {
+    const std::uint64_t b = b0 + u * Groups;
+    const std::uint64_t first = b * 32 + static_cast<std::uint64_t>(sub * E);
+    k[u] = Whole || b < blocks ? static_cast<std::int8_t>(wire[count + b]) : 0;
+    const bool full = aligned && (Whole || first + E <= count);
+    if (full) {
+      using word = fp8_code_word<E>;
+      codes[u] =
+          __builtin_bit_cast(fp8_code_words<E>, *reinterpret_cast<const word*>(wire + first));
+    } else {
+#pragma unroll
+      for (int i = 0; i < E / 4; ++i)
+        codes[u].w[i] = 0;
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        if (first + e < count) codes[u].w[e / 4] |= std::uint32_t{wire[first + e]} << (8 * (e % 4));
+    }
+    if constexpr (Accumulate) {
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        base[u][e] = 0;
+      if (full) {
+        const auto t =
+            __builtin_bit_cast(fp8_elements<T>, *reinterpret_cast<const fp8_vec16*>(acc + first));
+#pragma unroll
         for (int e = 0; e < E; ++e)
-          x[u][e] = detail::fp8_widen(t.v[e]);
+          base[u][e] = fp8_widen<T, C>(t.v[e]);
       } else {
+#pragma unroll
         for (int e = 0; e < E; ++e)
-          x[u][e] = first + e < count ? detail::fp8_widen(src[first + e]) : 0.0f;
+          if (first + e < count) base[u][e] = fp8_widen<T, C>(acc[first + e]);
       }
     }
-    for (int u = 0; u < Unroll; ++u) {
-      const std::uint64_t b = b0 + static_cast<std::uint64_t>(u) * stride;
-      float amax = 0;  // finite magnitudes only, as fp8_quantize_block
+  }
+#pragma unroll
+  for (int u = 0; u < Unroll; ++u) {
+    const std::uint64_t first = (b0 + u * Groups) * 32 + static_cast<std::uint64_t>(sub * E);
+    if (!Whole && first >= count) continue;
+    const float up = relay::detail::exact_pow2(k[u]);
+    float v[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const float value =
+          relay::detail::fp8_decode<F>((codes[u].w[e / 4] >> (8 * (e % 4))) & 0xffu);
+      if constexpr (Accumulate)
+        v[e] = fp8_add_product(base[u][e], value, up);
+      else
+        v[e] = value * up;  // exact, or beyond float's range
+    }
+    fp8_elements<T> out;
+    if (Accumulate || k[u] <= relay::detail::fp8_store_plain_k<T, F>) {
+      out = fp8_round<T, C>(v);
+    } else {  // arrivals may leave T's range: fp8_store saturates them
+#pragma unroll
       for (int e = 0; e < E; ++e) {
-        const float a = x[u][e] < 0 ? -x[u][e] : x[u][e];
-        if (a <= 3.4028234663852886e38f && a > amax) amax = a;
+        const auto code = static_cast<std::uint8_t>(codes[u].w[e / 4] >> (8 * (e % 4)));
+        out.v[e] = fp8_store<T>(v[e], !fp8_is_nan(F, code));
       }
-      amax = detail::fp8_group_max<Lanes>(amax);
-      if (b >= blocks) continue;  // the group's lanes agree: the shuffles above had them all
-      const int k = fp8_block_exponent(f, amax);
-      const float down = relay::detail::exact_pow2(-k);
-      const std::uint64_t first = b * 32 + static_cast<std::uint64_t>(sub) * E;
-      detail::fp8_codes<E> codes;
-      for (int e = 0; e < E; ++e) {
-        const float a = x[u][e] < 0 ? -x[u][e] : x[u][e];
-        codes.c[e] = a <= 3.4028234663852886e38f ? fp8_from_float(f, x[u][e] * down)
-                                                 : relay::detail::fp8_nan_code(f);
-      }
-      if (vector_out && first + E <= count) {
-        using word = detail::fp8_code_word<E>;
-        *reinterpret_cast<word*>(wire + first) = __builtin_bit_cast(word, codes);
-      } else {
-        for (int e = 0; e < E; ++e)
-          if (first + e < count) wire[first + e] = codes.c[e];
-      }
-      if (sub == 0) scales[b] = static_cast<unsigned char>(static_cast<std::int8_t>(k));
+    }
+    if (aligned && (Whole || first + E <= count)) {
+      *reinterpret_cast<fp8_vec16*>(dst + first) = __builtin_bit_cast(fp8_vec16, out);
+    } else {
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        if (first + e < count) dst[first + e] = out.v[e];
     }
   }
 }
 
+// Whether tile `tile` of `count` elements lies within them, its operands 16-byte aligned.
+template <class T, int Unroll>
+__device__ inline bool fp8_whole_tile(std::uint64_t count, std::uint64_t tile,
+                                      std::uintptr_t ptrs) {
+  constexpr std::uint64_t per_tile = static_cast<std::uint64_t>(fp8_shape<T>::Groups) * Unroll * 32;
+  return (tile + 1) * per_tile <= count && ptrs % 16 == 0;
+}
+
+template <class T, fp8_format F, fp8_conversion C, int Unroll>
+__device__ inline void fp8_quantize_tile(const T* src, unsigned char* wire, std::uint64_t count,
+                                         std::uint64_t tile) {
+  const auto ptrs = reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(wire);
+  if (fp8_whole_tile<T, Unroll>(count, tile, ptrs))
+    fp8_quantize_blocks<T, F, C, Unroll, true>(src, wire, count, tile);
+  else
+    fp8_quantize_blocks<T, F, C, Unroll, false>(src, wire, count, tile);
+}
+
+template <class T, fp8_format F, fp8_conversion C, bool Accumulate, int Unroll>
+__device__ inline void fp8_dequantize_tile(const unsigned char* wire, std::uint64_t count, T* dst,
+                                           const T* acc, std::uint64_t tile) {
+  const auto ptrs = reinterpret_cast<std::uintptr_t>(wire) | reinterpret_cast<std::uintptr_t>(dst) |
+                    (Accumulate ? reinterpret_cast<std::uintptr_t>(acc) : 0);
+  if (fp8_whole_tile<T, Unroll>(count, tile, ptrs))
+    fp8_dequantize_blocks<T, F, C, Accumulate, Unroll, true>(wire, count, dst, acc, tile);
+  else
+    fp8_dequantize_blocks<T, F, C, Accumulate, Unroll, false>(wire, count, dst, acc, tile);
+}
+
+// The tiles of `count` elements.
+template <class T, int Unroll>
+RELAY_HOST_DEVICE constexpr std::uint64_t fp8_tiles(std::uint64_t count) {
+  constexpr std::uint64_t per_tile = static_cast<std::uint64_t>(fp8_shape<T>::Groups) * Unroll;
+  return ((count + 31) / 32 + per_tile - 1) / per_tile;
+}
+
+}  // namespace detail
+
+// `wire` receives fp8_wire_bytes(count) bytes: the codes, then the scales.
+template <class T, fp8_format F, fp8_conversion C = fp8_conversion::fast, int Unroll = fp8_unroll>
+__global__ void __launch_bounds__(fp8_block_threads)
+    fp8_quantize_kernel(const T* src, unsigned char* wire, std::uint64_t count) {
+  const std::uint64_t tiles = detail::fp8_tiles<T, Unroll>(count);
+  for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x)
+    detail::fp8_quantize_tile<T, F, C, Unroll>(src, wire, count, t);
+}
+
 // dst[i] = the arrived value of code i (Accumulate: acc[i] + it, in fp32, rounded once).
-template <class T, bool Accumulate, int Unroll = fp8_unroll>
-__global__ void fp8_dequantize_kernel(const unsigned char* wire, std::uint64_t count, fp8_format f,
-                                      T* dst, const T* acc) {
-  constexpr int E = 16 / static_cast<int>(sizeof(T)), Lanes = 32 / E;
-  const std::uint64_t blocks = (count + 31) / 32;
-  const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x / Lanes;
-  const std::uint64_t thread = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  const std::uint64_t group = thread / Lanes;
-  const int sub = static_cast<int>(thread % Lanes);
-  const bool aligned = reinterpret_cast<std::uintptr_t>(wire) % 16 == 0 &&
-                       reinterpret_cast<std::uintptr_t>(dst) % 16 == 0 &&
-                       (!Accumulate || reinterpret_cast<std::uintptr_t>(acc) % 16 == 0);
-  const unsigned char* scales = wire + count;
-  for (std::uint64_t b0 = group; b0 < blocks; b0 += stride * Unroll) {
-    detail::fp8_codes<E> codes[Unroll];
-    float base[Unroll][E];
-    int k[Unroll];
-    for (int u = 0; u < Unroll; ++u) {
-      const std::uint64_t b = b0 + static_cast<std::uint64_t>(u) * stride;
-      const std::uint64_t first = b * 32 + static_cast<std::uint64_t>(sub) * E;
-      k[u] = b < blocks ? static_cast<std::int8_t>(scales[b]) : 0;
-      const bool full = aligned && first + E <= count;
-      if (full) {
-        using word = detail::fp8_code_word<E>;
-        codes[u] =
-            __builtin_bit_cast(detail::fp8_codes<E>, *reinterpret_cast<const word*>(wire + first));
-      } else {
-        for (int e = 0; e < E; ++e)
-          codes[u].c[e] = first + e < count ? wire[first + e] : 0;
-      }
-      for (int e = 0; e < E; ++e)
-        base[u][e] = 0;
-      if constexpr (Accumulate) {
-        if (full) {
-          const auto t = __builtin_bit_cast(
-              detail::fp8_elements<T>, *reinterpret_cast<const detail::fp8_vec16*>(acc + first));
-          for (int e = 0; e < E; ++e)
-            base[u][e] = detail::fp8_widen(t.v[e]);
-        } else {
-          for (int e = 0; e < E; ++e)
-            if (first + e < count) base[u][e] = detail::fp8_widen(acc[first + e]);
-        }
-      }
-    }
-    for (int u = 0; u < Unroll; ++u) {
-      const std::uint64_t first =
-          (b0 + static_cast<std::uint64_t>(u) * stride) * 32 + static_cast<std::uint64_t>(sub) * E;
-      if (first >= count) continue;
-      const float up = relay::detail::exact_pow2(k[u]);
-      detail::fp8_elements<T> out;
-      for (int e = 0; e < E; ++e) {
-        const float v = fp8_value(f, codes[u].c[e]) * up;
-        if constexpr (Accumulate) {
-          const float sum = base[u][e] + v;
-          if constexpr (std::is_same_v<T, float>)
-            out.v[e] = sum;
-          else
-            out.v[e] = T::from_float(sum);
-        } else {
-          out.v[e] = fp8_store<T>(v, !fp8_is_nan(f, codes[u].c[e]));
-        }
-      }
-      if (aligned && first + E <= count) {
-        *reinterpret_cast<detail::fp8_vec16*>(dst + first) =
-            __builtin_bit_cast(detail::fp8_vec16, out);
-      } else {
-        for (int e = 0; e < E; ++e)
-          if (first + e < count) dst[first + e] = out.v[e];
-      }
-    }
+template <class T, fp8_format F, bool Accumulate, fp8_conversion C = fp8_conversion::fast,
+          int Unroll = fp8_unroll>
+__global__ void __launch_bounds__(fp8_block_threads)
+    fp8_dequantize_kernel(const unsigned char* wire, std::uint64_t count, T* dst, const T* acc) {
+  const std::uint64_t tiles = detail::fp8_tiles<T, Unroll>(count);
+  for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x)
+    detail::fp8_dequantize_tile<T, F, C, Accumulate, Unroll>(wire, count, dst, acc, t);
+}
+
+// The batched forms (gpu/fp8_desc.hpp): tile t of a list belongs to the descriptor whose tiles
+// include it, found by binary search as the batched copy finds its copy. The GPU executor launches
+// one per lane, phase and element width, for all of that lane's quantizes (or dequantizes). Their
+// tiles are fp8_unroll deep, as the host's lists count them (fp8_tile_blocks).
+template <class T, fp8_format F, fp8_conversion C = fp8_conversion::fast>
+__global__ void __launch_bounds__(fp8_block_threads)
+    fp8_quantize_list_kernel(const fp8_desc* descs, std::uint32_t n, std::uint64_t tiles) {
+  for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const fp8_desc& d = descs[detail::find_desc(descs, n, t)];
+    detail::fp8_quantize_tile<T, F, C, fp8_unroll>(static_cast<const T*>(d.src),
+                                                   static_cast<unsigned char*>(d.dst), d.count,
+                                                   t - d.first_tile);
+  }
+}
+
+template <class T, fp8_format F, fp8_conversion C = fp8_conversion::fast>
+__global__ void __launch_bounds__(fp8_block_threads)
+    fp8_dequantize_list_kernel(const fp8_desc* descs, std::uint32_t n, std::uint64_t tiles) {
+  for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const fp8_desc& d = descs[detail::find_desc(descs, n, t)];
+    detail::fp8_dequantize_tile<T, F, C, false, fp8_unroll>(
+        static_cast<const unsigned char*>(d.src), d.count, static_cast<T*>(d.dst),
+        static_cast<const T*>(nullptr), t - d.first_tile);
   }
 }
 
 // ---- host side ----------------------------------------------------------------------------------
 
-// A grid that gives every lane group Unroll blocks per trip, at most 2^20 thread blocks (they
-// loop over the rest).
+// A thread block per tile, at most 2^20 of them (they loop over the rest).
+inline unsigned fp8_grid_of(std::uint64_t tiles) {
+  return static_cast<unsigned>(tiles == 0 ? 1 : tiles < (1u << 20) ? tiles : (1u << 20));
+}
 template <class T>
-inline unsigned fp8_grid(std::uint64_t count, int unroll = fp8_unroll) {
-  constexpr std::uint64_t lanes = 32 / (16 / sizeof(T));
-  const std::uint64_t groups_per_block = fp8_block_threads / lanes;
-  const std::uint64_t blocks = (count + 31) / 32;
-  const std::uint64_t per_block = groups_per_block * static_cast<std::uint64_t>(unroll);
-  const std::uint64_t grid = (blocks + per_block - 1) / per_block;
-  return static_cast<unsigned>(grid == 0 ? 1 : grid < (1u << 20) ? grid : (1u << 20));
+inline unsigned fp8_grid(std::uint64_t count) {
+  return fp8_grid_of(detail::fp8_tiles<T, fp8_unroll>(count));
 }
 
-template <class T>
+template <class T, fp8_conversion C = fp8_conversion::fast>
 inline rt::error_t launch_fp8_quantize(const T* src, unsigned char* wire, std::uint64_t count,
                                        fp8_format f, rt::stream_t stream) {
-  return rt::launch(fp8_quantize_kernel<T>, fp8_grid<T>(count), fp8_block_threads, stream, src,
-                    wire, count, f);
+  constexpr fp8_format e4m3 = fp8_format::e4m3, fnuz = fp8_format::e4m3_fnuz;
+  void (*kernel)(const T*, unsigned char*, std::uint64_t) =
+      f == e4m3 ? fp8_quantize_kernel<T, e4m3, C> : fp8_quantize_kernel<T, fnuz, C>;
+  return rt::launch(kernel, fp8_grid<T>(count), fp8_block_threads, stream, src, wire, count);
 }
 
 // acc == nullptr: dequantize into dst; else dst = acc + the arrived values (dst may be acc).
-template <class T>
+template <class T, fp8_conversion C = fp8_conversion::fast>
 inline rt::error_t launch_fp8_dequantize(const unsigned char* wire, std::uint64_t count,
                                          fp8_format f, T* dst, const T* acc, rt::stream_t stream) {
-  if (acc == nullptr)
-    return rt::launch(fp8_dequantize_kernel<T, false>, fp8_grid<T>(count), fp8_block_threads,
-                      stream, wire, count, f, dst, acc);
-  return rt::launch(fp8_dequantize_kernel<T, true>, fp8_grid<T>(count), fp8_block_threads, stream,
-                    wire, count, f, dst, acc);
+  constexpr fp8_format e4m3 = fp8_format::e4m3, fnuz = fp8_format::e4m3_fnuz;
+  void (*kernel)(const unsigned char*, std::uint64_t, T*, const T*) =
+      acc == nullptr ? (f == e4m3 ? fp8_dequantize_kernel<T, e4m3, false, C>
+                                  : fp8_dequantize_kernel<T, fnuz, false, C>)
+                     : (f == e4m3 ? fp8_dequantize_kernel<T, e4m3, true, C>
+                                  : fp8_dequantize_kernel<T, fnuz, true, C>);
+  return rt::launch(kernel, fp8_grid<T>(count), fp8_block_threads, stream, wire, count, dst, acc);
+}
+
+// A list of `n` descriptors on the device, `tiles` in all (fp8_batch): quantize, or dequantize
+// (into the elements, no accumulation).
+template <class T>
+inline rt::error_t launch_fp8_list(bool quantize, const fp8_desc* descs, std::uint32_t n,
+                                   std::uint64_t tiles, fp8_format f, rt::stream_t stream) {
+  constexpr fp8_format e4m3 = fp8_format::e4m3, fnuz = fp8_format::e4m3_fnuz;
+  void (*kernel)(const fp8_desc*, std::uint32_t, std::uint64_t) =
+      quantize
+          ? (f == e4m3 ? fp8_quantize_list_kernel<T, e4m3> : fp8_quantize_list_kernel<T, fnuz>)
+          : (f == e4m3 ? fp8_dequantize_list_kernel<T, e4m3> : fp8_dequantize_list_kernel<T, fnuz>);
+  return rt::launch(kernel, fp8_grid_of(tiles), fp8_block_threads, stream, descs, n, tiles);
 }
 
 }  // namespace relay::gpu
+
+#undef RELAY_FP8_CVT_E4M3
+#undef RELAY_FP8_CVT_16X2

@@ -442,21 +442,17 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
     return {};
   }
 
-  // One end of an fp8 copy, with the kernel of its element type (float for float32 data and fp32
-  // partial sums).
+  // A lane's fp8 copy ends of one phase and element width, one list kernel for all of them, with
+  // the kernel of their element type (float for float32 data and fp32 partial sums).
   static gpu::rt::error_t launch_fp8(const gpu::action& a, fp8_format f, dtype type,
                                      gpu::rt::stream_t stream) {
     auto go = [&](auto zero) {
       using T = decltype(zero);
-      if (a.what == gpu::action::kind::quantize)
-        return gpu::launch_fp8_quantize(static_cast<const T*>(a.fp8.src),
-                                        static_cast<unsigned char*>(a.fp8.dst), a.fp8.count, f,
-                                        stream);
-      return gpu::launch_fp8_dequantize(static_cast<const unsigned char*>(a.fp8.src), a.fp8.count,
-                                        f, static_cast<T*>(a.fp8.dst),
-                                        static_cast<const T*>(nullptr), stream);
+      return gpu::launch_fp8_list<T>(a.what == gpu::action::kind::quantize,
+                                     static_cast<const gpu::fp8_desc*>(a.descs), a.count, a.tiles,
+                                     f, stream);
     };
-    if (a.fp8.wide) return go(float{});
+    if (a.wide) return go(float{});
     return type == dtype::float16 ? go(float16{}) : go(bfloat16{});
   }
 

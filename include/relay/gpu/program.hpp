@@ -12,6 +12,7 @@
 
 #include "relay/core/dtype.hpp"
 #include "relay/core/status.hpp"
+#include "relay/gpu/fp8_desc.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/lowering.hpp"
@@ -29,17 +30,17 @@ struct action {
     reduce,
     memcpy,
     paced_copy,  // every copy between two ranks of a phase, paced (mesh emulation)
-    quantize,    // an fp8 copy's sending end: one launch of fp8_quantize_kernel
-    dequantize   // its receiving end: one launch of fp8_dequantize_kernel
+    quantize,    // fp8 copies' sending ends: fp8_quantize_list_kernel over an fp8_desc list
+    dequantize   // their receiving ends: fp8_dequantize_list_kernel over a list
   } what = kind::wait;
   int lane = 0;
   int event_lane = 0, event = 0;  // wait, record
-  const void* descs = nullptr;    // copy, reduce, paced_copy: device address
+  const void* descs = nullptr;    // copy, reduce, paced_copy, quantize, dequantize: device address
   std::uint32_t count = 0;        // descriptors; paced_copy: entries
   std::uint64_t tiles = 0;        // paced_copy: the grid
   const void* entries = nullptr;  // paced_copy: device address of its paced_entry list
   lowered_copy copy{};            // memcpy
-  lowered_fp8 fp8{};              // quantize, dequantize
+  bool wide = false;              // quantize, dequantize: float elements (fp8_batch::wide)
 };
 
 // A plan prepared for one set of buffers.
@@ -95,10 +96,18 @@ inline status build_program(const plan& p, std::span<const buffer_view> in,
                             std::span<lane> lanes, program& prog, std::uint64_t emulate_mesh = 0) {
   constexpr std::uint64_t tile_units = default_block * default_unroll;
   const std::size_t n = lanes.size();
+  // An fp8 list uploaded: where, and what its action needs.
+  struct placed_fp8 {
+    std::size_t offset = 0;
+    std::uint32_t count = 0;
+    std::uint64_t tiles = 0;
+    bool wide = false;
+  };
   struct placed {
     std::size_t copy_offset = 0, reduce_offset = 0, entry_offset = 0;
     std::uint64_t copy_tiles = 0, reduce_tiles = 0;  // paced: copy_tiles is the grid
     std::uint32_t copies = 0, reductions = 0;
+    std::vector<placed_fp8> quantizes, dequantizes;
   };
   std::vector<std::vector<placed>> where(low.phases.size());
   std::vector<std::vector<unsigned char>> host(n);
@@ -134,7 +143,16 @@ inline status build_program(const plan& p, std::span<const buffer_view> in,
             detail::append(h, paced.entries.data(), paced.entries.size() * sizeof(paced_entry));
       at.reduce_offset =
           detail::append(h, reductions.data(), reductions.size() * sizeof(reduce_desc));
-      where[ph].push_back(at);
+      // One list per element width for all the lane's fp8 ends of the phase: one launch each,
+      // not one per copy end.
+      auto place_fp8 = [&](std::span<const lowered_fp8> ends, std::vector<placed_fp8>& into) {
+        for (const fp8_batch& b : batch_fp8(ends, p.element_size()))
+          into.push_back({detail::append(h, b.descs.data(), b.descs.size() * sizeof(fp8_desc)),
+                          static_cast<std::uint32_t>(b.descs.size()), b.tiles, b.wide});
+      };
+      place_fp8(w.quantizes, at.quantizes);
+      place_fp8(w.dequantizes, at.dequantizes);
+      where[ph].push_back(std::move(at));
     }
 
   prog.descs.assign(n, nullptr);
@@ -198,10 +216,14 @@ inline status build_program(const plan& p, std::span<const buffer_view> in,
                                 .tiles = at.copy_tiles});
       for (const lowered_copy& c : w.memcpys)
         prog.actions.push_back({.what = kind::memcpy, .lane = w.lane, .copy = c});
-      for (const lowered_fp8& q : w.quantizes)
-        prog.actions.push_back({.what = kind::quantize, .lane = w.lane, .fp8 = q});
-      for (const lowered_fp8& q : w.dequantizes)
-        prog.actions.push_back({.what = kind::dequantize, .lane = w.lane, .fp8 = q});
+      for (kind k : {kind::quantize, kind::dequantize})
+        for (const placed_fp8& f : k == kind::quantize ? at.quantizes : at.dequantizes)
+          prog.actions.push_back({.what = k,
+                                  .lane = w.lane,
+                                  .descs = base + f.offset,
+                                  .count = f.count,
+                                  .tiles = f.tiles,
+                                  .wide = f.wide});
       if (at.reductions != 0)
         prog.actions.push_back({.what = kind::reduce,
                                 .lane = w.lane,

@@ -162,3 +162,104 @@ TEST_CASE("fp8_store keeps a finite arrival finite", "[core][fp8]") {
   CHECK(fp8_store<bfloat16>(0x1p-133f, true).bits == 0x0001);
   CHECK(fp8_store<bfloat16>(0x1p-135f, true).bits == 0x0000);
 }
+
+// ---- the kernels' forms against the reference
+// ----------------------------------------------------
+
+namespace {
+
+// Low-bit endings that decide a rounding's sticky part: none, the smallest, just below and at and
+// just above half of the 11 bits, and all of them.
+constexpr std::uint32_t low_bits[] = {0x000, 0x001, 0x3ff, 0x400, 0x401, 0x7ff};
+
+template <fp8_format F>
+void check_encode_in_range() {
+  const float fmax = fp8_max(F);
+  // Every float of magnitude up to fp8_max whose low 11 bits are one of low_bits: all the bits
+  // above them (the rounding position is bit 20 for normal codes, higher for subnormal ones).
+  long checked = 0;
+  for (std::uint32_t high = 0; high <= (float_bits(fmax) >> 11); ++high)
+    for (std::uint32_t low : low_bits)
+      for (std::uint32_t sign : {0u, 0x80000000u}) {
+        const float y = bits_float(sign | (high << 11) | low);
+        if (!(std::fabs(y) <= fmax)) continue;
+        const std::uint32_t got = detail::fp8_encode_in_range<F>(y);
+        const std::uint32_t want = fp8_from_float(F, y);
+        if (got != want)
+          FAIL("format " << static_cast<int>(F) << ", float bits " << float_bits(y) << ": code "
+                         << got << ", want " << want);
+        ++checked;
+      }
+  CHECK(checked > 6000000);
+  // By hand: the largest finite, a tie at the smallest subnormal (to zero, even), just above it.
+  CHECK(detail::fp8_encode_in_range<F>(-fmax) == (F == e4m3 ? 0xfeu : 0xffu));
+  const float half_step = F == e4m3 ? 0x1p-10f : 0x1p-11f;
+  CHECK(detail::fp8_encode_in_range<F>(half_step) == 0u);
+  CHECK(detail::fp8_encode_in_range<F>(-half_step) == (F == e4m3 ? 0x80u : 0x00u));
+  CHECK(detail::fp8_encode_in_range<F>(std::nextafter(half_step, 1.0f)) == 1u);
+}
+
+}  // namespace
+
+TEST_CASE("fp8 kernels' forms: the in-range encoding is fp8_from_float", "[core][fp8]") {
+  check_encode_in_range<e4m3>();
+  check_encode_in_range<fnuz>();
+}
+
+TEST_CASE("fp8 kernels' forms: the block exponent from amax's bits", "[core][fp8]") {
+  // Every binade, with fractions at and around the ones of 448 (0x600000) and 240 (0x700000).
+  const std::uint32_t fractions[] = {0,        1,        0x5fffff, 0x600000, 0x600001,
+                                     0x6fffff, 0x700000, 0x700001, 0x7fffff};
+  for (std::uint32_t e = 0; e < 255; ++e)
+    for (std::uint32_t m : fractions) {
+      const float amax = bits_float(e << 23 | m);
+      INFO("amax bits " << float_bits(amax));
+      CHECK(detail::fp8_block_exponent_bits<e4m3>(amax) == fp8_block_exponent(e4m3, amax));
+      CHECK(detail::fp8_block_exponent_bits<fnuz>(amax) == fp8_block_exponent(fnuz, amax));
+    }
+  // By hand: 448 and 240 need no scale, one more ulp does; FLT_MAX takes the largest k.
+  CHECK(detail::fp8_block_exponent_bits<e4m3>(448.0f) == 0);
+  CHECK(detail::fp8_block_exponent_bits<e4m3>(std::nextafter(448.0f, 1e9f)) == 1);
+  CHECK(detail::fp8_block_exponent_bits<fnuz>(240.0f) == 0);
+  CHECK(detail::fp8_block_exponent_bits<e4m3>(std::numeric_limits<float>::max()) == 120);
+  CHECK(detail::fp8_block_exponent_bits<fnuz>(std::numeric_limits<float>::max()) == 121);
+  CHECK(detail::fp8_block_exponent_bits<e4m3>(0.0f) == 0);
+}
+
+TEST_CASE("fp8 kernels' forms: decoding is fp8_value, code for code", "[core][fp8]") {
+  for (unsigned c = 0; c < 256; ++c) {
+    INFO("code " << c);
+    CHECK(float_bits(detail::fp8_decode<e4m3>(c)) ==
+          float_bits(fp8_value(e4m3, static_cast<std::uint8_t>(c))));
+    CHECK(float_bits(detail::fp8_decode<fnuz>(c)) ==
+          float_bits(fp8_value(fnuz, static_cast<std::uint8_t>(c))));
+  }
+  CHECK(detail::fp8_decode<e4m3>(0x01) == 0x1p-9f);
+  CHECK(detail::fp8_decode<fnuz>(0xff) == -240.0f);
+}
+
+TEST_CASE("fp8 kernels' forms: float16 widening is to_float, value for value", "[core][fp8]") {
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    INFO("half bits " << h);
+    CHECK(float_bits(detail::float16_widen(h)) ==
+          float_bits(float16::from_bits(static_cast<std::uint16_t>(h)).to_float()));
+  }
+}
+
+TEST_CASE("fp8 kernels' forms: below the plain exponent a store cannot saturate", "[core][fp8]") {
+  // fp8_max * 2^k within T's largest finite value at the plain k, beyond it one k higher.
+  const auto check = [](auto t, fp8_format f, int plain, double largest) {
+    (void)t;
+    const double top = static_cast<double>(fp8_max(f));
+    CHECK(std::ldexp(top, plain) <= largest);
+    CHECK(std::ldexp(top, plain + 1) > largest);
+  };
+  const double flt = std::numeric_limits<float>::max(), bf = 0x1.fep127, half = 65504.0;
+  check(0.0f, e4m3, detail::fp8_store_plain_k<float, e4m3>, flt);
+  check(0.0f, fnuz, detail::fp8_store_plain_k<float, fnuz>, flt);
+  check(0.0f, e4m3, detail::fp8_store_plain_k<bfloat16, e4m3>, bf);
+  check(0.0f, fnuz, detail::fp8_store_plain_k<bfloat16, fnuz>, bf);
+  check(0.0f, e4m3, detail::fp8_store_plain_k<float16, e4m3>, half);
+  check(0.0f, fnuz, detail::fp8_store_plain_k<float16, fnuz>, half);
+  CHECK(detail::fp8_store_plain_k<float16, e4m3> == 7);  // 448 * 128 = 57344 <= 65504
+}

@@ -3,6 +3,8 @@
 // every expected address, wait and event below is worked out from the plan.
 #include "relay/gpu/lowering.hpp"
 
+#include "relay/gpu/fp8_desc.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -197,17 +199,27 @@ TEST_CASE("lowering: a lane ordered after another through a third does not wait 
   CHECK(chained.events == std::vector<int>{1, 1, 0});
 }
 
+namespace {
+
+// A = N = 2 direct allreduce of 1000 bf16 elements on the fp8 wire (e4m3), whatever its size.
+plan_request fp8_exchange_request() {
+  plan_request q = request_for({collective::allreduce, 2, 2, mode::fused, route::direct, 0, 0},
+                               {{0, 1}}, {1000});
+  q.type = dtype::bfloat16;
+  q.wire = wire_format::fp8_e4m3;
+  q.wire_threshold = 0;
+  return q;
+}
+
+}  // namespace
+
 TEST_CASE("lowering: an fp8 copy is quantize, push of its image, dequantize", "[gpu][lowering]") {
   // The exchange-and-sum of two bf16 ranks on the fp8 wire (e4m3), made by make_plan: A = N = 2
   // direct allreduce of 1000 elements. Its transfer phase becomes three: each rank quantizes its
   // input into its send slot, pushes the 1000 + 32 byte image to the other's receive slot, and the
   // other dequantizes it into its scratch; then the reductions, as before.
   plan p;
-  plan_request q = request_for({collective::allreduce, 2, 2, mode::fused, route::direct, 0, 0},
-                               {{0, 1}}, {1000});
-  q.type = dtype::bfloat16;
-  q.wire = wire_format::fp8_e4m3;
-  q.wire_threshold = 0;
+  plan_request q = fp8_exchange_request();
   REQUIRE(make_plan(q, p));
   REQUIRE(p.wire_slots.size() == p.ops.size());
   memory m(2, 8192);
@@ -289,4 +301,65 @@ TEST_CASE("lowering: an fp8 image between two ranks of one device still names it
         ++images;
       }
   CHECK(images == 2);
+}
+
+TEST_CASE("lowering: a lane's fp8 ends go as one list per element width", "[gpu][lowering]") {
+  // Tiles of 256 blocks (8192 elements) for 16-bit ends, 128 blocks (4096) for floats; every end
+  // takes at least one tile, in order; the 16-bit list first.
+  int x[8];
+  const std::vector<gpu::lowered_fp8> ends = {
+      {&x[0], &x[1], 1000, false},          // 32 blocks: 1 tile
+      {&x[2], &x[3], 4096, true},           // 128 blocks: 1 tile
+      {&x[4], &x[5], 3 * 8192 + 1, false},  // 769 blocks: 4 tiles
+      {&x[6], &x[7], 0, false},             // none: 1 tile, which writes nothing
+      {&x[1], &x[0], 4097, true},           // 129 blocks: 2 tiles
+  };
+  const std::vector<gpu::fp8_batch> lists = gpu::batch_fp8(ends, 2);
+  REQUIRE(lists.size() == 2);
+  CHECK(!lists[0].wide);
+  REQUIRE(lists[0].descs.size() == 3);
+  CHECK(lists[0].tiles == 6);
+  const std::uint64_t narrow_first[] = {0, 1, 5};
+  const std::size_t narrow_end[] = {0, 2, 3};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const gpu::lowered_fp8& e = ends[narrow_end[i]];
+    CHECK(lists[0].descs[i].src == e.src);
+    CHECK(lists[0].descs[i].dst == e.dst);
+    CHECK(lists[0].descs[i].count == e.count);
+    CHECK(lists[0].descs[i].first_tile == narrow_first[i]);
+  }
+  CHECK(lists[1].wide);
+  REQUIRE(lists[1].descs.size() == 2);
+  CHECK(lists[1].tiles == 3);
+  CHECK(lists[1].descs[0].src == &x[2]);
+  CHECK(lists[1].descs[0].first_tile == 0);
+  CHECK(lists[1].descs[1].src == &x[1]);
+  CHECK(lists[1].descs[1].first_tile == 1);
+  // Only one width: one list; none: none.
+  CHECK(gpu::batch_fp8(std::span(ends).first(1), 2).size() == 1);
+  CHECK(gpu::batch_fp8({}, 2).empty());
+}
+
+TEST_CASE("lowering: fp8 ends of ranks sharing a lane batch into one launch each",
+          "[gpu][lowering]") {
+  // The A = N = 2 bf16 allreduce on the fp8 wire, both ranks on one lane: the lane's two
+  // quantizes (and its two dequantizes) are one work, hence one list of two descriptors.
+  plan p;
+  plan_request q = fp8_exchange_request();
+  REQUIRE(make_plan(q, p));
+  memory m(2, 8192);
+  const gpu::lowered_plan low = gpu::lower(p, layout({0, 0}, {0, 0}, 1, 1), m.bound());
+  REQUIRE(low.phases.size() == 4);  // quantize, push, dequantize, reduce
+  REQUIRE(low.phases[0].size() == 1);
+  REQUIRE(low.phases[2].size() == 1);
+  for (const auto* ends : {&low.phases[0][0].quantizes, &low.phases[2][0].dequantizes}) {
+    const std::vector<gpu::fp8_batch> lists = gpu::batch_fp8(*ends, p.element_size());
+    REQUIRE(lists.size() == 1);
+    CHECK(!lists[0].wide);
+    REQUIRE(lists[0].descs.size() == 2);
+    CHECK(lists[0].descs[0].count == 1000);
+    CHECK(lists[0].descs[1].first_tile == 1);
+    CHECK(lists[0].tiles == 2);
+    CHECK(lists[0].descs[0].dst != lists[0].descs[1].dst);
+  }
 }

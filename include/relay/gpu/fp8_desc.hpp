@@ -1,0 +1,77 @@
+// The fp8 wire's ends as the batched kernels see them (gpu/fp8_kernels.hpp): a descriptor per
+// quantize or dequantize, and one lane's ends of one phase grouped into lists, one launch each.
+// Plain data and host functions, no GPU runtime: the program builder (gpu/program.hpp) uploads
+// the lists, and CPU tests (tests/unit/gpu/test_lowering.cpp) check how they are cut.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "relay/core/config.hpp"
+#include "relay/gpu/copy_desc.hpp"
+#include "relay/gpu/lowering.hpp"
+
+namespace relay::gpu {
+
+inline constexpr int fp8_block_threads = 256;
+inline constexpr int fp8_unroll = 4;
+
+// The 32-element blocks one thread block of the fp8 kernels handles for elements of `bytes`
+// bytes: a block is 32 / (16 / bytes) lanes of one 16-byte access each, so 256 threads hold
+// 256 / that blocks, Unroll times over (float: 128 blocks, 4096 elements; 16-bit: 256, 8192).
+RELAY_HOST_DEVICE constexpr std::uint64_t fp8_tile_blocks(std::size_t bytes,
+                                                          int unroll = fp8_unroll) {
+  const auto lanes = static_cast<std::uint64_t>(32 / (16 / bytes));
+  return static_cast<std::uint64_t>(fp8_block_threads) / lanes * static_cast<std::uint64_t>(unroll);
+}
+
+// One end of an fp8 copy: quantize `count` elements at `src` into the wire image at `dst`, or
+// dequantize the image at `src` into `count` elements at `dst`. Its tiles are the list's
+// first_tile onwards (assign_fp8_tiles).
+struct fp8_desc {
+  const void* src = nullptr;
+  void* dst = nullptr;
+  std::uint64_t count = 0;
+  std::uint64_t first_tile = 0;
+};
+
+// The ends of one element width: one launch.
+struct fp8_batch {
+  bool wide = false;  // the elements are floats (lowered_fp8::wide), else the plan's 16-bit type
+  std::vector<fp8_desc> descs;
+  std::uint64_t tiles = 0;  // the list's total
+};
+
+// Sets first_tile of each descriptor for elements of `bytes` bytes; returns the total tile count.
+// Every end takes at least one tile, as tiles_for gives (an empty one writes nothing).
+inline std::uint64_t assign_fp8_tiles(std::span<fp8_desc> descs, std::size_t bytes) {
+  std::uint64_t t = 0;
+  for (fp8_desc& d : descs) {
+    d.first_tile = t;
+    t += tiles_for((d.count + 31) / 32, fp8_tile_blocks(bytes));
+  }
+  return t;
+}
+
+// One lane's ends of one phase (lane_work::quantizes or ::dequantizes), as at most two lists: the
+// narrow ends (elements of `narrow_bytes`, the plan's 16-bit type) first, then the wide (float)
+// ones; each keeps the ends' order. They may run together: the ends of a phase touch disjoint
+// bytes (the plan's ops within a phase are independent, and every end has its own wire slot).
+inline std::vector<fp8_batch> batch_fp8(std::span<const lowered_fp8> ends,
+                                        std::size_t narrow_bytes) {
+  std::vector<fp8_batch> out;
+  for (bool wide : {false, true}) {
+    fp8_batch b;
+    b.wide = wide;
+    for (const lowered_fp8& e : ends)
+      if (e.wide == wide) b.descs.push_back({e.src, e.dst, e.count, 0});
+    if (b.descs.empty()) continue;
+    b.tiles = assign_fp8_tiles(b.descs, wide ? sizeof(float) : narrow_bytes);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+}  // namespace relay::gpu
