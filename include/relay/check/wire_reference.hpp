@@ -8,11 +8,15 @@
 //
 //   |r - S| <= u |S| + (1 + u) Q + u A M + (A + 1) u32 (1 + u)^2 (sum_j |x_j| + Q + A M)
 //              + (h + 2) eta
-//   Q = ((1 + e)^h - 1) A M,   e = 2^-4 + 2^s / fp8_max
+//   Q = ((1 + e)^h - 1) A (M + F / e),   e = 2^-4 + 2^s / fp8_max,   F = 2^(s - 128)
 //
 // M: the largest finite magnitude of any contribution within 31 elements of the output's index
 // (a superset of every block the element travelled in: a block is 32 consecutive elements of
-// one transfer). s = -9, fp8_max = 448 (e4m3); s = -10, fp8_max = 240 (e4m3_fnuz). u: the
+// one transfer). s = -9, fp8_max = 448 (e4m3); s = -10, fp8_max = 240 (e4m3_fnuz). F: half an
+// fp8 subnormal step at the smallest scale the scale byte holds, 2^-127 (fp8_block_exponent's
+// clamp): a block whose largest magnitude is below about 2^-119 (float32 and bfloat16
+// subnormals and their smallest normals) keeps that scale, so its elements round to multiples
+// of 2^(s - 127) however small M is (e4m3: below 2^-137 they arrive as zero). u: the
 // element type's unit roundoff (2^-24, 2^-11, 2^-8 for float32, float16, bfloat16); u32 = 2^-24;
 // eta: the type's subnormal step. AVG divides S, sum_j |x_j|, Q and A M by A. (u A M: a
 // partial sum stored in the element type, precision::native_partials, rounds before it crosses.)
@@ -47,6 +51,12 @@ inline long double fp8_unit_error(fp8_format f) {
                                : std::ldexp(1.0L, -4) + std::ldexp(1.0L, -10) / 240;
 }
 
+// F: one quantization's absolute error floor, half a subnormal step (2^s) at the scale 2^-127
+// that blocks of the smallest magnitudes keep.
+inline long double fp8_error_floor(fp8_format f) {
+  return std::ldexp(1.0L, (f == fp8_format::e4m3 ? -9 : -10) - 128);
+}
+
 // The bound above for one output of element type T: `want` is S, `magnitude` sum_j |x_j| (both
 // divided for AVG already), `M` the largest finite magnitude within 31 elements, `contributions`
 // A (1 for all-gather and all-to-all), `divide` A for AVG and 1 otherwise.
@@ -54,8 +64,11 @@ template <class T>
 long double fp8_bound(long double want, long double magnitude, long double M,
                       long double contributions, long double divide, fp8_format f, int hops) {
   const long double u = detail::storage_roundoff<T>(), u32 = std::ldexp(1.0L, -24);
-  const long double AM = contributions * M / divide;
-  const long double Q = (std::pow(1 + fp8_unit_error(f), hops) - 1) * AM;
+  const long double AM = contributions * M / divide, e = fp8_unit_error(f);
+  // Per quantization: at most e |C| M + F <= e |C| (M + F / e) for a value of |C| >= 1
+  // contributions (see above), compounded over the hops like the rest.
+  const long double Q =
+      (std::pow(1 + e, hops) - 1) * contributions * (M + fp8_error_floor(f) / e) / divide;
   return u * std::fabs(want) + (1 + u) * Q + u * AM +
          (contributions + 1) * u32 * (1 + u) * (1 + u) * (magnitude + Q + AM) +
          (hops + 2) * detail::smallest_step<T>();
