@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <span>
 #include <string>
 #include <vector>
@@ -82,6 +83,13 @@ struct wire_check {
 };
 
 namespace detail {
+
+// %g with a float's 9 digits: std::to_string's fixed 6 decimals print every subnormal as 0.
+inline std::string number(long double v) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.9Lg", v);
+  return text;
+}
 
 // Per index y of one input space: the largest finite magnitude over `sources` at y; then the
 // same over 32-aligned blocks, whose three neighbours around y cover every index within 31.
@@ -168,6 +176,7 @@ inline wire_check check_outputs_fp8(collective c, dtype type, reduce_op op,
             M = windows[static_cast<std::size_t>(j)].at(from);
           }
           bool ok = true;
+          long double bound = 0;
           if (nan) {
             ok = std::isnan(static_cast<double>(got));
           } else if (inf) {
@@ -177,8 +186,7 @@ inline wire_check check_outputs_fp8(collective c, dtype type, reduce_op op,
           } else {
             const long double divide = op == reduce_op::avg && reduces(c) ? contributions : 1;
             want /= divide;
-            const long double bound =
-                fp8_bound<T>(want, magnitude / divide, M, contributions, divide, f, hops);
+            bound = fp8_bound<T>(want, magnitude / divide, M, contributions, divide, f, hops);
             const long double error = std::fabs(got - want);
             ok = std::isfinite(static_cast<double>(got)) && error <= bound;
             if (ok && want != 0)
@@ -187,10 +195,9 @@ inline wire_check check_outputs_fp8(collective c, dtype type, reduce_op op,
           }
           if (!ok && report.wrong++ == 0)
             report.first = "group " + std::to_string(g) + " rank " + std::to_string(me) +
-                           " element " + std::to_string(x) + ": got " +
-                           std::to_string(static_cast<double>(got)) + ", want " +
-                           std::to_string(static_cast<double>(want)) + " (block maximum " +
-                           std::to_string(static_cast<double>(M)) + ")";
+                           " element " + std::to_string(x) + ": got " + detail::number(got) +
+                           ", want " + detail::number(want) + " (block maximum " +
+                           detail::number(M) + ", bound " + detail::number(bound) + ")";
         }
       }
     }
