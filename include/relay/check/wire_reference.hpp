@@ -8,11 +8,15 @@
 //
 //   |r - S| <= u |S| + (1 + u) Q + u A M + (A + 1) u32 (1 + u)^2 (sum_j |x_j| + Q + A M)
 //              + (h + 2) eta
-//   Q = ((1 + e)^h - 1) A M,   e = 2^-4 + 2^s / fp8_max
+//   Q = ((1 + e)^h - 1) A (M + F / e),   e = 2^-4 + 2^s / fp8_max,   F = 2^(s - 128)
 //
 // M: the largest finite magnitude of any contribution within 31 elements of the output's index
 // (a superset of every block the element travelled in: a block is 32 consecutive elements of
-// one transfer). s = -9, fp8_max = 448 (e4m3); s = -10, fp8_max = 240 (e4m3_fnuz). u: the
+// one transfer). s = -9, fp8_max = 448 (e4m3); s = -10, fp8_max = 240 (e4m3_fnuz). F: half an
+// fp8 subnormal step at the smallest scale the scale byte holds, 2^-127 (fp8_block_exponent's
+// clamp): a block whose largest magnitude is below about 2^-119 (float32 and bfloat16
+// subnormals and their smallest normals) keeps that scale, so its elements round to multiples
+// of 2^(s - 127) however small M is (e4m3: below 2^-137 they arrive as zero). u: the
 // element type's unit roundoff (2^-24, 2^-11, 2^-8 for float32, float16, bfloat16); u32 = 2^-24;
 // eta: the type's subnormal step. AVG divides S, sum_j |x_j|, Q and A M by A. (u A M: a
 // partial sum stored in the element type, precision::native_partials, rounds before it crosses.)
@@ -24,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,6 +52,12 @@ inline long double fp8_unit_error(fp8_format f) {
                                : std::ldexp(1.0L, -4) + std::ldexp(1.0L, -10) / 240;
 }
 
+// F: one quantization's absolute error floor, half a subnormal step (2^s) at the scale 2^-127
+// that blocks of the smallest magnitudes keep.
+inline long double fp8_error_floor(fp8_format f) {
+  return std::ldexp(1.0L, (f == fp8_format::e4m3 ? -9 : -10) - 128);
+}
+
 // The bound above for one output of element type T: `want` is S, `magnitude` sum_j |x_j| (both
 // divided for AVG already), `M` the largest finite magnitude within 31 elements, `contributions`
 // A (1 for all-gather and all-to-all), `divide` A for AVG and 1 otherwise.
@@ -54,8 +65,11 @@ template <class T>
 long double fp8_bound(long double want, long double magnitude, long double M,
                       long double contributions, long double divide, fp8_format f, int hops) {
   const long double u = detail::storage_roundoff<T>(), u32 = std::ldexp(1.0L, -24);
-  const long double AM = contributions * M / divide;
-  const long double Q = (std::pow(1 + fp8_unit_error(f), hops) - 1) * AM;
+  const long double AM = contributions * M / divide, e = fp8_unit_error(f);
+  // Per quantization: at most e |C| M + F <= e |C| (M + F / e) for a value of |C| >= 1
+  // contributions (see above), compounded over the hops like the rest.
+  const long double Q =
+      (std::pow(1 + e, hops) - 1) * contributions * (M + fp8_error_floor(f) / e) / divide;
   return u * std::fabs(want) + (1 + u) * Q + u * AM +
          (contributions + 1) * u32 * (1 + u) * (1 + u) * (magnitude + Q + AM) +
          (hops + 2) * detail::smallest_step<T>();
@@ -69,6 +83,13 @@ struct wire_check {
 };
 
 namespace detail {
+
+// %g with a float's 9 digits: std::to_string's fixed 6 decimals print every subnormal as 0.
+inline std::string number(long double v) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.9Lg", v);
+  return text;
+}
 
 // Per index y of one input space: the largest finite magnitude over `sources` at y; then the
 // same over 32-aligned blocks, whose three neighbours around y cover every index within 31.
@@ -148,6 +169,7 @@ inline wire_check check_outputs_fp8(const call_data& call, fp8_format f, int hop
         M = windows[e.g][static_cast<std::size_t>(e.source)].at(e.from);
       }
       bool ok = true;
+      long double bound = 0;
       if (nan) {
         ok = std::isnan(static_cast<double>(got));
       } else if (inf) {
@@ -157,17 +179,16 @@ inline wire_check check_outputs_fp8(const call_data& call, fp8_format f, int hop
       } else {
         const long double divide = call.op == reduce_op::avg && reduces(c) ? contributions : 1;
         want /= divide;
-        const long double bound =
-            fp8_bound<T>(want, magnitude / divide, M, contributions, divide, f, hops);
+        bound = fp8_bound<T>(want, magnitude / divide, M, contributions, divide, f, hops);
         const long double error = std::fabs(got - want);
         ok = std::isfinite(static_cast<double>(got)) && error <= bound;
         if (ok && want != 0)
           report.max_relative_error = std::max(report.max_relative_error, error / std::fabs(want));
       }
       if (!ok && report.wrong++ == 0)
-        report.first = e.where() + ": got " + std::to_string(static_cast<double>(got)) + ", want " +
-                       std::to_string(static_cast<double>(want)) + " (block maximum " +
-                       std::to_string(static_cast<double>(M)) + ")";
+        report.first = e.where() + ": got " + detail::number(got) + ", want " +
+                       detail::number(want) + " (block maximum " + detail::number(M) + ", bound " +
+                       detail::number(bound) + ")";
     });
   };
   switch (call.type) {

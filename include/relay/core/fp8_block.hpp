@@ -12,11 +12,14 @@
 //   little (1.5% at 64) and lets one outlier push more neighbours into the subnormals.
 //
 // Error bound, per finite element x of a block whose largest finite magnitude is M:
-//   |arrived - x| <= 2^-4 * |x| + 2^s * M / fp8_max,   s = -9 (e4m3: subnormal step 2^-9,
-//                                                        fp8_max 448), -10 (fnuz: 2^-10, 240)
+//   |arrived - x| <= 2^-4 * |x| + max(2^s * M / fp8_max, 2^(s - 128)),
+//   s = -9 (e4m3: subnormal step 2^-9, fp8_max 448), -10 (fnuz: 2^-10, 240)
 // (the first term: fp8's rounding of normal values; the second: half a subnormal step at the
-// block's scale, since 2^k < 2 M / fp8_max). A reduction of A inputs that dequantizes and sums
-// in fp32 adds these over its inputs, plus fp32's own rounding of the sum.
+// block's scale, since 2^k < 2 M / fp8_max, or at 2^-127 where k stops (fp8_block_exponent):
+// a block whose M is below about 2^-119, float32 or bfloat16 subnormals and their smallest
+// normals, keeps that scale, so its elements below 2^(s - 128) arrive as zero). A reduction of
+// A inputs that dequantizes and sums in fp32 adds these over its inputs, plus fp32's own
+// rounding of the sum.
 //
 // Non-finite elements: M and k come from the finite elements only, so one NaN or infinity does
 // not change its 31 neighbours. A NaN travels as fp8's NaN code and arrives as NaN. e4m3 has no
@@ -56,7 +59,10 @@ RELAY_HOST_DEVICE constexpr int fp8_block_exponent(fp8_format f, float amax) {
   const int amax_exp = static_cast<int>(float_bits(amax) >> 23) - 127;  // floor(log2) if normal
   const int max_exp = f == fp8_format::e4m3 ? 8 : 7;                    // 448 = 1.75 * 2^8, ...
   int k = amax_exp - max_exp;
-  if (k < -127) k = -127;  // float subnormals: any k at or below them keeps them in range
+  // The scale byte's floor (-128 would need 2^128 to scale by): blocks of float subnormals stay
+  // in range, but fp8's subnormal step is then 2^(s - 127), not relative to amax (the bound's
+  // 2^(s - 128) term above).
+  if (k < -127) k = -127;
   if (amax * detail::exact_pow2(-k) > fp8_max(f)) ++k;
   return k;
 }

@@ -102,6 +102,61 @@ TEST_CASE("a NaN or an infinity poisons its element, never its block", "[exec][w
   }
 }
 
+namespace {
+
+// Bytes of float values, as the reference takes them.
+std::vector<std::byte> bytes_of(const std::vector<float>& v) {
+  std::vector<std::byte> b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// The reference's verdict on a direct all-gather of A = N = 2, one element per rank: rank 0
+// sends x, rank 1 a zero; rank 1 received `arrived` for x (rank 0's own copy is exact).
+std::int64_t wrong_for(float x, float arrived, fp8_format f, int hops) {
+  const std::vector<std::vector<std::byte>> in{bytes_of({x}), bytes_of({0.0f})};
+  const std::vector<std::vector<std::byte>> out{bytes_of({x, 0.0f}), bytes_of({arrived, 0.0f})};
+  const std::vector<std::int64_t> counts{1};
+  const std::vector<std::vector<int>> groups{{0, 1}};
+  const reference::call_data call{
+      collective::all_gather, dtype::float32, reduce_op::sum, groups, counts, in, out};
+  return reference::check_outputs_fp8(call, f, hops).wrong;
+}
+
+}  // namespace
+
+TEST_CASE("float subnormals below the scale byte's floor arrive as zero, within the bound",
+          "[exec][wire]") {
+  // The GPU suite's case 195 (seed 20261129) in small: a float32 all-to-all sent -0x1.dbp-139
+  // alone in its block. k stops at -127, so it travels as -0x1.dbp-12, below half of e4m3's
+  // smallest subnormal (2^-9): -0 (fnuz, one zero: +0). 0x1.8p-137 travels as 0.75 * 2^-9 and
+  // rounds to 2^-9 (e4m3; fnuz: 1.5 * 2^-10 is a tie, to the even 2 * 2^-10): 2^-136 arrives.
+  const float tiny = -0x1.dbp-139f, above = 0x1.8p-137f;
+  const std::vector<float> e4m3 = gather_from_rank0({tiny, above}, wire_format::fp8_e4m3);
+  CHECK(float_bits(e4m3[0]) == 0x80000000u);  // -0
+  const std::vector<float> fnuz = gather_from_rank0({tiny, above}, wire_format::fp8_e4m3_fnuz);
+  CHECK(float_bits(fnuz[0]) == 0u);  // +0
+  // (both in one block: its maximum 0x1.8p-137 is below 2^-119 too, so k is -127 again)
+  CHECK(e4m3[1] == 0x1p-136f);
+  CHECK(fnuz[1] == 0x1p-136f);
+  // The bound's floor F = 2^(s - 128): 2^-137 (e4m3), 2^-138 (fnuz). With nothing else (S = 0,
+  // M = 0) one hop allows F and the terms of float32's own rounding: at most 2^-20 F + 3 eta.
+  for (auto [f, floor] :
+       {std::pair{fp8_format::e4m3, 0x1p-137L}, std::pair{fp8_format::e4m3_fnuz, 0x1p-138L}}) {
+    const long double b = reference::fp8_bound<float>(0, 0, 0, 1, 1, f, 1);
+    CHECK(b >= floor);
+    CHECK(b <= floor * (1 + 0x1p-20L) + 0x1p-147L);
+  }
+  // The reference takes what the wire gives, on every route's hop count...
+  for (int hops : {1, 2}) {
+    CHECK(wrong_for(tiny, -0.0f, fp8_format::e4m3, hops) == 0);
+    CHECK(wrong_for(tiny, 0.0f, fp8_format::e4m3_fnuz, hops) == 0);
+    // ...but a value 2^7 above the floor must still arrive: losing it is an error.
+    CHECK(wrong_for(-0x1p-130f, 0.0f, fp8_format::e4m3, hops) == 1);
+    CHECK(wrong_for(-0x1p-130f, 0.0f, fp8_format::e4m3_fnuz, hops) == 1);
+  }
+}
+
 TEST_CASE("the call reports the wire it took", "[exec][wire]") {
   std::vector<float> a(64, 1.0f), b(64, 2.0f), oa(64), ob(64);
   const std::vector<buffer_view> send{{a.data(), 256}, {b.data(), 256}};
@@ -149,6 +204,27 @@ TEST_CASE("fp8 wire property suite: random and adversarial data within the bound
   CHECK(failures == 0);
   for (int k : per_kind)
     CHECK(k > cases / 10);
+}
+
+TEST_CASE("fp8 wire property suite: the GPU suite's cases on the host executor",
+          "[exec][wire][property]") {
+  // tests/gpu/test_gpu_properties.cpp draws its fp8 cases from seed 20261129 (501 by default):
+  // the same cases here, so that a case that fails on every executor (its 195th: float32 data
+  // below the scale byte's floor, outside the bound before F was in it) fails on the CPU first.
+  host_executor ex;
+  std::mt19937_64 rng(20261129);
+  int failures = 0;
+  for (int i = 0; i < 501; ++i) {
+    testing::property_case c = testing::random_case(rng);
+    testing::make_fp8(c);
+    if (i == 195)
+      CHECK(c.describe() ==
+            "all-to-all A=2 N=4 fused legacy float32 avg out-of-place alignment=128 counts=1,8888 "
+            "groups=1,2|0,3 seed=17667687092792364468 fp32_partials wire=fp8_e4m3 data=2");
+    const testing::property_result result = testing::run_case(ex, c);
+    if (!result.ok && failures++ < 10) FAIL_CHECK("case " << i << ": " << result.failure);
+  }
+  CHECK(failures == 0);
 }
 
 namespace {
