@@ -11,6 +11,7 @@
 #include "data.hpp"
 #include "predict.hpp"
 #include "relay/check/wire_reference.hpp"
+#include "relay/cost/wire.hpp"
 #include "relay/plan/make_plan.hpp"
 
 namespace relay::bench {
@@ -331,6 +332,10 @@ status row_runner::measure(row& r) {
     std::vector<plan> plans;
     if (status s = make_plans(r.shape, options_, r.n, r.chosen, in_place, plans); !s) return s;
     if (status s = m.measure(plans, result.relay); !s) return s;
+    // On the fp8 wire the prediction is the fp8 one: the links at wire widths plus the passes.
+    if (result.relay.wire != wire_format::native && r.shape.mode != run_mode::parallel)
+      if (const std::optional<schedule> sched = build_schedule(plan_spec(r.shape, r.chosen)))
+        r.predicted = fp8_predicted_seconds(*sched, options_.topo, r.n, options_.type);
 
     switch (r.base) {
       case base_source::none: break;

@@ -3,7 +3,7 @@
 // On an fp8 wire every element that crosses a link is 33/32 bytes (fp8_wire_widths), so the
 // link terms shrink by 33/(32 * element size). It adds local work: per step that moves anything
 // across a link, a quantize pass on the senders and a dequantize pass on the receivers, each
-// `topology::pass_latency`, and the busiest rank's pass bytes at `topology::memory_bandwidth`
+// `topology::pass_latency`, and the busiest device's pass bytes at `topology::memory_bandwidth`
 // (it reads what it sends at its width and writes it as wire bytes, then reads what it receives
 // as wire bytes and writes it at its width). Both times are affine in n, so the threshold, the
 // count from which fp8 is predicted no slower than native, has a closed form: the added latency
@@ -29,6 +29,8 @@ constexpr double fp8_pass_seconds(const schedule_view& s, const topology& t, std
   for (int step = 1; step <= s.header->steps; ++step) {
     const std::vector<ratio> native = link_loads(s, step, widths_of(type, p));
     const std::vector<ratio> wire = link_loads(s, step, fp8_wire_widths(type));
+    // Per device: ranks that share one (topology::device) pass over one memory.
+    std::vector<ratio> per_device(max_ranks);
     ratio busiest{};
     for (int a = 0; a < R; ++a) {
       ratio bytes{};
@@ -37,7 +39,9 @@ constexpr double fp8_pass_seconds(const schedule_view& s, const topology& t, std
                    in = static_cast<std::size_t>(b * R + a);
         bytes += native[out] + wire[out] + native[in] + wire[in];
       }
-      busiest = max(busiest, bytes);
+      ratio& on = per_device[t.device[static_cast<std::size_t>(a)]];
+      on += bytes;
+      busiest = max(busiest, on);
     }
     if (busiest == ratio{}) continue;  // nothing crosses a link in this step: no pass
     seconds += 2 * t.pass_latency + busiest.to_double() * element_bytes / t.memory_bandwidth;

@@ -98,6 +98,21 @@ TEST_CASE("the threshold from the model: 2 active bf16 ranks on mi300x at about 
   CHECK(fp8_threshold_bytes(s, mi300x, dtype::int32) == fp8_never);
 }
 
+TEST_CASE("fp8 passes of ranks sharing a device add up on its memory", "[plan][wire][cost]") {
+  // By hand, as above: the A=2 fused allreduce moves 7n/8 elements out of and into every rank per
+  // step, so each rank's pass bytes per step are 2 * (7/8) * (2 + 33/32) bytes an element of n;
+  // 2 steps, 2 passes of 3 us each. With all 8 ranks on one device its memory carries 8 times a
+  // rank's bytes.
+  const schedule sched = *build_schedule({collective::allreduce, 2, 8, mode::fused});
+  const std::int64_t n = 1'000'000;
+  const double per_rank = 2 * (7.0 / 8) * (2 + 33.0 / 32) * n / 4.3e12;
+  CHECK(fp8_pass_seconds(sched, mi300x, n, dtype::bfloat16) == Approx(2 * (2 * 3e-6 + per_rank)));
+  topology shared = mi300x;
+  shared.device.fill(0);
+  CHECK(fp8_pass_seconds(sched, shared, n, dtype::bfloat16) ==
+        Approx(2 * (2 * 3e-6 + 8 * per_rank)));
+}
+
 TEST_CASE("below the threshold the call runs natively and says so", "[plan][wire]") {
   plan p;
   const std::int64_t small = 1000, large = std::int64_t{8} << 20;  // elements of bf16
