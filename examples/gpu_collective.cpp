@@ -24,6 +24,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -75,18 +77,15 @@ args parse(int argc, char** argv) {
       if (!parsed) usage("unknown " + std::string(what) + " " + v);
       return *parsed;
     };
-    if (k == "--collective") {
-      a.coll = named(parse_collective(v), "collective");
-    } else if (k == "--mode") {
-      a.mode = named(parse_mode(v), "mode");
-    } else if (k == "--route") {
-      a.route = named(parse_route(v), "route");
-    } else if (k == "--dtype") {
-      a.type = named(parse_dtype(v), "dtype");
-    } else if (k == "--op") {
-      a.op = named(parse_reduce_op(v), "operator");
-    } else if (k == "--wire") {
-      a.wire = named(parse_wire(v), "wire format");
+    const std::map<std::string, std::function<void()>> named_options{
+        {"--collective", [&] { a.coll = named(parse_collective(v), "collective"); }},
+        {"--mode", [&] { a.mode = named(parse_mode(v), "mode"); }},
+        {"--route", [&] { a.route = named(parse_route(v), "route"); }},
+        {"--dtype", [&] { a.type = named(parse_dtype(v), "dtype"); }},
+        {"--op", [&] { a.op = named(parse_reduce_op(v), "operator"); }},
+        {"--wire", [&] { a.wire = named(parse_wire(v), "wire format"); }}};
+    if (const auto named_option = named_options.find(k); named_option != named_options.end()) {
+      named_option->second();
     } else if (k == "--engine") {
       if (v != "kernel" && v != "memcpy") usage("--engine is kernel or memcpy");
       a.engine = v == "kernel" ? copy_engine::kernel : copy_engine::memcpy;

@@ -133,6 +133,24 @@ __device__ inline float fp8_widen(T x) {
 }
 
 // E values rounded to T, to nearest even (no saturation).
+// E elements of T at p[first ..], widened: one 16-byte load where `vector` (aligned, all E within
+// count), else one by one, those at or past `count` read as 0.
+template <class T, fp8_conversion C, int E>
+__device__ inline void fp8_load_widened(const T* p, std::uint64_t first, std::uint64_t count,
+                                        bool vector, float (&out)[E]) {
+  if (vector) {
+    const auto t =
+        __builtin_bit_cast(fp8_elements<T>, *reinterpret_cast<const fp8_vec16*>(p + first));
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      out[e] = fp8_widen<T, C>(t.v[e]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      out[e] = first + e < count ? fp8_widen<T, C>(p[first + e]) : 0.0f;
+  }
+}
+
 template <class T, fp8_conversion C, int E>
 __device__ inline fp8_elements<T> fp8_round(const float (&v)[E]) {
   fp8_elements<T> out;
@@ -293,17 +311,7 @@ __device__ inline void fp8_quantize_blocks(const T* src, unsigned char* wire, st
 #pragma unroll
   for (int u = 0; u < Unroll; ++u) {
     const std::uint64_t first = (b0 + u * Groups) * 32 + static_cast<std::uint64_t>(sub * E);
-    if (vector_in && (Whole || first + E <= count)) {
-      const auto t =
-          __builtin_bit_cast(fp8_elements<T>, *reinterpret_cast<const fp8_vec16*>(src + first));
-#pragma unroll
-      for (int e = 0; e < E; ++e)
-        x[u][e] = fp8_widen<T, C>(t.v[e]);
-    } else {
-#pragma unroll
-      for (int e = 0; e < E; ++e)
-        x[u][e] = first + e < count ? fp8_widen<T, C>(src[first + e]) : 0.0f;
-    }
+    fp8_load_widened<T, C>(src, first, count, vector_in && (Whole || first + E <= count), x[u]);
   }
 #pragma unroll
   for (int u = 0; u < Unroll; ++u) {
@@ -362,20 +370,7 @@ __device__ inline void fp8_dequantize_blocks(const unsigned char* wire, std::uin
         if (first + e < count) codes[u].w[e / 4] |= std::uint32_t{wire[first + e]} << (8 * (e % 4));
     }
     if constexpr (Accumulate) {
-#pragma unroll
-      for (int e = 0; e < E; ++e)
-        base[u][e] = 0;
-      if (full) {
-        const auto t =
-            __builtin_bit_cast(fp8_elements<T>, *reinterpret_cast<const fp8_vec16*>(acc + first));
-#pragma unroll
-        for (int e = 0; e < E; ++e)
-          base[u][e] = fp8_widen<T, C>(t.v[e]);
-      } else {
-#pragma unroll
-        for (int e = 0; e < E; ++e)
-          if (first + e < count) base[u][e] = fp8_widen<T, C>(acc[first + e]);
-      }
+      fp8_load_widened<T, C>(acc, first, count, full, base[u]);
     }
   }
 #pragma unroll
