@@ -24,8 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <map>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -77,16 +76,21 @@ args parse(int argc, char** argv) {
       if (!parsed) usage("unknown " + std::string(what) + " " + v);
       return *parsed;
     };
-    const std::map<std::string, std::function<void()>> named_options{
-        {"--collective", [&] { a.coll = named(parse_collective(v), "collective"); }},
-        {"--mode", [&] { a.mode = named(parse_mode(v), "mode"); }},
-        {"--route", [&] { a.route = named(parse_route(v), "route"); }},
-        {"--dtype", [&] { a.type = named(parse_dtype(v), "dtype"); }},
-        {"--op", [&] { a.op = named(parse_reduce_op(v), "operator"); }},
-        {"--wire", [&] { a.wire = named(parse_wire(v), "wire format"); }}};
-    if (const auto named_option = named_options.find(k); named_option != named_options.end()) {
-      named_option->second();
-    } else if (k == "--engine") {
+    // Options whose value is one of relay's names (hipcc 5.2's clang crashes on a map of
+    // std::function here: an index into a list of flags instead).
+    static constexpr const char* named_flags[] = {"--collective", "--mode",  "--op",
+                                                  "--route",      "--dtype", "--wire"};
+    switch (std::find(std::begin(named_flags), std::end(named_flags), k) -
+            std::begin(named_flags)) {
+      case 0: a.coll = named(parse_collective(v), "collective"); continue;
+      case 1: a.mode = named(parse_mode(v), "mode"); continue;
+      case 2: a.op = named(parse_reduce_op(v), "operator"); continue;
+      case 3: a.route = named(parse_route(v), "route"); continue;
+      case 4: a.type = named(parse_dtype(v), "dtype"); continue;
+      case 5: a.wire = named(parse_wire(v), "wire format"); continue;
+      default: break;
+    }
+    if (k == "--engine") {
       if (v != "kernel" && v != "memcpy") usage("--engine is kernel or memcpy");
       a.engine = v == "kernel" ? copy_engine::kernel : copy_engine::memcpy;
     } else if (k == "--streams") {

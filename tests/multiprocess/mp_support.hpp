@@ -41,6 +41,14 @@ inline std::vector<std::vector<std::byte>> all_inputs(const property_case& c) {
       in.resize(static_cast<std::size_t>(input_elements(c.coll, c.active, c.counts[g])) * es);
       visit_dtype(c.type, [&](auto zero) { detail::fill_random<decltype(zero)>(in, rng); });
     }
+  if (c.wire != wire_format::native && fp8_wire_dtype(c.type))  // as run_case: fp8 data on top
+    for (auto& in : input)
+      visit_dtype(c.type, [&](auto zero) {
+        using T = decltype(zero);
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, float16> ||
+                      std::is_same_v<T, bfloat16>)
+          detail::fill_fp8<T>(in, rng, c.wire_data, reduces(c.coll) ? 2 * c.active : 1);
+      });
   return input;
 }
 
@@ -99,6 +107,8 @@ inline status call(communicator& comm, const property_case& c, buffer_view send,
   opt.route = c.route;
   opt.alignment = c.alignment;
   opt.tiles = c.tiles;
+  opt.wire = c.wire;
+  opt.wire_threshold = 0;  // an fp8 case takes the wire at every count
   return run_collective(comm, c.coll, c.groups, send, recv, c.counts, c.type, c.op, opt, stream);
 }
 inline status call(communicator& comm, const property_case& c, rank_frame& f) {
@@ -111,10 +121,11 @@ inline status call(communicator& comm, const property_case& c, rank_frame& f) {
 // with its frame and leaves the frame as the call left it. Every rank checks its canaries and its
 // untouched input, then every rank checks every rank's output (all-gathered through the
 // bootstrap) against the naive reference. Returns the process's exit status; a failure names the
-// call, the seed and the case.
+// call, the seed and the case. `fp8`: every case made an fp8 wire case (make_fp8), checked
+// against the fp8 bound.
 template <class Run>
 int property_run(communicator& comm, int calls, std::uint64_t seed, std::int64_t max_count,
-                 const char* where, Run&& run) {
+                 const char* where, Run&& run, bool fp8 = false) {
   const int me = comm.rank();
   std::mt19937_64 cases(seed);
   const auto start = std::chrono::steady_clock::now();
@@ -125,6 +136,7 @@ int property_run(communicator& comm, int calls, std::uint64_t seed, std::int64_t
       c = random_case(cases);
     for (auto& n : c.counts)
       n = std::min<std::int64_t>(n, max_count);
+    if (fp8) make_fp8(c);
     const auto inputs = all_inputs(c);
     rank_frame frame(c, me, inputs[static_cast<std::size_t>(me)]);
     const status s = run(c, frame);
@@ -157,9 +169,14 @@ int property_run(communicator& comm, int calls, std::uint64_t seed, std::int64_t
       if (!all[r].empty()) outputs[r].assign(all[r].begin() + 1, all[r].end());
     }
     if (failure.empty() && !bad_ranks.empty()) failure = "ranks" + bad_ranks + " failed";
-    if (failure.empty()) {
-      const reference::mismatch_report m =
-          reference::check_outputs({c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs});
+    const reference::call_data call{c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs};
+    if (failure.empty() && c.wire != wire_format::native) {
+      const reference::wire_check m = reference::check_outputs_fp8(
+          call, fp8_format_of(c.wire), reference::wire_hops(c.coll, c.route, c.active));
+      if (m.wrong > 0)
+        failure = std::to_string(m.wrong) + " elements outside the fp8 bound; first: " + m.first;
+    } else if (failure.empty()) {
+      const reference::mismatch_report m = reference::check_outputs(call);
       if (m.wrong > 0) failure = std::to_string(m.wrong) + " wrong elements; first: " + m.first;
     }
     if (!failure.empty()) {

@@ -85,6 +85,23 @@ inline std::tuple<int, int> space_of(const plan_operand& o) {
   return {o.rank, static_cast<int>(o.buf)};
 }
 
+// Calls f(operand, write, bytes) for every access of op i: its sources read and its destination
+// written (partial sums may be wider than elements), and on an fp8 wire the encoded image
+// written into the sender's send slot and the receiver's receive slot, both in scratch and
+// reused phase after phase, so a rank must not fill a slot a slower peer still uses.
+template <class F>
+void for_each_access(const plan& p, std::uint32_t i, F&& f) {
+  const plan_op& op = p.ops[i];
+  const auto sources = p.sources_of(op);
+  for (std::size_t s = 0; s < sources.size(); ++s)
+    f(sources[s], false, op.count * p.source_width(op, s));
+  f(op.dst, true, op.count * p.dst_width(op));
+  if (!p.crosses_wire(op)) return;
+  const std::uint64_t image = fp8_wire_bytes(op.count);
+  f(plan_operand{sources[0].rank, buffer::scratch, p.wire_slots[i].send}, true, image);
+  f(plan_operand{op.dst.rank, buffer::scratch, p.wire_slots[i].recv}, true, image);
+}
+
 }  // namespace detail
 
 // This rank's slice of `p` (rank in 0..p.ranks()-1).
@@ -107,8 +124,6 @@ inline plan_slice slice_plan(const plan& p, int rank) {
     const plan_phase& phase = p.phases[ph];
     slice_phase mine{ph, phase.step, phase.phase, {}, {}, {}};
     std::vector<std::int32_t> need(static_cast<std::size_t>(p.ranks()), call_entry - 1);
-    // (operand, write, bytes per element), this op's: partial sums may be wider than elements.
-    std::vector<std::tuple<plan_operand, bool, std::uint64_t>> accesses;
     for (std::uint32_t i = phase.first; i < phase.first + phase.size; ++i) {
       const plan_op& op = p.ops[i];
       const auto sources = p.sources_of(op);
@@ -117,24 +132,20 @@ inline plan_slice slice_plan(const plan& p, int rank) {
         mine.receives.push_back({i, issuer, sources[0], op.dst, op.count});
       if (issuer != me) continue;
       mine.issued.push_back(i);
-      accesses.clear();
-      for (std::size_t s = 0; s < sources.size(); ++s)
-        accesses.emplace_back(sources[s], false, p.source_width(op, s));
-      accesses.emplace_back(op.dst, true, p.dst_width(op));
       if (op.dst.rank != me) {
         sends[op.dst.rank] = true;
         auto& n = need[op.dst.rank];
         n = std::max(n, call_entry);
       }
-      for (const auto& [o, write, width] : accesses) {
-        const std::uint64_t begin = o.offset, end = o.offset + op.count * width;
-        if (begin == end) continue;
+      detail::for_each_access(p, i, [&](const plan_operand& o, bool write, std::uint64_t bytes) {
+        const std::uint64_t begin = o.offset, end = o.offset + bytes;
+        if (begin == end) return;
         for (const detail::slice_access& a : spaces[detail::space_of(o)])
           if (a.issuer != me && (a.write || write) && a.begin < end && begin < a.end) {
             auto& n = need[a.issuer];
             n = std::max(n, static_cast<std::int32_t>(a.phase));
           }
-      }
+      });
     }
     // Record every rank's accesses of this phase (after computing this phase's waits: the
     // operations of one phase never conflict).
@@ -142,13 +153,9 @@ inline plan_slice slice_plan(const plan& p, int rank) {
       const plan_op& op = p.ops[i];
       const auto issuer = static_cast<std::uint16_t>(op.issuer(p.sources));
       if (op.count == 0) continue;
-      const auto sources = p.sources_of(op);
-      for (std::size_t s = 0; s < sources.size(); ++s)
-        spaces[detail::space_of(sources[s])].push_back(
-            {sources[s].offset, sources[s].offset + op.count * p.source_width(op, s), ph, issuer,
-             false});
-      spaces[detail::space_of(op.dst)].push_back(
-          {op.dst.offset, op.dst.offset + op.count * p.dst_width(op), ph, issuer, true});
+      detail::for_each_access(p, i, [&](const plan_operand& o, bool write, std::uint64_t bytes) {
+        spaces[detail::space_of(o)].push_back({o.offset, o.offset + bytes, ph, issuer, write});
+      });
       if (op.dst.rank == me && issuer != me)
         last_write_into_me[issuer] = static_cast<std::int32_t>(ph);
     }

@@ -66,9 +66,9 @@ class transport final : public relay::transport {
 
   status run(const call_context& call) override {
     if (!broken_.ok()) return broken_;
-    // Every rank holds the same plan, so every rank refuses alike, before it waits on a peer.
-    if (call.p != nullptr)
-      if (status s = require_native_wire(*call.p, "the shm transport"); !s) return s;
+    // The fp8 wire runs as on the host executor (host_run_op): the sender quantizes into its
+    // send slot, pushes the image into the receiver's slot and dequantizes it into the
+    // destination; the slice orders the slots' reuse across phases (plan/slice.hpp).
     status s = run_call(call);
     if (s.code() == errc::timeout) broken_ = status(s.code(), s.message() + " (earlier call)");
     return s;

@@ -123,6 +123,33 @@ TEST_CASE("a push into memory the peer still reads waits for the peer (write aft
   CHECK(slice_plan(p, 0).phases[0].waits == waits{{1, call_entry}});
 }
 
+TEST_CASE("an fp8 image into a receive slot a slower peer still fills waits for it",
+          "[plan][slice][wire]") {
+  // Three ranks, float32, an fp8 wire. Phase 0: rank 0 pushes 64 elements into rank 2's output
+  // [0, 256); phase 1: rank 1 pushes 64 into rank 2's output [256, 512). The outputs are apart,
+  // but both images (64 codes + 2 scale bytes) go through rank 2's receive slot at scratch
+  // [0, 66), reused from phase to phase: rank 1 must wait for rank 0's phase 0.
+  plan p;
+  p.spec.ranks = 3;
+  p.type = dtype::float32;
+  p.sources = {{0, buffer::input, 0}, {1, buffer::input, 0}};
+  p.ops = {{0, phase::transfer, 1, 0, {2, buffer::output, 0}, 64, false},
+           {1, phase::transfer, 1, 1, {2, buffer::output, 256}, 64, false}};
+  p.phases = {{0, phase::transfer, 0, 1}, {1, phase::transfer, 1, 1}};
+  p.wire.taken = wire_format::fp8_e4m3;
+  p.wire_slots = {{0, 0}, {0, 0}};  // send slots in the senders' scratch, both receives at 0
+  REQUIRE(p.crosses_wire(p.ops[1]));
+  const plan_slice s1 = slice_plan(p, 1);
+  REQUIRE(s1.phases.size() == 1);
+  CHECK(s1.phases[0].waits == waits{{0, 0}, {2, call_entry}});
+  // A receive slot of its own (at 80, past the first image's 66 bytes): only the entry wait.
+  p.wire_slots[1].recv = 80;
+  CHECK(slice_plan(p, 1).phases[0].waits == waits{{2, call_entry}});
+  // Natively the two pushes never meet.
+  p.wire.taken = wire_format::native;
+  CHECK(slice_plan(p, 1).phases[0].waits == waits{{2, call_entry}});
+}
+
 namespace {
 
 // Runs every rank's slice of `p` single-threaded, one operation at a time, choosing at random
