@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <span>
 
 #include "conventions.hpp"
 #include "data.hpp"
 #include "measure.hpp"
 #include "predict.hpp"
+#include "relay/check/wire_reference.hpp"
 #include "relay/comm/collectives.hpp"
 #include "relay/comm/from_environment.hpp"
 #include "relay/transport/shm_transport.hpp"
@@ -32,6 +35,8 @@ std::size_t staging_bytes(const options& o, const std::vector<call_shape>& shape
           request_for(plan_spec(s, taken), groups, std::vector<std::int64_t>(groups.size(), n));
       q.type = o.type;
       q.alignment = o.alignment;
+      q.wire = o.wire;  // an fp8 plan's wire slots are scratch too
+      q.wire_threshold = o.wire_threshold;
       plan p;
       if (!make_plan(q, p)) continue;
       for (std::size_t k = 0; k < p.input_bytes.size(); ++k)
@@ -65,8 +70,8 @@ status sum_over_ranks(communicator& comm, std::int64_t mine, const std::string& 
   return {};
 }
 
-// Replaces each iteration's time by the slowest rank's.
-status slowest_per_iteration(communicator& comm, std::vector<double>& times) {
+// Replaces each value by its largest over the ranks (an iteration by its slowest rank's time).
+status largest_over_ranks(communicator& comm, std::vector<double>& times) {
   std::vector<std::vector<std::byte>> all;
   if (status s =
           comm.boot().all_gather(std::as_bytes(std::span(times)), all, comm.config().timeout);
@@ -119,6 +124,10 @@ status measure_form(communicator& comm, const options& o, const row& r, bool in_
   opt.permille = s.permille;
   opt.tiles = r.chosen == route::pipelined ? s.tiles : 0;
   opt.alignment = o.alignment;
+  opt.wire = o.wire;
+  opt.wire_threshold = o.wire_threshold;
+  wire_choice wire;
+  opt.wire_report = &wire;
   auto once = [&] {
     return run_collective(comm, s.coll, groups, send, recv, counts, o.type, o.op, opt);
   };
@@ -136,7 +145,7 @@ status measure_form(communicator& comm, const options& o, const row& r, bool in_
     t = std::chrono::duration<double>(now - last).count();
     last = now;
   }
-  if (status st = slowest_per_iteration(comm, mine); !st) return st;
+  if (status st = largest_over_ranks(comm, mine); !st) return st;
   result.seconds = median(mine);
   result.ran = true;
   if (!o.check) return {};
@@ -150,10 +159,25 @@ status measure_form(communicator& comm, const options& o, const row& r, bool in_
            static_cast<std::size_t>((s.active - index - 1) * r.n * es));
   }
   if (status st = once(); !st) return st;
+  result.wire = wire.taken;  // the same decision on every rank: the call's arguments made it
   check_result mine_check;
-  if (group >= 0)
-    mine_check = check_output(s.coll, o.type, o.op, groups[static_cast<std::size_t>(group)], index,
-                              r.n, o.seed, static_cast<const std::byte*>(recv.data));
+  const std::span<const int> mine_group =
+      group >= 0 ? std::span<const int>(groups[static_cast<std::size_t>(group)])
+                 : std::span<const int>();
+  if (group >= 0 && wire.taken == wire_format::native)
+    mine_check = check_output(s.coll, o.type, o.op, mine_group, index, r.n, o.seed,
+                              static_cast<const std::byte*>(recv.data));
+  else if (group >= 0)
+    mine_check =
+        check_output_fp8(s.coll, o.type, o.op, mine_group, index, r.n, o.seed,
+                         static_cast<const std::byte*>(recv.data), fp8_format_of(wire.taken),
+                         reference::wire_hops(s.coll, r.chosen, s.active));
+  if (wire.taken != wire_format::native) {  // the largest relative error over the ranks
+    std::vector<double> largest{
+        std::isnan(mine_check.max_relative_error) ? 0.0 : mine_check.max_relative_error};
+    if (status st = largest_over_ranks(comm, largest); !st) return st;
+    result.max_relative_error = largest[0];
+  }
   return sum_over_ranks(comm, mine_check.wrong, mine_check.wrong > 0 ? mine_check.first : "",
                         result.wrong, result.first_wrong);
 }
