@@ -234,4 +234,12 @@ check_result check_output_fp8(collective c, dtype type, reduce_op op, std::span<
   return result;
 }
 
+check_result check_output_on(wire_format wire, route r, collective c, dtype type, reduce_op op,
+                             std::span<const int> ranks, int k, std::int64_t n, std::uint64_t seed,
+                             const std::byte* out) {
+  if (wire == wire_format::native) return check_output(c, type, op, ranks, k, n, seed, out);
+  return check_output_fp8(c, type, op, ranks, k, n, seed, out, fp8_format_of(wire),
+                          reference::wire_hops(c, r, static_cast<int>(ranks.size())));
+}
+
 }  // namespace relay::bench

@@ -16,6 +16,7 @@
 #include "relay/core/collective.hpp"
 #include "relay/core/dtype.hpp"
 #include "relay/core/fp8.hpp"
+#include "relay/core/wire.hpp"
 
 namespace relay::bench {
 
@@ -47,5 +48,11 @@ check_result check_output(collective c, dtype type, reduce_op op, std::span<cons
 check_result check_output_fp8(collective c, dtype type, reduce_op op, std::span<const int> ranks,
                               int k, std::int64_t n, std::uint64_t seed, const std::byte* out,
                               fp8_format f, int hops);
+
+// The output of a call that ran on `wire` (the plan's wire.taken, which route `r` and `active`
+// ranks per group give their hops): check_output natively, else check_output_fp8.
+check_result check_output_on(wire_format wire, route r, collective c, dtype type, reduce_op op,
+                             std::span<const int> ranks, int k, std::int64_t n, std::uint64_t seed,
+                             const std::byte* out);
 
 }  // namespace relay::bench

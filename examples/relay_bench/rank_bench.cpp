@@ -7,6 +7,7 @@
 // any element anywhere was wrong.
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -47,6 +48,12 @@ status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place,
   c.opt.permille = s.permille;
   c.opt.tiles = r.chosen == route::pipelined ? s.tiles : 0;
   c.opt.alignment = o.alignment;
+  wire_choice wire;  // NCCL's own collective (vendor) runs natively and leaves it so
+  if (!vendor) {
+    c.opt.wire = o.wire;
+    c.opt.wire_threshold = o.wire_threshold;
+    c.opt.wire_report = &wire;
+  }
   int group = -1, index = -1;
   for (std::size_t g = 0; g < c.groups.size(); ++g)
     for (std::size_t k = 0; k < c.groups[g].size(); ++k)
@@ -95,26 +102,37 @@ status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place,
     if (status st = me.upload(base, host.data(), frame); !st) return st;
   }
   if (status st = me.run(c, vendor, 1, nullptr); !st) return st;
+  result.wire = wire.taken;  // the same decision on every rank: the call's arguments made it
   check_result verdict;
   if (group >= 0) {
     if (status st = me.download(host.data(), base, frame); !st) return st;
-    verdict = check_output(s.coll, o.type, o.op, c.groups[static_cast<std::size_t>(group)], index,
-                           r.n, o.seed, host.data() + out_at * es);
+    verdict = check_output_on(wire.taken, r.chosen, s.coll, o.type, o.op,
+                              c.groups[static_cast<std::size_t>(group)], index, r.n, o.seed,
+                              host.data() + out_at * es);
   }
-  std::vector<std::byte> note(sizeof(std::int64_t) + verdict.first.size());
+  // Every rank's note: its wrong count, its largest relative error (fp8), where it first erred.
+  const double error = std::isnan(verdict.max_relative_error) ? 0.0 : verdict.max_relative_error;
+  constexpr std::size_t head = sizeof(std::int64_t) + sizeof(double);
+  std::vector<std::byte> note(head + verdict.first.size());
   std::memcpy(note.data(), &verdict.wrong, sizeof(std::int64_t));
-  std::memcpy(note.data() + sizeof(std::int64_t), verdict.first.data(), verdict.first.size());
+  std::memcpy(note.data() + sizeof(std::int64_t), &error, sizeof(double));
+  std::memcpy(note.data() + head, verdict.first.data(), verdict.first.size());
   if (status st = gather(me, note, all); !st) return st;
   result.wrong = 0;
+  if (wire.taken != wire_format::native) result.max_relative_error = 0;
   for (std::size_t q = 0; q < all.size(); ++q) {
+    if (all[q].size() < head) return {errc::mismatch, fmt::format("rank {} sent a short note", q)};
     std::int64_t w = 0;
+    double e = 0;
     std::memcpy(&w, all[q].data(), sizeof w);
+    std::memcpy(&e, all[q].data() + sizeof w, sizeof e);
     result.wrong += w;
-    if (result.first_wrong.empty() && all[q].size() > sizeof w)
-      result.first_wrong =
-          fmt::format("rank {}: {}", q,
-                      std::string(reinterpret_cast<const char*>(all[q].data() + sizeof w),
-                                  all[q].size() - sizeof w));
+    if (wire.taken != wire_format::native)
+      result.max_relative_error = std::max(result.max_relative_error, e);
+    if (result.first_wrong.empty() && all[q].size() > head)
+      result.first_wrong = fmt::format(
+          "rank {}: {}", q,
+          std::string(reinterpret_cast<const char*>(all[q].data() + head), all[q].size() - head));
   }
   return {};
 }

@@ -11,7 +11,6 @@
 #include "data.hpp"
 #include "measure.hpp"
 #include "predict.hpp"
-#include "relay/check/wire_reference.hpp"
 #include "relay/comm/collectives.hpp"
 #include "relay/comm/from_environment.hpp"
 #include "relay/transport/shm_transport.hpp"
@@ -164,14 +163,9 @@ status measure_form(communicator& comm, const options& o, const row& r, bool in_
   const std::span<const int> mine_group =
       group >= 0 ? std::span<const int>(groups[static_cast<std::size_t>(group)])
                  : std::span<const int>();
-  if (group >= 0 && wire.taken == wire_format::native)
-    mine_check = check_output(s.coll, o.type, o.op, mine_group, index, r.n, o.seed,
-                              static_cast<const std::byte*>(recv.data));
-  else if (group >= 0)
-    mine_check =
-        check_output_fp8(s.coll, o.type, o.op, mine_group, index, r.n, o.seed,
-                         static_cast<const std::byte*>(recv.data), fp8_format_of(wire.taken),
-                         reference::wire_hops(s.coll, r.chosen, s.active));
+  if (group >= 0)
+    mine_check = check_output_on(wire.taken, r.chosen, s.coll, o.type, o.op, mine_group, index, r.n,
+                                 o.seed, static_cast<const std::byte*>(recv.data));
   if (wire.taken != wire_format::native) {  // the largest relative error over the ranks
     std::vector<double> largest{
         std::isnan(mine_check.max_relative_error) ? 0.0 : mine_check.max_relative_error};

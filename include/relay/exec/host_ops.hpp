@@ -87,42 +87,54 @@ inline const std::array<float, 256>& fp8_values(fp8_format f) {
   return f == fp8_format::e4m3 ? e4m3 : fnuz;
 }
 
-// One copy on an fp8 wire (plan::crosses_wire): the sender quantizes its source into its wire
-// slot (fp8_block.hpp: codes, then a scale byte per block), the encoded bytes cross the link to
-// the receiver's slot, and the receiver dequantizes them into the destination. The host
-// executor runs the three stages on the sending thread; each reads and writes only what the
-// plan gives it, as a GPU's three passes would.
+// The two ends of a copy on an fp8 wire (plan::crosses_wire). The sending end quantizes the
+// op's source into an image (fp8_block.hpp: codes, then a scale byte per block) at `image`; the
+// receiving end dequantizes an image into the op's destination. Each reads and writes only what
+// the plan gives it, as a GPU's passes would.
 template <class Address>
-void host_fp8_copy(const plan& p, const plan_op& op, const wire_slot& slot, Address&& address) {
+void host_fp8_quantize(const plan& p, const plan_op& op, void* image, Address&& address) {
   const fp8_format f = fp8_format_of(p.wire.taken);
-  const plan_operand& src = p.sources_of(op)[0];
-  const std::byte* from = address(src);
-  auto* send = address(plan_operand{src.rank, buffer::scratch, slot.send});
-  auto* recv = address(plan_operand{op.dst.rank, buffer::scratch, slot.recv});
+  const auto* from = address(p.sources_of(op)[0]);
   const std::size_t count = op.count;
-  auto* send_codes = reinterpret_cast<std::uint8_t*>(send);
+  auto* codes = static_cast<std::uint8_t*>(image);
   for (std::size_t first = 0, block = 0; first < count; first += fp8_block_elements, ++block) {
     const int n = static_cast<int>(std::min<std::size_t>(fp8_block_elements, count - first));
     std::array<float, fp8_block_elements> x{};
     for (int k = 0; k < n; ++k)
       x[static_cast<std::size_t>(k)] = host_load_float(p.type, (op.partial_mask & 1u) != 0, from,
                                                        first + static_cast<std::size_t>(k));
-    const std::int8_t scale = fp8_quantize_block(f, x.data(), n, send_codes + first);
-    std::memcpy(send + count + block, &scale, 1);
+    const std::int8_t scale = fp8_quantize_block(f, x.data(), n, codes + first);
+    std::memcpy(codes + count + block, &scale, 1);
   }
-  host_copy(recv, send, fp8_wire_bytes(count));  // the link
-  const auto* codes = reinterpret_cast<const std::uint8_t*>(recv);
+}
+
+template <class Address>
+void host_fp8_dequantize(const plan& p, const plan_op& op, const void* image, Address&& address) {
+  const fp8_format f = fp8_format_of(p.wire.taken);
+  const std::size_t count = op.count;
+  const auto* codes = static_cast<const std::uint8_t*>(image);
   const bool partial = (op.partial_mask & partial_dst_bit) != 0;
-  std::byte* to = address(op.dst);
+  auto* to = address(op.dst);
   const std::array<float, 256>& value = fp8_values(f);
   for (std::size_t first = 0; first < count; first += fp8_block_elements) {
     std::int8_t scale;
-    std::memcpy(&scale, recv + count + first / fp8_block_elements, 1);
+    std::memcpy(&scale, codes + count + first / fp8_block_elements, 1);
     const float up = detail::exact_pow2(scale);  // fp8_dequantize: code's value times 2^k
     const std::size_t last = std::min<std::size_t>(count, first + fp8_block_elements);
     for (std::size_t i = first; i < last; ++i)
       host_store_arrived(p.type, partial, to, i, value[codes[i]] * up, !fp8_is_nan(f, codes[i]));
   }
+}
+
+// A whole fp8 copy, as the host executor runs it on the sending thread: quantize into the
+// sender's wire slot, the image across the link into the receiver's slot, dequantize from there.
+template <class Address>
+void host_fp8_copy(const plan& p, const plan_op& op, const wire_slot& slot, Address&& address) {
+  auto* send = address(plan_operand{p.sources_of(op)[0].rank, buffer::scratch, slot.send});
+  auto* recv = address(plan_operand{op.dst.rank, buffer::scratch, slot.recv});
+  host_fp8_quantize(p, op, send, address);
+  host_copy(recv, send, fp8_wire_bytes(op.count));  // the link
+  host_fp8_dequantize(p, op, recv, address);
 }
 
 // Runs one operation of `p` on host memory; `address(operand)` says where an operand lives.

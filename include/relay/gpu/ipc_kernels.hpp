@@ -19,6 +19,13 @@
 // that peer's entry wrote it (its control block: registration slot and offset), and turned into
 // an address through this process's table of the peers' registrations. Descriptors whose
 // operands never move carry no tags and run exactly as before.
+//
+// The fp8 wire (issue 12; plan/slice.hpp, fp8_ends::receiver). A stage may also hold fp8 ends
+// (gpu/fp8_kernels.hpp's tile functions): in a phase, the sender quantizes each copy's source
+// straight into the receiver's wire slot, so only the image crosses the link; in the phase's
+// arrival, a stage of its own with its own mark, the receiver dequantizes the images that landed
+// in its slots. Those stages run ipc_step_kernel's Fp8 form, so that the native stages keep the
+// registers (and occupancy) they had.
 
 // The call counter lives in the rank's control block in device memory, never in an argument:
 // a captured graph replays the same arguments, and the counter still tells its calls apart.
@@ -32,7 +39,9 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
+#include "relay/gpu/fp8_kernels.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "relay/gpu/signals.hpp"
@@ -41,12 +50,16 @@
 
 namespace relay::gpu {
 
+// What a wait names, for a report: a phase of either kind, or a phase's fp8 arrivals.
+enum ipc_wait_kind : std::uint32_t { ipc_transfer = 0, ipc_reduce = 1, ipc_arrival = 2 };
+
 // One slice_wait, with what a report needs to name it.
 struct ipc_wait {
   std::uint32_t peer = 0;
   std::int32_t phase = -1;  // plan phase; -1 (call_entry): the peer entered the call
   std::uint32_t step = 0;
-  std::uint32_t reduce = 0;  // the phase's kind: 0 transfer, 1 reduce
+  std::uint32_t kind = ipc_transfer;
+  std::uint64_t done = 0;  // the peer's mark that satisfies it (slice_mark)
 };
 
 // Which delta moves each operand of a descriptor: ipc::operand_tag (0: none; 1, 2: this rank's
@@ -74,6 +87,13 @@ struct ipc_stage {
   const ipc_reduce_tags* reduce_tags = nullptr;
   const std::uint64_t* peer_out = nullptr;  // [ranks]: rank q's staged output (this plan), here
   std::uint64_t push_mask = 0;              // bit q: a copy of the stage writes peer q's output
+  // fp8 ends (see the top): [0] of the plan's element type, [1] of float partial sums; all
+  // quantizes (a phase's pushes) or all dequantizes (its arrivals), in `fp8_format`.
+  const fp8_desc* fp8[2] = {nullptr, nullptr};
+  std::uint32_t fp8_count[2] = {0, 0};
+  std::uint64_t fp8_tiles[2] = {0, 0};
+  std::uint32_t fp8_dequantize = 0;
+  std::uint32_t fp8_format = 0;  // relay::fp8_format
 };
 
 // The start of every rank's registered area. signal[q] is written by rank q only (its latest
@@ -104,7 +124,7 @@ struct ipc_report {
   std::uint32_t peer = 0;
   std::int32_t phase = -1;
   std::uint32_t step = 0;
-  std::uint32_t reduce = 0;
+  std::uint32_t kind = ipc_transfer;
   std::uint32_t pad = 0;
   std::uint64_t call = 0;
 };
@@ -138,7 +158,7 @@ __device__ inline void ipc_give_up(const ipc_env& env, std::uint32_t code, const
   r->peer = w.peer;
   r->phase = w.phase;
   r->step = w.step;
-  r->reduce = w.reduce;
+  r->kind = w.kind;
   r->call = call;
   __threadfence_system();
   r->code = code;
@@ -150,7 +170,7 @@ __device__ inline bool ipc_aborted(const ipc_env& env) {
 
 // Polls until the peer's mark reaches `target`, the peer aborts, this rank aborts, or the timeout.
 __device__ inline void ipc_wait_for(const ipc_env& env, const ipc_wait& w, std::uint64_t call) {
-  const std::uint64_t target = signal_mark(call, static_cast<std::uint64_t>(w.phase + 1));
+  const std::uint64_t target = signal_mark(call, w.done);
   const std::uint64_t* word = &env.me->signal[w.peer];
   const std::uint64_t start = wall_clock();
   for (;;) {
@@ -230,13 +250,59 @@ __device__ inline void ipc_moved_reduce_tile(const ipc_stage& s, std::uint64_t t
   reduce_desc_tile<T, Block, Unroll>(r, t - r.first_tile);
 }
 
-// This block's tiles of a stage: the user copy, then the copy list, then the reduction list.
-template <class T, int Block, int Unroll>
+// Whether T travels on an fp8 wire (core/wire.hpp, fp8_wire_dtype).
+template <class T>
+inline constexpr bool ipc_fp8_type =
+    std::is_same_v<T, float> || std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
+
+template <class E, fp8_format F>
+__device__ inline void ipc_fp8_end(const fp8_desc& d, bool dequantize, std::uint64_t tile) {
+  if (dequantize)
+    fp8_dequantize_tile<E, F, fp8_conversion::fast, false, fp8_unroll>(
+        static_cast<const unsigned char*>(d.src), d.count, static_cast<E*>(d.dst), nullptr, tile);
+  else
+    fp8_quantize_tile<E, F, fp8_conversion::fast, fp8_unroll>(
+        static_cast<const E*>(d.src), static_cast<unsigned char*>(d.dst), d.count, tile);
+}
+
+// Tile t of the stage's fp8 list w: E is T for list 0, float (partial sums) for list 1.
+template <class T>
+__device__ inline void ipc_fp8_tile(const ipc_stage& s, int w, std::uint64_t t) {
+  const fp8_desc& d = s.fp8[w][find_desc(s.fp8[w], s.fp8_count[w], t)];
+  const bool deq = s.fp8_dequantize != 0;
+  const bool ocp = s.fp8_format == static_cast<std::uint32_t>(fp8_format::e4m3);
+  constexpr fp8_format e4m3 = fp8_format::e4m3, fnuz = fp8_format::e4m3_fnuz;
+  const std::uint64_t tile = t - d.first_tile;
+  if (w == 0 && ocp)
+    ipc_fp8_end<T, e4m3>(d, deq, tile);
+  else if (w == 0)
+    ipc_fp8_end<T, fnuz>(d, deq, tile);
+  else if (ocp)
+    ipc_fp8_end<float, e4m3>(d, deq, tile);
+  else
+    ipc_fp8_end<float, fnuz>(d, deq, tile);
+}
+
+// This block's tiles of a stage: the user copy, then the copy list, then the reduction list,
+// then (Fp8) the fp8 lists.
+template <class T, int Block, int Unroll, bool Fp8 = false>
 __device__ inline void ipc_stage_work(const ipc_stage& s, const copy_desc& user,
                                       std::uint64_t user_tiles, const std::int64_t* delta) {
   const std::uint64_t lists = user_tiles + s.copy_tiles;
-  const std::uint64_t total = lists + s.reduce_tiles;
+  const std::uint64_t reduced = lists + s.reduce_tiles;
+  const std::uint64_t total = Fp8 ? reduced + s.fp8_tiles[0] + s.fp8_tiles[1] : reduced;
   for (std::uint64_t t = blockIdx.x; t < total; t += gridDim.x) {
+    if constexpr (Fp8 && ipc_fp8_type<T>) {
+      static_assert(Block == fp8_block_threads, "the fp8 tiles assume their own block size");
+      if (t >= reduced) {
+        const std::uint64_t f = t - reduced;
+        if (f < s.fp8_tiles[0])
+          ipc_fp8_tile<T>(s, 0, f);
+        else
+          ipc_fp8_tile<T>(s, 1, f - s.fp8_tiles[0]);
+        continue;
+      }
+    }
     if (t < user_tiles)
       copy_desc_tile<Block, Unroll, false>(user, t);
     else if (t < lists && s.copy_tags != nullptr)
@@ -282,8 +348,9 @@ __device__ inline void ipc_publish(const ipc_env& env, const ipc_stage& s, std::
 
 // One stage of a call (see the top of this file). `user` is the entry's or the exit's copy
 // between the user's buffer and the registered area (user_tiles = 0: none); `refuse`: this
-// rank's buffers were refused, so it gives up at once (entry stage only).
-template <class T, int Block = default_block, int Unroll = default_unroll>
+// rank's buffers were refused, so it gives up at once (entry stage only). Fp8: the stage has fp8
+// ends (launched for T of an fp8 wire only).
+template <class T, int Block = default_block, int Unroll = default_unroll, bool Fp8 = false>
 __global__ void __launch_bounds__(Block)
     ipc_step_kernel(const ipc_stage* stage, copy_desc user, std::uint64_t user_tiles, ipc_env env,
                     std::uint32_t refuse) {
@@ -297,7 +364,7 @@ __global__ void __launch_bounds__(Block)
     detail::ipc_give_up(env, ipc_refused, ipc_wait{}, call);
   if (!detail::ipc_stage_waits<Block>(env, s, call, give_up)) {
     detail::ipc_stage_deltas<Block>(env, s, delta);
-    detail::ipc_stage_work<T, Block, Unroll>(s, user, user_tiles, delta);
+    detail::ipc_stage_work<T, Block, Unroll, Fp8>(s, user, user_tiles, delta);
   }
   if (detail::ipc_last_out(env)) detail::ipc_publish(env, s, call);
 }

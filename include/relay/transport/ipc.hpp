@@ -34,6 +34,13 @@
 // one of the two is staged. The staging costs one extra read and write of the buffer on device
 // memory.
 //
+// The fp8 wire (issue 12): a plan whose wire is fp8 runs with the receiver ends of
+// plan/slice.hpp (the transport slices it so itself, once per plan): a sender quantizes each
+// copy's source straight into the receiver's wire slot in its registered area, and the receiver
+// dequantizes the images in a stage after the phase (its "arrival", with a signal mark of its
+// own), so only the fp8 image crosses the link. Such calls run in the stepped form and through
+// the area (no user memory in place: the images need the area's wire slots anyway).
+//
 // Descriptor lists are built on the first call of each plan shape and uploaded on its stream
 // (cached, up to 64 shapes). That first call allocates, so it must come before graph capture: a
 // capture of a shape's first call returns errc::invalid_argument saying so.
@@ -247,6 +254,7 @@ class ipc_transport final : public transport {
   struct stage_ref {
     const gpu::ipc_stage* device = nullptr;
     std::uint64_t tiles = 0;
+    bool fp8 = false;  // it has fp8 ends: the kernel's Fp8 form runs it
   };
   struct program {
     plan key;
@@ -266,8 +274,11 @@ class ipc_transport final : public transport {
 
   static std::string what(const gpu::ipc_report& r) {
     if (r.phase < 0) return "enter";
-    return "finish step " + std::to_string(r.step) + (r.reduce ? " (reduce" : " (transfer") +
-           ", phase " + std::to_string(r.phase) + ")";
+    const char* kind = r.kind == gpu::ipc_reduce    ? " (reduce"
+                       : r.kind == gpu::ipc_arrival ? " (fp8 arrivals"
+                                                    : " (transfer";
+    return "finish step " + std::to_string(r.step) + kind + ", phase " + std::to_string(r.phase) +
+           ")";
   }
 
   status fail(status s) {
@@ -291,6 +302,11 @@ class ipc_transport final : public transport {
     const auto grid = static_cast<unsigned>(std::min(tiles, most));
     const gpu::rt::error_t e = visit_dtype(type, [&](auto x) {
       using T = decltype(x);
+      if constexpr (gpu::detail::ipc_fp8_type<T>)
+        if (st.fp8)
+          return gpu::rt::launch(
+              gpu::ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, true>, grid,
+              gpu::default_block, stream, st.device, user, user_tiles, env, refuse);
       return gpu::rt::launch(gpu::ipc_step_kernel<T>, grid, gpu::default_block, stream, st.device,
                              user, user_tiles, env, refuse);
     });
@@ -323,14 +339,13 @@ class ipc_transport final : public transport {
   // alone took 4-13 us a call on a slow host for A=2 allreduce shapes.
   status check(const plan& p) const {
     if (status s = validate_plan(p); !s) return s;
-    if (status s = require_native_wire(p, "the ipc transport"); !s) return s;
     if (p.ranks() != area_.ranks())
       return {errc::invalid_argument, "the plan has " + std::to_string(p.ranks()) +
                                           " ranks; the ipc transport has " +
                                           std::to_string(area_.ranks())};
     if (p.in_place)
       return {errc::invalid_argument, "the ipc transport runs the out-of-place plan of a call"};
-    if (p.phases.size() + 1 >= gpu::signal_abort)
+    if (2 * p.phases.size() + 1 >= gpu::signal_abort)  // marks: up to two per phase
       return {errc::unsupported, "the plan has more phases than a signal word counts"};
     if (const std::uint64_t need = largest_area(p); need > area_.data_bytes())
       return {errc::out_of_memory, "the call needs " + std::to_string(need) +
@@ -387,8 +402,12 @@ class ipc_transport final : public transport {
     last_index_ = index;
   }
 
-  // The stages of this rank's slice as device-side lists, in one allocation.
-  status build(const plan& p, const plan_slice& slice, gpu::rt::stream_t stream, program& out) {
+  // The stages of this rank's slice as device-side lists, in one allocation. On an fp8 wire the
+  // slice is the receiver ends' (see the top), not the communicator's.
+  status build(const plan& p, const plan_slice& given, gpu::rt::stream_t stream, program& out) {
+    const bool fp8 = p.wire.taken != wire_format::native;
+    const plan_slice own = fp8 ? slice_plan(p, given.rank, fp8_ends::receiver) : plan_slice{};
+    const plan_slice& slice = fp8 ? own : given;
     auto address = [&](const plan_operand& o) {
       const area_layout a = layout_of(p, o.rank);
       const std::uint64_t base = o.buf == buffer::input    ? a.input
@@ -402,10 +421,13 @@ class ipc_transport final : public transport {
         gpu::ipc_wait x;
         x.peer = w.peer;
         x.phase = w.phase;
+        x.done = slice_mark(slice, w);
         if (w.phase >= 0) {
           const plan_phase& ph = p.phases[static_cast<std::size_t>(w.phase)];
           x.step = ph.step;
-          x.reduce = ph.phase == phase::reduce ? 1 : 0;
+          x.kind = w.arrival                   ? gpu::ipc_arrival
+                   : ph.phase == phase::reduce ? gpu::ipc_reduce
+                                               : gpu::ipc_transfer;
         }
         v.push_back(x);
       }
@@ -417,13 +439,14 @@ class ipc_transport final : public transport {
       std::vector<gpu::reduce_desc> reduces;
       std::vector<gpu::ipc_copy_tags> copy_tags;      // parallel to copies
       std::vector<gpu::ipc_reduce_tags> reduce_tags;  // parallel to reduces
+      std::vector<gpu::fp8_desc> fp8[2];              // ends of elements, of float partials
       bool moves = false;                             // some operand has a tag
       gpu::ipc_stage s;
     };
     // Which operands follow the call's buffers (ipc_direct.hpp); none where the plan breaks the
     // rules that allow it (then every call of it is staged).
     const int me = slice.rank;
-    out.direct = ipc::plan_runs_direct(p);
+    out.direct = !fp8 && ipc::plan_runs_direct(p);
     auto tag = [&](const plan_operand& o) {
       return out.direct ? ipc::operand_tag(o, me) : ipc::tag_fixed;
     };
@@ -431,7 +454,7 @@ class ipc_transport final : public transport {
     const std::vector<std::uint64_t> priced = plan_stages(p, tile_units * 16);
     const std::uint64_t largest = *std::max_element(priced.begin(), priced.end());
     out.one_shot =
-        one_shot_tiles_ > 0 && largest <= one_shot_tiles_ &&
+        !fp8 && one_shot_tiles_ > 0 && largest <= one_shot_tiles_ &&
         (form_ == ipc_form::one_shot ||
          (form_ == ipc_form::automatic &&
           price_ipc_forms(priced, costs_, one_shot_grid_, stepped_grid_).one_shot_wins()));
@@ -444,11 +467,25 @@ class ipc_transport final : public transport {
       if (sp.issued.empty()) continue;  // only receives: the peers' waits cover them
       host_stage h;
       h.waits = waits_of(sp.waits);
-      h.s.publish = static_cast<std::int32_t>(sp.index + 1);
+      h.s.publish = static_cast<std::int32_t>(slice_mark(
+          slice,
+          {static_cast<std::uint16_t>(me), static_cast<std::int32_t>(sp.index), sp.arrival}));
+      h.s.fp8_dequantize = sp.arrival ? 1 : 0;
+      h.s.fp8_format = static_cast<std::uint32_t>(fp8 ? fp8_format_of(p.wire.taken) : fp8_format{});
       for (std::uint32_t i : sp.issued) {
         const plan_op& o = p.ops[i];
         if (o.count == 0) continue;
         const auto sources = p.sources_of(o);
+        if (fp8 && p.crosses_wire(o)) {
+          // Quantize into the receiver's slot, or (arrival) dequantize from this rank's.
+          const plan_operand slot{o.dst.rank, buffer::scratch, p.wire_slots[i].recv};
+          const bool wide = p.type == dtype::float32 ||
+                            (o.partial_mask & (sp.arrival ? partial_dst_bit : 1u)) != 0;
+          h.fp8[wide ? 1 : 0].push_back(
+              sp.arrival ? gpu::fp8_desc{address(slot), address(o.dst), o.count, 0}
+                         : gpu::fp8_desc{address(sources[0]), address(slot), o.count, 0});
+          continue;
+        }
         if (o.phase == phase::transfer) {
           h.copies.push_back(
               gpu::make_copy(address(sources[0]), address(o.dst), o.count * p.dst_width(o)));
@@ -475,6 +512,9 @@ class ipc_transport final : public transport {
       }
       h.s.copy_tiles = gpu::assign_tiles(h.copies.data(), h.copies.size(), tile_units);
       h.s.reduce_tiles = gpu::assign_tiles(h.reduces.data(), h.reduces.size(), tile_units);
+      for (int w = 0; w < 2; ++w)
+        h.s.fp8_tiles[w] = gpu::assign_fp8_tiles(
+            h.fp8[w], w == 1 ? sizeof(float) : static_cast<std::size_t>(p.element_size()));
       stages.push_back(std::move(h));
     }
     host_stage exit;
@@ -497,7 +537,9 @@ class ipc_transport final : public transport {
                up(h.reduces.size() * sizeof(gpu::reduce_desc)) +
                (h.moves ? up(h.copy_tags.size() * sizeof(gpu::ipc_copy_tags)) +
                               up(h.reduce_tags.size() * sizeof(gpu::ipc_reduce_tags))
-                        : 0);
+                        : 0) +
+               up(h.fp8[0].size() * sizeof(gpu::fp8_desc)) +
+               up(h.fp8[1].size() * sizeof(gpu::fp8_desc));
     bytes += up(peer_out.size() * sizeof(std::uint64_t));
     if (gpu::rt::error_t e = gpu::rt::malloc(&out.device, bytes); e != gpu::rt::success) {
       out.device = nullptr;
@@ -525,12 +567,17 @@ class ipc_transport final : public transport {
         h.s.reduce_tags = h.reduce_tags.empty() ? nullptr : place(h.reduce_tags);
         h.s.peer_out = peer_out_at;
       }
+      for (int w = 0; w < 2; ++w) {
+        h.s.fp8[w] = h.fp8[w].empty() ? nullptr : place(h.fp8[w]);
+        h.s.fp8_count[w] = static_cast<std::uint32_t>(h.fp8[w].size());
+      }
       h.s.wait_count = static_cast<std::uint32_t>(h.waits.size());
       h.s.copy_count = static_cast<std::uint32_t>(h.copies.size());
       h.s.reduce_count = static_cast<std::uint32_t>(h.reduces.size());
       std::memcpy(host.data() + i * sizeof(gpu::ipc_stage), &h.s, sizeof h.s);
+      const std::uint64_t fp8_tiles = h.s.fp8_tiles[0] + h.s.fp8_tiles[1];
       const stage_ref ref{reinterpret_cast<const gpu::ipc_stage*>(base) + i,
-                          h.s.copy_tiles + h.s.reduce_tiles};
+                          h.s.copy_tiles + h.s.reduce_tiles + fp8_tiles, fp8_tiles > 0};
       if (i == 0)
         out.entry = ref;
       else if (i + 1 == stages.size())

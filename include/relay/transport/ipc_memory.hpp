@@ -354,7 +354,7 @@ class area : no_copy {
     r.peer = v->peer;
     r.phase = v->phase;
     r.step = v->step;
-    r.reduce = v->reduce;
+    r.kind = v->kind;
     r.call = v->call;
     return r;
   }

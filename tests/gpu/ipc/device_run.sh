@@ -4,7 +4,7 @@
 # with registered buffers, the registration scenario, the host issue time (hostpath), the two
 # failure scenarios, compute-sanitizer memcheck and racecheck on reduced property runs, and
 # relay-bench -x ipc (eager and --graph, 8 and 2 processes, A=2 allreduce bf16 4 KB-64 KB; both
-# forms forced; registered buffers). Logs go to $OUT (default ./gpu-run).
+# forms forced; registered buffers; the fp8 wire against native), the fp8 property suite. Logs go to $OUT (default ./gpu-run).
 #
 #   tests/gpu/ipc/device_run.sh [CALLS] [K] [REPLAYS] [STEPS]   STEPS: a regular expression of the
 #                                                              steps to run (default: all)
@@ -50,6 +50,7 @@ step() {  # step NAME LIMIT COMMAND...: runs it, logs to $OUT/NAME.log, prints i
 }
 step property 150 "$RUN" -n 8 --timeout 140 -- "$T" property "$CALLS"
 RELAY_IPC_FORM=stepped step property_stepped 150 "$RUN" -n 8 --timeout 140 -- "$T" property "$CALLS" 11
+step property_fp8 150 "$RUN" -n 8 --timeout 140 -- "$T" property_fp8 "$CALLS"
 step graph 150 "$RUN" -n 8 --timeout 140 -- "$T" graph "$K" "$REPLAYS"
 TAILN=6 step property_registered 150 "$RUN" -n 8 --timeout 140 -- "$T" property_registered "$CALLS"
 RELAY_IPC_FORM=stepped TAILN=6 step property_registered_stepped 150 "$RUN" -n 8 --timeout 140 -- \
@@ -71,6 +72,8 @@ TAILN=6 step memcheck 150 "$RUN" -n 8 --timeout 140 -- bash -c "$sanitized" "$T"
 TAILN=6 step memcheck_registered 150 "$RUN" -n 8 --timeout 140 -- bash -c "$sanitized" "$T" \
   memcheck 40 property_registered
 TAILN=6 step racecheck 100 "$RUN" -n 8 --timeout 90 -- bash -c "$sanitized" "$T" racecheck 10
+TAILN=6 step memcheck_fp8 150 "$RUN" -n 8 --timeout 140 -- bash -c "$sanitized" "$T" memcheck 30 \
+  property_fp8
 unset RELAY_TIMEOUT
 sweep=(-C allreduce -A 2 -d bfloat16 -b 4K -e 64K -f 2 -n 20 -w 5 -t switched:363.3:13.59:0.00)
 TAILN=14 step bench8 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 -m fused,single \
@@ -79,6 +82,13 @@ TAILN=14 step bench8_graph 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 \
   -m fused,single --graph 20 "${sweep[@]}"
 TAILN=14 step bench2 45 "$RUN" -n 2 --timeout 40 -- "$BENCH" -x ipc -N 2 -m single -r direct \
   "${sweep[@]}"
+# The fp8 wire against native on the relay route, 8 processes (timed on one shared GPU here: the
+# rows show the wire taken, #wrong and the largest relative error, not link-bound speed).
+for w in native fp8_e4m3; do
+  extra=(); [[ $w != native ]] && extra=(--wire-threshold 0)
+  TAILN=10 step "bench8_$w" 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 -m fused -r relay \
+    -C allreduce,reduce-scatter -A 2 -d bfloat16 -b 64K -e 4M -f 4 -n 5 -w 2 --wire $w "${extra[@]}"
+done
 TAILN=14 step bench2_graph 45 "$RUN" -n 2 --timeout 40 -- "$BENCH" -x ipc -N 2 -m single \
   -r direct --graph 20 "${sweep[@]}"
 RELAY_IPC_FORM=stepped TAILN=14 step bench2_stepped 45 "$RUN" -n 2 --timeout 40 -- \

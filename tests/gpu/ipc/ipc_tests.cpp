@@ -4,6 +4,9 @@
 //
 //   relay-run -n 8 -- relay_ipc_tests property [CALLS] [SEED]   the multi-process property suite
 //                                                               through device memory
+//   relay-run -n 8 -- relay_ipc_tests property_fp8 [CALLS] [SEED]
+//                                                               the same, every call on the fp8
+//                                                               wire, against the fp8 bound
 //   relay-run -n 8 -- relay_ipc_tests graph [K] [REPLAYS]       K calls captured into a graph,
 //                                                               replayed; every output exact
 //                                                               against the eager run's bits and
@@ -113,14 +116,17 @@ status device_call(communicator& comm, device_side& d, const property_case& c, r
   return s;
 }
 
-int property(communicator& comm, int argc, char** argv) {
+// fp8: every call on the fp8 wire (make_fp8; the receiver ends of plan/slice.hpp).
+int property(communicator& comm, int argc, char** argv, bool fp8) {
   const int calls = argc > 2 ? std::atoi(argv[2]) : 500;
-  const std::uint64_t seed = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 20261201;
+  const std::uint64_t seed =
+      argc > 3 ? std::strtoull(argv[3], nullptr, 10) : (fp8 ? 20261205 : 20261201);
   device_side d;
   IPC_CHECK(gpu::rt::stream_create(&d.stream));
   return property_run(
-      comm, calls, seed, 20'000, " through the ipc transport",
-      [&](const property_case& c, rank_frame& f) { return device_call(comm, d, c, f); });
+      comm, calls, seed, 20'000,
+      fp8 ? " through the ipc transport on the fp8 wire" : " through the ipc transport",
+      [&](const property_case& c, rank_frame& f) { return device_call(comm, d, c, f); }, fp8);
 }
 
 // The calls that ran on user memory (ipc_transport::direct_counts), summed over the ranks.
@@ -585,14 +591,16 @@ int main(int argc, char** argv) {
   }
   const std::string what = argc > 1 ? argv[1] : "property";
   auto comm = connect_or_exit(ipc_factory());
-  if (what == "property") return property(*comm, argc, argv);
+  if (what == "property" || what == "property_fp8")
+    return property(*comm, argc, argv, what == "property_fp8");
   if (what == "graph") return graph(*comm, argc, argv, false);
   if (what == "stall" || what == "refused") return misbehave(*comm, what == "stall");
   if (what == "property_registered") return property_registered(*comm, argc, argv);
   if (what == "graph_registered") return graph(*comm, argc, argv, true);
   if (what == "registration") return registration(*comm);
   if (what == "hostpath") return hostpath(*comm, argc, argv);
-  return failed("unknown scenario '" + what +
-                "' (property, graph, stall, refused, property_registered, graph_registered, "
-                "registration, hostpath)");
+  return failed(
+      "unknown scenario '" + what +
+      "' (property, property_fp8, graph, stall, refused, property_registered, graph_registered, "
+      "registration, hostpath)");
 }
