@@ -13,6 +13,10 @@
 // blocks at every size; the host executor runs the same arithmetic, so the check stays bit for
 // bit. With --emulate-mesh it also counts one run's bytes on every link against the plan's.
 //
+// Exit status: 0 when every check held; 1 on wrong elements (or a step that failed); 3 when the
+// elements are right but a link carried other bytes than the plan's; 2 on a usage error. The
+// last line names what failed.
+//
 // Ranks go to devices round robin over the first D devices (default 1: every rank on device 0).
 // It prints the time of one call and two rates: algbw, the bytes of one active rank's output per
 // second (nccl-tests' "algbw"), and the device-memory traffic the plan makes (every copy's bytes
@@ -276,6 +280,7 @@ int main(int argc, char** argv) {
                          std::pair{"run of the prepared plan", run_s}})
     std::printf("%-28s %10.1f us   algbw %7.1f GB/s   device traffic %7.1f GB/s\n", what, s * 1e6,
                 out_rank / s / 1e9, plan_traffic(p) / s / 1e9);
+  bool links_differ = false;
   if (a.emulate_mesh != 0) {  // one more run, its link traffic against the plan's
     std::vector<std::uint64_t> moved;
     require(gpu.take_link_bytes(moved), "reading the link counters");
@@ -288,7 +293,14 @@ int main(int argc, char** argv) {
     std::printf("link bytes of one run: %llu on the emulated links, %llu in the plan (%s)\n",
                 static_cast<unsigned long long>(total), static_cast<unsigned long long>(planned),
                 moved == plan_bytes ? "equal on every link" : "DIFFERENT");
-    if (moved != plan_bytes) wrong++;
+    links_differ = moved != plan_bytes;
+    for (std::size_t k = 0; k < std::min(moved.size(), plan_bytes.size()); ++k)
+      if (moved[k] != plan_bytes[k]) {
+        std::printf("first link that differs: %zu -> %zu, %llu bytes moved, %llu planned\n", k / R,
+                    k % R, static_cast<unsigned long long>(moved[k]),
+                    static_cast<unsigned long long>(plan_bytes[k]));
+        break;
+      }
   }
   if (a.trace) {
     require(gpu.run(p, send, recv), "the traced run");
@@ -300,5 +312,9 @@ int main(int argc, char** argv) {
   }
   for (std::size_t r = 0; r < R; ++r)
     if (mem[r] != nullptr) gpu.deallocate(static_cast<int>(r), mem[r]);
-  return wrong == 0 ? 0 : 1;
+  // Wrong elements outrank a link count: the data is what a caller gets.
+  if (wrong != 0 || links_differ)
+    std::printf("FAILED:%s%s\n", wrong != 0 ? " wrong elements" : "",
+                links_differ ? " link bytes differ from the plan's" : "");
+  return wrong != 0 ? 1 : links_differ ? 3 : 0;
 }

@@ -11,7 +11,6 @@
 #include "data.hpp"
 #include "predict.hpp"
 #include "relay/check/wire_reference.hpp"
-#include "relay/cost/wire.hpp"
 #include "relay/plan/make_plan.hpp"
 
 namespace relay::bench {
@@ -50,6 +49,13 @@ double median(std::vector<double> v) {
 }
 
 namespace {
+
+// The row's prediction on the wire relay's plans took, once its forms ran: every executor's row
+// loop ends here. The forms take the same wire (make_plan decides it from the counts, not the
+// form), so the out-of-place one, which always runs, stands for both.
+void predict_on_taken_wire(row& r, const options& o) {
+  r.predicted = predict_seconds(r.shape, r.chosen, o.topo, r.n, o.type, r.out_of_place.relay.wire);
+}
 
 constexpr std::uint64_t align_up(std::uint64_t x, std::uint64_t a) {
   return (x + a - 1) / a * a;
@@ -332,10 +338,6 @@ status row_runner::measure(row& r) {
     std::vector<plan> plans;
     if (status s = make_plans(r.shape, options_, r.n, r.chosen, in_place, plans); !s) return s;
     if (status s = m.measure(plans, result.relay); !s) return s;
-    // On the fp8 wire the prediction is the fp8 one: the links at wire widths plus the passes.
-    if (result.relay.wire != wire_format::native && r.shape.mode != run_mode::parallel)
-      if (const std::optional<schedule> sched = build_schedule(plan_spec(r.shape, r.chosen)))
-        r.predicted = fp8_predicted_seconds(*sched, options_.topo, r.n, options_.type);
 
     switch (r.base) {
       case base_source::none: break;
@@ -359,6 +361,7 @@ status row_runner::measure(row& r) {
       }
     }
   }
+  predict_on_taken_wire(r, options_);
   return {};
 }
 
@@ -404,6 +407,7 @@ int run_rank_rows(const options& o, const std::vector<call_shape>& shapes,
           }
         }
       }
+      predict_on_taken_wire(r, o);
       if (job.lead) {
         print_table_row(stdout, o, r);
         std::fflush(stdout);

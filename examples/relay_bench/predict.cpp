@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "relay/cost/route.hpp"
+#include "relay/cost/wire.hpp"
 
 namespace relay::bench {
 
@@ -32,6 +33,14 @@ double predict_seconds(const call_shape& shape, route r, const topology& t, std:
   // Every group runs the single-group pattern on its own ranks: the pattern with N/A groups.
   parallel->header.spec.mode = mode::fused;
   return alpha_beta_seconds(*parallel, t, n, element_size, w);
+}
+
+double predict_seconds(const call_shape& shape, route r, const topology& t, std::int64_t n,
+                       dtype type, wire_format wire) {
+  if (wire != wire_format::native && shape.mode != run_mode::parallel)
+    if (const std::optional<schedule> sched = build_schedule(plan_spec(shape, r)))
+      return fp8_predicted_seconds(*sched, t, n, type);
+  return predict_seconds(shape, r, t, n, size_of(type), widths_of(type));
 }
 
 route resolve_route(const call_shape& shape, route_choice choice, const topology& t, std::int64_t n,

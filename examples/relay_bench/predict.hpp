@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "options.hpp"
+#include "relay/core/wire.hpp"
 #include "relay/cost/link_cost.hpp"
 #include "relay/schedule/schedule.hpp"
 #include "relay/topology/topology.hpp"
@@ -35,6 +36,14 @@ std::vector<std::vector<int>> call_groups(const call_shape& shape);
 // the default prices them as elements.
 double predict_seconds(const call_shape& shape, route r, const topology& t, std::int64_t n,
                        int element_size, const element_widths& w = {});
+
+// Seconds of one call on `wire`, the wire relay's plans took (plan::wire.taken): on the native
+// wire predict_seconds at `type`'s widths; on an fp8 wire the links at wire widths plus the
+// quantize and dequantize passes (cost/wire.hpp). Every executor's rows take their prediction
+// from here, so a row's predicted column prices the wire its wire column names. Parallel keeps
+// the native prediction on either wire: the fp8 passes of its merged schedule are not priced.
+double predict_seconds(const call_shape& shape, route r, const topology& t, std::int64_t n,
+                       dtype type, wire_format wire);
 
 // The route a size takes: the one asked for, or for auto the one predicted faster (relay or
 // direct; direct on a tie), as relay::choose_route decides it for a plan.

@@ -147,6 +147,7 @@ status measure_form(communicator& comm, const options& o, const row& r, bool in_
   if (status st = largest_over_ranks(comm, mine); !st) return st;
   result.seconds = median(mine);
   result.ran = true;
+  result.wire = wire.taken;  // the same decision on every rank: the call's arguments made it
   if (!o.check) return {};
   // Checked: fresh input, poisoned output, one call, every element of this rank's output.
   refill();
@@ -158,7 +159,6 @@ status measure_form(communicator& comm, const options& o, const row& r, bool in_
            static_cast<std::size_t>((s.active - index - 1) * r.n * es));
   }
   if (status st = once(); !st) return st;
-  result.wire = wire.taken;  // the same decision on every rank: the call's arguments made it
   check_result mine_check;
   const std::span<const int> mine_group =
       group >= 0 ? std::span<const int>(groups[static_cast<std::size_t>(group)])

@@ -156,4 +156,24 @@ static_assert(piped_beta<C::all_gather, 4, 8, 16> == ratio{29, 61});
 static_assert(piped_beta<C::reduce_scatter, 4, 8, 16> == ratio{29, 61});
 static_assert(piped_beta<C::all_to_all, 4, 8, 16> == ratio{35, 67});
 static_assert(piped_beta<C::allreduce, 4, 8, 16> == ratio{5, 49});
+
+// One walk a step (walk_step) gives alpha_beta_seconds its three terms; they hold at compile time.
+// Its links agree with link_loads, step by step (partials of rs4 at fp32 width included).
+constexpr bool walk_matches_link_loads(const schedule_view& s, const element_widths& w) {
+  for (int step = 1; step <= s.header->steps; ++step)
+    if (walk_step(s, step, w).links != link_loads(s, step, w)) return false;
+  return true;
+}
+static_assert(walk_matches_link_loads(rs4, widths_of(dtype::bfloat16)));
+static_assert(walk_matches_link_loads(piped<C::allreduce, 4>, {}));
+// Direct reduce-scatter A=2 N=4 single (tests/unit/cost/test_link_cost.cpp works it out): each
+// active sends its partner n (copies 2n on each device) and reduces output = input + scratch
+// (3n), 2 operations a rank; with links_only's memory the 2 ms link alone, bar its 1e-18 s a
+// byte of memory.
+constexpr auto& rs2_direct = schedule_v<C::reduce_scatter, 2, 4, mode::single, route::direct>;
+static_assert(step_memory(rs2_direct, mesh(4, 1e9, 0.0), 1) == memory_loads{ratio{2}, ratio{3}});
+static_assert(max_ops_per_rank(rs2_direct, 1) == 2);
+constexpr double rs2_seconds =
+    alpha_beta_seconds(rs2_direct, links_only(mesh(4, 1e9, 0.0)), 1'000'000, 2);
+static_assert(rs2_seconds > 2e-3 && rs2_seconds < 2e-3 + 1e-9);
 }  // namespace

@@ -97,11 +97,10 @@ constexpr std::vector<ratio> link_loads(const schedule_view& s, int step = 0,
   return loads;
 }
 
-// The beta cost of one step on `t`, in units of n * element_size / t.link_bandwidth.
-constexpr ratio step_beta(const schedule_view& s, const topology& t, int step,
-                          const element_widths& w = {}) {
-  const int R = s.spec().ranks;
-  const std::vector<ratio> loads = link_loads(s, step, w);
+namespace detail {
+// The beta cost of one step's loads (link_loads) on `t`: the busiest link, or on a switch the
+// busiest port in either direction.
+constexpr ratio busiest_link(const std::vector<ratio>& loads, const topology& t, int R) {
   ratio worst{};
   for (int a = 0; a < R; ++a) {
     ratio egress{}, ingress{};
@@ -117,6 +116,13 @@ constexpr ratio step_beta(const schedule_view& s, const topology& t, int step,
     if (t.kind == fabric::switched) worst = max(worst, max(egress, ingress));
   }
   return worst;
+}
+}  // namespace detail
+
+// The beta cost of one step on `t`, in units of n * element_size / t.link_bandwidth.
+constexpr ratio step_beta(const schedule_view& s, const topology& t, int step,
+                          const element_widths& w = {}) {
+  return detail::busiest_link(link_loads(s, step, w), t, s.spec().ranks);
 }
 
 // Sum of step_beta over the schedule's steps (unroutable_cost if any step is).
@@ -138,22 +144,6 @@ constexpr ratio beta_cost(const schedule_view& s, const topology& t, dtype type,
   return beta_cost(s, t, widths_of(type, p));
 }
 
-// The most operations (copies it sends, local copies, reductions) one rank issues in `step`,
-// over every group.
-constexpr int max_ops_per_rank(const schedule_view& s, int step) {
-  std::vector<int> per_rank(static_cast<std::size_t>(s.spec().ranks), 0);
-  int most = 0;
-  for (int g = 0; g < s.groups(); ++g) {
-    const group_layout L{g, s.spec().active, s.spec().ranks};
-    for (const operation& op : s.ops) {
-      if (op.step != step) continue;
-      const int role = op.issuer(s.sources);
-      most = std::max(most, ++per_rank[static_cast<std::size_t>(L.rank_of(role))]);
-    }
-  }
-  return most;
-}
-
 // One step's traffic on the busiest device memory, in shares of n element widths (bytes read plus
 // bytes written): `copies` of its transfer phase (a copy reads on its source's device and writes
 // on its destination's, a copy within one rank both on its device) and `reductions` of its
@@ -163,31 +153,55 @@ struct memory_loads {
   friend constexpr bool operator==(const memory_loads&, const memory_loads&) = default;
 };
 
-constexpr memory_loads step_memory(const schedule_view& s, const topology& t, int step,
-                                   const element_widths& w = {}) {
+// What one step asks of every rank, from one walk over its operations (every group's copy of
+// each): alpha_beta_seconds prices a step from it, so it reads the step's operations once rather
+// than once for each of its terms.
+struct step_traffic {
+  std::vector<ratio> links;       // link_loads(s, step, w): [from * ranks + to], shares of n
+  std::vector<ratio> copies;      // per rank, the memory traffic of its transfer phase ...
+  std::vector<ratio> reductions;  // ... and of its reduce phase (as memory_loads counts them)
+  std::vector<int> operations;    // per rank, the operations it issues
+};
+
+constexpr step_traffic walk_step(const schedule_view& s, int step, const element_widths& w = {}) {
+  const int R = s.spec().ranks;
   const symbol_shares v = ideal_shares(*s.header);
-  std::vector<ratio> copies(max_ranks), reductions(max_ranks);
+  const auto per_rank = static_cast<std::size_t>(R);
+  step_traffic x{std::vector<ratio>(per_rank * per_rank), std::vector<ratio>(per_rank),
+                 std::vector<ratio>(per_rank), std::vector<int>(per_rank, 0)};
   auto width = [&](buffer b) { return b == buffer::partial ? w.partial : ratio{1}; };
-  auto on = [&](std::vector<ratio>& per, int rank, ratio load) {
-    per[t.device[static_cast<std::size_t>(rank)]] += load;
-  };
   for (int g = 0; g < s.groups(); ++g) {
     const group_layout L{g, s.spec().active, s.spec().ranks};
     for (const operation& op : s.ops) {
       if (op.step != step) continue;
+      ++x.operations[static_cast<std::size_t>(L.rank_of(op.issuer(s.sources)))];
       const std::span<const operand> src = s.sources_of(op);
+      const auto to = static_cast<std::size_t>(L.rank_of(op.dst.rank));
       if (op.phase == phase::transfer) {
+        const auto from = static_cast<std::size_t>(L.rank_of(src[0].rank));
         const ratio load = detail::transfer_load(s, op, v, w);
-        on(copies, L.rank_of(src[0].rank), load);
-        on(copies, L.rank_of(op.dst.rank), load);
+        if (from != to) x.links[from * per_rank + to] += load;
+        x.copies[from] += load;
+        x.copies[to] += load;
         continue;
       }
       const ratio count = op.count.share(v);
       ratio load = count * width(op.dst.buf);
       for (const operand& o : src)
         load += count * width(o.buf);
-      on(reductions, L.rank_of(op.dst.rank), load);
+      x.reductions[to] += load;
     }
+  }
+  return x;
+}
+
+namespace detail {
+// The busiest device memory of a step on `t`: the ranks that share a device add up.
+constexpr memory_loads busiest_memory(const step_traffic& x, const topology& t) {
+  std::vector<ratio> copies(max_ranks), reductions(max_ranks);
+  for (std::size_t r = 0; r < x.copies.size(); ++r) {
+    copies[t.device[r]] += x.copies[r];
+    reductions[t.device[r]] += x.reductions[r];
   }
   memory_loads most;
   for (std::size_t d = 0; d < copies.size(); ++d) {
@@ -195,6 +209,25 @@ constexpr memory_loads step_memory(const schedule_view& s, const topology& t, in
     most.reductions = max(most.reductions, reductions[d]);
   }
   return most;
+}
+
+constexpr int most_operations(const step_traffic& x) {
+  int most = 0;
+  for (const int ops : x.operations)
+    most = std::max(most, ops);
+  return most;
+}
+}  // namespace detail
+
+// The most operations (copies it sends, local copies, reductions) one rank issues in `step`,
+// over every group.
+constexpr int max_ops_per_rank(const schedule_view& s, int step) {
+  return detail::most_operations(walk_step(s, step));
+}
+
+constexpr memory_loads step_memory(const schedule_view& s, const topology& t, int step,
+                                   const element_widths& w = {}) {
+  return detail::busiest_memory(walk_step(s, step, w), t);
 }
 
 // Predicted seconds for per-group count n of `element_size`-byte elements: per step, the step
@@ -206,10 +239,12 @@ constexpr double alpha_beta_seconds(const schedule_view& s, const topology& t, s
   double seconds = 0;
   const double bytes = static_cast<double>(n) * element_size;
   for (int step = 1; step <= s.header->steps; ++step) {
-    const memory_loads m = step_memory(s, t, step, w);
-    const double links = step_beta(s, t, step, w).to_double() * bytes / t.link_bandwidth;
+    const step_traffic x = walk_step(s, step, w);
+    const memory_loads m = detail::busiest_memory(x, t);
+    const double links =
+        detail::busiest_link(x.links, t, s.spec().ranks).to_double() * bytes / t.link_bandwidth;
     const double copies = m.copies.to_double() * bytes / t.memory_bandwidth;
-    seconds += t.step_latency + t.op_latency * max_ops_per_rank(s, step) +
+    seconds += t.step_latency + t.op_latency * detail::most_operations(x) +
                (links > copies ? links : copies) +
                m.reductions.to_double() * bytes / t.memory_bandwidth;
   }

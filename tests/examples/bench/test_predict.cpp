@@ -67,3 +67,24 @@ TEST_CASE("predict_seconds: fp32 partial sums priced at their width", "[bench]")
   CHECK(predict_seconds(s, route::relay, mi300x_links, 960000, 4, widths_of(dtype::float32)) ==
         Approx(20e-6 + 0.5 * 3840000 / 48e9));
 }
+
+// On the wire the plans took. Natively the same as above. On an fp8 wire (cost/wire.hpp), by
+// hand for A=2 relay, bf16, n = 960000 on MI300X's links (its memory too fast to count): each
+// of 2 steps carries n/8 elements a link at 33/32 bytes (2 * 123750 B / 48 GB/s = 5.15625 us) and
+// adds a quantize and a dequantize pass of 3 us: 20 + 5.15625 + 12 us. Direct: one step of n at
+// 33/32 bytes (20.625 us) and its two passes: 10 + 20.625 + 6 us. Parallel stays native.
+TEST_CASE("predict_seconds: the fp8 wire's prediction where the plans took it", "[bench][wire]") {
+  const call_shape fused{collective::allreduce, 2, 8, run_mode::fused};
+  for (wire_format fp8 : {wire_format::fp8_e4m3, wire_format::fp8_e4m3_fnuz}) {
+    INFO(name(fp8));
+    CHECK(predict_seconds(fused, route::relay, mi300x_links, 960000, dtype::bfloat16, fp8) ==
+          Approx(37.15625e-6));
+    CHECK(predict_seconds(fused, route::direct, mi300x_links, 960000, dtype::bfloat16, fp8) ==
+          Approx(36.625e-6));
+    const call_shape parallel{collective::allreduce, 2, 8, run_mode::parallel};
+    CHECK(predict_seconds(parallel, route::relay, mi300x_links, 960000, dtype::bfloat16, fp8) ==
+          Approx(30e-6));
+  }
+  CHECK(predict_seconds(fused, route::relay, mi300x_links, 960000, dtype::bfloat16,
+                        wire_format::native) == Approx(30e-6));
+}
