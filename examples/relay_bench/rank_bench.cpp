@@ -53,6 +53,7 @@ status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place,
     c.opt.wire = o.wire;
     c.opt.wire_threshold = o.wire_threshold;
     c.opt.wire_report = &wire;
+    c.opt.machine = &o.topo;  // the fp8 encoding and threshold of --topology
   }
   int group = -1, index = -1;
   for (std::size_t g = 0; g < c.groups.size(); ++g)

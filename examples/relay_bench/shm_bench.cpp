@@ -125,6 +125,7 @@ status measure_form(communicator& comm, const options& o, const row& r, bool in_
   opt.alignment = o.alignment;
   opt.wire = o.wire;
   opt.wire_threshold = o.wire_threshold;
+  opt.machine = &o.topo;  // the fp8 encoding and threshold of --topology, as on -x cpu and gpu
   wire_choice wire;
   opt.wire_report = &wire;
   auto once = [&] {
