@@ -98,7 +98,8 @@ sweep
   -o, --op OP             sum or avg (default sum): allreduce and reduce-scatter only
       --wire W            native (default), fp8 (the topology's encoding), fp8_e4m3 or
                           fp8_e4m3_fnuz: relay's data crosses links as fp8 blocks where the
-                          cost model says it pays (float32, float16, bfloat16; -x cpu, gpu, shm);
+                          cost model says it pays (float32, float16, bfloat16; -x cpu, gpu, shm,
+                          nccl);
                           adds the wire taken and the largest relative error per form
       --wire-threshold B  with --wire fp8: bytes of a group's count from which fp8 is taken
                           (default: the cost model's threshold; 0: always)
@@ -446,11 +447,10 @@ parse_outcome parse_options(int argc, const char* const* argv) {
                 ": takes float32, float16 or bfloat16, not " + std::string(name(o.type));
     return out;
   }
-  if (is_fp8(o.wire) && o.executor != executor_kind::cpu && o.executor != executor_kind::gpu &&
-      o.executor != executor_kind::shm) {
+  if (is_fp8(o.wire) && o.executor == executor_kind::ipc) {
     out.error = "--wire " + std::string(name(o.wire)) + ": the " + std::string(name(o.executor)) +
                 " executor does not implement the fp8 wire yet (its plans are refused, not run "
-                "natively); -x cpu, -x gpu and -x shm do";
+                "natively); -x cpu, -x gpu, -x shm and -x nccl do";
     return out;
   }
   if (seen.contains("--wire-threshold") && !is_fp8(o.wire)) {

@@ -4,11 +4,15 @@
 // with ipc and --graph K, timed runs replay a captured graph of K calls. Each rank checks its own
 // output element by element; an iteration lasts as long as its slowest rank's part (device
 // events); rank 0 prints the table with #wrong summed over the ranks; every rank exits 1 when
-// any element anywhere was wrong.
+// any element anywhere was wrong. With --wire fp8 (-x nccl), relay's calls take the fp8 wire
+// where the threshold says, each rank checks its output against the fp8 bound, and the table
+// gives the wire taken and the largest relative error over the ranks.
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 
 #include "conventions.hpp"
 #include "data.hpp"
@@ -17,6 +21,7 @@
 #include "options.hpp"
 #include "predict.hpp"
 #include "rank_bench.hpp"
+#include "relay/check/wire_reference.hpp"
 #include "report.hpp"
 #include "results.hpp"
 #include "shm_bench.hpp"
@@ -47,6 +52,14 @@ status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place,
   c.opt.permille = s.permille;
   c.opt.tiles = r.chosen == route::pipelined ? s.tiles : 0;
   c.opt.alignment = o.alignment;
+  // relay's plans cross links as --wire says (the transport refuses what it cannot run); NCCL's
+  // own collectives always natively.
+  wire_choice wire;
+  if (!vendor) {
+    c.opt.wire = o.wire;
+    c.opt.wire_threshold = o.wire_threshold;
+    c.opt.wire_report = &wire;
+  }
   int group = -1, index = -1;
   for (std::size_t g = 0; g < c.groups.size(); ++g)
     for (std::size_t k = 0; k < c.groups[g].size(); ++k)
@@ -95,27 +108,44 @@ status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place,
     if (status st = me.upload(base, host.data(), frame); !st) return st;
   }
   if (status st = me.run(c, vendor, 1, nullptr); !st) return st;
+  // The same decision on every rank: the call's arguments made it.
+  result.wire = vendor ? wire_format::native : wire.taken;
   check_result verdict;
   if (group >= 0) {
     if (status st = me.download(host.data(), base, frame); !st) return st;
-    verdict = check_output(s.coll, o.type, o.op, c.groups[static_cast<std::size_t>(group)], index,
-                           r.n, o.seed, host.data() + out_at * es);
+    const std::span<const int> mine = c.groups[static_cast<std::size_t>(group)];
+    verdict = result.wire == wire_format::native
+                  ? check_output(s.coll, o.type, o.op, mine, index, r.n, o.seed,
+                                 host.data() + out_at * es)
+                  : check_output_fp8(s.coll, o.type, o.op, mine, index, r.n, o.seed,
+                                     host.data() + out_at * es, fp8_format_of(result.wire),
+                                     reference::wire_hops(s.coll, r.chosen, s.active));
   }
-  std::vector<std::byte> note(sizeof(std::int64_t) + verdict.first.size());
+  // Each rank's note: its wrong elements, its largest relative error (fp8), where it went wrong.
+  const double error = std::isnan(verdict.max_relative_error) ? 0.0 : verdict.max_relative_error;
+  constexpr std::size_t head = sizeof(std::int64_t) + sizeof(double);
+  std::vector<std::byte> note(head + verdict.first.size());
   std::memcpy(note.data(), &verdict.wrong, sizeof(std::int64_t));
-  std::memcpy(note.data() + sizeof(std::int64_t), verdict.first.data(), verdict.first.size());
+  std::memcpy(note.data() + sizeof(std::int64_t), &error, sizeof(double));
+  std::memcpy(note.data() + head, verdict.first.data(), verdict.first.size());
   if (status st = gather(me, note, all); !st) return st;
   result.wrong = 0;
+  double largest = 0;
   for (std::size_t q = 0; q < all.size(); ++q) {
+    if (all[q].size() < head)
+      return {errc::mismatch, fmt::format("rank {} sent a malformed check note", q)};
     std::int64_t w = 0;
+    double e = 0;
     std::memcpy(&w, all[q].data(), sizeof w);
+    std::memcpy(&e, all[q].data() + sizeof w, sizeof e);
     result.wrong += w;
-    if (result.first_wrong.empty() && all[q].size() > sizeof w)
-      result.first_wrong =
-          fmt::format("rank {}: {}", q,
-                      std::string(reinterpret_cast<const char*>(all[q].data() + sizeof w),
-                                  all[q].size() - sizeof w));
+    largest = std::max(largest, e);
+    if (result.first_wrong.empty() && all[q].size() > head)
+      result.first_wrong = fmt::format(
+          "rank {}: {}", q,
+          std::string(reinterpret_cast<const char*>(all[q].data() + head), all[q].size() - head));
   }
+  if (result.wire != wire_format::native) result.max_relative_error = largest;
   return {};
 }
 
