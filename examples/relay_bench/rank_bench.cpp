@@ -113,11 +113,11 @@ status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place,
   check_result verdict;
   if (group >= 0) {
     if (status st = me.download(host.data(), base, frame); !st) return st;
-    const std::span<const int> mine = c.groups[static_cast<std::size_t>(group)];
+    const std::span<const int> members = c.groups[static_cast<std::size_t>(group)];
     verdict = result.wire == wire_format::native
-                  ? check_output(s.coll, o.type, o.op, mine, index, r.n, o.seed,
+                  ? check_output(s.coll, o.type, o.op, members, index, r.n, o.seed,
                                  host.data() + out_at * es)
-                  : check_output_fp8(s.coll, o.type, o.op, mine, index, r.n, o.seed,
+                  : check_output_fp8(s.coll, o.type, o.op, members, index, r.n, o.seed,
                                      host.data() + out_at * es, fp8_format_of(result.wire),
                                      reference::wire_hops(s.coll, r.chosen, s.active));
   }

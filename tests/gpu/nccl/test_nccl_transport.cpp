@@ -25,9 +25,8 @@
 #include <catch2/catch.hpp>
 
 #include "gpu/gpu_support.hpp"
-#include "relay/api/collectives.hpp"
+#include "gpu/host_bits.hpp"
 #include "relay/bootstrap/nccl_bootstrap.hpp"
-#include "relay/exec/host_executor.hpp"
 #include "relay/transport/nccl_executor.hpp"
 #include "support/property_suite.hpp"
 
@@ -151,7 +150,6 @@ TEST_CASE("nccl transport on the fp8 wire gives the host executor's bits", "[ncc
   }
   nccl_executor ex(devices);
   REQUIRE(ex.init_status().ok());
-  host_executor host;
   std::mt19937_64 rng(20261208);
   std::vector<int> actives{2};
   if (N > 4) actives.push_back(4);
@@ -159,58 +157,12 @@ TEST_CASE("nccl transport on the fp8 wire gives the host executor's bits", "[ncc
     for (dtype t : {dtype::float32, dtype::float16, dtype::bfloat16})
       for (collective coll : {collective::allreduce, collective::reduce_scatter})
         for (int A : actives) {
-          INFO(name(w) << " " << name(coll) << " " << name(t) << " A=" << A << " N=" << N
-                       << " (seed 20261208)");
-          group_list groups;
-          for (int g = 0; g < N / A; ++g) {
-            groups.emplace_back();
-            for (int j = 0; j < A; ++j)
-              groups.back().push_back(g * A + j);
-          }
+          INFO(name(w) << " (seed 20261208)");
           options opt;
           opt.route = A == N ? route::direct : route::relay;
           opt.wire = w;
           opt.wire_threshold = 0;
-          const std::int64_t count = 40'000 + 37;  // no chunk divides it
-          const std::vector<std::int64_t> counts(groups.size(), count);
-          const auto es = static_cast<std::size_t>(size_of(t));
-          const std::size_t out_bytes = static_cast<std::size_t>(count) * es;
-          const std::size_t in_bytes =
-              (coll == collective::reduce_scatter ? static_cast<std::size_t>(A) : 1) * out_bytes;
-          const auto R = static_cast<std::size_t>(N);
-          std::vector<std::vector<std::byte>> input(R, std::vector<std::byte>(in_bytes));
-          std::vector<std::vector<std::byte>> host_out(
-              R, std::vector<std::byte>(out_bytes, std::byte{0xA5}));
-          std::vector<buffer_view> hs(R), hr(R), ds(R), dr(R);
-          std::vector<void*> device(R, nullptr);
-          for (std::size_t r = 0; r < R; ++r) {
-            visit_dtype(
-                t, [&](auto zero) { testing::detail::fill_random<decltype(zero)>(input[r], rng); });
-            hs[r] = {input[r].data(), in_bytes};
-            hr[r] = {host_out[r].data(), out_bytes};
-            device[r] = ex.allocate(static_cast<int>(r), in_bytes + out_bytes);
-            REQUIRE(device[r] != nullptr);
-            REQUIRE(ex.write(static_cast<int>(r), device[r], input[r].data(), in_bytes).ok());
-            auto* out = static_cast<char*>(device[r]) + in_bytes;
-            REQUIRE(ex.write(static_cast<int>(r), out, host_out[r].data(), out_bytes).ok());
-            ds[r] = {device[r], in_bytes};
-            dr[r] = {out, out_bytes};
-          }
-          auto run = [&](auto& e, buffer_views send, buffer_views recv) {
-            return coll == collective::allreduce
-                       ? allreduce(e, groups, send, recv, counts, t, reduce_op::sum, opt)
-                       : reduce_scatter(e, groups, send, recv, counts, t, reduce_op::sum, opt);
-          };
-          REQUIRE(run(host, hs, hr).ok());
-          REQUIRE(run(ex, ds, dr).ok());
-          REQUIRE(ex.synchronize().ok());
-          for (std::size_t r = 0; r < R; ++r) {
-            std::vector<std::byte> back(out_bytes);
-            REQUIRE(ex.read(static_cast<int>(r), back.data(), dr[r].data, out_bytes).ok());
-            INFO("rank " << r);
-            CHECK(back == host_out[r]);
-            ex.deallocate(static_cast<int>(r), device[r]);
-          }
+          test::check_host_bits(ex, coll, t, A, opt, rng);
         }
 }
 
