@@ -209,8 +209,8 @@ class nccl_transport final : public transport {
           return fail(gpu::failure("launching the batched reduce kernel", device_, e));
         continue;
       }
-      // One launch per quantize and per dequantize: a phase has a handful of fp8 copies at most
-      // (one per peer and group), so a batched list (gpu/fp8_desc.hpp) would save little.
+      // One launch per quantize and per dequantize: a phase has a few fp8 copies per peer, so a
+      // batched list (gpu/fp8_desc.hpp, as the GPU executor's lanes use) would save little.
       // A wire slot is reused by later phases; the stream orders that: the next quantize into a
       // send slot runs after this phase's ncclSend from it completed on this stream, and the next
       // ncclRecv into a receive slot after this phase's dequantize read it.
