@@ -77,6 +77,29 @@ testing::property_case random_case_of(std::mt19937_64& rng, int N) {
   return c;
 }
 
+struct property_run {
+  std::uint64_t failures = 0, direct_full = 0;  // cases wrong, and cases with A = N
+};
+
+// The property suite through nccl_executor over `devices`: `cases` cases drawn from `seed`, each
+// changed by `shape` where given (testing::make_fp8); the first 10 failures reported.
+property_run run_property(const std::vector<int>& devices, std::uint64_t cases, std::uint64_t seed,
+                          void (*shape)(testing::property_case&)) {
+  nccl_executor ex(devices);
+  REQUIRE(ex.init_status().ok());
+  std::mt19937_64 rng(seed);
+  property_run run;
+  for (std::uint64_t i = 0; i < cases; ++i) {
+    testing::property_case c = random_case_of(rng, static_cast<int>(devices.size()));
+    if (shape != nullptr) shape(c);
+    run.direct_full += c.active == c.ranks ? 1 : 0;
+    const testing::property_result r = testing::run_case(ex, c);
+    if (!r.ok && run.failures++ < 10)
+      FAIL_CHECK("case " << i << " (suite seed " << seed << "): " << r.failure);
+  }
+  return run;
+}
+
 std::vector<int> all_devices() {
   std::vector<int> d(static_cast<std::size_t>(device_count()));
   std::iota(d.begin(), d.end(), 0);
@@ -91,24 +114,14 @@ TEST_CASE("nccl transport equals the naive reference on random cases", "[nccl][p
     WARN("the nccl transport needs 2 GPUs or more; " << devices.size() << " visible");
     return;
   }
-  nccl_executor ex(devices);
-  REQUIRE(ex.init_status().ok());
   const std::uint64_t cases = env_or("RELAY_NCCL_CASES", 2'000);
   const std::uint64_t seed = env_or("RELAY_PROPERTY_SEED", 20261201);
-  std::mt19937_64 rng(seed);
-  std::uint64_t failures = 0, direct_full = 0;
-  for (std::uint64_t i = 0; i < cases; ++i) {
-    const testing::property_case c = random_case_of(rng, static_cast<int>(devices.size()));
-    direct_full += c.active == c.ranks ? 1 : 0;
-    const testing::property_result r = testing::run_case(ex, c);
-    if (!r.ok && failures++ < 10)
-      FAIL_CHECK("case " << i << " (suite seed " << seed << "): " << r.failure);
-  }
-  CHECK(failures == 0);
-  CHECK(direct_full > 0);
+  const property_run run = run_property(devices, cases, seed, nullptr);
+  CHECK(run.failures == 0);
+  CHECK(run.direct_full > 0);
   WARN("nccl property run: " << cases << " cases over " << devices.size() << " GPUs, "
-                             << direct_full << " with A = N, seed " << seed << ", #wrong cases "
-                             << failures);
+                             << run.direct_full << " with A = N, seed " << seed << ", #wrong cases "
+                             << run.failures);
 }
 
 TEST_CASE("nccl transport on the fp8 wire: random cases within the bound",
@@ -121,20 +134,9 @@ TEST_CASE("nccl transport on the fp8 wire: random cases within the bound",
     WARN("the nccl transport needs 2 GPUs or more; " << devices.size() << " visible");
     return;
   }
-  nccl_executor ex(devices);
-  REQUIRE(ex.init_status().ok());
   const std::uint64_t cases = env_or("RELAY_NCCL_CASES", 2'000) / 4 + 1;
   const std::uint64_t seed = env_or("RELAY_PROPERTY_SEED", 20261207);
-  std::mt19937_64 rng(seed);
-  std::uint64_t failures = 0;
-  for (std::uint64_t i = 0; i < cases; ++i) {
-    testing::property_case c = random_case_of(rng, static_cast<int>(devices.size()));
-    testing::make_fp8(c);
-    const testing::property_result r = testing::run_case(ex, c);
-    if (!r.ok && failures++ < 10)
-      FAIL_CHECK("case " << i << " (suite seed " << seed << "): " << r.failure);
-  }
-  CHECK(failures == 0);
+  CHECK(run_property(devices, cases, seed, testing::make_fp8).failures == 0);
 }
 
 TEST_CASE("nccl transport on the fp8 wire gives the host executor's bits", "[nccl][fp8]") {
