@@ -98,7 +98,7 @@ sweep
   -o, --op OP             sum or avg (default sum): allreduce and reduce-scatter only
       --wire W            native (default), fp8 (the topology's encoding), fp8_e4m3 or
                           fp8_e4m3_fnuz: relay's data crosses links as fp8 blocks where the
-                          cost model says it pays (float32, float16, bfloat16; not -x nccl);
+                          cost model says it pays (float32, float16, bfloat16);
                           adds the wire taken and the largest relative error per form
       --wire-threshold B  with --wire fp8: bytes of a group's count from which fp8 is taken
                           (default: the cost model's threshold; 0: always)
@@ -444,12 +444,6 @@ parse_outcome parse_options(int argc, const char* const* argv) {
   if (is_fp8(o.wire) && !fp8_wire_dtype(o.type)) {
     out.error = "--wire " + std::string(name(o.wire)) +
                 ": takes float32, float16 or bfloat16, not " + std::string(name(o.type));
-    return out;
-  }
-  if (is_fp8(o.wire) && o.executor == executor_kind::nccl) {
-    out.error = "--wire " + std::string(name(o.wire)) +
-                ": the nccl executor does not implement the fp8 wire yet (its plans are refused, "
-                "not run natively); -x cpu, -x gpu, -x shm and -x ipc do";
     return out;
   }
   if (seen.contains("--wire-threshold") && !is_fp8(o.wire)) {

@@ -4,12 +4,15 @@
 // with ipc and --graph K, timed runs replay a captured graph of K calls. Each rank checks its own
 // output element by element; an iteration lasts as long as its slowest rank's part (device
 // events); rank 0 prints the table with #wrong summed over the ranks; every rank exits 1 when
-// any element anywhere was wrong.
+// any element anywhere was wrong. With --wire fp8, relay's calls take the fp8 wire
+// where the threshold says, each rank checks its output against the fp8 bound, and the table
+// gives the wire taken and the largest relative error over the ranks.
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 
 #include "conventions.hpp"
 #include "data.hpp"

@@ -34,7 +34,6 @@ expect(2 "relay-bench: --topology: 'mesh:inf' is not one of" -t mesh:inf)
 expect(2 "relay-bench: --topology: 'mi250x' is a fixed machine of 8 ranks, not 16" -t mi250x -N 16)
 expect(2 "cannot write" -b 4K -e 4K --csv /nonexistent/dir/out.csv)
 expect(2 "relay-bench: --wire fp8: takes float32, float16 or bfloat16, not int32" --wire fp8 -d int32)
-expect(2 "relay-bench: --wire fp8: the nccl executor does not implement the fp8 wire yet" --wire fp8 -x nccl)
 expect(2 "relay-bench: --wire-threshold needs --wire fp8" --wire-threshold 0)
 
 # Rows that do not fit the available memory (forced to 200 MB here) are skipped, each with a line

@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include "gpu_support.hpp"
+#include "host_bits.hpp"
 #include "relay/exec/host_executor.hpp"
 #include "relay/gpu/gpu_executor.hpp"
 #include "support/property_suite.hpp"
@@ -124,63 +125,12 @@ TEST_CASE("GPU executor: exact sums come out exact; 16-bit partials round twice"
 
 namespace {
 
-// `coll` (allreduce or reduce-scatter, SUM) of random values in [-1, 1] on the GPU executor and
-// on the host executor, N ranks in groups of A, all on device 0, with `opt`: every output byte
-// the same (outputs poisoned alike on both).
+// `coll` on the GPU executor, N ranks all on device 0, against the host executor's bytes.
 void check_host_bits(collective coll, dtype t, int A, int N, const options& opt,
                      std::mt19937_64& rng) {
-  INFO(name(coll) << " " << name(t) << " A=" << A << " N=" << N);
-  group_list groups;
-  for (int g = 0; g < N / A; ++g) {
-    groups.emplace_back();
-    for (int j = 0; j < A; ++j)
-      groups.back().push_back(g * A + j);
-  }
-  const std::int64_t count = 40'000 + 37;  // no chunk divides it
-  const std::vector<std::int64_t> counts(groups.size(), count);
-  const auto n = static_cast<std::size_t>(count), es = static_cast<std::size_t>(size_of(t));
-  const std::size_t out_bytes = n * es;
-  const std::size_t in_bytes =
-      (coll == collective::reduce_scatter ? static_cast<std::size_t>(A) : 1) * out_bytes;
-  std::vector<std::vector<std::byte>> input(static_cast<std::size_t>(N));
-  std::vector<std::vector<std::byte>> host_out(  // poisoned on both executors
-      static_cast<std::size_t>(N), std::vector<std::byte>(out_bytes, std::byte{0xA5}));
-  std::vector<buffer_view> hs(static_cast<std::size_t>(N)), hr(hs.size()), ds(hs.size()),
-      dr(hs.size());
   gpu_executor gpu(std::vector<int>(static_cast<std::size_t>(N), 0));
   REQUIRE(gpu.init_status().ok());
-  std::vector<void*> device;
-  for (std::size_t r = 0; r < input.size(); ++r) {
-    input[r].resize(in_bytes);
-    visit_dtype(t, [&](auto zero) { testing::detail::fill_random<decltype(zero)>(input[r], rng); });
-    hs[r] = {input[r].data(), in_bytes};
-    hr[r] = {host_out[r].data(), out_bytes};
-    void* d = gpu.allocate(static_cast<int>(r), in_bytes + out_bytes);
-    REQUIRE(d != nullptr);
-    device.push_back(d);
-    REQUIRE(gpu.write(static_cast<int>(r), d, input[r].data(), in_bytes).ok());
-    REQUIRE(gpu.write(static_cast<int>(r), static_cast<char*>(d) + in_bytes, host_out[r].data(),
-                      out_bytes)
-                .ok());
-    ds[r] = {d, in_bytes};
-    dr[r] = {static_cast<char*>(d) + in_bytes, out_bytes};
-  }
-  host_executor host;
-  auto run = [&](auto& ex, buffer_views send, buffer_views recv) {
-    return coll == collective::allreduce
-               ? allreduce(ex, groups, send, recv, counts, t, reduce_op::sum, opt)
-               : reduce_scatter(ex, groups, send, recv, counts, t, reduce_op::sum, opt);
-  };
-  REQUIRE(run(host, hs, hr).ok());
-  REQUIRE(run(gpu, ds, dr).ok());
-  REQUIRE(gpu.synchronize().ok());
-  for (std::size_t r = 0; r < device.size(); ++r) {
-    std::vector<std::byte> back(out_bytes);
-    REQUIRE(gpu.read(static_cast<int>(r), back.data(), dr[r].data, out_bytes).ok());
-    INFO("rank " << r);
-    CHECK(back == host_out[r]);
-    gpu.deallocate(static_cast<int>(r), device[r]);
-  }
+  test::check_host_bits(gpu, coll, t, A, opt, rng);
 }
 
 }  // namespace

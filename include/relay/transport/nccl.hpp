@@ -11,11 +11,23 @@
 // phase is ncclGroupStart, this rank's sends (its issued copies into peers) and receives (the
 // slice's receives), ncclGroupEnd, then its copies within its own memory; a reduce phase is one
 // launch of the batched reduce kernel over the phase's reductions. Everything is enqueued on
-// call.stream and run() returns without waiting for the device.
+// call.stream and run() returns without waiting for the device. nccl_phase.hpp decides what a
+// transfer phase enqueues (host code, tested on the CPU); this file executes its lists.
+//
+// The fp8 wire (issue 12, plan::crosses_wire): a copy into a peer is quantized first, before the
+// group, from its source into this rank's send slot in scratch (gpu/fp8_kernels.hpp, one launch
+// per copy), and the group sends that image (fp8_wire_bytes(count) bytes) instead of the
+// elements; the receiver posts its receive into its receive slot in scratch and, after the group,
+// dequantizes the image into the copy's destination. Copies within a rank stay native. The same
+// kernels and bits as the GPU executor's (gpu/lowering.hpp, split_fp8_copy), so both give the
+// host executor's result. The slots lie in plan::scratch_bytes, reserved as for a native plan.
 //
 // Why the slice's waits need nothing here: NCCL starts a receive only when the receiver's stream
 // reaches it, so a peer's push cannot land before this rank finished its earlier phases (WAR,
 // WAW, entry), and a receive completes before anything later on this rank's stream (RAW, exit).
+// The fp8 ends are kernels on the same stream, so they are ordered the same way: a quantize
+// before the send that reads its slot, a dequantize after the receive that fills its slot, and a
+// slot's reuse in a later phase after this phase is done with it.
 // Both ranks of a pair list their sends and receives in plan order, which is the order NCCL
 // matches them in; every rank walks the plan's phases in the same order, so groups match.
 //
@@ -53,11 +65,13 @@
 #include "relay/bootstrap/environment.hpp"
 #include "relay/core/lru.hpp"
 #include "relay/core/status.hpp"
+#include "relay/gpu/fp8_kernels.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "relay/plan/slice.hpp"
 #include "relay/plan/validate.hpp"
+#include "relay/transport/nccl_phase.hpp"
 #include "relay/transport/transport.hpp"
 
 #if defined(RELAY_GPU_HIP)
@@ -146,7 +160,6 @@ class nccl_transport final : public transport {
     const plan& p = *call.p;
     const int me = call.slice->rank;
     if (status s = validate_plan(p); !s) return s;  // the same everywhere: all ranks refuse
-    if (status s = require_native_wire(p, "the nccl transport"); !s) return s;
     if (me < 0 || me >= p.ranks())
       return {errc::invalid_argument, "the slice's rank is not in the plan"};
     if (call.p->in_place)
@@ -175,14 +188,13 @@ class nccl_transport final : public transport {
               gpu::rt::memcpy_async(staging_, call.send.data, p.input_bytes[r], stream);
           e != gpu::rt::success)
         return fail(gpu::failure("staging the in-place input", device_, e));
-    // Bytes per element a copy moves: partial sums may be wider than elements.
-    auto width = [&](const plan_op& o) { return static_cast<std::uint64_t>(p.dst_width(o)); };
     auto address = [&](const plan_operand& o) {
       unsigned char* base = o.buf == buffer::input    ? b.input
                             : o.buf == buffer::output ? b.output
                                                       : b.scratch;
       return base + o.offset;
     };
+    auto scratch_at = [&](std::uint64_t offset) { return b.scratch + offset; };
     std::size_t reduce_phase = 0;
     for (const slice_phase& sp : call.slice->phases) {
       if (sp.kind == phase::reduce) {
@@ -197,35 +209,45 @@ class nccl_transport final : public transport {
           return fail(gpu::failure("launching the batched reduce kernel", device_, e));
         continue;
       }
+      // One launch per quantize and per dequantize: a phase has a few fp8 copies per peer, so a
+      // batched list (gpu/fp8_desc.hpp, as the GPU executor's lanes use) would save little.
+      // A wire slot is reused by later phases; the stream orders that: the next quantize into a
+      // send slot runs after this phase's ncclSend from it completed on this stream, and the next
+      // ncclRecv into a receive slot after this phase's dequantize read it.
+      const nccl_phase_work w = nccl_phase(p, sp, me);
+      const fp8_format format = fp8_format_of(p.wire.taken);
+      for (const nccl_quantize& q : w.quantizes)
+        if (gpu::rt::error_t e = fp8_end(true, address(q.src), scratch_at(q.slot), q.count, q.wide,
+                                         p.type, format, stream);
+            e != gpu::rt::success)
+          return fail(gpu::failure("launching the fp8 quantize kernel", device_, e));
       if (ncclResult_t e = ncclGroupStart(); e != ncclSuccess)
         return fail(detail::nccl_failure("ncclGroupStart", e));
       ncclResult_t first = ncclSuccess;
-      for (std::uint32_t i : sp.issued) {
-        const plan_op& o = p.ops[i];
-        if (o.count == 0 || o.dst.rank == me) continue;
-        const ncclResult_t e = ncclSend(address(p.sources_of(o)[0]), o.count * width(o), ncclUint8,
-                                        o.dst.rank, comm_, stream);
+      for (const nccl_transfer& t : w.sends) {
+        const ncclResult_t e = ncclSend(address(t.at), t.bytes, ncclUint8, t.peer, comm_, stream);
         if (first == ncclSuccess) first = e;
       }
-      for (const slice_receive& rc : sp.receives) {
-        if (rc.count == 0) continue;
-        const ncclResult_t e = ncclRecv(address(rc.dst), rc.count * width(p.ops[rc.op]), ncclUint8,
-                                        rc.peer, comm_, stream);
+      for (const nccl_transfer& t : w.receives) {
+        const ncclResult_t e = ncclRecv(address(t.at), t.bytes, ncclUint8, t.peer, comm_, stream);
         if (first == ncclSuccess) first = e;
       }
       const ncclResult_t end = ncclGroupEnd();
       if (first != ncclSuccess) return fail(detail::nccl_failure("ncclSend/ncclRecv", first));
       if (end != ncclSuccess) return fail(detail::nccl_failure("ncclGroupEnd", end));
-      for (std::uint32_t i : sp.issued) {
-        const plan_op& o = p.ops[i];
-        if (o.count == 0 || o.dst.rank != me) continue;
-        const unsigned char* src = address(p.sources_of(o)[0]);
-        unsigned char* dst = address(o.dst);
+      for (const nccl_local_copy& c : w.copies) {
+        const unsigned char* src = address(c.src);
+        unsigned char* dst = address(c.dst);
         if (src == dst) continue;
-        if (gpu::rt::error_t e = gpu::rt::memcpy_async(dst, src, o.count * width(o), stream);
+        if (gpu::rt::error_t e = gpu::rt::memcpy_async(dst, src, c.bytes, stream);
             e != gpu::rt::success)
           return fail(gpu::failure("a copy within the rank", device_, e));
       }
+      for (const nccl_dequantize& d : w.dequantizes)
+        if (gpu::rt::error_t e = fp8_end(false, scratch_at(d.slot), address(d.dst), d.count, d.wide,
+                                         p.type, format, stream);
+            e != gpu::rt::success)
+          return fail(gpu::failure("launching the fp8 dequantize kernel", device_, e));
     }
     return stand_in ? call.local : status{};
   }
@@ -268,6 +290,23 @@ class nccl_transport final : public transport {
   nccl_transport(ncclComm_t comm, bool owns, int device, std::shared_ptr<bootstrap> boot,
                  nccl_config config)
       : comm_(comm), owns_(owns), device_(device), boot_(std::move(boot)), config_(config) {}
+
+  // One end of an fp8 copy: quantize `count` elements at `from` into the image at `to`, or
+  // dequantize the image at `from` into elements at `to`; floats where `wide`, else the plan's
+  // 16-bit type (nccl_phase.hpp).
+  static gpu::rt::error_t fp8_end(bool quantize, const void* from, void* to, std::uint64_t count,
+                                  bool wide, dtype type, fp8_format f, gpu::rt::stream_t stream) {
+    auto go = [&](auto zero) {
+      using T = decltype(zero);
+      return quantize
+                 ? gpu::launch_fp8_quantize<T>(static_cast<const T*>(from),
+                                               static_cast<unsigned char*>(to), count, f, stream)
+                 : gpu::launch_fp8_dequantize<T>(static_cast<const unsigned char*>(from), count, f,
+                                                 static_cast<T*>(to), nullptr, stream);
+    };
+    if (wide) return go(float{});
+    return type == dtype::float16 ? go(float16{}) : go(bfloat16{});
+  }
 
   status fail(status s) {
     broken_ = true;  // part of a call may be enqueued: the ranks may be out of step

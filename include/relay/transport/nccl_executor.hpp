@@ -63,7 +63,6 @@ class nccl_executor : public gpu::device_memory<nccl_executor> {
       return {errc::invalid_group, "the plan has " + std::to_string(p.ranks()) +
                                        " ranks, the executor has " + std::to_string(ranks())};
     if (status s = validate_plan(p, in, out); !s) return s;
-    if (status s = require_native_wire(p, "the nccl executor"); !s) return s;
     if (status s = gpu::check_buffer_devices(p, in, out, device_of_); !s) return s;
     if (status s = shape(p); !s) return s;
     ++sequence_;

@@ -43,7 +43,7 @@ timeout 200 "$BIN/relay_gpu_tests" --durations yes >"$OUT/gpu-tests.log" 2>&1 ||
 tail -3 "$OUT/gpu-tests.log"
 
 echo "== nccl transport: property run over $gpus GPUs"
-timeout 240 "$BIN/relay_nccl_tests" -s -r compact >"$OUT/nccl-tests.log" 2>&1 || status=1
+timeout 400 "$BIN/relay_nccl_tests" -s -r compact >"$OUT/nccl-tests.log" 2>&1 || status=1
 grep -E "nccl property run|passed|failed" "$OUT/nccl-tests.log" | tail -5
 
 topo=${RELAY_TOPOLOGY:-switched:363.3:13.59:0.00}  # 2 x H200 calibration, 2026-11-29

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # relay-bench -x nccl as a multi-process job under relay-run (one process per GPU) against NCCL's
-# own collectives in the same processes, the nccl transport's property run again, and an A/B of
-# NCCL's point-to-point settings on the threaded form. Logs go to $OUT (default ./gpu-run).
+# own collectives in the same processes, the same on the fp8 wire (multi-process and threaded),
+# the nccl transport's property run again, and an A/B of NCCL's point-to-point settings on the
+# threaded form. Logs go to $OUT (default ./gpu-run).
 #
 #   tests/gpu/nccl/device_run_mp.sh BIN   BIN: relay-bench, relay-run, relay_nccl_tests (sm_90)
 set -uo pipefail
@@ -25,6 +26,16 @@ cmd=("$BIN/relay-run" -n "$gpus" --timeout 120 -- "$BIN/relay-bench" -x nccl -N 
 echo "\$ ${cmd[*]}" >"$OUT/bench-mp.txt"
 timeout 300 "${cmd[@]}" >>"$OUT/bench-mp.txt" 2>&1 || status=1
 grep -vE "^\[1\]|^#   " "$OUT/bench-mp.txt" | tail -52
+
+echo "== relay-bench -x nccl --wire fp8 (forced at every size), multi-process and threaded"
+fp8=(-N "$gpus" -A "$gpus" -r direct -m single -C allreduce,reduce-scatter,all-gather -b 4K -e 64M
+  -f 8 --wire fp8 --wire-threshold 0 -d bfloat16 "${sweep[@]}")
+cmd=("$BIN/relay-run" -n "$gpus" --timeout 120 -- "$BIN/relay-bench" -x nccl "${fp8[@]}")
+echo "\$ ${cmd[*]}" >"$OUT/bench-mp-fp8.txt"
+timeout 300 "${cmd[@]}" >>"$OUT/bench-mp-fp8.txt" 2>&1 || status=1
+grep -vE "^\[1\]|^#   " "$OUT/bench-mp-fp8.txt" | tail -30
+timeout 300 "$BIN/relay-bench" -x nccl "${fp8[@]}" >"$OUT/bench-fp8.txt" 2>&1 || status=1
+grep -vE "^#   " "$OUT/bench-fp8.txt" | tail -30
 
 echo "== nccl transport: property run"
 timeout 120 "$BIN/relay_nccl_tests" >"$OUT/nccl-tests.log" 2>&1 || status=1
