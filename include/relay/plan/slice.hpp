@@ -171,11 +171,15 @@ inline plan_slice slice_plan(const plan& p, int rank, fp8_ends ends = fp8_ends::
   auto mark_of = [&](std::int32_t phase, bool arrival) {
     return phase < 0 ? phase : phase * out.marks_per_phase + (arrival ? 1 : 0);
   };
+  auto wait_of = [&](std::size_t peer, std::int32_t mark) {
+    const auto q = static_cast<std::uint16_t>(peer);
+    return mark < 0 ? slice_wait{q, call_entry, false}
+                    : slice_wait{q, mark / out.marks_per_phase, mark % out.marks_per_phase != 0};
+  };
   constexpr std::int32_t none = call_entry - 1;
   std::vector<std::int32_t> waited(static_cast<std::size_t>(p.ranks()), none);
   // The last mark in which each peer writes into this rank's memory (none: below call_entry).
   std::vector<std::int32_t> last_write_into_me(static_cast<std::size_t>(p.ranks()), none);
-  std::vector<slice_wait> last_write_as(static_cast<std::size_t>(p.ranks()));
   std::vector<bool> sends(static_cast<std::size_t>(p.ranks()), false);
 
   for (std::uint32_t ph = 0; ph < p.phases.size(); ++ph) {
@@ -198,11 +202,8 @@ inline plan_slice slice_plan(const plan& p, int rank, fp8_ends ends = fp8_ends::
       const std::int32_t mark = mark_of(static_cast<std::int32_t>(ph), arrival);
       slice_phase mine{ph, phase.step, phase.phase, arrival, {}, {}, {}};
       std::vector<std::int32_t> need(static_cast<std::size_t>(p.ranks()), none);
-      std::vector<slice_wait> need_as(static_cast<std::size_t>(p.ranks()));
-      auto require = [&](std::size_t peer, std::int32_t m, slice_wait as) {
-        if (m <= need[peer]) return;
-        need[peer] = m;
-        need_as[peer] = as;
+      auto require = [&](std::size_t peer, std::int32_t m) {
+        need[peer] = std::max(need[peer], m);
       };
       for (std::uint32_t i = phase.first; i < phase.first + phase.size; ++i) {
         if (!in_mark(i)) continue;
@@ -215,15 +216,14 @@ inline plan_slice slice_plan(const plan& p, int rank, fp8_ends ends = fp8_ends::
         mine.issued.push_back(i);
         if (!arrival && op.dst.rank != me) {
           sends[op.dst.rank] = true;
-          require(op.dst.rank, call_entry, {op.dst.rank, call_entry, false});
+          require(op.dst.rank, call_entry);
         }
         accesses(i, [&](const plan_operand& o, bool write, std::uint64_t bytes) {
           const std::uint64_t begin = o.offset, end = o.offset + bytes;
           if (begin == end) return;
           for (const detail::slice_access& a : spaces[detail::space_of(o)])
             if (a.issuer != me && (a.write || write) && a.begin < end && begin < a.end)
-              require(a.issuer, a.mark,
-                      {a.issuer, a.mark / out.marks_per_phase, a.mark % out.marks_per_phase != 0});
+              require(a.issuer, a.mark);
         });
       }
       // Record every rank's accesses of this mark (after computing its waits: the operations of
@@ -234,17 +234,15 @@ inline plan_slice slice_plan(const plan& p, int rank, fp8_ends ends = fp8_ends::
         const auto issuer = issuer_of(op);
         accesses(i, [&](const plan_operand& o, bool write, std::uint64_t bytes) {
           spaces[detail::space_of(o)].push_back({o.offset, o.offset + bytes, mark, issuer, write});
-          if (write && o.rank == me && issuer != me && mark > last_write_into_me[issuer]) {
-            last_write_into_me[issuer] = mark;
-            last_write_as[issuer] = {issuer, static_cast<std::int32_t>(ph), arrival};
-          }
+          if (write && o.rank == me && issuer != me)
+            last_write_into_me[issuer] = std::max(last_write_into_me[issuer], mark);
         });
       }
       for (std::size_t peer = 0; peer < need.size(); ++peer)
         if (need[peer] > waited[peer]) {
           // An entry wait is implied by any phase wait on the same peer in this call.
           if (need[peer] == call_entry && waited[peer] >= call_entry) continue;
-          mine.waits.push_back(need_as[peer]);
+          mine.waits.push_back(wait_of(peer, need[peer]));
           waited[peer] = need[peer];
         }
       if (!mine.issued.empty() || !mine.receives.empty()) out.phases.push_back(std::move(mine));
@@ -257,7 +255,8 @@ inline plan_slice slice_plan(const plan& p, int rank, fp8_ends ends = fp8_ends::
     }
     out.receives_from.push_back(static_cast<int>(peer));
     if (sends[peer]) out.sends_to.push_back(static_cast<int>(peer));
-    if (last_write_into_me[peer] > waited[peer]) out.exit_waits.push_back(last_write_as[peer]);
+    if (last_write_into_me[peer] > waited[peer])
+      out.exit_waits.push_back(wait_of(peer, last_write_into_me[peer]));
   }
   return out;
 }
