@@ -182,8 +182,7 @@ check_result check_output_fp8(collective c, dtype type, reduce_op op, std::span<
   check_result result;
   visit_dtype(type, [&](auto zero) {
     using T = decltype(zero);
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, float16> ||
-                  std::is_same_v<T, bfloat16>) {
+    if constexpr (fp8_wire_type<T>) {
       std::mutex lock;
       std::int64_t first_at = length;
       for_slices(length, [&](std::int64_t begin, std::int64_t end) {

@@ -45,8 +45,7 @@ inline std::vector<std::vector<std::byte>> all_inputs(const property_case& c) {
     for (auto& in : input)
       visit_dtype(c.type, [&](auto zero) {
         using T = decltype(zero);
-        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, float16> ||
-                      std::is_same_v<T, bfloat16>)
+        if constexpr (fp8_wire_type<T>)
           detail::fill_fp8<T>(in, rng, c.wire_data, reduces(c.coll) ? 2 * c.active : 1);
       });
   return input;

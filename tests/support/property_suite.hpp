@@ -286,8 +286,7 @@ property_result run_case(E& ex, const property_case& c) {
     for (std::size_t r = 0; r < R; ++r)
       visit_dtype(c.type, [&](auto zero) {
         using T = decltype(zero);
-        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, float16> ||
-                      std::is_same_v<T, bfloat16>)
+        if constexpr (fp8_wire_type<T>)
           detail::fill_fp8<T>(input[r], rng, c.wire_data, reduces(c.coll) ? 2 * c.active : 1);
       });
   // Host images of the frames: canaries, poison, then the inputs on top.

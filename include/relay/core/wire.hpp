@@ -14,9 +14,11 @@
 
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 #include "relay/core/dtype.hpp"
 #include "relay/core/fp8.hpp"
+#include "relay/core/half.hpp"
 #include "relay/core/names.hpp"
 
 namespace relay {
@@ -56,5 +58,9 @@ constexpr wire_format wire_of(fp8_format f) {
 constexpr bool fp8_wire_dtype(dtype t) {
   return t == dtype::float32 || t == dtype::float16 || t == dtype::bfloat16;
 }
+// The same as element types, for code generic in T (visit_dtype's lambdas, kernels).
+template <class T>
+inline constexpr bool fp8_wire_type =
+    std::is_same_v<T, float> || std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
 
 }  // namespace relay

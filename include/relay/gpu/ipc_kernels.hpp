@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "relay/core/wire.hpp"
 #include "relay/gpu/fp8_kernels.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
@@ -250,11 +251,6 @@ __device__ inline void ipc_moved_reduce_tile(const ipc_stage& s, std::uint64_t t
   reduce_desc_tile<T, Block, Unroll>(r, t - r.first_tile);
 }
 
-// Whether T travels on an fp8 wire (core/wire.hpp, fp8_wire_dtype).
-template <class T>
-inline constexpr bool ipc_fp8_type =
-    std::is_same_v<T, float> || std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
-
 template <class E, fp8_format F>
 __device__ inline void ipc_fp8_end(const fp8_desc& d, bool dequantize, std::uint64_t tile) {
   if (dequantize)
@@ -292,7 +288,7 @@ __device__ inline void ipc_stage_work(const ipc_stage& s, const copy_desc& user,
   const std::uint64_t reduced = lists + s.reduce_tiles;
   const std::uint64_t total = Fp8 ? reduced + s.fp8_tiles[0] + s.fp8_tiles[1] : reduced;
   for (std::uint64_t t = blockIdx.x; t < total; t += gridDim.x) {
-    if constexpr (Fp8 && ipc_fp8_type<T>) {
+    if constexpr (Fp8 && fp8_wire_type<T>) {
       static_assert(Block == fp8_block_threads, "the fp8 tiles assume their own block size");
       if (t >= reduced) {
         const std::uint64_t f = t - reduced;

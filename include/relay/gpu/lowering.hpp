@@ -157,10 +157,11 @@ inline void split_fp8_copy(const plan& p, const plan_op& o, std::size_t index,
   unsigned char* recv = mem.address({o.dst.rank, buffer::scratch, slot.recv});
   unsigned char* to = mem.address(o.dst);
   const std::uint64_t image = fp8_wire_bytes(o.count);
-  const bool wide_src = p.type == dtype::float32 || (o.partial_mask & 1u) != 0;
-  const bool wide_dst = p.type == dtype::float32 || (o.partial_mask & partial_dst_bit) != 0;
-  before.quantizes.push_back({from, send, o.count, wide_src});
-  before.reads.push_back(detail::span_of(from, o.count * (wide_src ? 4u : 2u)));
+  // Floats (float32 data or fp32 partial sums: 4 bytes) or the plan's 16-bit type, by width.
+  const auto src_width = static_cast<std::uint64_t>(p.source_width(o, 0));
+  const auto dst_width = static_cast<std::uint64_t>(p.dst_width(o));
+  before.quantizes.push_back({from, send, o.count, src_width == 4});
+  before.reads.push_back(detail::span_of(from, o.count * src_width));
   before.writes.push_back(detail::span_of(send, image));
   const int a = at.device_of_rank[src.rank], b = at.device_of_rank[o.dst.rank];
   // The ranks too: mesh emulation paces the image over the link between them (with only the
@@ -169,9 +170,9 @@ inline void split_fp8_copy(const plan& p, const plan_op& o, std::size_t index,
       .push_back({send, recv, image, a, b, src.rank, o.dst.rank});
   w.reads.push_back(detail::span_of(send, image));
   w.writes.push_back(detail::span_of(recv, image));
-  after.dequantizes.push_back({recv, to, o.count, wide_dst});
+  after.dequantizes.push_back({recv, to, o.count, dst_width == 4});
   after.reads.push_back(detail::span_of(recv, image));
-  after.writes.push_back(detail::span_of(to, o.count * (wide_dst ? 4u : 2u)));
+  after.writes.push_back(detail::span_of(to, o.count * dst_width));
 }
 
 // 1. Each phase's operations, split by lane; operations of no elements vanish.

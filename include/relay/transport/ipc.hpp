@@ -302,7 +302,7 @@ class ipc_transport final : public transport {
     const auto grid = static_cast<unsigned>(std::min(tiles, most));
     const gpu::rt::error_t e = visit_dtype(type, [&](auto x) {
       using T = decltype(x);
-      if constexpr (gpu::detail::ipc_fp8_type<T>)
+      if constexpr (fp8_wire_type<T>)
         if (st.fp8)
           return gpu::rt::launch(
               gpu::ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, true>, grid,
@@ -479,8 +479,7 @@ class ipc_transport final : public transport {
         if (fp8 && p.crosses_wire(o)) {
           // Quantize into the receiver's slot, or (arrival) dequantize from this rank's.
           const plan_operand slot{o.dst.rank, buffer::scratch, p.wire_slots[i].recv};
-          const bool wide = p.type == dtype::float32 ||
-                            (o.partial_mask & (sp.arrival ? partial_dst_bit : 1u)) != 0;
+          const bool wide = (sp.arrival ? p.dst_width(o) : p.source_width(o, 0)) == 4;
           h.fp8[wide ? 1 : 0].push_back(
               sp.arrival ? gpu::fp8_desc{address(slot), address(o.dst), o.count, 0}
                          : gpu::fp8_desc{address(sources[0]), address(slot), o.count, 0});

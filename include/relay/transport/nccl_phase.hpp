@@ -80,17 +80,6 @@ struct nccl_phase_work {
   std::vector<nccl_dequantize> dequantizes;    // after ncclGroupEnd
 };
 
-namespace detail {
-
-// Whether operand `bit` of fp8 copy `o` holds floats: float32 data, or an fp32 partial sum
-// (a copy has both partial bits or neither; the mask is zero where partials are as wide as
-// elements).
-inline bool nccl_wide(const plan& p, const plan_op& o, std::uint32_t bit) {
-  return p.type == dtype::float32 || (o.partial_mask & bit) != 0;
-}
-
-}  // namespace detail
-
 // What `rank` does in transfer phase `sp` of its slice of `p` (a plan validate_plan accepts).
 // Operations of no elements are left out on both ends alike. A reduce phase has none of this
 // work (the transport runs its reductions as one batched kernel): empty lists.
@@ -107,7 +96,7 @@ inline nccl_phase_work nccl_phase(const plan& p, const slice_phase& sp, int rank
       w.copies.push_back({i, src, o.dst, o.count * static_cast<std::uint64_t>(p.dst_width(o))});
     } else if (p.crosses_wire(o)) {
       const std::uint64_t slot = p.wire_slots[i].send;
-      w.quantizes.push_back({i, src, slot, o.count, detail::nccl_wide(p, o, 1u)});
+      w.quantizes.push_back({i, src, slot, o.count, p.source_width(o, 0) == 4});
       w.sends.push_back({i, o.dst.rank, slot_at(slot), p.link_bytes(o)});
     } else {
       w.sends.push_back({i, o.dst.rank, src, p.link_bytes(o)});
@@ -119,8 +108,7 @@ inline nccl_phase_work nccl_phase(const plan& p, const slice_phase& sp, int rank
     if (p.crosses_wire(o)) {
       const std::uint64_t slot = p.wire_slots[rc.op].recv;
       w.receives.push_back({rc.op, rc.peer, slot_at(slot), p.link_bytes(o)});
-      w.dequantizes.push_back(
-          {rc.op, slot, rc.dst, rc.count, detail::nccl_wide(p, o, partial_dst_bit)});
+      w.dequantizes.push_back({rc.op, slot, rc.dst, rc.count, p.dst_width(o) == 4});
     } else {
       w.receives.push_back({rc.op, rc.peer, rc.dst, p.link_bytes(o)});
     }

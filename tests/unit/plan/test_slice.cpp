@@ -358,8 +358,7 @@ TEST_CASE("on an fp8 wire, any interleaving of either ends' slices gives the pla
       inputs[r].resize(p.input_bytes[r]);
       visit_dtype(c.type, [&](auto zero) {
         using T = decltype(zero);
-        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, float16> ||
-                      std::is_same_v<T, bfloat16>)
+        if constexpr (fp8_wire_type<T>)
           testing::detail::fill_fp8<T>(inputs[r], data, c.wire_data,
                                        reduces(c.coll) ? 2 * c.active : 1);
       });
