@@ -12,7 +12,8 @@
 // slice's receives), ncclGroupEnd, then its copies within its own memory; a reduce phase is one
 // launch of the batched reduce kernel over the phase's reductions. Everything is enqueued on
 // call.stream and run() returns without waiting for the device. nccl_phase.hpp decides what a
-// transfer phase enqueues (host code, tested on the CPU); this file executes its lists.
+// transfer phase enqueues (host code, tested on the CPU; built once per plan and buffers, with
+// the reduction lists); this file executes its lists.
 //
 // The fp8 wire (issue 12, plan::crosses_wire): a copy into a peer is quantized first, before the
 // group, from its source into this rank's send slot in scratch (gpu/fp8_kernels.hpp, one launch
@@ -195,7 +196,7 @@ class nccl_transport final : public transport {
       return base + o.offset;
     };
     auto scratch_at = [&](std::uint64_t offset) { return b.scratch + offset; };
-    std::size_t reduce_phase = 0;
+    std::size_t reduce_phase = 0, transfer_phase = 0;
     for (const slice_phase& sp : call.slice->phases) {
       if (sp.kind == phase::reduce) {
         const reduce_lists::phase_list& l = lists->phases[reduce_phase++];
@@ -214,7 +215,7 @@ class nccl_transport final : public transport {
       // A wire slot is reused by later phases; the stream orders that: the next quantize into a
       // send slot runs after this phase's ncclSend from it completed on this stream, and the next
       // ncclRecv into a receive slot after this phase's dequantize read it.
-      const nccl_phase_work w = nccl_phase(p, sp, me);
+      const nccl_phase_work& w = lists->transfers[transfer_phase++];
       const fp8_format format = fp8_format_of(p.wire.taken);
       for (const nccl_quantize& q : w.quantizes)
         if (gpu::rt::error_t e = fp8_end(true, address(q.src), scratch_at(q.slot), q.count, q.wide,
@@ -282,7 +283,8 @@ class nccl_transport final : public transport {
     plan key;
     bound at;
     void* device = nullptr;
-    std::vector<phase_list> phases;
+    std::vector<phase_list> phases;          // per reduce phase of the slice
+    std::vector<nccl_phase_work> transfers;  // per transfer phase of the slice
     std::uint64_t last_use = 0;
   };
   static constexpr std::size_t cached_lists = 16;
@@ -388,7 +390,8 @@ class nccl_transport final : public transport {
     return {};
   }
 
-  // The reduce lists for this plan and these buffers: cached, else built and uploaded.
+  // The reduce lists for this plan and these buffers, with each transfer phase's work
+  // (nccl_phase, host lists kept off the call path): cached, else built and uploaded.
   status reductions(const plan& p, const plan_slice& slice, const bound& at,
                     const reduce_lists*& out) {
     for (reduce_lists& l : lists_)
@@ -410,7 +413,10 @@ class nccl_transport final : public transport {
     std::vector<unsigned char> host;
     std::vector<std::size_t> offsets;
     for (const slice_phase& sp : slice.phases) {
-      if (sp.kind != phase::reduce) continue;
+      if (sp.kind != phase::reduce) {
+        built.transfers.push_back(nccl_phase(p, sp, slice.rank));
+        continue;
+      }
       std::vector<gpu::reduce_desc> descs;
       for (std::uint32_t i : sp.issued) {
         const plan_op& o = p.ops[i];
