@@ -13,7 +13,7 @@
 #include "predict.hpp"
 #include "relay/comm/collectives.hpp"
 #include "relay/comm/from_environment.hpp"
-#include "relay/transport/shm_transport.hpp"
+#include "relay/transport/shm/transport.hpp"
 #include "report.hpp"
 #include "results.hpp"
 #include "sizes.hpp"

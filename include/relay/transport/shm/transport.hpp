@@ -32,8 +32,8 @@
 #include "relay/exec/host_ops.hpp"
 #include "relay/plan/area_layout.hpp"
 #include "relay/plan/validate.hpp"
-#include "relay/transport/shm_segment.hpp"
-#include "relay/transport/shm_wait.hpp"
+#include "relay/transport/shm/segment.hpp"
+#include "relay/transport/shm/wait.hpp"
 #include "relay/transport/transport.hpp"
 
 namespace relay {
