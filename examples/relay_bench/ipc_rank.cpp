@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "relay/transport/ipc.hpp"
+#include "relay/transport/ipc/transport.hpp"
 #include "stream_rank.hpp"
 
 namespace relay::bench {

@@ -1,5 +1,5 @@
 // The ipc transport's form model (cost/ipc_form.hpp): hand-worked prices and a plan's stages.
-#include "relay/cost/ipc_form.hpp"
+#include "relay/transport/ipc/form.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // The ipc transport's user-memory decisions (transport/ipc_direct.hpp), without a device: which
 // operands move with the call's buffers, the plan rules that let a rank's input stay where the
 // caller keeps it, the registration lookup, and the per-call choice.
-#include "relay/transport/ipc_direct.hpp"
+#include "relay/transport/ipc/direct.hpp"
 
 #include <catch2/catch.hpp>
 #include <random>

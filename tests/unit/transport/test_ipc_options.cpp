@@ -1,5 +1,5 @@
 // The ipc transport's options from the environment (transport/ipc_options.hpp).
-#include "relay/transport/ipc_options.hpp"
+#include "relay/transport/ipc/options.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>

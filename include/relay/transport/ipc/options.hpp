@@ -8,7 +8,7 @@
 
 #include "relay/bootstrap/environment.hpp"
 #include "relay/core/status.hpp"
-#include "relay/cost/ipc_form.hpp"
+#include "relay/transport/ipc/form.hpp"
 
 namespace relay {
 

@@ -45,9 +45,9 @@
 #include "relay/gpu/fp8_kernels.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
-#include "relay/gpu/signals.hpp"
 #include "relay/schedule/schedule.hpp"
-#include "relay/transport/ipc_direct.hpp"
+#include "relay/transport/ipc/direct.hpp"
+#include "relay/transport/ipc/signals.hpp"
 
 namespace relay::gpu {
 

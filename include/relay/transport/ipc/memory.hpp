@@ -36,9 +36,9 @@
 #include "relay/core/no_copy.hpp"
 #include "relay/core/status.hpp"
 #include "relay/gpu/handles.hpp"
-#include "relay/gpu/ipc_kernels.hpp"
 #include "relay/gpu/runtime.hpp"
-#include "relay/transport/ipc_direct.hpp"
+#include "relay/transport/ipc/direct.hpp"
+#include "relay/transport/ipc/kernels.hpp"
 
 namespace relay::ipc {
 
