@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "nccl_types.hpp"
-#include "relay/transport/nccl.hpp"
+#include "relay/transport/nccl/transport.hpp"
 #include "stream_rank.hpp"
 
 namespace relay::bench {

@@ -3,7 +3,7 @@
 // slot, the image (fp8_wire_bytes(count) bytes) over NCCL into the receive slot and a dequantize
 // into the destination, local copies never quantized, and the two ends of every pair in the same
 // order.
-#include "relay/transport/nccl_phase.hpp"
+#include "relay/transport/nccl/phase.hpp"
 
 #include <catch2/catch.hpp>
 #include <map>

@@ -72,7 +72,7 @@
 #include "relay/gpu/runtime.hpp"
 #include "relay/plan/slice.hpp"
 #include "relay/plan/validate.hpp"
-#include "relay/transport/nccl_phase.hpp"
+#include "relay/transport/nccl/phase.hpp"
 #include "relay/transport/transport.hpp"
 
 #if defined(RELAY_GPU_HIP)
