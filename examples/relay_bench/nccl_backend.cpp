@@ -10,7 +10,7 @@
 #include "device_timing.hpp"
 #include "executor_backend.hpp"
 #include "measure.hpp"
-#include "relay/transport/nccl_executor.hpp"
+#include "relay/exec/nccl_executor.hpp"
 
 namespace relay::bench {
 

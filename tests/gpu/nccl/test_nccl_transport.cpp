@@ -27,7 +27,7 @@
 #include "gpu/gpu_support.hpp"
 #include "gpu/host_bits.hpp"
 #include "relay/bootstrap/nccl_bootstrap.hpp"
-#include "relay/transport/nccl_executor.hpp"
+#include "relay/exec/nccl_executor.hpp"
 #include "support/property_suite.hpp"
 
 using namespace relay;
