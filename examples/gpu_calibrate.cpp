@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "relay/gpu/gpu_executor.hpp"
+#include "relay/exec/gpu/executor.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "support/fit_topology.hpp"

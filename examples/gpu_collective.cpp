@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "relay/api/collectives.hpp"
+#include "relay/exec/gpu/executor.hpp"
 #include "relay/exec/host_executor.hpp"
-#include "relay/gpu/gpu_executor.hpp"
 #include "support/median.hpp"
 
 using namespace relay;

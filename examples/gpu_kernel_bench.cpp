@@ -27,8 +27,8 @@
 
 #include "relay/core/fp8_block.hpp"
 #include "relay/core/reduction.hpp"
+#include "relay/exec/gpu/executor.hpp"
 #include "relay/gpu/fp8_kernels.hpp"
-#include "relay/gpu/gpu_executor.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "support/gpu_check.hpp"

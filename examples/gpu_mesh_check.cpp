@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "relay/gpu/gpu_executor.hpp"
+#include "relay/exec/gpu/executor.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "support/gpu_check.hpp"
 #include "support/median.hpp"

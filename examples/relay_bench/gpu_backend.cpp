@@ -9,7 +9,7 @@
 #include "device_timing.hpp"
 #include "executor_backend.hpp"
 #include "measure.hpp"
-#include "relay/gpu/gpu_executor.hpp"
+#include "relay/exec/gpu/executor.hpp"
 
 namespace relay::bench {
 

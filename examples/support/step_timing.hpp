@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "relay/gpu/gpu_executor.hpp"
+#include "relay/exec/gpu/executor.hpp"
 #include "support/median.hpp"
 #include "support/ring_plan.hpp"
 

@@ -15,8 +15,8 @@
 
 #include "gpu_support.hpp"
 #include "host_bits.hpp"
+#include "relay/exec/gpu/executor.hpp"
 #include "relay/exec/host_executor.hpp"
-#include "relay/gpu/gpu_executor.hpp"
 #include "support/property_suite.hpp"
 
 using namespace relay;

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "relay/core/config.hpp"
+#include "relay/exec/gpu/lowering.hpp"
 #include "relay/gpu/copy_desc.hpp"
-#include "relay/gpu/lowering.hpp"
 
 namespace relay::gpu {
 

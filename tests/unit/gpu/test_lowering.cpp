@@ -1,7 +1,7 @@
 // The lowering from plan to lane work (gpu/lowering.hpp) on the CPU: which lane runs what, which
 // copies go by kernel or memcpy, and which works wait for which. Plans are built by hand, so
 // every expected address, wait and event below is worked out from the plan.
-#include "relay/gpu/lowering.hpp"
+#include "relay/exec/gpu/lowering.hpp"
 
 #include "relay/gpu/fp8_desc.hpp"
 

@@ -1,7 +1,7 @@
 // Mesh emulation's arithmetic (gpu/pacing.hpp) on the CPU: a tile's time on a link, booking a
 // link, the bytes of each tile, the blocks per link, and a lane's copies made into one paced
 // launch. Every expected number is worked out by hand in the comments.
-#include "relay/gpu/pacing.hpp"
+#include "relay/exec/gpu/pacing.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -9,9 +9,9 @@
 
 #include <cstdint>
 
+#include "relay/exec/gpu/pacing.hpp"
 #include "relay/gpu/copy_desc.hpp"
 #include "relay/gpu/kernels.hpp"
-#include "relay/gpu/pacing.hpp"
 #include "relay/gpu/runtime.hpp"
 
 namespace relay::gpu {

@@ -12,11 +12,11 @@
 
 #include "relay/core/dtype.hpp"
 #include "relay/core/status.hpp"
+#include "relay/exec/gpu/lowering.hpp"
+#include "relay/exec/gpu/pacing.hpp"
 #include "relay/gpu/fp8_desc.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/kernels.hpp"
-#include "relay/gpu/lowering.hpp"
-#include "relay/gpu/pacing.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "relay/plan/plan.hpp"
 

@@ -11,8 +11,8 @@
 
 #include "relay/core/lru.hpp"
 #include "relay/core/status.hpp"
+#include "relay/exec/gpu/program.hpp"
 #include "relay/gpu/handles.hpp"
-#include "relay/gpu/program.hpp"
 #include "relay/plan/plan.hpp"
 
 namespace relay::gpu {
