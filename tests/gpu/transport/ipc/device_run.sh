@@ -10,7 +10,7 @@
 #                                                              steps to run (default: all)
 # BUILD_TARGETS in the environment narrows the build (default: the tests, relay-bench, relay-run).
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../../.."
 OUT=${OUT:-$PWD/gpu-run}
 mkdir -p "$OUT"
 CALLS=${1:-500} K=${2:-100} REPLAYS=${3:-100} STEPS=${4:-.}

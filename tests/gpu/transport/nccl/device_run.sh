@@ -7,7 +7,7 @@
 #   tests/gpu/nccl/device_run.sh [BIN]   BIN: relay_gpu_tests, relay_nccl_tests and relay-bench
 #                                        built for sm_90 (default: built here with CMake)
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../../.."
 OUT=${OUT:-$PWD/gpu-run}
 mkdir -p "$OUT"
 BIN=${1:-}

@@ -13,8 +13,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "gpu_support.hpp"
-#include "host_bits.hpp"
+#include "gpu/gpu_support.hpp"
+#include "gpu/host_bits.hpp"
 #include "relay/exec/gpu/executor.hpp"
 #include "relay/exec/host_executor.hpp"
 #include "support/property_suite.hpp"

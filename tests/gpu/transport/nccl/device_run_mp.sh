@@ -6,7 +6,7 @@
 #
 #   tests/gpu/nccl/device_run_mp.sh BIN   BIN: relay-bench, relay-run, relay_nccl_tests (sm_90)
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../../.."
 OUT=${OUT:-$PWD/gpu-run}
 mkdir -p "$OUT"
 BIN=$1

@@ -13,7 +13,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "gpu_support.hpp"
+#include "gpu/gpu_support.hpp"
 
 using namespace relay;
 using relay::test::host_memory;
