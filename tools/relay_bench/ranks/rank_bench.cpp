@@ -1,0 +1,197 @@
+// relay-bench -x nccl or -x ipc as one rank of a multi-process job (relay-run -n G -- relay-bench
+// -x nccl ...): every call through this rank's communicator over the transport; with nccl,
+// NCCL's own collective on the same NCCL communicator beside it where one group covers the node;
+// with ipc and --graph K, timed runs replay a captured graph of K calls. Each rank checks its own
+// output element by element; an iteration lasts as long as its slowest rank's part (device
+// events); rank 0 prints the table with #wrong summed over the ranks; every rank exits 1 when
+// any element anywhere was wrong. With --wire fp8, relay's calls take the fp8 wire
+// where the threshold says, each rank checks its output against the fp8 bound, and the table
+// gives the wire taken and the largest relative error over the ranks.
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+
+#include "ranks/gpu_rank.hpp"
+#include "ranks/rank_bench.hpp"
+#include "ranks/shm.hpp"
+#include "report/conventions.hpp"
+#include "report/report.hpp"
+#include "report/results.hpp"
+#include "sweep/data.hpp"
+#include "sweep/measure.hpp"
+#include "sweep/options.hpp"
+#include "sweep/predict.hpp"
+#include "sweep/sizes.hpp"
+
+namespace relay::bench {
+
+namespace {
+
+// Every rank's bytes; all[r] is rank r's.
+status gather(gpu_rank& me, std::span<const std::byte> mine,
+              std::vector<std::vector<std::byte>>& all) {
+  return me.boot().all_gather(mine, all, me.timeout());
+}
+
+// One form of one row on this rank: relay's (vendor = false) or NCCL's.
+status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place, bool vendor,
+                    form_result& result) {
+  const call_shape& s = r.shape;
+  const int es = size_of(o.type), rank = me.rank();
+  rank_collective c;
+  c.coll = s.coll;
+  c.groups = call_groups(s);
+  c.counts.assign(c.groups.size(), r.n);
+  c.type = o.type;
+  c.op = o.op;
+  c.opt.route = r.chosen;
+  c.opt.permille = s.permille;
+  c.opt.tiles = r.chosen == route::pipelined ? s.tiles : 0;
+  c.opt.alignment = o.alignment;
+  wire_choice wire;  // NCCL's own collective (vendor) runs natively and leaves it so
+  if (!vendor) {
+    c.opt.wire = o.wire;
+    c.opt.wire_threshold = o.wire_threshold;
+    c.opt.wire_report = &wire;
+    c.opt.machine = &o.topo;  // the fp8 encoding and threshold of --topology
+  }
+  int group = -1, index = -1;
+  for (std::size_t g = 0; g < c.groups.size(); ++g)
+    for (std::size_t k = 0; k < c.groups[g].size(); ++k)
+      if (c.groups[g][k] == rank) group = static_cast<int>(g), index = static_cast<int>(k);
+  const std::int64_t in_elems = group >= 0 ? input_elements(s.coll, s.active, r.n) : 0;
+  const std::int64_t out_elems = group >= 0 ? output_elements(s.coll, s.active, r.n) : 0;
+  std::int64_t in_at = 0, out_at = in_elems;
+  if (in_place) {
+    const in_place_offsets at = in_place_layout(s.coll, std::max(index, 0), r.n);
+    in_at = at.input;
+    out_at = at.output;
+  }
+  const auto frame = static_cast<std::size_t>(std::max(in_at + in_elems, out_at + out_elems) * es);
+  auto* base = static_cast<std::byte*>(me.device_memory(std::max<std::size_t>(frame, 256)));
+  if (base == nullptr) return {errc::out_of_memory, "no device memory for the buffers"};
+  if (group >= 0) {
+    c.send = {base + in_at * es, static_cast<std::size_t>(in_elems * es)};
+    c.recv = {base + out_at * es, static_cast<std::size_t>(out_elems * es)};
+  }
+  std::vector<std::byte> host(frame);
+  auto refill = [&]() -> status {
+    if (group < 0) return {};
+    fill_input(o.type, o.seed, rank, in_elems, host.data() + in_at * es);
+    return me.upload(c.send.data, host.data() + in_at * es, c.send.bytes);
+  };
+  if (status st = refill(); !st) return st;
+  if (status st = me.run(c, vendor, o.warmup, nullptr); !st) return st;
+  if (status st = me.boot().barrier(me.timeout()); !st) return st;
+  std::vector<double> mine;
+  if (status st = me.run(c, vendor, o.iterations, &mine); !st) return st;
+  std::vector<std::vector<std::byte>> all;
+  if (status st = gather(me, std::as_bytes(std::span(mine)), all); !st) return st;
+  for (const auto& a : all)
+    for (std::size_t i = 0; i < mine.size() && (i + 1) * sizeof(double) <= a.size(); ++i) {
+      double x = 0;
+      std::memcpy(&x, a.data() + i * sizeof x, sizeof x);
+      mine[i] = std::max(mine[i], x);
+    }
+  result.seconds = median(mine);
+  result.ran = true;
+  if (!o.check) return {};
+  // Checked: fresh input, the rest of the frame poisoned, one call, every element of the output.
+  if (group >= 0) {
+    poison(host.data(), host.size());
+    fill_input(o.type, o.seed, rank, in_elems, host.data() + in_at * es);
+    if (status st = me.upload(base, host.data(), frame); !st) return st;
+  }
+  if (status st = me.run(c, vendor, 1, nullptr); !st) return st;
+  result.wire = wire.taken;  // the same decision on every rank: the call's arguments made it
+  check_result verdict;
+  if (group >= 0) {
+    if (status st = me.download(host.data(), base, frame); !st) return st;
+    verdict = check_output_on(wire.taken, r.chosen, s.coll, o.type, o.op,
+                              c.groups[static_cast<std::size_t>(group)], index, r.n, o.seed,
+                              host.data() + out_at * es);
+  }
+  // Every rank's note: its wrong count, its largest relative error (fp8), where it first erred.
+  const double error = std::isnan(verdict.max_relative_error) ? 0.0 : verdict.max_relative_error;
+  constexpr std::size_t head = sizeof(std::int64_t) + sizeof(double);
+  std::vector<std::byte> note(head + verdict.first.size());
+  std::memcpy(note.data(), &verdict.wrong, sizeof(std::int64_t));
+  std::memcpy(note.data() + sizeof(std::int64_t), &error, sizeof(double));
+  std::memcpy(note.data() + head, verdict.first.data(), verdict.first.size());
+  if (status st = gather(me, note, all); !st) return st;
+  result.wrong = 0;
+  if (wire.taken != wire_format::native) result.max_relative_error = 0;
+  for (std::size_t q = 0; q < all.size(); ++q) {
+    if (all[q].size() < head) return {errc::mismatch, fmt::format("rank {} sent a short note", q)};
+    std::int64_t w = 0;
+    double e = 0;
+    std::memcpy(&w, all[q].data(), sizeof w);
+    std::memcpy(&e, all[q].data() + sizeof w, sizeof e);
+    result.wrong += w;
+    if (wire.taken != wire_format::native)
+      result.max_relative_error = std::max(result.max_relative_error, e);
+    if (result.first_wrong.empty() && all[q].size() > head)
+      result.first_wrong = fmt::format(
+          "rank {}: {}", q,
+          std::string(reinterpret_cast<const char*>(all[q].data() + head), all[q].size() - head));
+  }
+  return {};
+}
+
+}  // namespace
+
+bool launched_as_rank() {
+  for (const char* v : {"RELAY_RANK", "RANK"})
+    if (const char* x = std::getenv(v); x != nullptr && *x != '\0') return true;
+  return false;
+}
+
+int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
+  const std::string executor = fmt::format("-x {}", name(o.executor));
+  if (int refused = refuse_rank_job(executor, o, shapes, -1)) return refused;
+  const std::vector<std::int64_t> sizes =
+      size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);
+  const bool ipc = o.executor == executor_kind::ipc;
+  std::string why;
+  std::unique_ptr<gpu_rank> me =
+      ipc ? make_ipc_rank(staging_bytes(o, shapes, sizes.empty() ? 0 : sizes.back()), o.graph_calls,
+                          why)
+          : make_nccl_rank(why);
+  if (!me) {
+    fmt::print(stderr, "relay-bench: {}: {}\n", executor, why);
+    return exit_failed;
+  }
+  if (int refused = refuse_rank_job(executor, o, shapes, me->size())) return refused;
+  const bool lead = me->rank() == 0;
+  const std::string vendor =
+      ipc ? "none (NCCL allows one rank per device; these ranks may share one)"
+          : "NCCL's own collectives on the transport's communicator (" + me->description() + ")";
+  const std::string how =
+      ipc ? fmt::format("ipc: {} processes, one rank each ({}); {}", o.ranks, me->description(),
+                        o.graph_calls > 0
+                            ? fmt::format("times from replays of a graph of {} captured calls",
+                                          o.graph_calls)
+                            : std::string("eager calls"))
+          : fmt::format("nccl: {} processes, one rank and one device each, relay's nccl transport",
+                        o.ranks);
+  const run_info info = describe_run(o, how, vendor);
+  if (lead) print_run_header(stdout, info, info.executor);
+  rank_job job;
+  job.lead = lead;
+  job.who = fmt::format("rank {}: ", me->rank());
+  job.baseline = "none";
+  job.vendor = vendor;
+  job.with_vendor = [&](const call_shape& s) {
+    return !ipc && o.baseline != baseline_kind::none && s.active == s.ranks &&
+           s.mode == run_mode::single;
+  };
+  job.measure = [&](const row& r, bool in_place, bool v, form_result& f) {
+    return measure_form(*me, o, r, in_place, v, f);
+  };
+  return run_rank_rows(o, shapes, sizes, info, job);
+}
+
+}  // namespace relay::bench
