@@ -27,6 +27,7 @@ class recording_transport final : public transport {
   explicit recording_transport(std::vector<recorded>& calls) : calls_(calls) {}
   std::string_view name() const override { return "recording"; }
   bool broken() const override { return false; }
+  void abort(const status&) override {}
   status run(const call_context& c) override {
     calls_.push_back({c.sequence, c.fingerprint, c.placement, c.local.code(), c.p->ranks(),
                       c.slice->phases.size(), c.p->spec.route, c.p->precision});
@@ -194,6 +195,7 @@ TEST_CASE("a cached shape is found by its arguments as passed, and its plan stay
     explicit address_transport(std::vector<const plan*>& out) : out_(out) {}
     std::string_view name() const override { return "addresses"; }
     bool broken() const override { return false; }
+    void abort(const status&) override {}
     status run(const call_context& c) override {
       out_.push_back(c.p);
       return {};
@@ -259,6 +261,7 @@ TEST_CASE("buffer registration reaches the transport; one that stages every call
     explicit registering_transport(std::vector<call>& out) : out_(out) {}
     std::string_view name() const override { return "registering"; }
     bool broken() const override { return false; }
+    void abort(const status&) override {}
     status run(const call_context&) override { return {}; }
     status register_buffer(void* p, std::size_t bytes, milliseconds timeout) override {
       out_.push_back({p, bytes, true});

@@ -154,6 +154,8 @@ class nccl_transport final : public transport {
     return ncclCommGetAsyncError(comm_, &async) != ncclSuccess || async != ncclSuccess;
   }
 
+  void abort(const status& /*why*/) override { broken_ = true; }
+
   status run(const call_context& call) override {
     if (broken_) return {errc::gpu_error, "the nccl transport failed earlier and is unusable"};
     if (call.p == nullptr || call.slice == nullptr)

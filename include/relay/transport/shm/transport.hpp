@@ -63,6 +63,9 @@ class transport final : public relay::transport {
 
   std::string_view name() const override { return "shm"; }
   bool broken() const override { return !broken_.ok(); }
+  void abort(const status& why) override {
+    if (broken_.ok()) broken_ = why.ok() ? status{errc::peer_error, "this rank aborted"} : why;
+  }
 
   status run(const call_context& call) override {
     if (!broken_.ok()) return broken_;
