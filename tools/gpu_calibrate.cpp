@@ -8,12 +8,12 @@
 //   2. every pair, both directions at once (what a relay step does to a link), kernel;
 //   3. every GPU pushing to all others at once, and all others pushing to it at once, kernel: on
 //      a mesh the links add up, on a switch the port is the limit;
-//   4. the executor's step latency: rings of 1 and 65 steps (examples/support/ring_plan.hpp) over
+//   4. the executor's step latency: rings of 1 and 65 steps (tools/support/ring_plan.hpp) over
 //      one rank per device, 256-byte copies, timed by the devices; the difference over 64 steps.
 //      With 3 or more ranks, the same with every rank pushing to all others: the cost of one
 //      more operation in a step.
 //
-// examples/support/fit_topology.hpp turns the measurements into the topology (mesh or switch,
+// tools/support/fit_topology.hpp turns the measurements into the topology (mesh or switch,
 // bandwidth, latencies; the rule is written there and unit-tested). Every copy is checked on a
 // sample of bytes.
 //
@@ -380,7 +380,7 @@ int main(int argc, char** argv) {
   }
   const relay::examples::step_timing steps = relay::examples::time_steps(o.devices);
 
-  // The model's numbers (examples/support/fit_topology.hpp).
+  // The model's numbers (tools/support/fit_topology.hpp).
   relay::examples::link_measurements lm;
   lm.ranks = n;
   for (const pair_result& p : pairs)

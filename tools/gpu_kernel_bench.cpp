@@ -414,7 +414,7 @@ void bench_step_overhead(rt::stream_t s) {
         fill<float>(out.back().data, 128, 2);
       }
       CHECK_RT(rt::device_synchronize());
-      // Ring steps over 8 ranks on device 0 (examples/support/ring_plan.hpp).
+      // Ring steps over 8 ranks on device 0 (tools/support/ring_plan.hpp).
       const relay::plan one = relay::examples::ring_plan(8, 1, reduce),
                         many = relay::examples::ring_plan(8, 65, reduce);
       const double t1 = run_us(ex, one, in, out);

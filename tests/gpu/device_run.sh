@@ -24,7 +24,7 @@ if [[ -z "$BIN" ]] || ! "$BIN/relay_gpu_tests" --help >/dev/null 2>&1; then
     cmake --build build -j"$(nproc)" --target relay_gpu_tests gpu_kernel_bench gpu_collective \
       >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
   mkdir -p build/gpu-bin
-  cp build/tests/gpu/relay_gpu_tests build/examples/gpu_kernel_bench build/examples/gpu_collective \
+  cp build/tests/gpu/relay_gpu_tests build/tools/gpu_kernel_bench build/tools/gpu_collective \
     build/gpu-bin/
   BIN=build/gpu-bin
 fi

@@ -1,5 +1,6 @@
 // A GPU executor's output bytes against the host executor's: what the GPU executor's tests and
-// the nccl transport's share (tests/gpu/test_gpu_properties.cpp, nccl/test_nccl_transport.cpp).
+// the nccl transport's share (exec/test_gpu_properties.cpp,
+// transport/nccl/test_nccl_transport.cpp).
 #pragma once
 
 #include <cstddef>

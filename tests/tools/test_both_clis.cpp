@@ -1,5 +1,5 @@
 // relay-plan and relay-bench side by side: the same mistake gets the same message from both
-// (examples/support/cli.hpp holds the ranges, defaults and wording they share).
+// (tools/support/cli.hpp holds the ranges, defaults and wording they share).
 #include <string>
 #include <string_view>
 #include <vector>

@@ -136,7 +136,8 @@ std::int64_t run_memory_bytes(const options& o) {
     for (const std::uint64_t scratch : p.scratch_bytes)
       bytes += static_cast<std::int64_t>(scratch);
   // The executor's threads, the plans (the report's and the call's) and the allocator's own
-  // bookkeeping (tests/examples/run_memory.py checks the estimate against the measured peak).
+  // bookkeeping (tests/tools/relay_plan/run_memory.py checks the estimate against the measured
+  // peak).
   constexpr std::int64_t overhead = std::int64_t{16} << 20;
   return bytes + overhead;
 }

@@ -30,7 +30,7 @@ run_result run_on_host(const options& o);
 // The host memory run_on_host holds at its peak, in bytes, for options with counts: every active
 // rank's buffers, the copy of them that restarts each call, the reference's copies of the inputs
 // and of the outputs, and the executor's scratch for the plan (every rank's). A bound, checked
-// against the measured peak by tests/examples/run_memory.py.
+// against the measured peak by tests/tools/relay_plan/run_memory.py.
 std::int64_t run_memory_bytes(const options& o);
 
 }  // namespace relay_plan

@@ -237,7 +237,7 @@ std::string validate(const options& o, const std::vector<std::string_view>& seen
     return "--wire-threshold needs --wire fp8 (or fp8_e4m3, fp8_e4m3_fnuz)";
   if (o.run && o.counts.empty()) return "--run needs --count or --counts";
   if (o.run) {
-    // The estimate bounds the measured peak (tests/examples/run_memory.py checks it).
+    // The estimate bounds the measured peak (tests/tools/relay_plan/run_memory.py checks it).
     const std::int64_t bytes = run_memory_bytes(o);
     const relay::cli::available_memory available = relay::cli::host_memory_available();
     if (bytes > max_run_bytes)

@@ -4,7 +4,7 @@
 //   it and the host.
 // The collective calls need only a runner; the property suite and the benchmarks need both, which
 // is what `executor` names. The host executor (exec/host_executor.hpp) and the GPU executor
-// (gpu/gpu_executor.hpp) are both, so the calls and the property suite are written once for every
+// (exec/gpu/executor.hpp) are both, so the calls and the property suite are written once for every
 // executor. Every runner checks a plan with validate_plan (plan/validate.hpp) before it issues
 // anything.
 #pragma once

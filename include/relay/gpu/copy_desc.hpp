@@ -1,7 +1,7 @@
 // A copy as the GPU kernels see it (copy_desc), and how one is cut: its unit width, unaligned ends
 // and tiles. Plain data and host functions, no GPU runtime: the batched copy kernel
-// (gpu/kernels.hpp), the paced copy of mesh emulation (gpu/paced_copy.hpp) and the host-tested
-// pacing plan (gpu/pacing.hpp) share it.
+// (gpu/kernels.hpp), the paced copy of mesh emulation (exec/gpu/paced_copy.hpp) and the host-tested
+// pacing plan (exec/gpu/pacing.hpp) share it.
 #pragma once
 
 #include <cstdint>

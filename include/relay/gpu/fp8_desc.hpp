@@ -1,7 +1,7 @@
 // The fp8 wire's ends as the batched kernels see them (gpu/fp8_kernels.hpp): a descriptor per
 // quantize or dequantize, and one lane's ends of one phase grouped into lists, one launch each.
-// Plain data and host functions, no GPU runtime: the program builder (gpu/program.hpp) uploads
-// the lists, and CPU tests (tests/unit/gpu/test_lowering.cpp) check how they are cut.
+// Plain data and host functions, no GPU runtime: the program builder (exec/gpu/program.hpp) uploads
+// the lists, and CPU tests (tests/unit/exec/gpu/test_lowering.cpp) check how they are cut.
 #pragma once
 
 #include <cstddef>

@@ -208,7 +208,7 @@ inline error_t launch(void (*kernel)(Params...), unsigned grid, unsigned block, 
   return get_last_error();
 }
 
-// ---- the ipc transport's calls (transport/ipc_memory.hpp) and graph capture --------------------
+// ---- the ipc transport's calls (transport/ipc/memory.hpp) and graph capture --------------------
 
 using ipc_handle_t = RELAY_RT(IpcMemHandle_t);
 inline error_t ipc_get_handle(ipc_handle_t* h, void* p) {

@@ -92,7 +92,7 @@ struct plan {
   std::vector<wire_slot> wire_slots;
 
   // Equal plans issue the same operations on the same memory: what lets an executor reuse what
-  // it prepared for one (gpu/program_cache.hpp).
+  // it prepared for one (exec/gpu/program_cache.hpp).
   friend bool operator==(const plan&, const plan&) = default;
 
   int ranks() const { return spec.ranks; }

@@ -3,7 +3,7 @@
 // hands them here; the transport runs the slice with this rank's buffers.
 //
 // Implementations (each its own file; none branches on another):
-//   shm   (transport/shm_transport.hpp) CPU processes over POSIX shared memory; blocking; stages
+//   shm   (shm/transport.hpp) CPU processes over POSIX shared memory; blocking; stages
 //         the user buffers through the segment; ignores `stream`.
 //   nccl  per slice phase: ncclGroupStart, this rank's sends (slice_phase::issued copies whose
 //         destination is a peer) and receives (slice_phase::receives), ncclGroupEnd, then the

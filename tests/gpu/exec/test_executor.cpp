@@ -452,7 +452,8 @@ TEST_CASE("bad arguments are rejected by name, before any buffer is touched", "[
   }
 }
 
-// ---- mesh emulation (gpu_options::emulate_mesh, gpu/pacing.hpp) --------------------------------
+// ---- mesh emulation (gpu_options::emulate_mesh, exec/gpu/pacing.hpp)
+// --------------------------------
 
 namespace {
 

@@ -208,7 +208,7 @@ TEST_CASE("fp8 wire property suite: random and adversarial data within the bound
 
 TEST_CASE("fp8 wire property suite: the GPU suite's cases on the host executor",
           "[exec][wire][property]") {
-  // tests/gpu/test_gpu_properties.cpp draws its fp8 cases from seed 20261129 (501 by default):
+  // tests/gpu/exec/test_gpu_properties.cpp draws its fp8 cases from seed 20261129 (501 by default):
   // the same cases here, so that a case that fails on every executor (its 195th: float32 data
   // below the scale byte's floor, outside the bound before F was in it) fails on the CPU first.
   host_executor ex;

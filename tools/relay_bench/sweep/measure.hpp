@@ -28,7 +28,7 @@ class row_runner {
   // form's buffer sets and host staging copy, plus every rank's scratch for the route's plans
   // and the direct baseline's (each executor keeps the larger per rank). Scratch of earlier rows
   // of the configuration is never more (sizes grow; main releases it between configurations).
-  // A bound: tests/examples/run_memory.py checks it against the measured peak.
+  // A bound: tests/tools/relay_plan/run_memory.py checks it against the measured peak.
   std::int64_t host_memory(const row& r) const;
 
  private:

@@ -48,7 +48,7 @@ struct options {
   route_choice route = route_choice::automatic;
   int permille = 0;
   // Pipeline depth of the pipelined route: cli::default_tiles, as relay-plan's (this header is
-  // also compiled by nvcc and hipcc, which do not see examples/support; tests/examples/
+  // also compiled by nvcc and hipcc, which do not see tools/support; tests/tools/
   // test_both_clis.cpp checks the two defaults agree).
   int tiles = 4;
   std::int64_t alignment = 128;

@@ -28,9 +28,10 @@
 //   into the ranks' scratch areas; release_scratch() frees it.
 //
 // The parts, each in its own header: runtime handles (gpu/handles.hpp), peer access
-// (gpu/peer_access.hpp), the scratch pool (gpu/scratch_pool.hpp), the lowering from plan to lane
-// work (gpu/lowering.hpp, no runtime in it), programs and their cache (gpu/program.hpp,
-// gpu/program_cache.hpp). This file holds the executor and its issue loop.
+// (exec/gpu/peer_access.hpp), the scratch pool (exec/gpu/scratch_pool.hpp), the lowering from plan
+// to lane work (exec/gpu/lowering.hpp, no runtime in it), programs and their cache
+// (exec/gpu/program.hpp, exec/gpu/program_cache.hpp). This file holds the executor and its issue
+// loop.
 //
 // Every runtime call and launch is checked; failures come back as a status (errc::gpu_error,
 // naming the call, the lane's device and the runtime's message). Bad arguments are found before

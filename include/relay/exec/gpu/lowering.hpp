@@ -9,8 +9,8 @@
 // later point of another lane does not wait again. Finally each work that some other work waits
 // on gets an event number on its lane.
 //
-// No GPU runtime here: the result is plain data that the program builder (gpu/program.hpp) turns
-// into descriptor lists and launches, and that CPU tests check (tests/unit/gpu/).
+// No GPU runtime here: the result is plain data that the program builder (exec/gpu/program.hpp)
+// turns into descriptor lists and launches, and that CPU tests check (tests/unit/exec/gpu/).
 #pragma once
 
 #include <algorithm>
@@ -36,7 +36,7 @@ inline bool overlaps(std::span<const interval> a, std::span<const interval> b) {
 }
 
 // `bytes` from `src` on device `src_device` to `dst` on `dst_device`, from rank `src_rank` to rank
-// `dst_rank` (mesh emulation paces a copy by its ranks' link: gpu/pacing.hpp).
+// `dst_rank` (mesh emulation paces a copy by its ranks' link: exec/gpu/pacing.hpp).
 struct lowered_copy {
   const void* src = nullptr;
   void* dst = nullptr;

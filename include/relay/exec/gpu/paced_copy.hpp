@@ -1,6 +1,6 @@
 // Mesh emulation's copy kernel: the batched copy with every tile between two ranks paced by its
-// link's clock (gpu/pacing.hpp has the arithmetic and why). The executor launches it instead of
-// the batched copy kernel when gpu_options::emulate_mesh is set, and never otherwise: the copy
+// link's clock (exec/gpu/pacing.hpp has the arithmetic and why). The executor launches it instead
+// of the batched copy kernel when gpu_options::emulate_mesh is set, and never otherwise: the copy
 // path without emulation is the batched kernel, untouched.
 //
 // Device clock: %globaltimer (ns) on NVIDIA; on AMD the wall clock (s_memrealtime), a constant

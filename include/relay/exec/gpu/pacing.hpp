@@ -1,7 +1,7 @@
 // Mesh emulation: the arithmetic of pacing every copy between two ranks, so that each ordered
 // pair of ranks (a link) moves at most B bytes per second at any moment, whatever else runs: a
 // node with one link per pair (MI300X's XGMI) emulated on the ranks of one GPU.
-// docs/mesh-emulation.md says why it is built this way; gpu/paced_copy.hpp is its kernel.
+// docs/mesh-emulation.md says why it is built this way; exec/gpu/paced_copy.hpp is its kernel.
 //
 // Each link has a clock in device memory: the time (ns) its last booked transfer ends. A block
 // that is about to move a tile of T bytes over link (a, b) books the link: its slot starts when
@@ -14,8 +14,8 @@
 // Only copies between two ranks are paced: a reduction reads its own rank's memory only
 // (validate_plan refuses anything else), and a copy within one rank is not a link.
 //
-// No GPU runtime here: the device calls these same functions, and tests/unit/gpu/ checks them on
-// the CPU with hand-worked numbers.
+// No GPU runtime here: the device calls these same functions, and tests/unit/exec/gpu/ checks them
+// on the CPU with hand-worked numbers.
 #pragma once
 
 #include <algorithm>
@@ -74,7 +74,7 @@ RELAY_HOST_DEVICE constexpr std::uint64_t tile_bytes(const copy_desc& c, std::ui
 // flight: tens of GB/s) and books the next at once, before its slot ends: one block keeps a link
 // busy while it moves a tile within a slot. Two leave room for a block slower than a slot (memory
 // contention, a coarse clock waking it late): while one moves, the other's slot is booked next
-// (tests/unit/gpu/test_pacing.cpp simulates both). Faster links, shorter slots: one more block
+// (tests/unit/exec/gpu/test_pacing.cpp simulates both). Faster links, shorter slots: one more block
 // per 16 GB/s, 16 at most.
 constexpr std::uint32_t link_blocks(std::uint64_t bytes_per_second) {
   return static_cast<std::uint32_t>(

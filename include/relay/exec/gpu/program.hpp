@@ -1,6 +1,6 @@
-// A program: a lowered plan (gpu/lowering.hpp) made ready to issue. Each lane's copy and reduce
-// descriptors (gpu/kernels.hpp) go to the device once, in one allocation per lane; the actions
-// list every wait, launch, memcpy and record in issue order, so a run only walks the list.
+// A program: a lowered plan (exec/gpu/lowering.hpp) made ready to issue. Each lane's copy and
+// reduce descriptors (gpu/kernels.hpp) go to the device once, in one allocation per lane; the
+// actions list every wait, launch, memcpy and record in issue order, so a run only walks the list.
 #pragma once
 
 #include <algorithm>
@@ -89,7 +89,7 @@ inline std::size_t append(std::vector<unsigned char>& h, const void* data, std::
 // waits on it). On failure frees what it allocated.
 //
 // `emulate_mesh` > 0 (bytes per second per link, gpu_options::emulate_mesh): each lane's copies
-// of a phase become one paced launch (gpu/pacing.hpp) instead of a batched copy; 0 builds what
+// of a phase become one paced launch (exec/gpu/pacing.hpp) instead of a batched copy; 0 builds what
 // it always did. Every copy must then go by kernel (the executor refuses the memcpy engine).
 inline status build_program(const plan& p, std::span<const buffer_view> in,
                             std::span<const buffer_view> out, const lowered_plan& low,

@@ -1,4 +1,4 @@
-// The ipc transport's user-memory decisions (transport/ipc.hpp), host-only so that they are
+// The ipc transport's user-memory decisions (ipc/transport.hpp), host-only so that they are
 // unit-tested without a device: where a call's plan operands live, and, per call, whether this
 // rank's input and output are used where the caller keeps them (direct) or staged through its
 // registered area.
@@ -33,7 +33,7 @@ namespace relay::ipc {
 inline constexpr int max_registrations = 16;
 
 // Descriptors are built once per plan against the staged addresses and moved by a per-call delta
-// (gpu/ipc_kernels.hpp). A delta keeps the operands' misalignment modulo 16, which the
+// (ipc/kernels.hpp). A delta keeps the operands' misalignment modulo 16, which the
 // descriptors' vector widths were chosen for, only when it is a multiple of 16: the staged places
 // are 256-byte aligned, so a user buffer qualifies when its address is 16-byte aligned.
 inline constexpr std::uintptr_t direct_alignment = 16;

@@ -1,4 +1,4 @@
-// The ipc transport's choice between its two forms (transport/ipc.hpp), priced by a model:
+// The ipc transport's choice between its two forms (ipc/transport.hpp), priced by a model:
 //
 //   stepped   one launch per stage: S launches, each stage's tiles spread over the step kernel's
 //             resident grid (G_s blocks);

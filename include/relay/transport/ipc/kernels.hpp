@@ -1,4 +1,4 @@
-// The ipc transport's device side (transport/ipc.hpp). A call of a rank is a sequence of stages:
+// The ipc transport's device side (ipc/transport.hpp). A call of a rank is a sequence of stages:
 // the entry (the copy of the user's input into the rank's registered area), one per phase of the
 // rank's slice in which it issues operations (its pushes into peers' memory, or its reductions),
 // and the exit (the copy of the output back to the user's buffer). Stepped form: one launch of
@@ -10,9 +10,9 @@
 //   2. walks the stage's tiles: the user copy, then the copy list, then the reduction list, with
 //      the batched kernels' tile functions (gpu/kernels.hpp), so the work is theirs exactly;
 //   3. counts its blocks out; the last one publishes the stage's mark into every peer's signal
-//      word for this rank (gpu/signals.hpp) and, on the entry stage, advances the call counter.
+//      word for this rank (ipc/signals.hpp) and, on the entry stage, advances the call counter.
 //
-// User memory (transport/ipc_direct.hpp). The lists are built once per plan against the staged
+// User memory (transport/ipc/direct.hpp). The lists are built once per plan against the staged
 // places in the registered areas. A call whose input or output stays in the caller's buffer
 // moves the operands that name them by a delta: this rank's own input and output deltas come
 // with the launch (ipc_env); a peer's output delta is read, after the stage's waits, from where
@@ -74,7 +74,7 @@ struct ipc_reduce_tags {
 };
 inline constexpr int ipc_delta_count = 3 + max_ranks;
 
-// One launch's work, in device memory (built once per plan, transport/ipc.hpp).
+// One launch's work, in device memory (built once per plan, ipc/transport.hpp).
 struct ipc_stage {
   const ipc_wait* waits = nullptr;
   const copy_desc* copies = nullptr;

@@ -1,9 +1,9 @@
-// The ipc transport's memory (transport/ipc.hpp): one registered area per rank, exported with
+// The ipc transport's memory (ipc/transport.hpp): one registered area per rank, exported with
 // cudaIpcGetMemHandle / hipIpcGetMemHandle and opened by every peer, plus the host-mapped report
 // its kernels write when they give up.
 //
 // An area is [control block | outbox | controls | registrations | data]: the control block
-// (gpu/ipc_kernels.hpp, ipc_control) holds the signal words that peers write, the rank's call
+// (ipc/kernels.hpp, ipc_control) holds the signal words that peers write, the rank's call
 // counter and where its current call's output is; the outbox the peers' addresses of this rank's
 // signal word in their areas; controls every rank's control block as this process maps it; the
 // registrations table where every rank's registered user allocations start in this process

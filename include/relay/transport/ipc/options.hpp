@@ -1,4 +1,4 @@
-// The ipc transport's options (transport/ipc.hpp) and the environment variables that set them,
+// The ipc transport's options (ipc/transport.hpp) and the environment variables that set them,
 // host-only so that the parsing is unit-tested without a device.
 #pragma once
 
@@ -12,7 +12,7 @@
 
 namespace relay {
 
-// automatic: the model's choice (cost/ipc_form.hpp); one_shot, stepped: always that form (the
+// automatic: the model's choice (ipc/form.hpp); one_shot, stepped: always that form (the
 // one-shot form within one_shot_tiles).
 enum class ipc_form : unsigned char { automatic, one_shot, stepped };
 

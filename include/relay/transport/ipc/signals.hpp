@@ -1,5 +1,5 @@
 // Device-side signals between ranks: the only platform-specific device code of the ipc transport
-// (transport/ipc.hpp). A signal is a 64-bit word in a rank's registered memory that one peer
+// (ipc/transport.hpp). A signal is a 64-bit word in a rank's registered memory that one peer
 // writes and the owning rank polls; its value only grows.
 //
 //   mark(call, done): call << 20 | done, done = 0 when the writer entered the call, phase + 1

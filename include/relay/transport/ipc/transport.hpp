@@ -8,14 +8,14 @@
 //   relay::allreduce(*comm, groups, send, recv, counts, relay::dtype::bfloat16,
 //                    relay::reduce_op::sum, {}, stream);                 // enqueues, returns
 //
-// Set-up (collective): every rank allocates one area of device memory (transport/ipc_memory.hpp:
+// Set-up (collective): every rank allocates one area of device memory (transport/ipc/memory.hpp:
 // control block with signal words, then data of ipc_options::bytes_per_rank, RELAY_IPC_BYTES),
 // exports it with cudaIpcGetMemHandle / hipIpcGetMemHandle, and all-gathers the handles through
 // the bootstrap; every rank maps every peer's area. Nothing is allocated or exchanged after that
 // but one small descriptor list per plan shape (below).
 //
 // A call runs the out-of-place plan on the areas (plan/area_layout.hpp puts each rank's input,
-// output and scratch there), as gpu/ipc_kernels.hpp describes:
+// output and scratch there), as ipc/kernels.hpp describes:
 //   entry   copy the user's input into the area (unless the input is used in place, below),
 //           advance the call counter, write where this call's output is, publish "entered";
 //   phases  per phase of the slice in which this rank issues operations: wait for its slice
@@ -23,10 +23,10 @@
 //   exit    wait for the slice's exit waits, copy the output to the user's buffer (unless the
 //           output was written there).
 // Each is one launch of one kernel (the stepped form), or all of them are one launch (the
-// one-shot form); the model of cost/ipc_form.hpp picks, once per plan and alike on every rank
+// one-shot form); the model of ipc/form.hpp picks, once per plan and alike on every rank
 // (ipc_options::form). All on call.stream, in stream order, and run() returns without waiting.
 //
-// User memory (transport/ipc_direct.hpp): a rank reads its input where the caller keeps it when
+// User memory (transport/ipc/direct.hpp): a rank reads its input where the caller keeps it when
 // that is 16-byte aligned (no registration needed: only the rank itself reads its input), and
 // writes its output there when it lies in memory the rank registered (register_buffer, as
 // ncclCommRegister) and is aligned; otherwise the entry's or the exit's copy stages it. Each
@@ -108,7 +108,7 @@ class ipc_transport final : public transport {
     if (status s = t->area_.open(boot, device, o.bytes_per_rank, timeout); !s) return s;
     if (gpu::rt::error_t e = gpu::ticks_per_ms(&t->ticks_per_ms_, device); e != gpu::rt::success)
       return gpu::failure("reading the device clock's rate", device, e);
-    // The grids every rank prices the forms with (cost/ipc_form.hpp): the smallest of all
+    // The grids every rank prices the forms with (ipc/form.hpp): the smallest of all
     // ranks', so that every rank takes the same form.
     std::int64_t grids[2] = {0, 0};  // multiprocessors (the one-shot grid), step kernel's grid
     int sms = 0;
@@ -151,7 +151,7 @@ class ipc_transport final : public transport {
 
   std::string_view name() const override { return "ipc"; }
 
-  // Registered user buffers (transport/ipc_direct.hpp; collective, see ipc::area).
+  // Registered user buffers (transport/ipc/direct.hpp; collective, see ipc::area).
   status register_buffer(void* p, std::size_t bytes, std::chrono::milliseconds timeout) override {
     if (!broken_.ok()) return broken_;
     return area_.register_buffer(*boot_, p, bytes, timeout);
@@ -220,7 +220,7 @@ class ipc_transport final : public transport {
       return broken_ = call.local;
     }
     // Where this call's input and output are: the caller's buffers where they may be used there
-    // (ipc_direct.hpp), else staged through the area by the entry's and the exit's copies.
+    // (ipc/direct.hpp), else staged through the area by the entry's and the exit's copies.
     const std::uint64_t in_bytes = p.input_bytes[r], out_bytes = p.output_bytes[r];
     const ipc::direct_choice direct = ipc::choose_direct(
         prog->direct, call.placement, call.send, in_bytes, call.recv, out_bytes,
@@ -449,14 +449,14 @@ class ipc_transport final : public transport {
       bool moves = false;                             // some operand has a tag
       gpu::ipc_stage s;
     };
-    // Which operands follow the call's buffers (ipc_direct.hpp); none where the plan breaks the
+    // Which operands follow the call's buffers (ipc/direct.hpp); none where the plan breaks the
     // rules that allow it (then every call of it is staged).
     const int me = slice.rank;
     out.direct = !fp8 && ipc::plan_runs_direct(p);
     auto tag = [&](const plan_operand& o) {
       return out.direct ? ipc::operand_tag(o, me) : ipc::tag_fixed;
     };
-    // The form, priced alike on every rank (cost/ipc_form.hpp).
+    // The form, priced alike on every rank (ipc/form.hpp).
     const std::vector<std::uint64_t> priced = plan_stages(p, tile_units * 16);
     const std::uint64_t largest = *std::max_element(priced.begin(), priced.end());
     out.one_shot =

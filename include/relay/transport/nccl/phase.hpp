@@ -1,6 +1,6 @@
-// What one rank does over NCCL in one transfer phase of its slice (transport/nccl.hpp): plain
+// What one rank does over NCCL in one transfer phase of its slice (nccl/transport.hpp): plain
 // data, no GPU runtime and no NCCL types, so that CPU tests check every decision the transport
-// makes (tests/unit/transport/test_nccl_phase.cpp) and the transport only executes the list.
+// makes (tests/unit/transport/nccl/test_phase.cpp) and the transport only executes the list.
 //
 // In the order the transport runs them on its stream:
 //   1. quantizes    every copy this rank issues that crosses an fp8 wire (plan::crosses_wire):

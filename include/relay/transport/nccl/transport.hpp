@@ -11,7 +11,7 @@
 // phase is ncclGroupStart, this rank's sends (its issued copies into peers) and receives (the
 // slice's receives), ncclGroupEnd, then its copies within its own memory; a reduce phase is one
 // launch of the batched reduce kernel over the phase's reductions. Everything is enqueued on
-// call.stream and run() returns without waiting for the device. nccl_phase.hpp decides what a
+// call.stream and run() returns without waiting for the device. nccl/phase.hpp decides what a
 // transfer phase enqueues (host code, tested on the CPU; built once per plan and buffers, with
 // the reduction lists); this file executes its lists.
 //
@@ -20,7 +20,7 @@
 // per copy), and the group sends that image (fp8_wire_bytes(count) bytes) instead of the
 // elements; the receiver posts its receive into its receive slot in scratch and, after the group,
 // dequantizes the image into the copy's destination. Copies within a rank stay native. The same
-// kernels and bits as the GPU executor's (gpu/lowering.hpp, split_fp8_copy), so both give the
+// kernels and bits as the GPU executor's (exec/gpu/lowering.hpp, split_fp8_copy), so both give the
 // host executor's result. The slots lie in plan::scratch_bytes, reserved as for a native plan.
 //
 // Why the slice's waits need nothing here: NCCL starts a receive only when the receiver's stream
@@ -297,7 +297,7 @@ class nccl_transport final : public transport {
 
   // One end of an fp8 copy: quantize `count` elements at `from` into the image at `to`, or
   // dequantize the image at `from` into elements at `to`; floats where `wide`, else the plan's
-  // 16-bit type (nccl_phase.hpp).
+  // 16-bit type (nccl/phase.hpp).
   static gpu::rt::error_t fp8_end(bool quantize, const void* from, void* to, std::uint64_t count,
                                   bool wide, dtype type, fp8_format f, gpu::rt::stream_t stream) {
     auto go = [&](auto zero) {

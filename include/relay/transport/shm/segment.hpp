@@ -1,5 +1,5 @@
 // The shared-memory segment of the shm transport: its layout, and creating and mapping it across
-// the processes of a job (transport/shm_transport.hpp runs calls on it).
+// the processes of a job (shm/transport.hpp runs calls on it).
 //
 // Layout: a header page; one control block per rank (its own cache lines: a phase counter that
 // only its rank writes, its process id, and two call records used alternately by call parity,

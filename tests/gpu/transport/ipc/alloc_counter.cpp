@@ -1,4 +1,4 @@
 // The allocation counter of relay_ipc_tests (hostpath), compiled by the host compiler: see
-// examples/support/alloc_counter.hpp.
+// tools/support/alloc_counter.hpp.
 #define RELAY_ALLOC_COUNTER_DEFINE
 #include "support/alloc_counter.hpp"

@@ -6,7 +6,7 @@
 # relay-bench -x ipc (eager and --graph, 8 and 2 processes, A=2 allreduce bf16 4 KB-64 KB; both
 # forms forced; registered buffers; the fp8 wire against native), the fp8 property suite. Logs go to $OUT (default ./gpu-run).
 #
-#   tests/gpu/ipc/device_run.sh [CALLS] [K] [REPLAYS] [STEPS]   STEPS: a regular expression of the
+#   tests/gpu/transport/ipc/device_run.sh [CALLS] [K] [REPLAYS] [STEPS]   STEPS: a regular expression of the
 #                                                              steps to run (default: all)
 # BUILD_TARGETS in the environment narrows the build (default: the tests, relay-bench, relay-run).
 set -uo pipefail
@@ -33,8 +33,8 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRELAY_GPU=CUDA \
     >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 echo "built in $((SECONDS - start)) s"
 T=build/tests/gpu/relay_ipc_tests
-RUN=build/examples/relay-run
-BENCH=build/examples/relay_bench/relay-bench
+RUN=build/tools/relay-run
+BENCH=build/tools/relay_bench/relay-bench
 status=0
 step() {  # step NAME LIMIT COMMAND...: runs it, logs to $OUT/NAME.log, prints its tail and time
   local name=$1 limit=$2

@@ -1,6 +1,6 @@
-// The ipc transport across processes (include/relay/transport/ipc.hpp), one process per rank
-// under relay-run, every rank on the device ipc_factory picks (RELAY_DEVICE, which relay-run sets
-// to the local rank, modulo the devices there: 8 ranks share one GPU where there is one):
+// The ipc transport across processes (include/relay/transport/ipc/transport.hpp), one process per
+// rank under relay-run, every rank on the device ipc_factory picks (RELAY_DEVICE, which relay-run
+// sets to the local rank, modulo the devices there: 8 ranks share one GPU where there is one):
 //
 //   relay-run -n 8 -- relay_ipc_tests property [CALLS] [SEED]   the multi-process property suite
 //                                                               through device memory

@@ -4,7 +4,7 @@
 # NCCL (A = N direct; A = 2 relay where there are 3 GPUs or more), compute-sanitizer memcheck on a
 # reduced suite. Logs go to $OUT (default ./gpu-run).
 #
-#   tests/gpu/nccl/device_run.sh [BIN]   BIN: relay_gpu_tests, relay_nccl_tests and relay-bench
+#   tests/gpu/transport/nccl/device_run.sh [BIN]   BIN: relay_gpu_tests, relay_nccl_tests and relay-bench
 #                                        built for sm_90 (default: built here with CMake)
 set -uo pipefail
 cd "$(dirname "$0")/../../../.."
@@ -33,7 +33,7 @@ if [[ -z "$BIN" ]] || ! "$BIN/relay_nccl_tests" --help >/dev/null 2>&1 ||
       >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
   mkdir -p build/gpu-bin
   cp build/tests/gpu/relay_gpu_tests build/tests/gpu/relay_nccl_tests \
-    build/examples/relay_bench/relay-bench build/gpu-bin/
+    build/tools/relay_bench/relay-bench build/gpu-bin/
   BIN=build/gpu-bin
 fi
 

@@ -4,7 +4,7 @@
 # the nccl transport's property run again, and an A/B of NCCL's point-to-point settings on the
 # threaded form. Logs go to $OUT (default ./gpu-run).
 #
-#   tests/gpu/nccl/device_run_mp.sh BIN   BIN: relay-bench, relay-run, relay_nccl_tests (sm_90)
+#   tests/gpu/transport/nccl/device_run_mp.sh BIN   BIN: relay-bench, relay-run, relay_nccl_tests (sm_90)
 set -uo pipefail
 cd "$(dirname "$0")/../../../.."
 OUT=${OUT:-$PWD/gpu-run}

@@ -1,5 +1,5 @@
-// The lowering from plan to lane work (gpu/lowering.hpp) on the CPU: which lane runs what, which
-// copies go by kernel or memcpy, and which works wait for which. Plans are built by hand, so
+// The lowering from plan to lane work (exec/gpu/lowering.hpp) on the CPU: which lane runs what,
+// which copies go by kernel or memcpy, and which works wait for which. Plans are built by hand, so
 // every expected address, wait and event below is worked out from the plan.
 #include "relay/exec/gpu/lowering.hpp"
 
@@ -85,7 +85,7 @@ TEST_CASE("lowering: two devices, a lane each, wait only on the other's push", "
   CHECK(push0.copies[0].bytes == 4000);
   CHECK(push0.copies[0].src_device == 0);
   CHECK(push0.copies[0].dst_device == 1);
-  CHECK(push0.copies[0].src_rank == 0);  // its link, for mesh emulation (gpu/pacing.hpp)
+  CHECK(push0.copies[0].src_rank == 0);  // its link, for mesh emulation (exec/gpu/pacing.hpp)
   CHECK(push0.copies[0].dst_rank == 1);
   CHECK(push1.copies[0].src_rank == 1);
   CHECK(push1.copies[0].dst_rank == 0);

@@ -1,4 +1,4 @@
-// Mesh emulation's arithmetic (gpu/pacing.hpp) on the CPU: a tile's time on a link, booking a
+// Mesh emulation's arithmetic (exec/gpu/pacing.hpp) on the CPU: a tile's time on a link, booking a
 // link, the bytes of each tile, the blocks per link, and a lane's copies made into one paced
 // launch. Every expected number is worked out by hand in the comments.
 #include "relay/exec/gpu/pacing.hpp"

@@ -1,4 +1,4 @@
-// The ipc transport's user-memory decisions (transport/ipc_direct.hpp), without a device: which
+// The ipc transport's user-memory decisions (transport/ipc/direct.hpp), without a device: which
 // operands move with the call's buffers, the plan rules that let a rank's input stay where the
 // caller keeps it, the registration lookup, and the per-call choice.
 #include "relay/transport/ipc/direct.hpp"

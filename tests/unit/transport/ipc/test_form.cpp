@@ -1,4 +1,4 @@
-// The ipc transport's form model (cost/ipc_form.hpp): hand-worked prices and a plan's stages.
+// The ipc transport's form model (transport/ipc/form.hpp): hand-worked prices and a plan's stages.
 #include "relay/transport/ipc/form.hpp"
 
 #include <catch2/catch.hpp>

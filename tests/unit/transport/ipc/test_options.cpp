@@ -1,4 +1,4 @@
-// The ipc transport's options from the environment (transport/ipc_options.hpp).
+// The ipc transport's options from the environment (transport/ipc/options.hpp).
 #include "relay/transport/ipc/options.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// What the nccl transport enqueues in a transfer phase (transport/nccl_phase.hpp), without a
+// What the nccl transport enqueues in a transfer phase (transport/nccl/phase.hpp), without a
 // device: native sends and receives at the copy's width, fp8 copies as a quantize into the send
 // slot, the image (fp8_wire_bytes(count) bytes) over NCCL into the receive slot and a dequantize
 // into the destination, local copies never quantized, and the two ends of every pair in the same
