@@ -14,7 +14,7 @@
 
 #include "relay/comm/collectives.hpp"
 #include "relay/comm/from_environment.hpp"
-#include "relay/transport/shm/transport.hpp"
+#include "relay/transport/shm/factory.hpp"
 #include "support/property_suite.hpp"
 
 namespace relay::testing {

@@ -26,7 +26,7 @@
 #include "relay/plan/make_plan.hpp"
 #include "relay/plan/slice.hpp"
 #include "relay/plan/validate.hpp"
-#include "relay/transport/nccl/transport.hpp"
+#include "relay/transport/nccl/factory.hpp"
 
 namespace relay {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "ranks/stream_rank.hpp"
-#include "relay/transport/ipc/transport.hpp"
+#include "relay/transport/ipc/factory.hpp"
 
 namespace relay::bench {
 

@@ -5,7 +5,7 @@
 
 #include "baseline/nccl_types.hpp"
 #include "ranks/stream_rank.hpp"
-#include "relay/transport/nccl/transport.hpp"
+#include "relay/transport/nccl/factory.hpp"
 
 namespace relay::bench {
 

@@ -9,7 +9,7 @@
 
 #include "relay/comm/collectives.hpp"
 #include "relay/comm/from_environment.hpp"
-#include "relay/transport/shm/transport.hpp"
+#include "relay/transport/shm/factory.hpp"
 #include "report/conventions.hpp"
 #include "report/report.hpp"
 #include "report/results.hpp"

@@ -496,21 +496,4 @@ class nccl_transport final : public transport {
   std::array<int, all_dtypes.size()> reduce_blocks_{};
 };
 
-// The transport of a communicator made from the environment (comm/from_environment.hpp):
-//   relay::communicator_from_environment(relay::nccl_factory(), comm);
-// Each process drives the device the environment names (RELAY_DEVICE, else the local rank).
-inline std::function<status(bootstrap&, const environment&, std::unique_ptr<transport>&)>
-nccl_factory(nccl_config config = {}) {
-  return [config](bootstrap& boot, const environment& env, std::unique_ptr<transport>& out) {
-    // The communicator owns the bootstrap and outlives its transport: a non-owning handle.
-    std::shared_ptr<bootstrap> shared(&boot, [](bootstrap*) {});
-    if (gpu::rt::error_t e = gpu::rt::set_device(env.device); e != gpu::rt::success)
-      return gpu::failure("selecting the device", env.device, e);
-    std::unique_ptr<nccl_transport> t;
-    if (status s = nccl_transport::create(shared, env.device, t, config, env.timeout); !s) return s;
-    out = std::move(t);
-    return status{};
-  };
-}
-
 }  // namespace relay

@@ -46,7 +46,7 @@
 
 #include "multiprocess/mp_support.hpp"
 #include "relay/gpu/runtime.hpp"
-#include "relay/transport/ipc/transport.hpp"
+#include "relay/transport/ipc/factory.hpp"
 #include "support/alloc_counter.hpp"
 
 using namespace relay;

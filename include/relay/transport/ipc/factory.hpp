@@ -1,0 +1,51 @@
+// The ipc transport as code outside transport/ipc/ reaches it: its options (ipc/options.hpp) and
+// its factory. Only code compiled by nvcc or hipcc may include this header.
+//
+//   std::unique_ptr<relay::communicator> comm;
+//   relay::status s = relay::communicator_from_environment(relay::ipc_factory(), comm);
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "relay/bootstrap/bootstrap.hpp"
+#include "relay/bootstrap/environment.hpp"
+#include "relay/core/status.hpp"
+#include "relay/gpu/handles.hpp"
+#include "relay/gpu/runtime.hpp"
+#include "relay/transport/ipc/options.hpp"
+#include "relay/transport/ipc/transport.hpp"
+
+namespace relay {
+
+// Creates the transport (collective: every rank of `boot` calls it).
+inline status make_ipc_transport(bootstrap& boot, int device, const ipc_options& o,
+                                 std::chrono::milliseconds timeout,
+                                 std::unique_ptr<ipc_transport>& out) {
+  return ipc_transport::create(boot, device, o, timeout, out);
+}
+
+// The transport of a communicator made from the environment (comm/from_environment.hpp):
+//   relay::communicator_from_environment(relay::ipc_factory(), comm);
+// Each process drives the device RELAY_DEVICE names (relay-run sets it; else the local rank),
+// modulo the devices it sees, so 8 ranks share one GPU where there is one; RELAY_IPC_BYTES sizes
+// the registered area.
+inline auto ipc_factory(ipc_options o = {}) {
+  return [o](bootstrap& boot, const environment& env, std::unique_ptr<transport>& out) {
+    ipc_options sized = o;
+    if (status s = ipc_options_from_environment(sized); !s) return s;
+    int devices = 0;
+    if (gpu::rt::error_t e = gpu::rt::device_count(&devices); e != gpu::rt::success)
+      return gpu::failure("counting the devices", env.device, e);
+    if (devices == 0) return status{errc::gpu_error, "no GPU is visible to this process"};
+    const int device = env.device % devices;
+    if (gpu::rt::error_t e = gpu::rt::set_device(device); e != gpu::rt::success)
+      return gpu::failure("selecting the device", device, e);
+    std::unique_ptr<ipc_transport> t;
+    if (status s = ipc_transport::create(boot, device, sized, env.timeout, t); !s) return s;
+    out = std::move(t);
+    return status{};
+  };
+}
+
+}  // namespace relay
