@@ -21,6 +21,7 @@
 #include <catch2/catch.hpp>
 
 #include "gpu_support.hpp"
+#include "relay/exec/gpu/lowering.hpp"
 #include "relay/gpu/fp8_kernels.hpp"
 
 using namespace relay;

@@ -1,7 +1,6 @@
 // The fp8 wire's ends as the batched kernels see them (gpu/fp8_kernels.hpp): a descriptor per
-// quantize or dequantize, and one lane's ends of one phase grouped into lists, one launch each.
-// Plain data and host functions, no GPU runtime: the program builder (exec/gpu/program.hpp) uploads
-// the lists, and CPU tests (tests/unit/exec/gpu/test_lowering.cpp) check how they are cut.
+// quantize or dequantize, and a list of them, one launch. Plain data and host functions, no GPU
+// runtime; the GPU executor groups a lane's ends into lists (exec/gpu/lowering.hpp, batch_fp8).
 #pragma once
 
 #include <cstddef>
@@ -10,7 +9,6 @@
 #include <vector>
 
 #include "relay/core/config.hpp"
-#include "relay/exec/gpu/lowering.hpp"
 #include "relay/gpu/copy_desc.hpp"
 
 namespace relay::gpu {
@@ -39,7 +37,7 @@ struct fp8_desc {
 
 // The ends of one element width: one launch.
 struct fp8_batch {
-  bool wide = false;  // the elements are floats (lowered_fp8::wide), else the plan's 16-bit type
+  bool wide = false;  // the elements are floats, else the plan's 16-bit type
   std::vector<fp8_desc> descs;
   std::uint64_t tiles = 0;  // the list's total
 };
@@ -53,25 +51,6 @@ inline std::uint64_t assign_fp8_tiles(std::span<fp8_desc> descs, std::size_t byt
     t += tiles_for((d.count + 31) / 32, fp8_tile_blocks(bytes));
   }
   return t;
-}
-
-// One lane's ends of one phase (lane_work::quantizes or ::dequantizes), as at most two lists: the
-// narrow ends (elements of `narrow_bytes`, the plan's 16-bit type) first, then the wide (float)
-// ones; each keeps the ends' order. They may run together: the ends of a phase touch disjoint
-// bytes (the plan's ops within a phase are independent, and every end has its own wire slot).
-inline std::vector<fp8_batch> batch_fp8(std::span<const lowered_fp8> ends,
-                                        std::size_t narrow_bytes) {
-  std::vector<fp8_batch> out;
-  for (bool wide : {false, true}) {
-    fp8_batch b;
-    b.wide = wide;
-    for (const lowered_fp8& e : ends)
-      if (e.wide == wide) b.descs.push_back({e.src, e.dst, e.count, 0});
-    if (b.descs.empty()) continue;
-    b.tiles = assign_fp8_tiles(b.descs, wide ? sizeof(float) : narrow_bytes);
-    out.push_back(std::move(b));
-  }
-  return out;
 }
 
 }  // namespace relay::gpu

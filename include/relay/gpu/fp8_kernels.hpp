@@ -54,7 +54,7 @@
 // The GPU executor runs an fp8 copy as a quantize on the sender's lane, the image pushed by the
 // batched copy (or a peer memcpy), and a dequantize on the receiver's lane (exec/gpu/lowering.hpp,
 // split_fp8_copy); each lane's ends of a phase go as one list kernel launch per element width
-// (gpu/fp8_desc.hpp, batch_fp8), not one per copy end. tools/gpu_kernel_bench.cpp --fp8
+// (exec/gpu/lowering.hpp, batch_fp8), not one per copy end. tools/gpu_kernel_bench.cpp --fp8
 // measures the kernels against a device-to-device copy.
 #pragma once
 

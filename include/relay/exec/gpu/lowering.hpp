@@ -20,6 +20,7 @@
 #include <span>
 #include <vector>
 
+#include "relay/gpu/fp8_desc.hpp"
 #include "relay/plan/plan.hpp"
 
 namespace relay::gpu {
@@ -268,6 +269,25 @@ inline lowered_plan lower(const plan& p, const lane_layout& at, const bound_memo
       out.uses_lane[l] = true;
       if (w.record) w.event = out.events[l]++;
     }
+  return out;
+}
+
+// One lane's ends of one phase (lane_work::quantizes or ::dequantizes), as at most two lists: the
+// narrow ends (elements of `narrow_bytes`, the plan's 16-bit type) first, then the wide (float)
+// ones; each keeps the ends' order. They may run together: the ends of a phase touch disjoint
+// bytes (the plan's ops within a phase are independent, and every end has its own wire slot).
+inline std::vector<fp8_batch> batch_fp8(std::span<const lowered_fp8> ends,
+                                        std::size_t narrow_bytes) {
+  std::vector<fp8_batch> out;
+  for (bool wide : {false, true}) {
+    fp8_batch b;
+    b.wide = wide;
+    for (const lowered_fp8& e : ends)
+      if (e.wide == wide) b.descs.push_back({e.src, e.dst, e.count, 0});
+    if (b.descs.empty()) continue;
+    b.tiles = assign_fp8_tiles(b.descs, wide ? sizeof(float) : narrow_bytes);
+    out.push_back(std::move(b));
+  }
   return out;
 }
 
