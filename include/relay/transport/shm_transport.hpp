@@ -6,18 +6,21 @@
 // process is killed later. The segment holds, per rank, a control block (a phase counter, the
 // call's fingerprint and status, the process id) and a data area of `bytes_per_rank`.
 //
-// A call: the rank copies its user input into its data area (staging), publishes that it entered
-// the call (counter = sequence << 32, release), waits until every rank has entered (acquire) and
-// compares their fingerprints, in-place votes and buffer checks, runs its slice (memcpy pushes
-// into peers' areas, reductions on its own; after each phase it publishes
-// counter = sequence << 32 | phase + 1; slice waits acquire peers' counters), waits for its
-// slice's exit waits, and copies its output out of the segment. Staging means in place and out
-// of place run the same plan, and user memory is only ever touched by its own rank: read once at
-// the start, written once at the end, and not at all when any rank reported an error.
+// A call: the rank writes its word in the call's agreement (transport/agreement.hpp: its entry
+// record, and its reason when it refuses) into its control block and publishes that it entered
+// (counter = sequence << 32, release); once every rank has entered (acquire, one deadline) every
+// rank judges all the records alike. Only then does data move: the rank copies its user input
+// into its data area (staging), runs its slice (memcpy pushes into peers' areas, reductions on
+// its own; after each phase it publishes counter = sequence << 32 | phase + 1; slice waits
+// acquire peers' counters), waits for its slice's exit waits, and copies its output out of the
+// segment. Staging means in place and out of place run the same plan, and user memory is only
+// ever touched by its own rank: read once, written once, and not at all when the verdict is not
+// to go.
 //
 // Waits spin briefly, then yield, then sleep in short intervals; every wait has the call's
-// timeout and checks whether the peer process still exists, so a dead peer is reported within
-// milliseconds, a stalled one after the timeout.
+// timeout and checks every peer every few milliseconds (its process, whether it closed its
+// transport, whether it gave up: the flag a rank raises in its control block when it breaks), so
+// a failure anywhere is an error everywhere within milliseconds, a stalled peer after the timeout.
 #pragma once
 
 #include <atomic>
