@@ -85,6 +85,9 @@ class transport : no_copy {
   virtual status run(const call_context& call) = 0;
   // True after a failure that left ranks out of step: every later run() fails at once.
   virtual bool broken() const = 0;
+  // Whether run() returns the call's verdict itself (host transports), so that every rank has it
+  // when run() returns; false where the device judges and reports later (ipc).
+  virtual bool judges_on_host() const { return true; }
   // What is known of earlier calls now, without waiting: a stream transport's failure found on
   // the device after run() returned, or the broken state; ok otherwise.
   virtual status async_status() const { return {}; }
