@@ -1,6 +1,7 @@
-// What a communicator shows its peers on the first call of a shape: its placement and the
-// call's shape as text, which a mismatch message quotes and whose hash is the fingerprint the
-// transport compares. The texts below are written out by hand from the calls' arguments.
+// What a communicator shows its peers when a call's verdict is a mismatch: its placement and the
+// call's shape as text, which the mismatch message quotes; the text's hash is the fingerprint the
+// transport compares on every call. The texts below are written out by hand from the calls'
+// arguments.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -13,6 +14,8 @@ using namespace relay;
 
 namespace {
 
+// Records each call's fingerprint and judges every call a mismatch (on the host), so that the
+// communicator shows its text.
 class fingerprint_transport final : public transport {
  public:
   explicit fingerprint_transport(std::vector<std::uint64_t>& out) : out_(out) {}
@@ -21,7 +24,7 @@ class fingerprint_transport final : public transport {
   void abort(const status&) override {}
   status run(const call_context& c) override {
     out_.push_back(c.fingerprint);
-    return c.local;
+    return {errc::mismatch, "fingerprints differ"};
   }
 
  private:
@@ -56,13 +59,16 @@ struct fixture {
 
 }  // namespace
 
-TEST_CASE("the first call of a shape shows its placement and its shape as text", "[comm]") {
+TEST_CASE("a call shows its placement and its shape as text; the fingerprint is the text's",
+          "[comm]") {
   fixture f;
   alignas(16) std::byte memory[4096];
   const buffer_view in{memory, 1024}, out{memory + 2048, 1024};
 
-  REQUIRE(relay::allreduce(f.comm, {{0, 1}, {2, 3}}, in, out, std::vector<std::int64_t>{8, 8},
-                           dtype::int32, reduce_op::sum));
+  // Every rank shows the same text here, so the verdict's own message stands.
+  CHECK(relay::allreduce(f.comm, {{0, 1}, {2, 3}}, in, out, std::vector<std::int64_t>{8, 8},
+                         dtype::int32, reduce_op::sum)
+            .message() == "fingerprints differ");
   // The route as taken, the options' numbers as numbers (precision 0: fp32 partials; wire
   // 0:-1, native with the model's threshold); '1' is placement::out_of_place.
   const std::string first =
@@ -81,25 +87,30 @@ TEST_CASE("the first call of a shape shows its placement and its shape as text",
   opt.wire = wire_format::fp8;
   opt.wire_threshold = 0;
   opt.alignment = 64;
-  REQUIRE(relay::reduce_scatter(f.comm, {{3, 0}}, {}, {}, std::vector<std::int64_t>{100},
-                                dtype::bfloat16, reduce_op::avg, opt));
+  CHECK(relay::reduce_scatter(f.comm, {{3, 0}}, {}, {}, std::vector<std::int64_t>{100},
+                              dtype::bfloat16, reduce_op::avg, opt)
+            .code() == errc::mismatch);
   REQUIRE(f.shown.size() == 2);
   CHECK(f.shown[1] ==
         "0reduce-scatter single direct permille=0 tiles=0 N=4 bfloat16 avg alignment=64 "
         "precision=1 wire=1:0 groups=3,0 counts=100");
 
   // A collective that does not reduce shows sum, whatever operator was passed.
-  REQUIRE(relay::run_collective(f.comm, collective::all_gather, {{1, 2}, {3, 0}}, in, out,
-                                std::vector<std::int64_t>{4, 4}, dtype::float32, reduce_op::avg));
+  CHECK(relay::run_collective(f.comm, collective::all_gather, {{1, 2}, {3, 0}}, in, out,
+                              std::vector<std::int64_t>{4, 4}, dtype::float32, reduce_op::avg)
+            .code() == errc::mismatch);
   REQUIRE(f.shown.size() == 3);
   CHECK(f.shown[2] ==
         "1all-gather fused relay permille=0 tiles=0 N=4 float32 sum alignment=128 precision=0 "
         "wire=0:-1 groups=1,2|3,0 counts=4,4");
 
-  // A repeated call shows nothing and passes the same fingerprint.
-  REQUIRE(relay::allreduce(f.comm, {{0, 1}, {2, 3}}, in, out, std::vector<std::int64_t>{8, 8},
-                           dtype::int32, reduce_op::sum));
-  CHECK(f.shown.size() == 3);
+  // A repeated call (its shape cached) passes the same fingerprint and shows the same text.
+  CHECK(relay::allreduce(f.comm, {{0, 1}, {2, 3}}, in, out, std::vector<std::int64_t>{8, 8},
+                         dtype::int32, reduce_op::sum)
+            .code() == errc::mismatch);
+  REQUIRE(f.shown.size() == 4);
+  CHECK(f.shown[3] == "1" + first);
   REQUIRE(f.fingerprints.size() == 4);
   CHECK(f.fingerprints[3] == fnv1a(first));
+  CHECK(f.comm.cached_shapes() == 3);
 }
