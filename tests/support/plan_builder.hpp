@@ -62,13 +62,15 @@ class plan_builder {
 // the other fields are plan_request's defaults.
 inline plan_request direct_allreduce(mode m, int ranks, std::vector<std::vector<int>> groups,
                                      std::vector<std::int64_t> counts) {
-  return {.coll = collective::allreduce,
-          .mode = m,
-          .route = route::direct,
-          .ranks = ranks,
-          .groups = std::move(groups),
-          .counts = std::move(counts),
-          .type = dtype::int32};
+  plan_request r;
+  r.coll = collective::allreduce;
+  r.mode = m;
+  r.route = route::direct;
+  r.ranks = ranks;
+  r.groups = std::move(groups);
+  r.counts = std::move(counts);
+  r.type = dtype::int32;
+  return r;
 }
 
 }  // namespace relay::test

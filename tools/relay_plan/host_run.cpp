@@ -150,14 +150,15 @@ run_result run_on_host(const options& o) {
   relay::host_executor executor;
   const relay::topology machine = *relay::parse_topology(o.topology, o.spec.ranks);
   relay::wire_choice wire;
-  const relay::options call_options{.route = o.spec.route,
-                                    .permille = o.spec.permille,
-                                    .tiles = o.spec.tiles,
-                                    .alignment = o.alignment,
-                                    .machine = &machine,
-                                    .wire = o.wire,
-                                    .wire_threshold = o.wire_threshold,
-                                    .wire_report = &wire};
+  relay::options call_options;
+  call_options.route = o.spec.route;
+  call_options.permille = o.spec.permille;
+  call_options.tiles = o.spec.tiles;
+  call_options.alignment = o.alignment;
+  call_options.machine = &machine;
+  call_options.wire = o.wire;
+  call_options.wire_threshold = o.wire_threshold;
+  call_options.wire_report = &wire;
   auto call = [&] {
     return relay::run_collective(executor, o.spec.coll, groups, m.send, m.recv, counts, o.type,
                                  o.op, call_options);

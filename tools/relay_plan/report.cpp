@@ -7,10 +7,10 @@
 #include <fmt/format.h>
 
 #include "call.hpp"
+#include "relay/cost/choose.hpp"
 #include "relay/cost/link_cost.hpp"
 #include "relay/cost/route.hpp"
 #include "relay/cost/wire.hpp"
-#include "relay/plan/make_plan.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
 #include "relay/topology/parse.hpp"

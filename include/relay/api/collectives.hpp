@@ -27,37 +27,12 @@
 #include <utility>
 #include <vector>
 
+#include "relay/cost/choose.hpp"
 #include "relay/exec/executor.hpp"
 #include "relay/plan/buffers.hpp"
-#include "relay/plan/make_plan.hpp"
+#include "relay/plan/call_shape.hpp"
 
 namespace relay {
-
-struct options {
-  // route::automatic: per call, the route (and pipeline depth) the cost model predicts fastest on
-  // `machine` at the call's count: direct for small messages, relay for large ones
-  // (with_chosen_route in plan/make_plan.hpp).
-  relay::route route = route::relay;
-  int permille = 0;  // allreduce offload share (relay route); 0: the link-balanced default
-  int tiles = 0;     // pipeline depth (pipelined route)
-  std::int64_t alignment = default_alignment;
-  // fp16/bf16 partial sums: fp32 (one rounding, the default) or the element type (the spec's
-  // 16-bit partials: fewer bytes, one more rounding; docs/schedules.md gives the bound).
-  relay::precision precision = precision::fp32_partials;
-  const topology* machine = nullptr;  // what route::automatic prices; nullptr: relay::mi300x
-  // How data crosses links (issue 12; docs/schedules.md, "fp8 on the wire"): native, or fp8
-  // blocks quantized where data leaves a rank (wire_format::fp8: `machine`'s encoding, e4m3_fnuz
-  // on mi300x; or fp8_e4m3 / fp8_e4m3_fnuz by name). float32, float16 and bfloat16 only. Below
-  // `wire_threshold` bytes of the largest group count (-1: the cost model's threshold on
-  // `machine`, fp8_threshold_bytes; 0: always) the call runs natively.
-  wire_format wire = wire_format::native;
-  std::int64_t wire_threshold = -1;
-  // Where the call writes the wire it took and why (describe(wire_choice) says it in words);
-  // nullptr: nowhere.
-  wire_choice* wire_report = nullptr;
-};
-
-using group_list = std::vector<std::vector<int>>;
 
 // Counts, one per group: any sized range of integers (count_range). Those that are not already
 // std::int64_t (foreign_count_range) are converted, each checked to fit.
@@ -78,31 +53,6 @@ status to_counts(const R& counts, std::vector<std::int64_t>& out) {
     out.push_back(static_cast<std::int64_t>(c));
   }
   return {};
-}
-
-// The request of a call of collective `c` on `ranks` ranks: one group is single mode, several are
-// fused; route and tuning from `opt`; the operator only where `c` reduces. Whether it runs in
-// place is the caller's to say (buffers_in_place, placement_of).
-inline plan_request call_request(collective c, const group_list& groups, int ranks,
-                                 std::span<const std::int64_t> counts, dtype type, reduce_op op,
-                                 const options& opt) {
-  plan_request request;
-  request.coll = c;
-  request.mode = groups.size() == 1 ? mode::single : mode::fused;
-  request.route = opt.route;
-  request.permille = opt.permille;
-  request.tiles = opt.tiles;
-  request.ranks = ranks;
-  request.groups = groups;
-  request.counts.assign(counts.begin(), counts.end());
-  request.type = type;
-  request.op = reduces(c) ? op : reduce_op::sum;
-  request.alignment = opt.alignment;
-  request.precision = opt.precision;
-  request.machine = opt.machine;
-  request.wire = opt.wire;
-  request.wire_threshold = opt.wire_threshold;
-  return request;
 }
 
 // Any collective by value: what the four named calls below forward to.

@@ -152,7 +152,7 @@ class nccl_executor : public gpu::device_memory<nccl_executor> {
     plan_request req = request_of(p);
     req.in_place = false;
     if (p.in_place) {
-      if (status s = make_plan(req, out_of_place_); !s) return s;
+      if (status s = make_plan(req, choice_of(p), out_of_place_); !s) return s;
     } else {
       out_of_place_ = p;
     }

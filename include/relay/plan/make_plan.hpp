@@ -1,199 +1,30 @@
-// From a caller's request to a plan: validation (once, for every executor), the schedule made
-// concrete at the caller's counts, canonical ranks mapped onto the caller's groups, offsets in
-// bytes, scratch laid out per rank.
+// Make: a call's plan from its shape and what was chosen for it (cost/choose.hpp): the schedule
+// made concrete at the caller's counts, canonical ranks mapped onto the caller's groups, offsets
+// in bytes, scratch and the fp8 wire's slots laid out per rank. Validation first
+// (validate_shape), once for every executor.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
-#include <string>
 #include <utility>
 #include <vector>
 
 #include "relay/core/status.hpp"
-#include "relay/cost/route.hpp"
-#include "relay/cost/wire.hpp"
+#include "relay/plan/call_shape.hpp"
 #include "relay/plan/plan.hpp"
+#include "relay/plan/validate.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/generate.hpp"
 
 namespace relay {
-
-struct plan_request {
-  collective coll = collective::allreduce;
-  relay::mode mode = mode::fused;
-  // route::automatic: the one the cost model predicts fastest on `machine` for this call
-  // (with_chosen_route); `tiles` is then chosen too.
-  relay::route route = route::relay;
-  int permille = 0;
-  int tiles = 0;  // pipeline depth of the pipelined route
-  int ranks = 8;
-  // The active ranks of each group, in active order. Fused: N/A groups covering every rank once.
-  // Single: one group; the ranks outside it help.
-  std::vector<std::vector<int>> groups;
-  std::vector<std::int64_t> counts;  // per group: count, recvCount, sendCount or segmentCount
-  dtype type = dtype::float32;
-  reduce_op op = reduce_op::sum;
-  bool in_place = false;
-  std::int64_t alignment = default_alignment;  // elements; chunk sizes are multiples of it
-  relay::precision precision = precision::fp32_partials;  // how partial sums are stored
-  const topology* machine = nullptr;  // what route::automatic prices; nullptr: mi300x
-  // How data crosses links (core/wire.hpp): fp8 where the call's largest group holds at least
-  // `wire_threshold` bytes (-1: the cost model's threshold on `machine`, fp8_threshold_bytes),
-  // natively below; plan::wire says which and why.
-  wire_format wire = wire_format::native;
-  std::int64_t wire_threshold = -1;
-};
-
-// A request for schedule `s` (collective, mode, route, permille, tiles, N) over `groups`, one
-// count per group; dtype, operator, in-place form, alignment and precision are the defaults until
-// the caller sets them.
-inline plan_request request_for(const schedule_spec& s, std::vector<std::vector<int>> groups,
-                                std::vector<std::int64_t> counts) {
-  plan_request r;
-  r.coll = s.coll;
-  r.mode = s.mode;
-  r.route = s.route;
-  r.permille = s.permille;
-  r.tiles = s.tiles;
-  r.ranks = s.ranks;
-  r.groups = std::move(groups);
-  r.counts = std::move(counts);
-  return r;
-}
-
-// The request make_plan made `p` from (with the route it took): make_plan(request_of(p)) == p.
-inline plan_request request_of(const plan& p) {
-  plan_request r = request_for(p.spec, p.groups, p.counts);
-  r.type = p.type;
-  r.op = p.op;
-  r.in_place = p.in_place;
-  r.alignment = p.alignment;
-  r.precision = p.precision;
-  r.wire = p.wire.requested;
-  // The threshold the plan was decided with, as a number: the same decision again.
-  if (p.wire.requested != wire_format::native)
-    r.wire_threshold = p.wire.threshold_bytes == fp8_never
-                           ? std::numeric_limits<std::int64_t>::max()
-                           : static_cast<std::int64_t>(p.wire.threshold_bytes);
-  return r;
-}
-
-// `r` with route::automatic made concrete: the spec choose_schedule predicts fastest on
-// r.machine (mi300x where null) at the largest of the counts (the group that finishes last),
-// with r's element and partial-sum widths. That is direct or relay (relay with r.permille, for
-// an allreduce), and for a single group also the pipelined route at its best depth; A = N
-// is direct, the only route there. A request the relay route refuses (A not a power of two, a
-// permille outside an allreduce, ...) keeps route relay, so make_plan names the problem. Any
-// other route: `r` as it is.
-inline plan_request with_chosen_route(plan_request r) {
-  if (r.route != route::automatic || r.groups.empty()) return r;
-  const int A = static_cast<int>(r.groups.front().size());
-  r.tiles = 0;
-  if (A == r.ranks) {
-    r.route = route::direct;
-    return r;
-  }
-  r.route = route::relay;
-  const schedule_spec relay_spec{r.coll, A, r.ranks, r.mode, route::relay, r.permille, 0};
-  const bool known_widths =
-      static_cast<unsigned>(r.type) < all_dtypes.size() &&
-      (r.precision == precision::fp32_partials || r.precision == precision::native_partials);
-  if (spec_error(relay_spec) != nullptr || !known_widths) return r;
-  std::int64_t n = 0;
-  for (const std::int64_t count : r.counts)
-    n = std::max(n, count);
-  const schedule_spec best = choose_schedule(relay_spec, r.machine ? *r.machine : mi300x, n,
-                                             size_of(r.type), widths_of(r.type, r.precision));
-  r.route = best.route;
-  r.permille = best.permille;
-  r.tiles = best.tiles;
-  return r;
-}
 
 // Bytes from one scratch area to the next on a rank, so every area starts 256-byte aligned.
 inline constexpr std::uint64_t scratch_area_alignment = 256;
 
 namespace detail {
 
-inline status check_request(const plan_request& r) {
-  auto fail = [](errc code, std::string message) { return status{code, std::move(message)}; };
-  if (r.ranks < 2 || r.ranks > max_ranks)
-    return fail(errc::invalid_group,
-                "the node size N must be 2..64, not " + std::to_string(r.ranks));
-  if (r.groups.empty()) return fail(errc::invalid_group, "no groups were given");
-  const std::size_t A = r.groups.front().size();
-  std::vector<int> owner(static_cast<std::size_t>(r.ranks), -1);
-  for (std::size_t g = 0; g < r.groups.size(); ++g) {
-    if (r.groups[g].size() != A)
-      return fail(errc::invalid_group,
-                  "group " + std::to_string(g) + " has " + std::to_string(r.groups[g].size()) +
-                      " ranks; every group needs the same active count A = " + std::to_string(A));
-    for (int rank : r.groups[g]) {
-      if (rank < 0 || rank >= r.ranks)
-        return fail(errc::invalid_group, "rank " + std::to_string(rank) + " in group " +
-                                             std::to_string(g) + " is outside 0.." +
-                                             std::to_string(r.ranks - 1));
-      int& o = owner[static_cast<std::size_t>(rank)];
-      if (o == static_cast<int>(g))
-        return fail(errc::invalid_group, "rank " + std::to_string(rank) +
-                                             " appears twice in group " + std::to_string(g));
-      if (o >= 0)
-        return fail(errc::invalid_group, "rank " + std::to_string(rank) +
-                                             " is active in two groups (" + std::to_string(o) +
-                                             " and " + std::to_string(g) + ")");
-      o = static_cast<int>(g);
-    }
-  }
-  const schedule_spec spec{r.coll,  static_cast<int>(A), r.ranks, r.mode,
-                           r.route, r.permille,          r.tiles};
-  if (const char* why = spec_error(spec)) return fail(errc::invalid_schedule, why);
-  if (r.mode == mode::single && r.groups.size() != 1)
-    return fail(errc::invalid_group,
-                "single mode takes exactly one group, not " + std::to_string(r.groups.size()));
-  if (r.mode == mode::fused && r.groups.size() * A != static_cast<std::size_t>(r.ranks))
-    return fail(errc::invalid_group, "fused mode needs N/A = " + std::to_string(r.ranks / A) +
-                                         " groups covering every rank, not " +
-                                         std::to_string(r.groups.size()));
-  if (r.counts.size() != r.groups.size())
-    return fail(errc::invalid_count, std::to_string(r.counts.size()) + " counts for " +
-                                         std::to_string(r.groups.size()) +
-                                         " groups; give one count per group");
-  if (static_cast<unsigned>(r.type) >= all_dtypes.size())
-    return fail(errc::unsupported, "unknown dtype " + std::to_string(static_cast<int>(r.type)));
-  if (r.precision != precision::fp32_partials && r.precision != precision::native_partials)
-    return fail(errc::unsupported, "unknown precision " +
-                                       std::to_string(static_cast<int>(r.precision)) +
-                                       " (fp32_partials or native_partials)");
-  if (r.op != reduce_op::sum && r.op != reduce_op::avg)
-    return fail(errc::unsupported, "unknown reduction operator " +
-                                       std::to_string(static_cast<int>(r.op)) + " (sum or avg)");
-  if (r.wire != wire_format::native && !is_fp8(r.wire))
-    return fail(errc::unsupported, "unknown wire format " +
-                                       std::to_string(static_cast<int>(r.wire)) +
-                                       " (native, fp8, fp8_e4m3 or fp8_e4m3_fnuz)");
-  if (is_fp8(r.wire) && !fp8_wire_dtype(r.type))
-    return fail(errc::unsupported, "the fp8 wire (" + std::string(name(r.wire)) +
-                                       ") takes float32, float16 or bfloat16 data, not " +
-                                       std::string(name(r.type)) + "; use wire_format::native");
-  if (r.wire_threshold < -1)
-    return fail(errc::invalid_argument,
-                "the wire threshold must be -1 (the model's) or a byte count, not " +
-                    std::to_string(r.wire_threshold));
-  if (r.in_place && !has_in_place(r.coll))
-    return fail(errc::unsupported, "all-to-all has no in-place form (as in NCCL)");
-  if (r.alignment < 1 || r.alignment > (std::int64_t{1} << 30))
-    return fail(errc::invalid_argument,
-                "the alignment must be 1..2^30 elements, not " + std::to_string(r.alignment));
-  for (std::size_t g = 0; g < r.counts.size(); ++g)
-    if (r.counts[g] < 0 || r.counts[g] > max_plan_count)
-      return fail(errc::invalid_count, "count " + std::to_string(r.counts[g]) + " of group " +
-                                           std::to_string(g) + " is negative or too large");
-  return {};
-}
-
 // Canonical rank (the schedule's numbering) -> physical rank (the caller's).
-inline std::vector<int> physical_ranks(const plan_request& r) {
+inline std::vector<int> physical_ranks(const call_shape& r) {
   const int A = static_cast<int>(r.groups.front().size());
   std::vector<int> physical(static_cast<std::size_t>(r.ranks), -1);
   std::vector<bool> active(static_cast<std::size_t>(r.ranks), false);
@@ -208,24 +39,6 @@ inline std::vector<int> physical_ranks(const plan_request& r) {
   for (int rank = 0; rank < r.ranks; ++rank)
     if (!active[static_cast<std::size_t>(rank)]) physical[next++] = rank;
   return physical;
-}
-
-// The wire `r` takes for `spec` (its route already chosen): what was asked, made concrete
-// (wire_format::fp8 is the machine's encoding), where the largest group reaches the threshold.
-inline wire_choice choose_wire(const plan_request& r, const schedule_spec& spec) {
-  wire_choice w;
-  if (r.wire == wire_format::native) return w;
-  const topology& machine = r.machine ? *r.machine : mi300x;
-  w.requested = r.wire == wire_format::fp8 ? wire_of(machine.fp8) : r.wire;
-  std::int64_t n = 0;
-  for (const std::int64_t count : r.counts)
-    n = std::max(n, count);
-  w.bytes = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(size_of(r.type));
-  w.threshold_bytes = r.wire_threshold >= 0
-                          ? static_cast<std::uint64_t>(r.wire_threshold)
-                          : fp8_threshold_bytes(spec, machine, r.type, r.precision);
-  w.taken = w.bytes >= w.threshold_bytes ? w.requested : wire_format::native;
-  return w;
 }
 
 // Where the encoded bytes of `p`'s fp8 transfers lie: per rank, a wire area after its other
@@ -268,12 +81,12 @@ inline void lay_out_wire(plan& p) {
 
 }  // namespace detail
 
-// Builds `out` for `r`, or returns the first problem and leaves `out` as it was.
-inline status make_plan(const plan_request& r, plan& out) {
-  if (r.route == route::automatic && !r.groups.empty()) return make_plan(with_chosen_route(r), out);
-  if (status s = detail::check_request(r); !s) return s;
+// Builds `out` for `r` as `chosen` says (its route; its wire), or returns the first problem and
+// leaves `out` as it was.
+inline status make_plan(const call_shape& r, const call_choice& chosen, plan& out) {
+  if (status s = validate_shape(r, chosen); !s) return s;
   const int A = static_cast<int>(r.groups.front().size());
-  const schedule_spec spec{r.coll, A, r.ranks, r.mode, r.route, r.permille, r.tiles};
+  const schedule_spec spec{r.coll, A, r.ranks, r.mode, chosen.route, chosen.permille, chosen.tiles};
   const schedule sched = *build_schedule(spec);
   const concrete_schedule concrete = evaluate(sched, r.counts, r.alignment);
   const std::vector<int> physical = detail::physical_ranks(r);
@@ -373,7 +186,7 @@ inline status make_plan(const plan_request& r, plan& out) {
     if (op.phase == phase::transfer && srcs.front() == q.dst) continue;  // in place: nothing to do
     p.append(q, srcs);
   }
-  p.wire = detail::choose_wire(r, spec);
+  p.wire = chosen.wire;
   detail::lay_out_wire(p);
   out = std::move(p);
   return {};

@@ -1,4 +1,6 @@
-// The one check every executor and transport makes of a plan before it issues anything.
+// The checks before anything is made or issued: validate_shape, of a call's arguments before its
+// plan is made (make_plan), and validate_plan, the one check every executor and transport makes
+// of a plan before it issues anything.
 //
 // make_plan's plans pass it by construction (check/ proves their schedules), but a plan is a plain
 // struct a caller may build or edit, and an executor indexes memory with its offsets: so the
@@ -13,7 +15,9 @@
 
 #include "relay/core/status.hpp"
 #include "relay/plan/buffers.hpp"
+#include "relay/plan/call_shape.hpp"
 #include "relay/plan/plan.hpp"
+#include "relay/schedule/generate.hpp"
 
 namespace relay {
 
@@ -140,6 +144,84 @@ inline status validate_plan(const plan& p, std::span<const buffer_view> inputs,
                             std::span<const buffer_view> outputs) {
   if (status s = validate_plan(p); !s) return s;
   return validate_buffers(p, inputs, outputs);
+}
+
+// Whether `r`, with the schedule `chosen` took (cost/choose.hpp), can be made: the first
+// problem, or ok. Every rank of a rank-local call sees the same arguments, so all refuse alike.
+inline status validate_shape(const call_shape& r, const call_choice& chosen) {
+  auto fail = [](errc code, std::string message) { return status{code, std::move(message)}; };
+  if (r.ranks < 2 || r.ranks > max_ranks)
+    return fail(errc::invalid_group,
+                "the node size N must be 2..64, not " + std::to_string(r.ranks));
+  if (r.groups.empty()) return fail(errc::invalid_group, "no groups were given");
+  const std::size_t A = r.groups.front().size();
+  std::vector<int> owner(static_cast<std::size_t>(r.ranks), -1);
+  for (std::size_t g = 0; g < r.groups.size(); ++g) {
+    if (r.groups[g].size() != A)
+      return fail(errc::invalid_group,
+                  "group " + std::to_string(g) + " has " + std::to_string(r.groups[g].size()) +
+                      " ranks; every group needs the same active count A = " + std::to_string(A));
+    for (int rank : r.groups[g]) {
+      if (rank < 0 || rank >= r.ranks)
+        return fail(errc::invalid_group, "rank " + std::to_string(rank) + " in group " +
+                                             std::to_string(g) + " is outside 0.." +
+                                             std::to_string(r.ranks - 1));
+      int& o = owner[static_cast<std::size_t>(rank)];
+      if (o == static_cast<int>(g))
+        return fail(errc::invalid_group, "rank " + std::to_string(rank) +
+                                             " appears twice in group " + std::to_string(g));
+      if (o >= 0)
+        return fail(errc::invalid_group, "rank " + std::to_string(rank) +
+                                             " is active in two groups (" + std::to_string(o) +
+                                             " and " + std::to_string(g) + ")");
+      o = static_cast<int>(g);
+    }
+  }
+  const schedule_spec spec{r.coll,       static_cast<int>(A), r.ranks,     r.mode,
+                           chosen.route, chosen.permille,     chosen.tiles};
+  if (const char* why = spec_error(spec)) return fail(errc::invalid_schedule, why);
+  if (r.mode == mode::single && r.groups.size() != 1)
+    return fail(errc::invalid_group,
+                "single mode takes exactly one group, not " + std::to_string(r.groups.size()));
+  if (r.mode == mode::fused && r.groups.size() * A != static_cast<std::size_t>(r.ranks))
+    return fail(errc::invalid_group, "fused mode needs N/A = " + std::to_string(r.ranks / A) +
+                                         " groups covering every rank, not " +
+                                         std::to_string(r.groups.size()));
+  if (r.counts.size() != r.groups.size())
+    return fail(errc::invalid_count, std::to_string(r.counts.size()) + " counts for " +
+                                         std::to_string(r.groups.size()) +
+                                         " groups; give one count per group");
+  if (static_cast<unsigned>(r.type) >= all_dtypes.size())
+    return fail(errc::unsupported, "unknown dtype " + std::to_string(static_cast<int>(r.type)));
+  if (r.precision != precision::fp32_partials && r.precision != precision::native_partials)
+    return fail(errc::unsupported, "unknown precision " +
+                                       std::to_string(static_cast<int>(r.precision)) +
+                                       " (fp32_partials or native_partials)");
+  if (r.op != reduce_op::sum && r.op != reduce_op::avg)
+    return fail(errc::unsupported, "unknown reduction operator " +
+                                       std::to_string(static_cast<int>(r.op)) + " (sum or avg)");
+  if (r.wire != wire_format::native && !is_fp8(r.wire))
+    return fail(errc::unsupported, "unknown wire format " +
+                                       std::to_string(static_cast<int>(r.wire)) +
+                                       " (native, fp8, fp8_e4m3 or fp8_e4m3_fnuz)");
+  if (is_fp8(r.wire) && !fp8_wire_dtype(r.type))
+    return fail(errc::unsupported, "the fp8 wire (" + std::string(name(r.wire)) +
+                                       ") takes float32, float16 or bfloat16 data, not " +
+                                       std::string(name(r.type)) + "; use wire_format::native");
+  if (r.wire_threshold < -1)
+    return fail(errc::invalid_argument,
+                "the wire threshold must be -1 (the model's) or a byte count, not " +
+                    std::to_string(r.wire_threshold));
+  if (r.in_place && !has_in_place(r.coll))
+    return fail(errc::unsupported, "all-to-all has no in-place form (as in NCCL)");
+  if (r.alignment < 1 || r.alignment > (std::int64_t{1} << 30))
+    return fail(errc::invalid_argument,
+                "the alignment must be 1..2^30 elements, not " + std::to_string(r.alignment));
+  for (std::size_t g = 0; g < r.counts.size(); ++g)
+    if (r.counts[g] < 0 || r.counts[g] > max_plan_count)
+      return fail(errc::invalid_count, "count " + std::to_string(r.counts[g]) + " of group " +
+                                           std::to_string(g) + " is negative or too large");
+  return {};
 }
 
 }  // namespace relay

@@ -1,8 +1,8 @@
 // The GPU executor on hand-built and random plans, against the naive host interpreter of
 // gpu_support.hpp; its ordering (events only where a real dependency exists), its preparation
 // cache and scratch cache, and every rejection it makes before touching a caller's buffer.
+#include "relay/cost/choose.hpp"
 #include "relay/exec/gpu/executor.hpp"
-#include "relay/plan/make_plan.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "relay/cost/choose.hpp"
 #include "relay/exec/host_executor.hpp"
 #include "support/property_suite.hpp"
 

@@ -1,4 +1,4 @@
-#include "relay/plan/make_plan.hpp"
+#include "relay/cost/choose.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -9,7 +9,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "relay/plan/make_plan.hpp"
+#include "relay/cost/choose.hpp"
 
 using namespace relay;
 

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "relay/plan/make_plan.hpp"
+#include "relay/cost/choose.hpp"
 
 using namespace relay;
 

@@ -6,8 +6,8 @@
 #include <random>
 
 #include "relay/check/wire_reference.hpp"
+#include "relay/cost/choose.hpp"
 #include "relay/exec/host_ops.hpp"
-#include "relay/plan/make_plan.hpp"
 #include "support/property_suite.hpp"
 
 using namespace relay;

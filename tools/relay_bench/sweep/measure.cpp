@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "relay/check/wire_reference.hpp"
-#include "relay/plan/make_plan.hpp"
+#include "relay/cost/choose.hpp"
 #include "report/conventions.hpp"
 #include "sweep/data.hpp"
 #include "sweep/predict.hpp"

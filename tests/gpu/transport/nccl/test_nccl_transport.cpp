@@ -27,6 +27,7 @@
 #include "gpu/gpu_support.hpp"
 #include "gpu/host_bits.hpp"
 #include "relay/bootstrap/nccl_bootstrap.hpp"
+#include "relay/cost/choose.hpp"
 #include "relay/exec/nccl_executor.hpp"
 #include "support/property_suite.hpp"
 

@@ -11,7 +11,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "relay/plan/make_plan.hpp"
+#include "relay/cost/choose.hpp"
 #include "support/plan_builder.hpp"
 
 using namespace relay;

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <random>
 
-#include "relay/plan/make_plan.hpp"
+#include "relay/cost/choose.hpp"
 #include "support/plan_builder.hpp"
 #include "support/property_suite.hpp"
 

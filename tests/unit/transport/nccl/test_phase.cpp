@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "relay/plan/make_plan.hpp"
+#include "relay/cost/choose.hpp"
 #include "relay/plan/validate.hpp"
 #include "support/plan_builder.hpp"
 #include "support/property_suite.hpp"
