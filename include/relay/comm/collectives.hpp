@@ -19,15 +19,12 @@ inline status run_collective(communicator& comm, collective c, const group_list&
                              buffer_view send, buffer_view recv,
                              std::span<const std::int64_t> counts, dtype type, reduce_op op,
                              const options& opt = {}, void* stream = nullptr) {
-  rank_call call;
-  call.coll = c;
-  call.groups = &groups;
+  rank_call& call = comm.next_call();
+  assign_call(call.request, c, groups, comm.size(), counts, type, op, opt);
+  call.request.machine = opt.machine;
+  call.wire_report = opt.wire_report;
   call.send = send;
   call.recv = recv;
-  call.counts = counts;
-  call.type = type;
-  call.op = reduces(c) ? op : reduce_op::sum;
-  call.opt = opt;
   call.stream = stream;
   return comm.run(call);
 }

@@ -17,12 +17,12 @@
 //     active ranks of the call (helpers have no buffers and do not vote).
 //
 // The repeated call (a shape in the cache) allocates nothing and builds no string: the cache is
-// found by a 64-bit key of the call's arguments as passed (detail::call_key), confirmed by
-// comparing them with the cached copy (a key collision is a miss, never a wrong plan), and the
-// last shape used is tried first. With route::automatic the route is chosen on the shape's first
-// call, from the topology options::machine names then; later calls of the same arguments reuse
-// it (the topology is no part of the key, so ranks whose topology objects live at different
-// addresses still hit and miss alike).
+// found by the hash of the call's shape as passed (plan/call_shape.hpp), confirmed by comparing
+// it with the cached copy (a collision of hashes is a miss, never a wrong plan), and the last
+// shape used is tried first. With route::automatic the route is chosen on the shape's first call
+// (cost/choose.hpp), from the topology options::machine names then; later calls of the same shape
+// reuse it (the topology is no part of the shape, so ranks whose topology objects live at
+// different addresses still hit and miss alike).
 #pragma once
 
 #include <algorithm>
@@ -33,9 +33,11 @@
 #include <string>
 #include <vector>
 
-#include "relay/api/collectives.hpp"
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
+#include "relay/cost/choose.hpp"
+#include "relay/plan/call_shape.hpp"
+#include "relay/plan/make_plan.hpp"
 #include "relay/plan/rank_buffers.hpp"
 #include "relay/plan/slice.hpp"
 #include "relay/transport/transport.hpp"
@@ -50,13 +52,11 @@ struct comm_config {
 
 // One call as the caller made it on this rank.
 struct rank_call {
-  collective coll = collective::allreduce;
-  const group_list* groups = nullptr;
-  buffer_view send{}, recv{};  // this rank's buffers (empty views on a helper)
-  std::span<const std::int64_t> counts;
-  dtype type = dtype::float32;
-  reduce_op op = reduce_op::sum;
-  options opt{};
+  // What every rank passes alike (the shape; its in-place form unused: the plan is the
+  // out-of-place one, see transport.hpp) and the machine route::automatic is priced on.
+  plan_request request;
+  wire_choice* wire_report = nullptr;  // options::wire_report
+  buffer_view send{}, recv{};          // this rank's buffers (empty views on a helper)
   void* stream = nullptr;
 };
 
@@ -76,6 +76,9 @@ class communicator {
 
   // Runs one call (the rank-local collectives in comm/collectives.hpp forward here).
   inline status run(const rank_call& call);
+  // A call record the communicator keeps for the rank-local collectives to fill: assigning into
+  // it reuses its storage, so a repeated call allocates nothing.
+  rank_call& next_call() { return next_; }
 
   // Registers this rank's buffer [p, p + bytes) with the transport, as NCCL's ncclCommRegister:
   // calls whose buffers lie in registered memory may skip the transport's staging (the ipc
@@ -108,10 +111,10 @@ class communicator {
 
  private:
   struct cached {
-    plan_request raw;  // the arguments as passed (route not yet chosen): what a hit must equal
+    call_shape asked;  // the shape as passed (route not yet chosen): what a hit must equal
     plan p;
     plan_slice slice;
-    std::string shape;  // describe_shape: what a mismatch message shows
+    std::string shape;  // describe(the shape as chosen): what a mismatch message shows
     std::uint64_t fingerprint = 0;
     std::uint64_t last_use = 0;
   };
@@ -134,6 +137,7 @@ class communicator {
   std::vector<std::uint64_t> keys_;
   std::size_t last_ = 0;
   std::uint64_t uses_ = 0;
+  rank_call next_;
 };
 
 }  // namespace relay
@@ -147,70 +151,6 @@ inline std::uint64_t fnv1a(std::string_view text) {
   for (char c : text)
     h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
   return h;
-}
-
-// Everything every rank must pass alike, as text: the plan cache's key, the fingerprint's
-// source, and what a mismatch message shows.
-inline std::string describe_shape(const plan_request& r) {
-  std::string s = std::string(name(r.coll)) + " " + std::string(name(r.mode)) + " " +
-                  std::string(name(r.route)) + " permille=" + std::to_string(r.permille) +
-                  " tiles=" + std::to_string(r.tiles) + " N=" + std::to_string(r.ranks) + " " +
-                  std::string(name(r.type)) + " " + std::string(name(r.op)) +
-                  " alignment=" + std::to_string(r.alignment) +
-                  " precision=" + std::to_string(static_cast<int>(r.precision)) +
-                  " wire=" + std::to_string(static_cast<int>(r.wire)) + ":" +
-                  std::to_string(r.wire_threshold) + " groups=";
-  for (std::size_t g = 0; g < r.groups.size(); ++g) {
-    s += g ? "|" : "";
-    for (std::size_t k = 0; k < r.groups[g].size(); ++k)
-      s.append(k ? "," : "").append(std::to_string(r.groups[g][k]));
-  }
-  s += " counts=";
-  for (std::size_t g = 0; g < r.counts.size(); ++g)
-    s.append(g ? "," : "").append(std::to_string(r.counts[g]));
-  return s;
-}
-
-// A 64-bit key of a call's arguments as the caller passed them (before route::automatic is made
-// concrete; the topology excluded, see the top of this file): no allocation, no string.
-inline std::uint64_t call_key(const rank_call& call, int ranks) {
-  std::uint64_t h = 0x9e3779b97f4a7c15ull;
-  auto mix = [&h](std::uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-  };
-  mix(static_cast<std::uint64_t>(call.coll) | static_cast<std::uint64_t>(call.type) << 8 |
-      static_cast<std::uint64_t>(reduces(call.coll) ? call.op : reduce_op::sum) << 16 |
-      static_cast<std::uint64_t>(call.opt.route) << 24 |
-      static_cast<std::uint64_t>(call.opt.precision) << 32 |
-      static_cast<std::uint64_t>(static_cast<std::uint32_t>(ranks)) << 40);
-  mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(call.opt.permille)) |
-      static_cast<std::uint64_t>(static_cast<std::uint32_t>(call.opt.tiles)) << 32);
-  mix(static_cast<std::uint64_t>(call.opt.alignment));
-  mix(static_cast<std::uint64_t>(call.opt.wire) ^
-      static_cast<std::uint64_t>(call.opt.wire_threshold) << 8);
-  for (const std::vector<int>& g : *call.groups) {
-    mix(g.size());
-    for (int r : g)
-      mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(r)));
-  }
-  mix(call.counts.size());
-  for (std::int64_t n : call.counts)
-    mix(static_cast<std::uint64_t>(n));
-  return h;
-}
-
-// Whether `call` passes the arguments `raw` was made from (call_request's fields, the topology
-// excluded). Compares in place: no allocation.
-inline bool same_call(const plan_request& raw, const rank_call& call, int ranks) {
-  return raw.coll == call.coll && raw.ranks == ranks && raw.type == call.type &&
-         raw.op == (reduces(call.coll) ? call.op : reduce_op::sum) && raw.route == call.opt.route &&
-         raw.permille == call.opt.permille && raw.tiles == call.opt.tiles &&
-         raw.alignment == call.opt.alignment && raw.precision == call.opt.precision &&
-         raw.wire == call.opt.wire && raw.wire_threshold == call.opt.wire_threshold &&
-         raw.groups == *call.groups &&
-         std::equal(raw.counts.begin(), raw.counts.end(), call.counts.begin(), call.counts.end());
 }
 
 }  // namespace detail
@@ -250,11 +190,11 @@ inline status communicator::explain_mismatch(const std::string& shape, placement
 
 // The cached shape of `call`, or null: the last one used first, then a scan of the keys.
 inline communicator::cached* communicator::find(const rank_call& call, std::uint64_t key) {
-  const int N = size();
-  if (last_ < cache_.size() && keys_[last_] == key && detail::same_call(cache_[last_].raw, call, N))
+  const call_shape& asked = call.request;
+  if (last_ < cache_.size() && keys_[last_] == key && cache_[last_].asked == asked)
     return &cache_[last_];
   for (std::size_t i = 0; i < keys_.size(); ++i)
-    if (keys_[i] == key && detail::same_call(cache_[i].raw, call, N)) {
+    if (keys_[i] == key && cache_[i].asked == asked) {
       last_ = i;
       return &cache_[i];
     }
@@ -265,8 +205,6 @@ inline communicator::cached* communicator::find(const rank_call& call, std::uint
 // the least recently used shape.
 inline status communicator::prepare(const rank_call& call, std::uint64_t key, std::string shape,
                                     plan p, cached*& out) {
-  plan_request raw =
-      call_request(call.coll, *call.groups, size(), call.counts, call.type, call.op, call.opt);
   std::size_t slot = cache_.size();
   for (std::size_t i = 0; i < keys_.size(); ++i)  // a collision of keys: replace that shape
     if (keys_[i] == key) slot = i;
@@ -280,8 +218,7 @@ inline status communicator::prepare(const rank_call& call, std::uint64_t key, st
     keys_.push_back(0);
   }
   cached& c = cache_[slot];
-  raw.machine = nullptr;  // not kept: the caller's topology may not outlive the cache
-  c.raw = std::move(raw);
+  c.asked = call.request;  // the shape; not the machine, which may not outlive the cache
   c.slice = slice_plan(p, rank());
   c.p = std::move(p);
   c.fingerprint = detail::fnv1a(shape);
@@ -315,28 +252,28 @@ inline status communicator::refuse(status why) {
 }
 
 inline status communicator::run(const rank_call& call) {
-  if (call.groups == nullptr) return refuse({errc::invalid_argument, "no groups were given"});
-  const placement where = static_cast<unsigned>(call.type) < all_dtypes.size()
-                              ? placement_of(call.coll, *call.groups, call.counts,
-                                             size_of(call.type), rank(), call.send, call.recv)
-                              : placement::helper;
-  const std::uint64_t key = detail::call_key(call, size());
+  const plan_request& r = call.request;
+  const placement where =
+      static_cast<unsigned>(r.type) < all_dtypes.size()
+          ? placement_of(r.coll, r.groups, r.counts, size_of(r.type), rank(), call.send, call.recv)
+          : placement::helper;
+  const std::uint64_t key = hash(r);
   cached* c = find(call, key);
   if (c == nullptr) {
-    plan_request request =
-        call_request(call.coll, *call.groups, size(), call.counts, call.type, call.op, call.opt);
-    request.in_place = false;  // the plan is the out-of-place one; see transport.hpp
-    request = with_chosen_route(std::move(request));  // the shape names the route taken
-    std::string shape = detail::describe_shape(request);
+    // The plan is the out-of-place one (see transport.hpp); the shape names the route taken.
+    plan_request out_of_place = r;
+    out_of_place.in_place = false;
+    const call_choice chosen = choose(out_of_place);
+    std::string shape = describe(as_chosen(out_of_place, chosen));
     plan p;
     // Refused arguments are refused inside the agreement: a peer that passed others learns of
     // it (a mismatch), one that passed the same refuses alike.
-    if (status s = make_plan(request, p); !s)
+    if (status s = make_plan(out_of_place, chosen, p); !s)
       return agree_refused(call, detail::fnv1a(shape), shape, where, std::move(s));
     if (status s = prepare(call, key, std::move(shape), std::move(p), c); !s) return s;
   }
   c->last_use = ++uses_;
-  if (call.opt.wire_report != nullptr) *call.opt.wire_report = c->p.wire;
+  if (call.wire_report != nullptr) *call.wire_report = c->p.wire;
   call_context ctx;
   ctx.p = &c->p;
   ctx.slice = &c->slice;
