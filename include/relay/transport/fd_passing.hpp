@@ -6,6 +6,7 @@
 // deadline.
 #pragma once
 
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/un.h>
@@ -64,12 +65,18 @@ class fd_offer {
   }
 
   // Sends `fd` to one connection from each entry of `pids` (a pid listed twice: two
-  // connections), until all are served or `deadline`; returns how many were. The descriptor
-  // must stay open until then.
+  // connections), until all are served, `deadline` passes, or one not served yet has exited (it
+  // will never come: the caller's next exchange names it); returns how many were served. The
+  // descriptor must stay open until then.
   std::size_t serve(int fd, const std::vector<pid_t>& pids, steady::time_point deadline) {
     std::vector<bool> served(pids.size(), false);
     std::size_t count = 0;
-    while (count < pids.size() && wait_ready(listener_.get(), POLLIN, deadline)) {
+    while (count < pids.size() && remaining_ms(deadline) > 0) {
+      for (std::size_t i = 0; i < pids.size(); ++i)
+        if (!served[i] && ::kill(pids[i], 0) != 0 && errno == ESRCH) return count;
+      if (!wait_ready(listener_.get(), POLLIN,
+                      std::min(deadline, steady::now() + std::chrono::milliseconds(20))))
+        continue;
       const unique_fd c(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
       if (c.get() < 0) continue;
       ucred who{};
@@ -130,9 +137,10 @@ inline status fetch_fd(const std::string& name, const std::string& holder,
   const cmsghdr* h = n == 1 ? CMSG_FIRSTHDR(&m.msg) : nullptr;
   if (h == nullptr || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS ||
       h->cmsg_len != CMSG_LEN(sizeof(int)))
-    return {errc::system_error,
-            holder + " closed its socket @" + name + " without handing over the descriptor" +
-                (n == 0 ? " (it did not expect this process: another pid namespace?)" : "")};
+    return {
+        errc::system_error,
+        holder + " closed its socket @" + name + " without handing over the descriptor" +
+            (n == 0 ? " (it exited, or did not expect this process: another pid namespace?)" : "")};
   int fd = -1;
   std::memcpy(&fd, CMSG_DATA(h), sizeof fd);
   out = unique_fd(fd);
