@@ -338,12 +338,21 @@ inline status connect_to_store(const environment& env, const sockaddr_in& addr,
                               : std::strerror(error);
     if (remaining_ms(deadline) == 0)
       return {errc::timeout,
-              "rank " + std::to_string(env.rank) + " could not connect to rank 0's " + "store at " +
+              "rank " + std::to_string(env.rank) + " could not connect to rank 0's store at " +
                   env.store_addr + ":" + std::to_string(env.store_port) + " within " +
                   std::to_string(env.timeout.count()) + " ms (waited " +
                   std::to_string(elapsed_ms(start)) + " ms; the last attempt: " + last + ")"};
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(20, remaining_ms(deadline))));
   }
+}
+
+// Rank 0 ends the set-up with `why`, told to every rank connected in `peers`.
+inline status tell_connected(std::vector<unique_fd>& peers, const status& why) {
+  const auto tell_by = steady::now() + std::chrono::seconds(1);
+  for (std::size_t p = 1; p < peers.size(); ++p)
+    if (peers[p].get() >= 0)
+      (void)send_error(peers[p].get(), why, tell_by, "rank " + std::to_string(p));
+  return why;
 }
 
 // Rank 0 takes the others' connections and hellos before `deadline` into peers[1..size-1]. A
@@ -375,15 +384,10 @@ inline status accept_ranks(const environment& env, int listener, steady::time_po
                 " was claimed by two processes: both joined the store at " + store +
                 " (RELAY_RANK or RANK set alike twice?)";
     if (!refusal.empty()) {
-      // Every connected process learns why, the one that claimed the rank too.
+      // Every connected process learns why, the refused one too.
       const status refused(errc::invalid_argument, refusal);
-      const auto tell_by = steady::now() + std::chrono::seconds(1);
-      (void)send_error(c.get(), refused, tell_by, "the refused process");
-      for (int p = 1; p < env.size; ++p)
-        if (peers[static_cast<std::size_t>(p)].get() >= 0)
-          (void)send_error(peers[static_cast<std::size_t>(p)].get(), refused, tell_by,
-                           "rank " + std::to_string(p));
-      return refused;
+      (void)send_error(c.get(), refused, steady::now() + std::chrono::seconds(1), "it");
+      return tell_connected(peers, refused);
     }
     peers[static_cast<std::size_t>(h.rank)] = std::move(c);
     ++joined;
@@ -392,15 +396,9 @@ inline status accept_ranks(const environment& env, int listener, steady::time_po
   for (int r = 1; r < env.size; ++r)
     if (peers[static_cast<std::size_t>(r)].get() < 0) missing.push_back(r);
   if (missing.empty()) return {};
-  const status late(errc::timeout, "rank(s) " + rank_list(missing) +
-                                       " did not connect to the store at " + store + " within " +
-                                       std::to_string(env.timeout.count()) + " ms");
-  const auto tell_by = steady::now() + std::chrono::seconds(1);
-  for (int p = 1; p < env.size; ++p)
-    if (peers[static_cast<std::size_t>(p)].get() >= 0)
-      (void)send_error(peers[static_cast<std::size_t>(p)].get(), late, tell_by,
-                       "rank " + std::to_string(p));
-  return late;
+  return tell_connected(
+      peers, {errc::timeout, "rank(s) " + rank_list(missing) + " did not connect to the store at " +
+                                 store + " within " + std::to_string(env.timeout.count()) + " ms"});
 }
 
 }  // namespace detail

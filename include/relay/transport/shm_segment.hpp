@@ -13,7 +13,6 @@
 // then one data area per rank of bytes_per_rank, page-aligned.
 #pragma once
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
