@@ -128,15 +128,6 @@ int normal_rank() {
   wait_for_kill();
 }
 
-std::set<std::string> relay_names_in_dev_shm() {
-  std::set<std::string> names;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec))
-    if (const std::string n = e.path().filename().string(); n.rfind("relay", 0) == 0)
-      names.insert(n);
-  return names;
-}
-
 // An entry is left behind when its creator is gone: "relay-<pid>-..." with no such process, or
 // a name that does not say who made it. (Other jobs on this machine may hold live entries.)
 bool owner_gone(const std::string& name) {
@@ -207,10 +198,10 @@ int drive(const std::string& relay_run, int runs, std::uint64_t seed) {
     ++failures;
   };
   // Entries left by this job: reported, then removed so that the machine stays clean.
-  const std::set<std::string> before = relay_names_in_dev_shm();
+  const std::set<std::string> before = testing::relay_names_in_dev_shm();
   auto left_behind = [&]() {
     std::string left;
-    for (const std::string& n : relay_names_in_dev_shm())
+    for (const std::string& n : testing::relay_names_in_dev_shm())
       if (!before.count(n) && owner_gone(n)) {
         left += " /dev/shm/" + n;
         std::filesystem::remove("/dev/shm/" + n);
