@@ -28,7 +28,7 @@
 
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/socket.hpp"
-#include "relay/transport/fd_passing.hpp"
+#include "relay/transport/shm/fd_passing.hpp"
 #include "relay/transport/transport.hpp"
 
 namespace relay::shm {

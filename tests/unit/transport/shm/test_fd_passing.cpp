@@ -1,7 +1,7 @@
 // Handing a descriptor over an abstract Unix-domain socket: the expected process gets the same
 // file, any other process nothing, and every wait ends at its deadline or when the expected
 // process is gone.
-#include "relay/transport/fd_passing.hpp"
+#include "relay/transport/shm/fd_passing.hpp"
 
 #include <sys/mman.h>
 #include <sys/stat.h>
