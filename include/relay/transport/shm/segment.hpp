@@ -3,7 +3,7 @@
 //
 // The segment has no name at any moment: rank 0 makes it with memfd_create and hands the
 // descriptor to the other ranks over a Unix-domain socket in the abstract namespace
-// (transport/fd_passing.hpp), so a job killed at any point, set-up included, leaves nothing in
+// (shm/fd_passing.hpp), so a job killed at any point, set-up included, leaves nothing in
 // /dev/shm; the memory goes with the last process that maps it. The ranks are on one host by
 // construction of the transport.
 //

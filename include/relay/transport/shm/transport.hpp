@@ -1,7 +1,7 @@
 // The shm transport: CPU processes of one host over one shared-memory segment.
 //
 // Set-up (collective, make_shm_transport): rank 0 makes the segment, which never has a name
-// (transport/shm_segment.hpp: a memfd handed to every rank), so a job killed at any point leaves
+// (shm/segment.hpp: a memfd handed to every rank), so a job killed at any point leaves
 // nothing in /dev/shm. The segment holds, per rank, a control block (a phase counter, the call's
 // agreement records, the process id, the broken and left flags) and a data area of
 // `bytes_per_rank`.
