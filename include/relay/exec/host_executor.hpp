@@ -17,6 +17,7 @@
 #include "relay/exec/executor.hpp"
 #include "relay/exec/host_ops.hpp"
 #include "relay/exec/rank_threads.hpp"
+#include "relay/plan/bind.hpp"
 #include "relay/plan/validate.hpp"
 
 namespace relay {
@@ -84,10 +85,9 @@ class host_executor : no_copy {
 
   std::byte* address(const plan_operand& o) const {
     const std::size_t r = o.rank;
-    std::byte* base = o.buf == buffer::scratch ? scratch_[r].data()
-                      : o.buf == buffer::input ? static_cast<std::byte*>(job_.inputs[r].data)
-                                               : static_cast<std::byte*>(job_.outputs[r].data);
-    return base + o.offset;
+    return address_of(o, rank_areas<std::byte>{static_cast<std::byte*>(job_.inputs[r].data),
+                                               static_cast<std::byte*>(job_.outputs[r].data),
+                                               scratch_[r].data()});
   }
 
   // One rank's share of the plan: its operations of every phase, a barrier after each.

@@ -10,6 +10,7 @@
 #include "relay/core/dtype.hpp"
 #include "relay/core/fp8_block.hpp"
 #include "relay/core/reduction.hpp"
+#include "relay/plan/bind.hpp"
 #include "relay/plan/plan.hpp"
 
 namespace relay::detail {
@@ -129,9 +130,10 @@ void host_fp8_dequantize(const plan& p, const plan_op& op, const void* image, Ad
 // A whole fp8 copy, as the host executor runs it on the sending thread: quantize into the
 // sender's wire slot, the image across the link into the receiver's slot, dequantize from there.
 template <class Address>
-void host_fp8_copy(const plan& p, const plan_op& op, const wire_slot& slot, Address&& address) {
-  auto* send = address(plan_operand{p.sources_of(op)[0].rank, buffer::scratch, slot.send});
-  auto* recv = address(plan_operand{op.dst.rank, buffer::scratch, slot.recv});
+void host_fp8_copy(const plan& p, const plan_op& op, Address&& address) {
+  const auto i = static_cast<std::size_t>(&op - p.ops.data());
+  auto* send = address(wire_send_end(p, i));
+  auto* recv = address(wire_recv_end(p, i));
   host_fp8_quantize(p, op, send, address);
   host_copy(recv, send, fp8_wire_bytes(op.count));  // the link
   host_fp8_dequantize(p, op, recv, address);
@@ -143,7 +145,7 @@ template <class Address>
 void host_run_op(const plan& p, const plan_op& op, Address&& address) {
   const auto sources = p.sources_of(op);
   if (p.crosses_wire(op)) {
-    host_fp8_copy(p, op, p.wire_slots[static_cast<std::size_t>(&op - p.ops.data())], address);
+    host_fp8_copy(p, op, address);
     return;
   }
   if (op.phase == phase::transfer) {

@@ -38,6 +38,7 @@
 #include <tuple>
 #include <vector>
 
+#include "relay/plan/bind.hpp"
 #include "relay/plan/plan.hpp"
 
 namespace relay {
@@ -129,8 +130,8 @@ void for_each_access(const plan& p, std::uint32_t i, F&& f) {
   f(op.dst, true, op.count * p.dst_width(op));
   if (!p.crosses_wire(op)) return;
   const std::uint64_t image = fp8_wire_bytes(op.count);
-  f(plan_operand{sources[0].rank, buffer::scratch, p.wire_slots[i].send}, true, image);
-  f(plan_operand{op.dst.rank, buffer::scratch, p.wire_slots[i].recv}, true, image);
+  f(wire_send_end(p, i), true, image);
+  f(wire_recv_end(p, i), true, image);
 }
 
 // fp8_ends::receiver: the accesses of one end of a copy that crosses the wire. The sender's end
@@ -139,7 +140,7 @@ void for_each_access(const plan& p, std::uint32_t i, F&& f) {
 template <class F>
 void for_each_end_access(const plan& p, std::uint32_t i, bool arrival, F&& f) {
   const plan_op& op = p.ops[i];
-  const plan_operand slot{op.dst.rank, buffer::scratch, p.wire_slots[i].recv};
+  const plan_operand slot = wire_recv_end(p, i);
   const std::uint64_t image = fp8_wire_bytes(op.count);
   if (arrival) {
     f(slot, false, image);

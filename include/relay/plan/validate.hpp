@@ -14,6 +14,7 @@
 #include <string>
 
 #include "relay/core/status.hpp"
+#include "relay/plan/bind.hpp"
 #include "relay/plan/buffers.hpp"
 #include "relay/plan/call_shape.hpp"
 #include "relay/plan/plan.hpp"
@@ -118,11 +119,8 @@ inline status validate_plan(const plan& p) {
     }
     if (p.crosses_wire(o)) {  // both ends of its encoded bytes lie in scratch
       const auto bytes = static_cast<std::uint64_t>(fp8_wire_bytes(o.count));
-      const plan_operand send{p.sources[o.first_source].rank, buffer::scratch,
-                              p.wire_slots[i].send};
-      const plan_operand recv{o.dst.rank, buffer::scratch, p.wire_slots[i].recv};
-      if (status s = detail::check_operand(p, send, bytes, i, 1); !s) return s;
-      if (status s = detail::check_operand(p, recv, bytes, i, 1); !s) return s;
+      if (status s = detail::check_operand(p, wire_send_end(p, i), bytes, i, 1); !s) return s;
+      if (status s = detail::check_operand(p, wire_recv_end(p, i), bytes, i, 1); !s) return s;
     }
   }
   return {};

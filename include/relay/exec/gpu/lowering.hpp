@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "relay/gpu/fp8_desc.hpp"
+#include "relay/gpu/reduce_desc.hpp"
+#include "relay/plan/bind.hpp"
 #include "relay/plan/plan.hpp"
 
 namespace relay::gpu {
@@ -46,16 +48,6 @@ struct lowered_copy {
   int src_rank = 0, dst_rank = 0;
 };
 
-// dst = (src[0] + ... + src[k-1]) [/ divisor], `count` elements.
-struct lowered_reduce {
-  void* dst = nullptr;
-  std::array<const void*, max_reduce_inputs> src{};
-  int k = 0;
-  std::uint64_t count = 0;
-  int divisor = 1;
-  std::uint32_t partial = 0;  // plan_op::partial_mask: operands stored as wider partial sums
-};
-
 // One end of an fp8 copy (plan::crosses_wire, gpu/fp8_kernels.hpp): quantize `count` elements
 // at `src` into the wire image at `dst`, or dequantize the image at `src` into elements at `dst`.
 // `wide`: the elements are floats (float32 data, or fp32 partial sums), else the plan's 16-bit
@@ -76,9 +68,9 @@ struct work_ref {
 // One lane's share of one plan phase.
 struct lane_work {
   int lane = 0;
-  std::vector<lowered_copy> copies;   // by the batched copy kernel (a push through peer access)
-  std::vector<lowered_copy> memcpys;  // by the runtime's peer memcpy
-  std::vector<lowered_reduce> reductions;
+  std::vector<lowered_copy> copies;     // by the batched copy kernel (a push through peer access)
+  std::vector<lowered_copy> memcpys;    // by the runtime's peer memcpy
+  std::vector<reduce_desc> reductions;  // by the batched reduce kernel
   std::vector<lowered_fp8> quantizes, dequantizes;  // fp8 copies' two ends
   std::vector<interval> reads, writes;
   std::vector<work_ref> waits;  // works on other lanes to wait for, before this one starts
@@ -109,10 +101,9 @@ struct bound_memory {
 
   unsigned char* address(const plan_operand& o) const {
     const auto r = static_cast<std::size_t>(o.rank);
-    unsigned char* b = o.buf == buffer::input    ? static_cast<unsigned char*>(inputs[r].data)
-                       : o.buf == buffer::output ? static_cast<unsigned char*>(outputs[r].data)
-                                                 : scratch[r];
-    return b + o.offset;
+    return address_of(
+        o, rank_areas<unsigned char>{static_cast<unsigned char*>(inputs[r].data),
+                                     static_cast<unsigned char*>(outputs[r].data), scratch[r]});
   }
 };
 
@@ -152,10 +143,9 @@ inline void split_fp8_copy(const plan& p, const plan_op& o, std::size_t index,
                            const lane_layout& at, const bound_memory& mem, lane_work& before,
                            lane_work& w, lane_work& after) {
   const plan_operand& src = p.sources_of(o)[0];
-  const wire_slot& slot = p.wire_slots[index];
   const void* from = mem.address(src);
-  unsigned char* send = mem.address({src.rank, buffer::scratch, slot.send});
-  unsigned char* recv = mem.address({o.dst.rank, buffer::scratch, slot.recv});
+  unsigned char* send = mem.address(wire_send_end(p, index));
+  unsigned char* recv = mem.address(wire_recv_end(p, index));
   unsigned char* to = mem.address(o.dst);
   const std::uint64_t image = fp8_wire_bytes(o.count);
   // Floats (float32 data or fp32 partial sums: 4 bytes) or the plan's 16-bit type, by width.
@@ -213,7 +203,7 @@ inline std::vector<std::vector<lane_work>> split_by_lane(const plan& p, const la
             .push_back({ptrs[0], dst, bytes, from, to, srcs[0].rank, o.dst.rank});
       } else {
         w.reductions.push_back(
-            {dst, ptrs, o.source_count, o.count, o.finalize ? p.divisor : 1, o.partial_mask});
+            reduce_of(p, o, [&](const plan_operand& x) { return mem.address(x); }));
       }
     }
     if (!before.empty()) phases.push_back(std::move(before));

@@ -126,10 +126,7 @@ inline status build_program(const plan& p, std::span<const buffer_view> in,
         for (const lowered_copy& c : w.copies)
           copies.push_back(make_copy(c.src, c.dst, c.bytes));
       }
-      std::vector<reduce_desc> reductions;
-      for (const lowered_reduce& r : w.reductions)
-        reductions.push_back(
-            make_reduce(r.dst, r.src.data(), r.k, r.count, p.element_size(), r.divisor, r.partial));
+      std::vector<reduce_desc> reductions = w.reductions;
       placed at;
       at.copies = static_cast<std::uint32_t>(copies.size());
       at.reductions = static_cast<std::uint32_t>(reductions.size());

@@ -85,6 +85,7 @@
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "relay/plan/area_layout.hpp"
+#include "relay/plan/bind.hpp"
 #include "relay/plan/slice.hpp"
 #include "relay/plan/validate.hpp"
 #include "relay/transport/ipc/direct.hpp"
@@ -416,11 +417,7 @@ class ipc_transport final : public transport {
     const plan_slice own = fp8 ? slice_plan(p, given.rank, fp8_ends::receiver) : plan_slice{};
     const plan_slice& slice = fp8 ? own : given;
     auto address = [&](const plan_operand& o) {
-      const area_layout a = layout_of(p, o.rank);
-      const std::uint64_t base = o.buf == buffer::input    ? a.input
-                                 : o.buf == buffer::output ? a.output
-                                                           : a.scratch;
-      return area_.data(o.rank) + base + o.offset;
+      return address_of(o, areas_at(area_.data(o.rank), layout_of(p, o.rank)));
     };
     auto waits_of = [&](const std::vector<slice_wait>& ws) {
       std::vector<gpu::ipc_wait> v;
@@ -485,7 +482,7 @@ class ipc_transport final : public transport {
         const auto sources = p.sources_of(o);
         if (fp8 && p.crosses_wire(o)) {
           // Quantize into the receiver's slot, or (arrival) dequantize from this rank's.
-          const plan_operand slot{o.dst.rank, buffer::scratch, p.wire_slots[i].recv};
+          const plan_operand slot = wire_recv_end(p, i);
           const bool wide = (sp.arrival ? p.dst_width(o) : p.source_width(o, 0)) == 4;
           h.fp8[wide ? 1 : 0].push_back(
               sp.arrival ? gpu::fp8_desc{address(slot), address(o.dst), o.count, 0}
@@ -501,20 +498,16 @@ class ipc_transport final : public transport {
           h.copy_tags.push_back(g);
           continue;
         }
-        std::array<const void*, max_reduce_inputs> src{};
         gpu::ipc_reduce_tags g;
         g.dst = tag(o.dst);
         bool moves = g.dst != ipc::tag_fixed;
         for (std::size_t k = 0; k < sources.size(); ++k) {
-          src[k] = address(sources[k]);
           g.src[k] = tag(sources[k]);
           moves = moves || g.src[k] != ipc::tag_fixed;
         }
         h.moves = h.moves || moves;
         h.reduce_tags.push_back(g);
-        h.reduces.push_back(gpu::make_reduce(address(o.dst), src.data(), o.source_count, o.count,
-                                             p.element_size(), o.finalize ? p.divisor : 1,
-                                             o.partial_mask));
+        h.reduces.push_back(gpu::reduce_of(p, o, address));
       }
       h.s.copy_tiles = gpu::assign_tiles(h.copies.data(), h.copies.size(), tile_units);
       h.s.reduce_tiles = gpu::assign_tiles(h.reduces.data(), h.reduces.size(), tile_units);

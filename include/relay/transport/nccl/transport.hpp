@@ -71,6 +71,7 @@
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
+#include "relay/plan/bind.hpp"
 #include "relay/plan/slice.hpp"
 #include "relay/plan/validate.hpp"
 #include "relay/transport/nccl/phase.hpp"
@@ -196,13 +197,10 @@ class nccl_transport final : public transport {
               gpu::rt::memcpy_async(staging_, call.send.data, p.input_bytes[r], stream);
           e != gpu::rt::success)
         return fail(gpu::failure("staging the in-place input", device_, e));
-    auto address = [&](const plan_operand& o) {
-      unsigned char* base = o.buf == buffer::input    ? b.input
-                            : o.buf == buffer::output ? b.output
-                                                      : b.scratch;
-      return base + o.offset;
+    auto address = [&](const plan_operand& o) { return address_of(o, b); };
+    auto scratch_at = [&](std::uint64_t offset) {
+      return address_of(plan_operand{static_cast<std::uint16_t>(r), buffer::scratch, offset}, b);
     };
-    auto scratch_at = [&](std::uint64_t offset) { return b.scratch + offset; };
     std::size_t reduce_phase = 0, transfer_phase = 0;
     for (const slice_phase& sp : call.slice->phases) {
       if (sp.kind == phase::reduce) {
@@ -276,10 +274,7 @@ class nccl_transport final : public transport {
 
  private:
   // Where the plan's three buffers of this rank are for one call.
-  struct bound {
-    unsigned char *input = nullptr, *output = nullptr, *scratch = nullptr;
-    friend bool operator==(const bound&, const bound&) = default;
-  };
+  using bound = rank_areas<unsigned char>;  // this rank's areas for a call
   // The reductions of every reduce phase of the slice, uploaded once per plan and buffers.
   struct reduce_lists {
     struct phase_list {
@@ -399,12 +394,7 @@ class nccl_transport final : public transport {
         return {};
       }
     constexpr std::uint64_t tile_units = gpu::default_block * gpu::default_unroll;
-    auto address = [&](const plan_operand& o) {
-      unsigned char* base = o.buf == buffer::input    ? at.input
-                            : o.buf == buffer::output ? at.output
-                                                      : at.scratch;
-      return base + o.offset;
-    };
+    auto address = [&](const plan_operand& o) { return address_of(o, at); };
     reduce_lists built;
     built.key = p;
     built.at = at;
@@ -419,13 +409,7 @@ class nccl_transport final : public transport {
       for (std::uint32_t i : sp.issued) {
         const plan_op& o = p.ops[i];
         if (o.count == 0) continue;
-        std::array<const void*, max_reduce_inputs> src{};
-        const auto sources = p.sources_of(o);
-        for (std::size_t s = 0; s < sources.size(); ++s)
-          src[s] = address(sources[s]);
-        descs.push_back(gpu::make_reduce(address(o.dst), src.data(), o.source_count, o.count,
-                                         p.element_size(), o.finalize ? p.divisor : 1,
-                                         o.partial_mask));
+        descs.push_back(gpu::reduce_of(p, o, address));
       }
       reduce_lists::phase_list l;
       l.count = static_cast<std::uint32_t>(descs.size());

@@ -34,6 +34,7 @@
 #include "relay/bootstrap/environment.hpp"
 #include "relay/exec/host_ops.hpp"
 #include "relay/plan/area_layout.hpp"
+#include "relay/plan/bind.hpp"
 #include "relay/plan/validate.hpp"
 #include "relay/transport/shm/segment.hpp"
 #include "relay/transport/shm/wait.hpp"
@@ -195,11 +196,7 @@ class transport final : public relay::transport {
   }
 
   std::byte* address(const plan& p, const plan_operand& o) const {
-    const area_layout a = layout_of(p, o.rank);
-    const std::uint64_t base = o.buf == buffer::input    ? a.input
-                               : o.buf == buffer::output ? a.output
-                                                         : a.scratch;
-    return seg_.data_of(o.rank) + base + o.offset;
+    return address_of(o, areas_at(seg_.data_of(o.rank), layout_of(p, o.rank)));
   }
 
   // What this transport refuses of a plan: the same plan on every rank, so every rank refuses
