@@ -599,13 +599,10 @@ TEST_CASE("mesh emulation: the links carry the plan's link bytes, on the fp8 wir
   for (collective c : {collective::allreduce, collective::reduce_scatter})
     for (wire_format w : {wire_format::native, wire_format::fp8_e4m3}) {
       INFO(name(c) << ", wire " << name(w));
-      plan_request req{.coll = c,
-                       .mode = mode::fused,
-                       .route = route::relay,
-                       .ranks = 8,
-                       .groups = {{0, 1}, {2, 3}, {4, 5}, {6, 7}},
-                       .counts = {100'003, 100'003, 100'003, 100'003},
-                       .type = dtype::bfloat16};
+      plan_request req =
+          request_for({c, 2, 8, mode::fused, route::relay, 0, 0}, {{0, 1}, {2, 3}, {4, 5}, {6, 7}},
+                      {100'003, 100'003, 100'003, 100'003});
+      req.type = dtype::bfloat16;
       req.wire = w;
       req.wire_threshold = 0;
       plan p;
