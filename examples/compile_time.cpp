@@ -1,6 +1,12 @@
 // What a communication library can prove about relay in its own build, with no flags: the
-// schedule's cost on the machine it targets, its ceiling over the direct path, its scratch.
+// schedule's cost on the machine it targets, its ceiling over the direct path, its dataflow, its
+// scratch. The README's first quick start; building it is the test.
 #include <relay/relay.hpp>
+
+constexpr auto& s = relay::schedule_v<relay::collective::allreduce, 2, 8>;  // A=2, N=8, fused
+static_assert(relay::beta_cost(s, relay::mi300x) == relay::ratio{1, 4});    // n/4 of link time
+static_assert(relay::ceiling(s, relay::mi300x) == 4);                       // 4x the direct path
+static_assert(relay::verify(s).ok());  // every output gets exactly its contributions
 
 namespace {
 using namespace relay;
