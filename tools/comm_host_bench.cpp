@@ -1,6 +1,6 @@
 // The communicator's host time per call, without a device or peers: what a rank-local collective
-// costs on the host before its transport runs (issue 11's target is 3 us for a whole repeated
-// call of the ipc transport, launches included).
+// costs on the host before its transport runs (the target is 3 us for a whole repeated call of
+// the ipc transport, launches included).
 //
 //   comm-host-bench [--calls N] [--check]
 //
@@ -11,8 +11,8 @@
 // first call (which plans and is not timed), on the steady clock, and counts the heap
 // allocations of those calls (this program replaces operator new to count them).
 //
-// The last row times, per call, what the communicator built on every call before the fixed key
-// (issue 11): the request (a copy of the groups and counts), route::automatic made concrete, and
+// The last row times, per call, what the communicator built on every call before its cache had a
+// fixed key: the request (a copy of the groups and counts), route::automatic made concrete, and
 // the shape's text, which was the cache's key.
 //
 // --check: exit 1 if a repeated call allocates (the suite runs it: examples.comm_host_bench).

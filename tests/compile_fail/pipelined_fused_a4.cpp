@@ -1,5 +1,5 @@
 // expect: single groups only
-// A=4 pipelines as a single group (issue 16); two fused groups of 4 on 8 ranks
+// A=4 pipelines as a single group; two fused groups of 4 on 8 ranks
 // keep every link direction busy already, so fused pipelining stays refused.
 #include "relay/schedule/generate.hpp"
 

@@ -45,7 +45,7 @@ static_assert(ceil<C::allreduce, 4, route::relay, 500> == 2);
 static_assert(ceil<C::reduce_scatter, 4> == 2 && ceil<C::all_gather, 4> == 2);
 static_assert(scratch_elements(schedule_v<C::reduce_scatter, 4, 8>.header, false, 1024000) ==
               1536000);  // 12 chunks of 128000 = 1.5x recvCount
-// bf16 A=4 fused reduce-scatter at N=8 (c = n/8), partial sums in fp32 (issue 12), worked by
+// bf16 A=4 fused reduce-scatter at N=8 (c = n/8), partial sums in fp32, worked by
 // hand: step 1 sends (A-1)c = 3n/8 per cross link (slices) and d1 = 3c per intra link; step 2
 // returns one partial of c per cross link at 4/2 the element width, 2c = n/4, beside d2 = c.
 // 3n/8 + n/4 = 5n/8 (the ceiling 8/5 instead of 2); 16-bit partials keep n/2.
@@ -92,7 +92,7 @@ static_assert(relay::verify(pipelined4).ok());
 namespace {
 using namespace relay;
 using C = collective;
-// Pipelined single groups of A=4 on N=8 (issue 16), H = 4 helpers, T tiles, one quantum c.
+// Pipelined single groups of A=4 on N=8, H = 4 helpers, T tiles, one quantum c.
 template <C c, int T, int A = 4, int N = 8>
 constexpr const auto& piped = schedule_for<schedule_spec{.coll = c,
                                                          .active = A,

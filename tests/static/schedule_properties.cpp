@@ -13,7 +13,7 @@ using namespace relay;
 using C = collective;
 using default_budget::pipelined_verified;
 
-// The pipelined single group of A=8 on N=16 (issue 16) at depth 2 for reduce-scatter: about
+// The pipelined single group of A=8 on N=16 at depth 2 for reduce-scatter: about
 // 34.5M operations in GCC 12's count, just over its default of 33.5M.
 static_assert(pipelined_verified<C::reduce_scatter, 8, 16, 2>);
 }  // namespace

@@ -1,4 +1,4 @@
-// The fp8 wire's bytes (issue 12), proved by the compiler: this file builds only if each holds.
+// The fp8 wire's bytes, proved by the compiler: this file builds only if each holds.
 #include "relay/cost/link_cost.hpp"
 #include "relay/gpu/fp8_desc.hpp"
 #include "relay/schedule/generate.hpp"

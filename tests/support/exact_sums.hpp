@@ -1,5 +1,5 @@
 // Inputs whose exact sum is representable in fp16/bf16 but where any rounding of a partial sum
-// to the element type shows (issue 12), and the check that every output is that sum, bit for bit.
+// to the element type shows, and the check that every output is that sum, bit for bit.
 //
 // Per reduced element, with owner k (reduce-scatter: the rank that receives the block; allreduce:
 // any rank), two other contributors a and b, B = 2^m and h = ulp(B)/2 = B * 2^-p (p = 11 for
@@ -8,8 +8,8 @@
 //   cancellation  x_k = -B, x_a = B, x_b = h      sum h:          B + h rounds to B, result 0
 //   tie           x_k = h,  x_a = B, x_b = h      sum B + 2h:     B + h rounds to B twice, B
 //
-// (the tie is issue 12's repro: (2^-8, 1, 2^-8, 0) in bf16). The remaining contributors hold
-// zero or pairs (v, -v) that cancel. A=2 (no partial sum exists) gets x_k = -B, x_a = B + 2h.
+// (the tie of the rounding-twice repro: (2^-8, 1, 2^-8, 0) in bf16). The remaining contributors
+// hold zero or pairs (v, -v) that cancel. A=2 (no partial sum exists) gets x_k = -B, x_a = B + 2h.
 // Every value is a multiple of h below 4B, so the float accumulator sums them exactly in any
 // order: one rounding at the end gives the exact sum.
 #pragma once

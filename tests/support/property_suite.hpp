@@ -40,7 +40,7 @@ struct property_case {
   // against the exact sum (instead of random data within a rounding bound).
   bool exact_sums = false;
   bool bound_only = false;  // exact-sum data, checked against the precision's bound instead
-  // An fp8 wire (issue 12), forced at every count (wire_threshold 0), checked against the fp8
+  // An fp8 wire, forced at every count (wire_threshold 0), checked against the fp8
   // bound (check/wire_reference.hpp) with data of kind `wire_data` (fp8_data).
   wire_format wire = wire_format::native;
   int wire_data = 0;
@@ -109,7 +109,7 @@ inline property_case random_case(std::mt19937_64& rng) {
   c.mode = one_of(mode::fused, mode::single);
   c.route = one_of(route::relay, route::relay, route::relay, route::direct, route::legacy);
   if (c.route == route::legacy && c.active != 2) c.route = route::relay;
-  // Any single group may pipeline (A=2 since the start, A=4 since issue 16: a draw more).
+  // Any single group may pipeline (A=2 and A=4: a draw more).
   if (c.mode == mode::single && one_of(false, false, true)) {
     c.route = route::pipelined;
     c.tiles = one_of(2, 3, 4, 7);

@@ -1,4 +1,4 @@
-// The naive reference for calls on an fp8 wire (issue 12): every output against the exact
+// The naive reference for calls on an fp8 wire: every output against the exact
 // (long double) result of its definition, within the documented bound (docs/schedules.md, "fp8
 // on the wire"), and the non-finite rules. Like reference.hpp it shares only core/'s vocabulary
 // with what it checks: no plan, no blocks, no quantizer.

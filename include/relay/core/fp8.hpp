@@ -1,4 +1,4 @@
-// 8-bit floating point for the wire (issue 12): the two e4m3 encodings relay's targets use.
+// 8-bit floating point for the wire: the two e4m3 encodings relay's targets use.
 //
 //   e4m3       OCP 8-bit floating point (NVIDIA Hopper/Blackwell, AMD gfx950): bias 7, signed
 //              zeros, no infinities, NaN = S.1111.111, largest finite 448 (S.1111.110).

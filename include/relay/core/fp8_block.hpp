@@ -1,4 +1,4 @@
-// fp8 blocks: how a run of elements travels as fp8 (issue 12, "fp8 on the wire").
+// fp8 blocks: how a run of elements travels as fp8 (docs/schedules.md, "fp8 on the wire").
 //
 // A block is 32 elements as fp8 codes (fp8.hpp) plus one byte: the exponent k of a power-of-two
 // scale, so element x travels as fp8(x * 2^-k) and arrives as fp8_value * 2^k. Why these choices:

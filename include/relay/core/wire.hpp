@@ -1,5 +1,5 @@
-// How a call's data crosses links (issue 12, "fp8 on the wire"): as it is (native), or quantized
-// to fp8 blocks (fp8_block.hpp) where it leaves a rank and dequantized where it arrives.
+// How a call's data crosses links (docs/schedules.md, "fp8 on the wire"): as it is (native), or
+// quantized to fp8 blocks (fp8_block.hpp) where it leaves a rank and dequantized where it arrives.
 //
 //   native          every byte as the caller's dtype (and fp32 partial sums) holds it
 //   fp8             the machine's fp8 encoding (topology::fp8: e4m3_fnuz on mi300x, OCP e4m3 on

@@ -1,4 +1,4 @@
-// What the fp8 wire (core/wire.hpp) costs, and the size from which it pays (issue 12).
+// What the fp8 wire (core/wire.hpp) costs, and the size from which it pays.
 //
 // On an fp8 wire every element that crosses a link is 33/32 bytes (fp8_wire_widths), so the
 // link terms shrink by 33/(32 * element size). It adds local work: per step that moves anything

@@ -1,4 +1,4 @@
-// The fp8 wire's kernels (issue 12), written once for HIP and CUDA:
+// The fp8 wire's kernels, written once for HIP and CUDA:
 //
 //   quantize:              T elements (float, float16, bfloat16; an fp32 partial sum is a float)
 //                          -> a wire image: count fp8 codes, then a scale byte per 32 elements

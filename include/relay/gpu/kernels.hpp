@@ -87,9 +87,8 @@ using word_t = std::conditional_t<
 // A streaming copy reads and writes each word once: on NVIDIA its 16-byte words go with the
 // evict-first cache hint both ways. On an H200 the hints on loads and stores together speed up a
 // batched copy (either one alone does not), but slow down a reduction that reads the copied data
-// next, so the executor streams only plans without reductions (the measurements:
-// bench/results/2026-11-29-h200-copy-kernel/). HIP has no 16-byte form of the hints: plain
-// accesses there.
+// next, so the executor streams only plans without reductions (measured: docs/gpu.md). HIP has
+// no 16-byte form of the hints: plain accesses there.
 template <bool Streaming, class Word>
 __device__ inline Word load_once(const Word* p) {
 #if defined(RELAY_GPU_CUDA)

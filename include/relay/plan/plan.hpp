@@ -34,7 +34,7 @@ using plan_op = basic_operation<std::uint64_t>;
 // One phase of one step: plan::ops [first, first + size).
 using plan_phase = phase_range;
 
-// What a plan puts on the wire, and why (issue 12). Every rank derives it from the call's
+// What a plan puts on the wire, and why. Every rank derives it from the call's
 // arguments alone (make_plan), so every rank of a call takes the same one.
 struct wire_choice {
   wire_format requested = wire_format::native;  // as asked; wire_format::fp8 made concrete
@@ -86,7 +86,7 @@ struct plan {
   // Per physical rank: bytes of input and output it must provide (0 where it is no group's
   // active rank), and bytes of scratch the executor provides.
   std::vector<std::uint64_t> input_bytes, output_bytes, scratch_bytes;
-  // The wire (issue 12). Where it is fp8, every copy between two ranks (crosses_wire) travels
+  // The wire. Where it is fp8, every copy between two ranks (crosses_wire) travels
   // quantized through the wire slot of the same index (one per op; empty on a native wire).
   wire_choice wire{};
   std::vector<wire_slot> wire_slots;

@@ -18,7 +18,7 @@
 // "finished phase p" implies every earlier phase. Waits implied by an earlier wait of this
 // rank's slice are dropped.
 //
-// The fp8 wire (issue 12). A copy that crosses it (plan::crosses_wire) has two ends: quantize at
+// The fp8 wire. A copy that crosses it (plan::crosses_wire) has two ends: quantize at
 // the sender, dequantize at the receiver. Who runs the receiving end is the transport's choice:
 //   fp8_ends::sender    the sender runs both (it can write the receiver's memory at full width
 //                       anyway: the shm transport, whose "link" is shared host memory);

@@ -1,4 +1,4 @@
-// The fp8 wire on the host executor (issue 12): hand-worked values of one block, the non-finite
+// The fp8 wire on the host executor: hand-worked values of one block, the non-finite
 // rules, the report of the choice, and the property suite on random and adversarial data within
 // the documented bound (check/wire_reference.hpp) against the exact long-double reference.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// fp16/bf16 reductions round once (issue 12): the repro, the exact-sum suite on every reducing
+// fp16/bf16 reductions round once: the repro, the exact-sum suite on every reducing
 // collective, A and route, the same suite catching double rounding when partials are stored in
 // 16 bits (precision::native_partials, the old behaviour), and native partials within their
 // documented bound.

@@ -262,7 +262,7 @@ TEST_CASE("route::automatic takes the model's faster route for the call's count"
   CHECK(p.spec.route == route::pipelined);
   CHECK(p.spec.tiles == 2);
 
-  // A single group of 4 too (issue 16): all-gather bf16 at X = 64 MB is in T=4's range, between
+  // A single group of 4 too: all-gather bf16 at X = 64 MB is in T=4's range, between
   // 52.2 MB and 198.4 MB (tests/unit/cost/test_route.cpp works out the crossovers).
   plan_request ag4 = request(collective::all_gather, 4, 8, mode::single);
   ag4.route = route::automatic;

@@ -1,4 +1,4 @@
-// The fp8 wire in plans (issue 12): validation of options.wire, the threshold from the cost
+// The fp8 wire in plans: validation of options.wire, the threshold from the cost
 // model and its report, the wire slots and the bytes a call puts on each link.
 #include <cstdint>
 #include <limits>

@@ -106,7 +106,7 @@ TEST_CASE("specs without a schedule are refused with the reason", "[schedule]") 
   CHECK_THAT(error({collective::all_gather, 2, 8, mode::fused, route::relay, 500}),
              Catch::Contains("allreduce relay"));
   CHECK_FALSE(build_schedule({collective::allreduce, 3, 8}).has_value());
-  // Pipelining: any single group (A=2 and, since issue 16, A >= 4), never a fused one.
+  // Pipelining: any single group (any A), never a fused one.
   CHECK(error({collective::allreduce, 4, 8, mode::single, route::pipelined, 0, 4}).empty());
   CHECK(error({collective::all_to_all, 8, 16, mode::single, route::pipelined, 0, 2}).empty());
   CHECK(error({collective::all_gather, 4, 6, mode::single, route::pipelined, 0, 64}).empty());

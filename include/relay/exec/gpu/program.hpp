@@ -53,7 +53,7 @@ struct program {
   std::uint64_t last_use = 0;
   // Copies with the evict-first hints, where nothing reduces what they bring: side by side the
   // hints made all-gather faster but allreduce and reduce-scatter slower, their reductions
-  // reading what the copies had just pushed out of L2 (bench/results/2026-11-29-h200-copy-kernel/).
+  // reading what the copies had just pushed out of L2 (measured on an H200: docs/gpu.md).
   bool streaming_copies = true;
 };
 

@@ -20,7 +20,7 @@
 // an address through this process's table of the peers' registrations. Descriptors whose
 // operands never move carry no tags and run exactly as before.
 //
-// The fp8 wire (issue 12; plan/slice.hpp, fp8_ends::receiver). A stage may also hold fp8 ends
+// The fp8 wire (plan/slice.hpp, fp8_ends::receiver). A stage may also hold fp8 ends
 // (gpu/fp8_kernels.hpp's tile functions): in a phase, the sender quantizes each copy's source
 // straight into the receiver's wire slot, so only the image crosses the link; in the phase's
 // arrival, a stage of its own with its own mark, the receiver dequantizes the images that landed

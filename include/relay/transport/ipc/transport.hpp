@@ -8,60 +8,14 @@
 //   relay::allreduce(*comm, groups, send, recv, counts, relay::dtype::bfloat16,
 //                    relay::reduce_op::sum, {}, stream);                 // enqueues, returns
 //
-// Set-up (collective): every rank allocates one area of device memory (transport/ipc/memory.hpp:
-// control block with signal words, then data of ipc_options::bytes_per_rank, RELAY_IPC_BYTES),
-// exports it with cudaIpcGetMemHandle / hipIpcGetMemHandle, and all-gathers the handles through
-// the bootstrap; every rank maps every peer's area. Nothing is allocated or exchanged after that
-// but one small descriptor list per plan shape (below).
-//
-// A call runs the out-of-place plan on the areas (plan/area_layout.hpp puts each rank's input,
-// output and scratch there), as ipc/kernels.hpp describes:
-//   entry   copy the user's input into the area (unless the input is used in place, below),
-//           advance the call counter, write where this call's output is, publish "entered";
-//   phases  per phase of the slice in which this rank issues operations: wait for its slice
-//           waits, push its copies into peers' areas or run its reductions, publish "finished";
-//   exit    wait for the slice's exit waits, copy the output to the user's buffer (unless the
-//           output was written there).
-// Each is one launch of one kernel (the stepped form), or all of them are one launch (the
-// one-shot form); the model of ipc/form.hpp picks, once per plan and alike on every rank
-// (ipc_options::form). All on call.stream, in stream order, and run() returns without waiting.
-//
-// User memory (transport/ipc/direct.hpp): a rank reads its input where the caller keeps it when
-// that is 16-byte aligned (no registration needed: only the rank itself reads its input), and
-// writes its output there when it lies in memory the rank registered (register_buffer, as
-// ncclCommRegister) and is aligned; otherwise the entry's or the exit's copy stages it. Each
-// rank decides for itself per call; its peers learn where its output is on the device. In place
-// one of the two is staged. The staging costs one extra read and write of the buffer on device
-// memory.
-//
-// The fp8 wire (issue 12): a plan whose wire is fp8 runs with the receiver ends of
-// plan/slice.hpp (the transport slices it so itself, once per plan): a sender quantizes each
-// copy's source straight into the receiver's wire slot in its registered area, and the receiver
-// dequantizes the images in a stage after the phase (its "arrival", with a signal mark of its
-// own), so only the fp8 image crosses the link. Such calls run in the stepped form and through
-// the area (no user memory in place: the images need the area's wire slots anyway).
-//
-// Descriptor lists are built on the first call of each plan shape and uploaded on its stream
-// (cached, up to 64 shapes). That first call allocates, so it must come before graph capture: a
-// capture of a shape's first call returns errc::invalid_argument saying so.
-//
-// Failures. A rank's own invalid buffers (call.local): the rank runs nothing, user memory
-// untouched, and publishes an abort mark; run() returns call.local. A wait that outlasts
-// call.timeout, or sees a peer's abort mark, makes the rank give up: it skips the rest of the
-// call (user memory included) and publishes abort marks, so no rank spins on it either. Device
-// work is asynchronous, so a rank learns of that after the fact: run() reads the report (host
-// memory the kernels write, no synchronization) before it enqueues, and from then on returns
-// errc::timeout naming the peer, the step and the call (or errc::peer_error naming the rank that
-// gave up first); device_status() returns the same at any time (after synchronizing the stream
-// it is final for the calls issued). A rank that gave up stays given up: broken() is true, since
-// the ranks are out of step. The per-call fingerprint is not compared (the communicator
-// compares arguments on the first call of each shape, as for the nccl transport).
-//
-// Several ranks on one device work (CUDA IPC works within a device): how one GPU tests 8 ranks.
-// Without MPS the device time-slices the processes' contexts, so a wait may last a time slice
-// (measured on an H200: about 4.5 ms a call, bench/results/2026-12-01-h200-ipc/); slow, but
-// nothing depends on different ranks' kernels being resident together. (The one-shot kernel's
-// own blocks must be, and are: its grid is at most one block per multiprocessor.)
+// Set-up (collective): every rank allocates one area of device memory (ipc/memory.hpp), exports
+// it and maps every peer's. A call runs the out-of-place plan on the areas (plan/area_layout.hpp)
+// as ipc/kernels.hpp describes: an entry stage (the input staged or read in place, ipc/direct.hpp),
+// a stage per phase of the slice this rank issues in (its waits, then its pushes into peers'
+// areas or its reductions), an exit stage; one launch each (stepped) or one in all (one-shot),
+// as the model of ipc/form.hpp picks once per plan. All on call.stream; run() returns without
+// waiting. docs/ipc-transport.md ("As built") says how user memory, the fp8 wire, graph capture,
+// failures and ranks sharing one device work, and why.
 //
 // Only code compiled by nvcc or hipcc may include this header.
 #pragma once

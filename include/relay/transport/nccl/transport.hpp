@@ -15,7 +15,7 @@
 // transfer phase enqueues (host code, tested on the CPU; built once per plan and buffers, with
 // the reduction lists); this file executes its lists.
 //
-// The fp8 wire (issue 12, plan::crosses_wire): a copy into a peer is quantized first, before the
+// The fp8 wire (plan::crosses_wire): a copy into a peer is quantized first, before the
 // group, from its source into this rank's send slot in scratch (gpu/fp8_kernels.hpp, one launch
 // per copy), and the group sends that image (fp8_wire_bytes(count) bytes) instead of the
 // elements; the receiver posts its receive into its receive slot in scratch and, after the group,

@@ -4,7 +4,7 @@
 //   route; A < N relay, direct, legacy and pipelined where N >= 3), dtypes, operators, in and
 //   out of place, counts and group layouts, against the naive reference with poisoned outputs
 //   and canaries;
-// - the fp8 wire (issue 12): the property suite's random cases made floating (both encodings, the
+// - the fp8 wire: the property suite's random cases made floating (both encodings, the
 //   five data kinds) within the documented fp8 bound, and random finite data byte for byte equal
 //   to the host executor's result (the same kernels and bits as the GPU executor);
 // - the per-call peer check: a rank with invalid buffers, or disagreeing arguments, makes every
@@ -58,7 +58,7 @@ testing::property_case random_case_of(std::mt19937_64& rng, int N) {
                             route::pipelined};
     c.route = routes[pick(5)];
     if (c.route == route::legacy && c.active != 2) c.route = route::relay;
-    if (c.route == route::pipelined) {  // any single group (issue 16: A >= 4 too)
+    if (c.route == route::pipelined) {  // any single group, A >= 4 too
       c.mode = mode::single;
       c.tiles = std::array{2, 3, 4, 7}[static_cast<std::size_t>(pick(4))];
     }
