@@ -30,8 +30,8 @@
 // The parts, each in its own header: runtime handles (gpu/handles.hpp), peer access
 // (exec/gpu/peer_access.hpp), the scratch pool (exec/gpu/scratch_pool.hpp), the lowering from plan
 // to lane work (exec/gpu/lowering.hpp, no runtime in it), programs and their cache
-// (exec/gpu/program.hpp, exec/gpu/program_cache.hpp). This file holds the executor and its issue
-// loop.
+// (exec/gpu/program.hpp, exec/gpu/program_cache.hpp), the timing of runs (exec/gpu/tracing.hpp).
+// This file holds the executor and its issue loop.
 //
 // Every runtime call and launch is checked; failures come back as a status (errc::gpu_error,
 // naming the call, the lane's device and the runtime's message). Bad arguments are found before
@@ -61,6 +61,7 @@
 #include "relay/exec/gpu/program.hpp"
 #include "relay/exec/gpu/program_cache.hpp"
 #include "relay/exec/gpu/scratch_pool.hpp"
+#include "relay/exec/gpu/tracing.hpp"
 #include "relay/gpu/fp8_kernels.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/kernels.hpp"
@@ -93,16 +94,6 @@ struct gpu_options {
   std::uint64_t emulate_mesh = 0;
 };
 
-// One launch or memcpy of a timed run (gpu_options::time_actions): its lane, what it was, how
-// many descriptors it took, and when it started and ended on the device, in microseconds from
-// the run's start on that lane (an action starts when the one before it on its lane ended).
-struct gpu_action_time {
-  int lane = 0;
-  const char* what = "";
-  std::uint32_t count = 0;
-  double start_us = 0, end_us = 0;
-};
-
 // What the last run issued; for tests and benchmarks.
 struct gpu_run_stats {
   bool prepared = false;  // it validated, built and uploaded (a miss of the preparation cache)
@@ -123,8 +114,6 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
     release_scratch();  // also frees the prepared programs
     for (std::size_t l = 0; l < links_.size(); ++l)
       gpu::device_free(lanes_[l].device, links_[l]);
-    for (const trace_event& t : trace_events_)
-      if (gpu::rt::set_device(t.device) == gpu::rt::success) (void)gpu::rt::event_destroy(t.event);
     for (gpu::lane& l : lanes_)
       gpu::close_lane(l);
   }
@@ -161,37 +150,14 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
   // -1 when timing is off, nothing ran, or the runtime could not say.
   double last_run_seconds() {
     if (!init_ || !options_.time_runs) return -1;
-    std::vector<gpu::timed_span> spans;
-    for (std::size_t l = 0; l < lanes_.size(); ++l)
-      if (timed_lane_[l])
-        spans.push_back({lanes_[l].device, lanes_[l].timing_start, lanes_[l].timing_end});
-    return gpu::longest_seconds(spans);
+    return tracer_.seconds(lanes_);
   }
 
   // With gpu_options::time_actions, every launch and memcpy of the last run with its device
   // times (after waiting for the run to end); empty otherwise, or if the runtime cannot say.
   std::vector<gpu_action_time> last_run_actions() {
-    std::vector<gpu_action_time> out;
-    if (!init_ || !options_.time_runs || !options_.time_actions) return out;
-    const gpu::device_guard keep;
-    std::vector<gpu::rt::event_t> last(lanes_.size(), nullptr);
-    for (const traced_action& t : traced_) {
-      const gpu::lane& ln = lanes_[static_cast<std::size_t>(t.lane)];
-      gpu::rt::event_t& before = last[static_cast<std::size_t>(t.lane)];
-      float start = 0, end = 0;
-      if (gpu::rt::set_device(ln.device) != gpu::rt::success ||
-          gpu::rt::event_synchronize(trace_events_[t.event].event) != gpu::rt::success ||
-          (before != nullptr &&
-           gpu::rt::event_elapsed_ms(&start, ln.timing_start, before) != gpu::rt::success) ||
-          gpu::rt::event_elapsed_ms(&end, ln.timing_start, trace_events_[t.event].event) !=
-              gpu::rt::success) {
-        (void)gpu::rt::get_last_error();
-        return {};
-      }
-      before = trace_events_[t.event].event;
-      out.push_back({t.lane, t.what, t.count, start * 1e3, end * 1e3});
-    }
-    return out;
+    if (!init_ || !options_.time_runs || !options_.time_actions) return {};
+    return tracer_.actions(lanes_);
   }
 
   // Mesh emulation: the bytes every link (from * ranks + to) carried since the last call (or
@@ -269,7 +235,7 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
     layout_.kernel_copy = peers_.matrix();
     if (options_.engine != copy_engine::kernel)
       layout_.kernel_copy.assign(layout_.kernel_copy.size(), false);
-    timed_lane_.assign(lanes_.size(), false);
+    tracer_.open(lanes_.size());
     return options_.emulate_mesh != 0 ? open_links() : status{};
   }
 
@@ -366,8 +332,9 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
       }
       current = -1;
     }
-    if (status s = mark_timing(prog, &gpu::lane::timing_start, current); !s) return s;
-    traced_.clear();
+    if (options_.time_runs)
+      if (status s = tracer_.mark(lanes_, prog, &gpu::lane::timing_start, current); !s) return s;
+    tracer_.begin();
     for (const action& a : prog.actions) {
       const auto l = static_cast<std::size_t>(a.lane);
       gpu::lane& ln = lanes_[l];
@@ -435,9 +402,11 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
           break;
       }
       if (e != gpu::rt::success) return gpu::failure(what, ln.device, e);
-      if (status s = trace_action(a, what); !s) return s;
+      if (options_.time_runs && options_.time_actions)
+        if (status s = tracer_.trace(lanes_, a, what); !s) return s;
     }
-    if (status s = mark_timing(prog, &gpu::lane::timing_end, current); !s) return s;
+    if (options_.time_runs)
+      if (status s = tracer_.mark(lanes_, prog, &gpu::lane::timing_end, current); !s) return s;
     for (std::size_t l = 0; l < lanes; ++l)
       stats_.lanes += prog.uses_lane[l] ? 1 : 0;
     return {};
@@ -455,53 +424,6 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
     };
     if (a.wide) return go(float{});
     return type == dtype::float16 ? go(float16{}) : go(bfloat16{});
-  }
-
-  // With gpu_options::time_runs, records one timing event (start or end) on every lane `prog`
-  // uses; `current` tracks the selected device.
-  status mark_timing(const gpu::program& prog, gpu::rt::event_t gpu::lane::*which, int& current) {
-    if (!options_.time_runs) return {};
-    for (std::size_t l = 0; l < lanes_.size(); ++l) {
-      timed_lane_[l] = prog.uses_lane[l];
-      if (!prog.uses_lane[l]) continue;
-      gpu::lane& ln = lanes_[l];
-      if (ln.device != current) {
-        current = ln.device;
-        if (gpu::rt::error_t e = gpu::rt::set_device(current); e != gpu::rt::success)
-          return gpu::failure("selecting the device", current, e);
-      }
-      if (gpu::rt::error_t e = gpu::rt::event_record(ln.*which, ln.stream); e != gpu::rt::success)
-        return gpu::failure("recording a timing event", ln.device, e);
-    }
-    return {};
-  }
-
-  // With gpu_options::time_actions, an event after a launch or memcpy `a` on its lane (the
-  // lane's device is current), created the first time it is needed.
-  status trace_action(const gpu::action& a, const char* what) {
-    if (!options_.time_runs || !options_.time_actions || a.what == gpu::action::kind::wait ||
-        a.what == gpu::action::kind::record)
-      return {};
-    gpu::lane& ln = lanes_[static_cast<std::size_t>(a.lane)];
-    if (traced_.size() == trace_events_.size()) {
-      gpu::rt::event_t ev = nullptr;
-      if (gpu::rt::error_t e = gpu::rt::event_create(&ev, true); e != gpu::rt::success)
-        return gpu::failure("creating a timing event", ln.device, e);
-      trace_events_.push_back({ev, ln.device});
-    } else if (trace_events_[traced_.size()].device != ln.device) {
-      gpu::rt::event_t& ev = trace_events_[traced_.size()].event;
-      (void)gpu::rt::event_destroy(ev);  // an event of another device: made again on this one
-      ev = nullptr;
-      if (gpu::rt::error_t e = gpu::rt::event_create(&ev, true); e != gpu::rt::success)
-        return gpu::failure("creating a timing event", ln.device, e);
-      trace_events_[traced_.size()].device = ln.device;
-    }
-    const std::size_t k = traced_.size();
-    if (gpu::rt::error_t e = gpu::rt::event_record(trace_events_[k].event, ln.stream);
-        e != gpu::rt::success)
-      return gpu::failure("recording a timing event", ln.device, e);
-    traced_.push_back({a.lane, what, a.count, k});
-    return {};
   }
 
   // Lane `to` waits for everything issued so far on lane `from`.
@@ -524,20 +446,8 @@ class gpu_executor : public gpu::device_memory<gpu_executor> {
   gpu::scratch_pool scratch_;
   gpu::peer_map peers_;
   gpu::program_cache programs_;
-  std::vector<bool> timed_lane_;       // lanes the last run marked with timing events
   std::vector<std::uint64_t*> links_;  // mesh emulation: per lane, its link clocks (open_links)
-  struct traced_action {
-    int lane = 0;
-    const char* what = "";
-    std::uint32_t count = 0;
-    std::size_t event = 0;
-  };
-  struct trace_event {
-    gpu::rt::event_t event = nullptr;
-    int device = 0;
-  };
-  std::vector<traced_action> traced_;      // time_actions: the last run's actions, in issue order
-  std::vector<trace_event> trace_events_;  // time_actions: an event per action, reused
+  gpu::run_tracer tracer_;             // time_runs, time_actions
   gpu_run_stats stats_;
 
   status init_;  // last: initialize() runs in its initializer, after every member above exists
