@@ -1,6 +1,7 @@
 # Build options. The library itself has none: it is headers.
 option(RELAY_BUILD_TESTS "Build the test suite" ${PROJECT_IS_TOP_LEVEL})
-option(RELAY_BUILD_TOOLS "Build the tools (relay-plan, relay-bench, relay-run, ...)" ${PROJECT_IS_TOP_LEVEL})
+option(RELAY_BUILD_TOOLS "Build the tools (relay-plan, relay-bench, relay-run)"
+       ${PROJECT_IS_TOP_LEVEL})
 option(RELAY_BUILD_EXAMPLES "Build the example programs" ${PROJECT_IS_TOP_LEVEL})
 option(RELAY_BUILD_STATIC_TESTS "Build the compile-time (static_assert) suites" ON)
 set(RELAY_SANITIZE "" CACHE STRING

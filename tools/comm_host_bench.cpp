@@ -15,7 +15,7 @@
 // fixed key: the request (a copy of the groups and counts), route::automatic made concrete, and
 // the shape's text, which was the cache's key.
 //
-// --check: exit 1 if a repeated call allocates (the suite runs it: examples.comm_host_bench).
+// --check: exit 1 if a repeated call allocates (the suite runs it: tools.comm_host_bench).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
