@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "relay/core/no_copy.hpp"
 #include "relay/core/status.hpp"
 #include "relay/exec/gpu/program.hpp"
 #include "relay/gpu/handles.hpp"
@@ -26,11 +27,9 @@ struct gpu_action_time {
 
 namespace gpu {
 
-class run_tracer {
+// Owns its events: not copyable.
+class run_tracer : no_copy {
  public:
-  run_tracer() = default;
-  run_tracer(const run_tracer&) = delete;
-  run_tracer& operator=(const run_tracer&) = delete;
   ~run_tracer() {
     const device_guard keep;
     for (const trace_event& t : events_)
