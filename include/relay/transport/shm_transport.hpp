@@ -83,17 +83,20 @@ class transport final : public relay::transport {
         .store(value, std::memory_order_release);
   }
 
-  status wait(int peer, std::uint64_t target, const call_context& call, const std::string& what) {
+  // `what()` names what the peer did not do; built only on failure, so that a wait that is met
+  // allocates nothing (a repeated call allocates nothing).
+  template <class What>
+  status wait(int peer, std::uint64_t target, const call_context& call, What&& what) {
     const control& c = seg_.control_of(peer);
     switch (wait_at_least(c.counter, target, c.pid, call.timeout)) {
       case wait_result::reached: return {};
       case wait_result::peer_exited:
         return {errc::timeout, "rank " + std::to_string(peer) + " (pid " + std::to_string(c.pid) +
-                                   ") exited before it " + what + " of call #" +
+                                   ") exited before it " + what() + " of call #" +
                                    std::to_string(call.sequence)};
       case wait_result::timed_out: break;
     }
-    return {errc::timeout, "rank " + std::to_string(peer) + " did not " + what + " of call #" +
+    return {errc::timeout, "rank " + std::to_string(peer) + " did not " + what() + " of call #" +
                                std::to_string(call.sequence) + " within " +
                                std::to_string(call.timeout.count()) + " ms"};
   }
@@ -170,13 +173,15 @@ class transport final : public relay::transport {
     // Everyone has entered: compare what each rank said. A refusal anywhere ends the call on
     // every rank before any data moves, so no user memory is written.
     for (int q = 0; q < seg_.ranks(); ++q)
-      if (status w = wait(q, mark(call.sequence, 0), call, "entered"); !w) return w;
+      if (status w = wait(q, mark(call.sequence, 0), call, [] { return std::string("entered"); });
+          !w)
+        return w;
     if (status v = verdict(call); !v) return v;
 
     for (const slice_phase& ph : s.phases) {
       for (const slice_wait& w : ph.waits)
-        if (status st =
-                wait(w.peer, mark(call.sequence, w.phase + 1), call, phase_name(p, w.phase));
+        if (status st = wait(w.peer, mark(call.sequence, w.phase + 1), call,
+                             [&] { return phase_name(p, w.phase); });
             !st)
           return st;
       for (std::uint32_t i : ph.issued)
@@ -184,7 +189,8 @@ class transport final : public relay::transport {
       if (!ph.issued.empty()) publish(mark(call.sequence, ph.index + 1));
     }
     for (const slice_wait& w : s.exit_waits)
-      if (status st = wait(w.peer, mark(call.sequence, w.phase + 1), call, phase_name(p, w.phase));
+      if (status st = wait(w.peer, mark(call.sequence, w.phase + 1), call,
+                           [&] { return phase_name(p, w.phase); });
           !st)
         return st;
     if (p.output_bytes[me] > 0)

@@ -1,0 +1,44 @@
+// The CUDA build's transports: shm, ipc, and nccl where NCCL was found (RELAY_C_HAVE_NCCL).
+// Compiled by nvcc: the ipc and nccl transports hold kernels.
+#include "transports.hpp"
+
+#include "relay/transport/ipc.hpp"
+#include "relay/transport/shm_transport.hpp"
+#if RELAY_C_HAVE_NCCL
+#include "relay/transport/nccl.hpp"
+#endif
+
+namespace relay::c_abi {
+
+const char* compiled_transports() {
+  return RELAY_C_HAVE_NCCL ? "shm,ipc,nccl" : "shm,ipc";
+}
+
+status make_transport(std::string_view name, bootstrap& boot, const environment& env,
+                      std::size_t bytes, std::unique_ptr<transport>& out) {
+  if (name == "shm") {
+    shm_options o;
+    if (status s = shm_options_from_environment(o); !s) return s;
+    if (bytes > 0) o.bytes_per_rank = bytes;
+    return make_shm_transport(boot, o, env.timeout, out);
+  }
+  if (name == "ipc") {
+    ipc_options o;
+    if (status s = ipc_options_from_environment(o); !s) return s;
+    if (bytes > 0) o.bytes_per_rank = bytes;
+    return ipc_factory(o)(boot, env, out);
+  }
+#if RELAY_C_HAVE_NCCL
+  if (name == "nccl") return nccl_factory()(boot, env, out);
+#endif
+  return {errc::unsupported, "this library was built without '" + std::string(name) + "'"};
+}
+
+status device_status(const transport& t) {
+  if (const auto* ipc = dynamic_cast<const ipc_transport*>(&t)) return ipc->device_status();
+  if (t.broken())
+    return {errc::gpu_error, "the " + std::string(t.name()) + " transport failed earlier"};
+  return {};
+}
+
+}  // namespace relay::c_abi
