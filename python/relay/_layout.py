@@ -5,6 +5,7 @@ import collections
 from ctypes import byref, c_int64
 
 from ._capi import RankLayout, int32_array, int64_array, library
+from .errors import InvalidCountError
 
 Layout = collections.namedtuple(
     "Layout",
@@ -57,6 +58,8 @@ def layout(collective, ranks, groups, counts, rank, lib=None):
     lib = lib or library("host")
     g = groups if isinstance(groups, Groups) else Groups(groups)
     counts = [int(c) for c in counts]
+    if len(counts) != g.count:  # the C ABI reads one count per group
+        raise InvalidCountError(f"{len(counts)} counts for {g.count} groups; give one count per group")
     out = RankLayout()
     lib.check(
         lib.rank_layout_of(
