@@ -37,6 +37,7 @@ class null_transport final : public transport {
  public:
   std::string_view name() const override { return "null"; }
   bool broken() const override { return false; }
+  void abort(const status&) override {}
   status run(const call_context& c) override { return c.local; }
 };
 

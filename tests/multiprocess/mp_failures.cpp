@@ -1,8 +1,14 @@
 // Failure semantics across processes, one scenario per run (under relay-run; every rank must
 // exit 0, meaning it saw what the scenario promises):
-//   mismatch        a rank passes other counts (a new shape: the bootstrap's comparison; a cached
-//                   shape: the transport's), or another in-place form: errc::mismatch on every
-//                   rank naming that rank; then a good call works
+//   mismatch        a rank passes other counts (a new shape or a cached one), or another in-place
+//                   form: errc::mismatch on every rank naming that rank; then a good call works
+//   one_refusal     one rank passes a count make_plan refuses, the others a good one (a new shape,
+//                   then a cached one): an error on every rank, and the next calls are right
+//   new_against_cached  one rank calls a shape it never called while the others repeat a cached
+//                   one: errc::mismatch on every rank at once (no timeout); the next call is right
+//   refuse          one rank refuses the call (communicator::refuse): peer_error naming it on
+//                   every other rank at once; the next call is right
+// (A peer killed or stopped mid-job, and randomized faults of every kind: mp_faults.cpp.)
 //   invalid_buffer  a rank passes a null output (new shape) or a too small input (cached shape):
 //                   that rank gets invalid_buffer, every other rank peer_error naming it; then
 //                   a good call works
@@ -127,7 +133,9 @@ void invalid_buffer(communicator& comm) {
     if (me == bad)
       expect_error(s, errc::invalid_buffer, "the output of rank 1 is null", b, "null output");
     else
-      expect_error(s, errc::peer_error, "rank 1 refused the call", b, "a peer's null output");
+      expect_error(s, errc::peer_error,
+                   "rank 1 refused call #1: invalid buffer: the output of rank 1", b,
+                   "a peer's null output");
   }
   good_call(comm, 7, "after the null output");
   {  // the shape is cached now; rank 1's input holds 3 of 7 elements
@@ -137,9 +145,76 @@ void invalid_buffer(communicator& comm) {
     if (me == bad)
       expect_error(s, errc::invalid_buffer, "the input of rank 1 holds 12 bytes", b, "small input");
     else
-      expect_error(s, errc::peer_error, "rank 1 refused the call", b, "a peer's small input");
+      expect_error(s, errc::peer_error,
+                   "rank 1 refused call #3: invalid buffer: the input of rank 1", b,
+                   "a peer's small input");
   }
   good_call(comm, 7, "after the small input");
+}
+
+// A rank passes a count make_plan refuses (-1 for group 0) while the others pass 4: every rank
+// returns an error (the refusing rank its own or a mismatch; the others a mismatch naming it),
+// nothing is written, and the next calls are in step and right.
+void one_refusal(communicator& comm) {
+  const int me = comm.rank(), bad = 2;
+  for (const char* when : {"a new shape", "a cached shape"}) {
+    buffers b(me, 4);
+    const group_list groups = pairs(comm.size());
+    std::vector<std::int64_t> counts(groups.size(), 4);
+    if (me == bad) counts[0] = -1;
+    const status s = allreduce(comm, groups, {b.in.data(), 16}, {b.out.data(), 16}, counts,
+                               dtype::int32, reduce_op::sum);
+    expect(!s.ok(), std::string(when) + ": a call with a refused rank returned ok");
+    expect(s.message().find("rank(s) 2") != std::string::npos,
+           std::string(when) + ": the error does not name rank 2: " + s.to_string());
+    expect(me != bad || s.message().find("negative") != std::string::npos ||
+               s.message().find("count") != std::string::npos,
+           std::string(when) + ": the refusing rank does not say why: " + s.to_string());
+    expect(b.untouched(), std::string(when) + ": the output was written");
+    good_call(comm, 4, std::string("after a refusal on ") + when);
+    good_call(comm, 4, std::string("the second call after a refusal on ") + when);
+  }
+}
+
+// The others repeat a cached shape; one rank calls a shape it never called.
+void new_against_cached(communicator& comm, std::chrono::milliseconds timeout) {
+  const int me = comm.rank(), odd = 2;
+  good_call(comm, 4, "warming the shape");
+  buffers b(me, 6);
+  const auto start = std::chrono::steady_clock::now();
+  const status s = allreduce_pairs(comm, b, me == odd ? 6 : 4);
+  const auto took = std::chrono::steady_clock::now() - start;
+  expect_error(s, errc::mismatch, "rank(s) 2 called allreduce", b, "a new shape against a cached");
+  expect(took < timeout / 2,
+         "the mismatch took " +
+             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()) +
+             " ms (a timeout, not a verdict?)");
+  good_call(comm, 4, "after the mismatch");
+  good_call(comm, 6, "the new shape, now on every rank");
+}
+
+void refuse(communicator& comm, std::chrono::milliseconds timeout) {
+  const int me = comm.rank(), bad = comm.size() - 1;
+  good_call(comm, 4, "warming the shape");
+  buffers b(me, 4);
+  const auto start = std::chrono::steady_clock::now();
+  const status s = me == bad ? comm.refuse({errc::invalid_argument, "tensor 'grad' is float64"})
+                             : allreduce_pairs(comm, b, 4);
+  const auto took = std::chrono::steady_clock::now() - start;
+  if (me == bad)
+    expect(s.code() == errc::invalid_argument && s.message() == "tensor 'grad' is float64",
+           "refuse() returned " + s.to_string());
+  else
+    expect_error(s, errc::peer_error,
+                 "rank " + std::to_string(bad) +
+                     " refused call #2: invalid argument: tensor "
+                     "'grad' is float64",
+                 b, "a peer's refusal");
+  expect(took < timeout / 2,
+         "the refusal took " +
+             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()) +
+             " ms");
+  good_call(comm, 4, "after the refusal");
 }
 
 void absent_peer(communicator& comm, bool warm, bool stall, std::chrono::milliseconds timeout) {
@@ -154,8 +229,8 @@ void absent_peer(communicator& comm, bool warm, bool stall, std::chrono::millise
   const auto start = std::chrono::steady_clock::now();
   const status s = allreduce_pairs(comm, b, warm ? 5 : 3);
   const auto took = std::chrono::steady_clock::now() - start;
-  expect_error(s, errc::timeout, "rank" + std::string(warm ? " " : "(s) ") + std::to_string(last),
-               b, stall ? "a stalled peer" : "an exited peer");
+  expect_error(s, errc::timeout, "rank " + std::to_string(last), b,
+               stall ? "a stalled peer" : "an exited peer");
   if (stall)
     expect(took >= timeout * 9 / 10 && took < timeout * 3,
            "a stalled peer: the call took " +
@@ -184,6 +259,12 @@ int main(int argc, char** argv) {
     mismatch(*comm);
   else if (scenario == "invalid_buffer")
     invalid_buffer(*comm);
+  else if (scenario == "one_refusal")
+    one_refusal(*comm);
+  else if (scenario == "new_against_cached")
+    new_against_cached(*comm, timeout);
+  else if (scenario == "refuse")
+    refuse(*comm, timeout);
   else if (scenario == "early_exit")
     absent_peer(*comm, true, false, timeout);
   else if (scenario == "early_exit_new_shape")

@@ -145,14 +145,17 @@ void for_each_output(const call_data& call, F&& f) {
 // Checks the outputs of `call` against its inputs, every active rank's element by element.
 // `exact`: the inputs' sums are representable (as tests/support/exact_sums.hpp makes them), so
 // each floating result must be that sum's bits, rounded once, instead of lying within the bound.
+// `only_rank` >= 0: that rank's output alone (the others' outputs may be empty), as a process
+// that holds every rank's input but only its own output checks it.
 inline mismatch_report check_outputs(const call_data& call,
                                      precision partials = precision::fp32_partials,
-                                     bool exact = false) {
+                                     bool exact = false, int only_rank = -1) {
   const collective c = call.coll;
   mismatch_report report;
   visit_dtype(call.type, [&](auto zero) {
     using T = decltype(zero);
     detail::for_each_output(call, [&](const detail::output_element& e) {
+      if (only_rank >= 0 && e.rank != only_rank) return;
       const T got = detail::load<T>(e.out, e.x);
       bool ok = true;
       long double want = 0;

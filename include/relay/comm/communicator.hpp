@@ -2,18 +2,19 @@
 // the device, a bootstrap and a transport, and turns a rank-local collective call into a plan
 // (the same on every rank, cached by the call's shape) and this rank's slice of it.
 //
-// What the communicator guarantees before the transport runs:
-//   - Arguments every rank sees alike (groups, counts, dtype, op, options) are validated by
-//     make_plan identically everywhere, so all ranks refuse a bad call together, without
-//     communicating.
-//   - The first call of a shape on this communicator all-gathers a description of those
-//     arguments (and whether each active rank is in place) through the bootstrap; a mismatch is
-//     errc::mismatch on every rank, naming the ranks that disagree with rank 0. Later calls of a
-//     cached shape pass the fingerprint to the transport (shm compares it on every call).
+// What the communicator guarantees (docs/multiprocess.md, "Failure semantics"):
+//   - Every call reaches the transport's agreement (transport/agreement.hpp), on every rank, also
+//     when this rank refuses it: arguments make_plan refuses, buffers that fail this rank's own
+//     checks (null, size, alignment, in-place layout, overlap), or communicator::refuse. So the
+//     ranks stay in step, a refusal anywhere is an error everywhere (this rank's own status here,
+//     errc::peer_error naming it on the others), and no user memory is written anywhere.
+//   - Each call carries a fingerprint of the arguments every rank must pass alike (the call's
+//     shape: collective, groups, counts, dtype, op, options; the route as taken); ranks whose
+//     fingerprints differ make every rank return errc::mismatch. Where the transport judges on
+//     the host (shm, nccl), every rank then all-gathers its call's text through the bootstrap,
+//     so that the message shows what each rank called.
 //   - In place is detected on each active rank from its own pointers and must agree across all
 //     active ranks of the call (helpers have no buffers and do not vote).
-//   - This rank's own buffers are checked (null, size, alignment, in-place layout, overlap);
-//     a failure goes to the transport as call.local so the peers learn of it (see transport.hpp).
 //
 // The repeated call (a shape in the cache) allocates nothing and builds no string: the cache is
 // found by a 64-bit key of the call's arguments as passed (detail::call_key), confirmed by
@@ -90,6 +91,18 @@ class communicator {
   // time). No call in flight or captured graph may use the buffer afterwards.
   status deregister_buffer(void* p) { return link_->deregister_buffer(p, config_.timeout); }
 
+  // This rank refuses the call its peers are making now (its own checks failed, say, before it
+  // had arguments to pass): it takes part in that call's agreement as a refusal, so every peer
+  // returns errc::peer_error naming this rank at once instead of waiting out the timeout.
+  // Returns `why` (or the transport's error when the call could not be agreed at all).
+  inline status refuse(status why);
+  // Tells the peers this rank gives up on the job: their waits end at once with an error naming
+  // it, and every later call here fails. Destroy the communicator afterwards.
+  void abort() { link_->abort({errc::peer_error, "rank " + std::to_string(rank()) + " aborted"}); }
+  // What is known now of earlier calls, without waiting: on a stream transport (ipc) a failure
+  // its device found after the call returned; ok where nothing failed.
+  status async_status() const { return link_->async_status(); }
+
   // Shapes in the plan cache (tests watch it).
   std::size_t cached_shapes() const { return cache_.size(); }
 
@@ -98,13 +111,17 @@ class communicator {
     plan_request raw;  // the arguments as passed (route not yet chosen): what a hit must equal
     plan p;
     plan_slice slice;
+    std::string shape;  // describe_shape: what a mismatch message shows
     std::uint64_t fingerprint = 0;
     std::uint64_t last_use = 0;
   };
-  inline status compare_across_ranks(const std::string& shape, placement where);
+  inline status explain_mismatch(const std::string& shape, placement where, status verdict);
   inline cached* find(const rank_call& call, std::uint64_t key);
   std::size_t slots() const { return std::max<std::size_t>(1, config_.plan_cache_entries); }
-  inline status prepare(const rank_call& call, std::uint64_t key, placement where, cached*& out);
+  inline status prepare(const rank_call& call, std::uint64_t key, std::string shape, plan p,
+                        cached*& out);
+  inline status agree_refused(const rank_call& call, std::uint64_t fingerprint,
+                              const std::string& shape, placement where, status why);
 
   std::shared_ptr<bootstrap> boot_;
   std::unique_ptr<relay::transport> link_;
@@ -205,38 +222,30 @@ inline communicator::communicator(std::shared_ptr<bootstrap> boot, std::unique_p
   keys_.reserve(slots());
 }
 
-// The first call of a shape: every rank shows its shape and placement; all ranks reach the same
-// verdict from the same gathered bytes.
-inline status communicator::compare_across_ranks(const std::string& shape, placement where) {
+// After a mismatch verdict on a host transport, which every rank reached from the same records:
+// every rank shows the text of its call, so that the message says what each called. Where the
+// exchange itself fails, the verdict's own message stands.
+inline status communicator::explain_mismatch(const std::string& shape, placement where,
+                                             status verdict) {
   const std::string mine = std::string(1, static_cast<char>('0' + static_cast<int>(where))) + shape;
   std::vector<std::vector<std::byte>> all;
   if (status s = boot_->all_gather(std::as_bytes(std::span(mine)), all, config_.timeout); !s)
-    return s;
+    return verdict;
   auto text = [&](std::size_t r) {
     return std::string(reinterpret_cast<const char*>(all[r].data()), all[r].size());
   };
   const std::string root = text(0);
   std::string differ, first;
-  int in_place = -1, out_of_place = -1;
   for (std::size_t r = 0; r < all.size(); ++r) {
     const std::string t = text(r);
     if (t.empty() || t.substr(1) != root.substr(1)) {
       if (differ.empty()) first = t.empty() ? "" : t.substr(1);
       differ.append(differ.empty() ? "" : ",").append(std::to_string(r));
     }
-    if (!t.empty() && t[0] == '0' + static_cast<int>(placement::in_place))
-      in_place = static_cast<int>(r);
-    if (!t.empty() && t[0] == '0' + static_cast<int>(placement::out_of_place))
-      out_of_place = static_cast<int>(r);
   }
-  if (!differ.empty())
-    return {errc::mismatch,
-            "rank(s) " + differ + " called " + first + "; rank 0 called " + root.substr(1)};
-  if (in_place >= 0 && out_of_place >= 0)
-    return {errc::mismatch, "rank " + std::to_string(in_place) + " called in place but rank " +
-                                std::to_string(out_of_place) +
-                                " out of place; every active rank must agree"};
-  return {};
+  if (differ.empty()) return verdict;  // the arguments agree: in place against out of place
+  return {errc::mismatch, "rank(s) " + differ + " called " + first + "; rank 0 called " +
+                              root.substr(1) + " (" + verdict.message() + ")"};
 }
 
 // The cached shape of `call`, or null: the last one used first, then a scan of the keys.
@@ -252,20 +261,12 @@ inline communicator::cached* communicator::find(const rank_call& call, std::uint
   return nullptr;
 }
 
-// A shape's first call: the plan (refused alike on every rank), the comparison across ranks, the
-// slice; cached in a free slot or in place of the least recently used shape.
-inline status communicator::prepare(const rank_call& call, std::uint64_t key, placement where,
-                                    cached*& out) {
+// A shape's first call, once its plan is made: the slice, cached in a free slot or in place of
+// the least recently used shape.
+inline status communicator::prepare(const rank_call& call, std::uint64_t key, std::string shape,
+                                    plan p, cached*& out) {
   plan_request raw =
       call_request(call.coll, *call.groups, size(), call.counts, call.type, call.op, call.opt);
-  plan_request request = raw;
-  request.in_place = false;  // the plan is the out-of-place one; see transport.hpp
-  request = with_chosen_route(std::move(request));  // the shape names the route taken
-  const std::string shape = detail::describe_shape(request);
-  plan p;
-  // Arguments every rank sees alike: every rank refuses them alike, without communicating.
-  if (status s = make_plan(request, p); !s) return s;
-  if (status s = compare_across_ranks(shape, where); !s) return s;
   std::size_t slot = cache_.size();
   for (std::size_t i = 0; i < keys_.size(); ++i)  // a collision of keys: replace that shape
     if (keys_[i] == key) slot = i;
@@ -284,22 +285,56 @@ inline status communicator::prepare(const rank_call& call, std::uint64_t key, pl
   c.slice = slice_plan(p, rank());
   c.p = std::move(p);
   c.fingerprint = detail::fnv1a(shape);
+  c.shape = std::move(shape);
   keys_[slot] = key;
   last_ = slot;
   out = &c;
   return {};
 }
 
+// A call this rank refused before it had a plan still takes part in the call's agreement.
+inline status communicator::agree_refused(const rank_call& call, std::uint64_t fingerprint,
+                                          const std::string& shape, placement where, status why) {
+  call_context ctx;
+  ctx.placement = where;
+  ctx.sequence = ++sequence_;
+  ctx.fingerprint = fingerprint;
+  ctx.local = std::move(why);
+  ctx.timeout = config_.timeout;
+  ctx.stream = call.stream;
+  status s = link_->run(ctx);
+  if (s.code() == errc::mismatch && link_->judges_on_host())
+    return explain_mismatch(shape, where, std::move(s));
+  return s;
+}
+
+inline status communicator::refuse(status why) {
+  if (why.ok()) why = {errc::invalid_argument, "the caller refused the call"};
+  rank_call none;
+  return agree_refused(none, 0, {}, placement::helper, std::move(why));
+}
+
 inline status communicator::run(const rank_call& call) {
-  if (call.groups == nullptr) return {errc::invalid_argument, "no groups were given"};
+  if (call.groups == nullptr) return refuse({errc::invalid_argument, "no groups were given"});
   const placement where = static_cast<unsigned>(call.type) < all_dtypes.size()
                               ? placement_of(call.coll, *call.groups, call.counts,
                                              size_of(call.type), rank(), call.send, call.recv)
                               : placement::helper;
   const std::uint64_t key = detail::call_key(call, size());
   cached* c = find(call, key);
-  if (c == nullptr)
-    if (status s = prepare(call, key, where, c); !s) return s;
+  if (c == nullptr) {
+    plan_request request =
+        call_request(call.coll, *call.groups, size(), call.counts, call.type, call.op, call.opt);
+    request.in_place = false;  // the plan is the out-of-place one; see transport.hpp
+    request = with_chosen_route(std::move(request));  // the shape names the route taken
+    std::string shape = detail::describe_shape(request);
+    plan p;
+    // Refused arguments are refused inside the agreement: a peer that passed others learns of
+    // it (a mismatch), one that passed the same refuses alike.
+    if (status s = make_plan(request, p); !s)
+      return agree_refused(call, detail::fnv1a(shape), shape, where, std::move(s));
+    if (status s = prepare(call, key, std::move(shape), std::move(p), c); !s) return s;
+  }
   c->last_use = ++uses_;
   if (call.opt.wire_report != nullptr) *call.opt.wire_report = c->p.wire;
   call_context ctx;
@@ -313,7 +348,10 @@ inline status communicator::run(const rank_call& call) {
   ctx.local = validate_rank_buffers(c->p, rank(), call.send, call.recv, where);
   ctx.timeout = config_.timeout;
   ctx.stream = call.stream;
-  return link_->run(ctx);
+  status s = link_->run(ctx);
+  if (s.code() == errc::mismatch && link_->judges_on_host())
+    return explain_mismatch(c->shape, where, std::move(s));
+  return s;
 }
 
 }  // namespace relay

@@ -169,6 +169,13 @@ class ipc_transport final : public transport {
   int device() const { return device_; }
   std::size_t bytes_per_rank() const { return area_.data_bytes(); }
   bool broken() const override { return !broken_.ok() || area_.report().code != gpu::ipc_ok; }
+  bool judges_on_host() const override { return false; }
+  status async_status() const override { return broken_.ok() ? device_status() : broken_; }
+  // Ends this rank's part: later calls fail at once. (Peers learn of it when they wait on this
+  // rank: its later calls publish nothing.)
+  void abort(const status& why) override {
+    if (broken_.ok()) broken_ = why.ok() ? status{errc::peer_error, "this rank aborted"} : why;
+  }
 
   // What the device reported so far: ok, or why this rank gave up (see the top of this file).
   status device_status() const {

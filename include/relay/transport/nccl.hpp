@@ -36,11 +36,12 @@
 // that its own output writes over. The transport copies the rank's input into its own staging
 // area on the stream first and runs the plan from there: one local copy of the input.
 //
-// Failures. With nccl_config::check_every_call (the default) every rank exchanges, through the
-// bootstrap, its verdict (buffers valid, memory and lists prepared) and the call's fingerprint
-// before it enqueues anything; a rank with invalid buffers, one that could not prepare (out of
-// memory) or a disagreeing fingerprint makes every rank return an error (peer_error / mismatch
-// naming the ranks) with nothing enqueued and no user memory touched. This is a host round trip per
+// Failures. With nccl_config::check_every_call (the default) every call's agreement
+// (transport/agreement.hpp) runs over the bootstrap before anything is enqueued: every rank's
+// record (its fingerprint, its refusal: arguments, buffers, or a preparation that failed, out of
+// memory) reaches every rank, which judge it alike; a refusal or a disagreeing fingerprint makes
+// every rank return an error (peer_error / mismatch naming the ranks) with nothing enqueued and
+// no user memory touched, and the transport stays usable. This is a host round trip per
 // call, overlapping the device's work on earlier calls. Without it (check_every_call = false, for
 // callers that validate arguments themselves), a rank with invalid buffers runs the protocol on its
 // staging memory instead, so its peers never hang, and returns its error; the peers cannot learn of
@@ -154,10 +155,16 @@ class nccl_transport final : public transport {
     return ncclCommGetAsyncError(comm_, &async) != ncclSuccess || async != ncclSuccess;
   }
 
+  void abort(const status& /*why*/) override { broken_ = true; }
+
   status run(const call_context& call) override {
     if (broken_) return {errc::gpu_error, "the nccl transport failed earlier and is unusable"};
-    if (call.p == nullptr || call.slice == nullptr)
-      return {errc::invalid_argument, "the call has no plan or no slice"};
+    if (call.p == nullptr || call.slice == nullptr) {
+      // Refused before there was a plan: the refusal still takes part in the agreement.
+      if (call.local.ok()) return {errc::invalid_argument, "the call has no plan or no slice"};
+      if (!config_.check_every_call) return call.local;  // the peers cannot learn of it
+      return agree(call, call.local);
+    }
     const plan& p = *call.p;
     const int me = call.slice->rank;
     if (status s = validate_plan(p); !s) return s;  // the same everywhere: all ranks refuse
@@ -180,7 +187,7 @@ class nccl_transport final : public transport {
     if (call.local || stand_in)
       (void)(prepared = prepare(p, *call.slice, call, r, stand_in, staged, b, lists));
     if (config_.check_every_call) {
-      if (status s = check_peers(call, prepared); !s) return s;
+      if (status s = agree(call, prepared); !s) return s;
     } else if (!prepared) {
       return prepared;  // the peers cannot learn of it here (see the header)
     }
@@ -330,42 +337,33 @@ class nccl_transport final : public transport {
     return reductions(p, slice, b, lists);
   }
 
-  // Every rank's verdict on its part (buffers, preparation) and fingerprint, compared before
-  // anything is enqueued. This rank's own error comes first, then a disagreement, then a peer's.
-  status check_peers(const call_context& call, const status& prepared) {
-    enum : unsigned char { ok = 1, bad_buffers = 0, unprepared = 2 };
-    // 8 bytes of fingerprint, then the verdict.
-    std::array<std::byte, sizeof(std::uint64_t) + 1> bytes{};
-    std::memcpy(bytes.data(), &call.fingerprint, sizeof(std::uint64_t));
-    bytes.back() = static_cast<std::byte>(!call.local ? bad_buffers : !prepared ? unprepared : ok);
+  // The call's agreement (transport/agreement.hpp) over the bootstrap, before anything is
+  // enqueued: every rank's record, with the start of its reason when it refused (its buffers, or
+  // a preparation that failed: out of memory), judged alike everywhere.
+  status agree(const call_context& call, const status& local) {
+    constexpr std::size_t reason_bytes = 200;
+    std::array<std::byte, sizeof(entry_record) + reason_bytes> bytes{};
+    entry_record mine = record_of(call);
+    mine.code = static_cast<std::uint8_t>(local.code());
+    std::memcpy(bytes.data(), &mine, sizeof mine);
+    local.message().copy(reinterpret_cast<char*>(bytes.data() + sizeof mine), reason_bytes - 1);
     std::vector<std::vector<std::byte>> all;
-    if (status s = boot_->all_gather(bytes, all, call.timeout); !s) return s;
-    std::string bad, failed, differ;
-    std::uint64_t first = 0;
+    if (status s = boot_->all_gather(bytes, all, call.timeout); !s) return fail(s);
+    std::vector<entry_record> records(all.size());
     for (std::size_t r = 0; r < all.size(); ++r) {
       if (all[r].size() != bytes.size())
-        return {errc::mismatch, "rank " + std::to_string(r) + " sent a malformed call record"};
-      std::uint64_t f = 0;
-      std::memcpy(&f, all[r].data(), sizeof(f));
-      if (r == 0) first = f;
-      if (f != first) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
-      if (static_cast<int>(r) == call.slice->rank) continue;
-      const auto verdict = static_cast<unsigned char>(all[r].back());
-      std::string& list = verdict == bad_buffers ? bad : failed;
-      if (verdict != ok) list += (list.empty() ? "" : ", ") + std::to_string(r);
+        return fail(
+            {errc::mismatch, "rank " + std::to_string(r) + " sent a malformed call record"});
+      std::memcpy(&records[r], all[r].data(), sizeof(entry_record));
     }
-    if (!call.local) return call.local;
-    if (!prepared) return prepared;
-    if (!differ.empty())
-      return {errc::mismatch, "the arguments of call " + std::to_string(call.sequence) +
-                                  " differ from rank 0's on rank(s) " + differ};
-    if (!bad.empty())
-      return {errc::peer_error, "rank(s) " + bad + " passed invalid buffers to call " +
-                                    std::to_string(call.sequence) + "; nothing was run"};
-    if (!failed.empty())
-      return {errc::peer_error, "rank(s) " + failed + " could not prepare call " +
-                                    std::to_string(call.sequence) + "; nothing was run"};
-    return {};
+    const int ranks = static_cast<int>(records.size());
+    const int me = boot_->rank();
+    const verdict v = judge(records.data(), ranks, me);
+    return verdict_status(v, records.data(), ranks, local, call.sequence, [&](int q) {
+      const auto* text = reinterpret_cast<const char*>(all[static_cast<std::size_t>(q)].data() +
+                                                       sizeof(entry_record));
+      return std::string(text, ::strnlen(text, reason_bytes));
+    });
   }
 
   // One device allocation, grow-only: [scratch | staging | stand-in output], 256-byte aligned.

@@ -27,13 +27,11 @@ namespace relay::shm {
 inline constexpr std::uint64_t segment_magic = 0x72656c61792d736dull;  // "relay-sm"
 inline constexpr std::size_t page = 4096;
 
-// What a rank says about one call when it enters it.
+// What a rank says about one call when it enters it: its word in the call's agreement
+// (transport/agreement.hpp) and, when it refused, the start of its reason.
 struct call_record {
-  std::uint64_t sequence = 0;
-  std::uint64_t fingerprint = 0;
-  errc code = errc::ok;  // this rank's own check of its buffers
-  relay::placement placement = placement::helper;
-  char reason[190] = {};  // the start of that check's message
+  entry_record word;
+  char reason[200] = {};
 };
 
 // The counters are shared between processes: only lock-free atomics work across address spaces.
@@ -43,6 +41,11 @@ struct alignas(256) control {
   std::uint64_t counter = 0;  // sequence << 32 | phases finished (+1); atomic_ref only
   std::int64_t pid = 0;
   call_record calls[2];
+  // Non-zero once this rank gave up (a timeout, a peer gone, an abort): every peer's waits see
+  // it, whoever they wait on. The reason is written before the flag (release).
+  std::uint32_t broken = 0;  // atomic_ref only; the errc of the failure
+  std::uint32_t left = 0;    // atomic_ref only; non-zero once the rank closed its transport
+  char broken_reason[232] = {};
 };
 
 struct header {

@@ -6,18 +6,21 @@
 // process is killed later. The segment holds, per rank, a control block (a phase counter, the
 // call's fingerprint and status, the process id) and a data area of `bytes_per_rank`.
 //
-// A call: the rank copies its user input into its data area (staging), publishes that it entered
-// the call (counter = sequence << 32, release), waits until every rank has entered (acquire) and
-// compares their fingerprints, in-place votes and buffer checks, runs its slice (memcpy pushes
-// into peers' areas, reductions on its own; after each phase it publishes
-// counter = sequence << 32 | phase + 1; slice waits acquire peers' counters), waits for its
-// slice's exit waits, and copies its output out of the segment. Staging means in place and out
-// of place run the same plan, and user memory is only ever touched by its own rank: read once at
-// the start, written once at the end, and not at all when any rank reported an error.
+// A call: the rank writes its word in the call's agreement (transport/agreement.hpp: its entry
+// record, and its reason when it refuses) into its control block and publishes that it entered
+// (counter = sequence << 32, release); once every rank has entered (acquire, one deadline) every
+// rank judges all the records alike. Only then does data move: the rank copies its user input
+// into its data area (staging), runs its slice (memcpy pushes into peers' areas, reductions on
+// its own; after each phase it publishes counter = sequence << 32 | phase + 1; slice waits
+// acquire peers' counters), waits for its slice's exit waits, and copies its output out of the
+// segment. Staging means in place and out of place run the same plan, and user memory is only
+// ever touched by its own rank: read once, written once, and not at all when the verdict is not
+// to go.
 //
 // Waits spin briefly, then yield, then sleep in short intervals; every wait has the call's
-// timeout and checks whether the peer process still exists, so a dead peer is reported within
-// milliseconds, a stalled one after the timeout.
+// timeout and checks every peer every few milliseconds (its process, whether it closed its
+// transport, whether it gave up: the flag a rank raises in its control block when it breaks), so
+// a failure anywhere is an error everywhere within milliseconds, a stalled peer after the timeout.
 #pragma once
 
 #include <atomic>
@@ -63,15 +66,28 @@ class transport final : public relay::transport {
 
   std::string_view name() const override { return "shm"; }
   bool broken() const override { return !broken_.ok(); }
+  status async_status() const override { return broken_; }
+  void abort(const status& why) override {
+    give_up(why.ok() ? status{errc::peer_error, "rank " + std::to_string(rank_) + " aborted"}
+                     : why);
+  }
 
   status run(const call_context& call) override {
     if (!broken_.ok()) return broken_;
     // The fp8 wire runs as on the host executor (host_run_op): the sender quantizes into its
     // send slot, pushes the image into the receiver's slot and dequantizes it into the
     // destination; the slice orders the slots' reuse across phases (plan/slice.hpp).
+    failed_wait_ = false;
     status s = run_call(call);
-    if (s.code() == errc::timeout) broken_ = status(s.code(), s.message() + " (earlier call)");
+    if (failed_wait_) give_up(s);  // a wait failed: the ranks are out of step
     return s;
+  }
+
+  ~transport() override {
+    // A rank that closes its transport has left the job: its exit is no failure of a call.
+    if (seg_.ranks() > 0)
+      std::atomic_ref<std::uint32_t>(seg_.control_of(rank_).left)
+          .store(1, std::memory_order_release);
   }
 
  private:
@@ -83,53 +99,111 @@ class transport final : public relay::transport {
         .store(value, std::memory_order_release);
   }
 
-  // `what()` names what the peer did not do; built only on failure, so that a wait that is met
-  // allocates nothing (a repeated call allocates nothing).
-  template <class What>
-  status wait(int peer, std::uint64_t target, const call_context& call, What&& what) {
-    const control& c = seg_.control_of(peer);
-    switch (wait_at_least(c.counter, target, c.pid, call.timeout)) {
-      case wait_result::reached: return {};
-      case wait_result::peer_exited:
-        return {errc::timeout, "rank " + std::to_string(peer) + " (pid " + std::to_string(c.pid) +
-                                   ") exited before it " + what() + " of call #" +
-                                   std::to_string(call.sequence)};
-      case wait_result::timed_out: break;
-    }
-    return {errc::timeout, "rank " + std::to_string(peer) + " did not " + what() + " of call #" +
-                               std::to_string(call.sequence) + " within " +
-                               std::to_string(call.timeout.count()) + " ms"};
+  // This rank is out of step from now on: every later call fails with `why`, and the flag in its
+  // control block ends every peer's waits (see trouble_while).
+  void give_up(const status& why) {
+    if (!broken_.ok()) return;
+    broken_ = status(why.code(), why.message() + " (an earlier call)");
+    control& me = seg_.control_of(rank_);
+    std::memset(me.broken_reason, 0, sizeof me.broken_reason);
+    why.message().copy(me.broken_reason, sizeof me.broken_reason - 1);
+    std::atomic_ref<std::uint32_t>(me.broken).store(static_cast<std::uint32_t>(why.code()),
+                                                    std::memory_order_release);
   }
 
-  // Every rank's call record, compared the same way on every rank: one verdict everywhere.
-  status verdict(const call_context& call) {
-    const int R = seg_.ranks();
-    const int slot = static_cast<int>(call.sequence % 2);
-    std::string differ;
-    int in_place = -1, out_of_place = -1;
-    for (int q = 0; q < R; ++q) {
-      const call_record& c = seg_.control_of(q).calls[slot];
-      if (c.fingerprint != seg_.control_of(0).calls[slot].fingerprint)
-        differ.append(differ.empty() ? "" : ",").append(std::to_string(q));
-      if (c.placement == placement::in_place) in_place = q;
-      if (c.placement == placement::out_of_place) out_of_place = q;
+  // What a wait is for, named only when it fails: the call's entry, or a phase of the plan.
+  struct awaited {
+    int peer;
+    const plan* p;
+    std::int32_t phase;  // call_entry, or an index into p->phases
+    std::string verb(bool past) const {
+      if (phase == call_entry) return past ? "entered" : "enter";
+      const plan_phase& ph = p->phases[static_cast<std::size_t>(phase)];
+      return std::string(past ? "finished" : "finish") + " step " + std::to_string(ph.step) +
+             (ph.phase == relay::phase::transfer ? " (transfer" : " (reduce") + ", phase " +
+             std::to_string(phase) + ") of";
     }
-    if (!differ.empty())
-      return {errc::mismatch, "rank(s) " + differ +
-                                  " called with arguments that differ from rank 0's (call #" +
-                                  std::to_string(call.sequence) + ")"};
-    if (in_place >= 0 && out_of_place >= 0)
-      return {errc::mismatch, "rank " + std::to_string(in_place) + " called in place but rank " +
-                                  std::to_string(out_of_place) +
-                                  " out of place; every active rank must agree"};
-    if (!call.local) return call.local;
-    for (int q = 0; q < R; ++q) {
-      const call_record& c = seg_.control_of(q).calls[slot];
-      if (c.code != errc::ok)
-        return {errc::peer_error, "rank " + std::to_string(q) + " refused the call: " +
-                                      std::string(relay::name(c.code)) + ": " + c.reason};
+  };
+
+  // Whether the job can still finish this call while this rank waits for `a`: a failure anywhere
+  // (a process gone that had not left, a rank that gave up) is an error here within milliseconds,
+  // whoever it is this rank waits for. Builds a message only when there is trouble.
+  status trouble_while(const awaited& a, std::uint64_t sequence) const {
+    const std::string call = " call #" + std::to_string(sequence);
+    for (int q = 0; q < seg_.ranks(); ++q) {
+      if (q == rank_) continue;
+      const control& c = seg_.control_of(q);
+      const bool left =
+          std::atomic_ref<const std::uint32_t>(c.left).load(std::memory_order_acquire) != 0;
+      const std::uint32_t broken =
+          std::atomic_ref<const std::uint32_t>(c.broken).load(std::memory_order_acquire);
+      if (broken != 0)
+        return {
+            static_cast<errc>(broken),
+            "rank " + std::to_string(q) + " gave up (" +
+                std::string(c.broken_reason, ::strnlen(c.broken_reason, sizeof c.broken_reason)) +
+                ") while this rank waited for rank " + std::to_string(a.peer) + " to " +
+                a.verb(false) + call};
+      if (q == a.peer && left)
+        return {errc::timeout, "rank " + std::to_string(q) + " closed its communicator before it " +
+                                   a.verb(true) + call};
+      if (left || !process_exited(c.pid)) continue;
+      if (q == a.peer)
+        return {errc::timeout, "rank " + std::to_string(q) + " (pid " + std::to_string(c.pid) +
+                                   ") exited before it " + a.verb(true) + call};
+      return {errc::timeout, "rank " + std::to_string(q) + " (pid " + std::to_string(c.pid) +
+                                 ") exited while this rank waited for rank " +
+                                 std::to_string(a.peer) + " to " + a.verb(false) + call};
     }
     return {};
+  }
+
+  // Waits until `peer` has published `target`, until `deadline`, or until trouble_while.
+  status wait(int peer, std::int32_t phase, const call_context& call,
+              std::chrono::steady_clock::time_point deadline) {
+    const awaited a{peer, call.p, phase};
+    const std::uint64_t target = mark(call.sequence, phase + 1);
+    status trouble;
+    const wait_result r = wait_at_least(seg_.control_of(peer).counter, target, deadline, [&] {
+      trouble = trouble_while(a, call.sequence);
+      return !trouble.ok();
+    });
+    if (r == wait_result::reached) return {};
+    failed_wait_ = true;
+    if (r == wait_result::trouble) return trouble;
+    return {errc::timeout, "rank " + std::to_string(peer) + " did not " + a.verb(false) +
+                               " call #" + std::to_string(call.sequence) + " within " +
+                               std::to_string(call.timeout.count()) + " ms"};
+  }
+  status wait(int peer, std::int32_t phase, const call_context& call) {
+    return wait(peer, phase, call, std::chrono::steady_clock::now() + call.timeout);
+  }
+
+  // The call's agreement: this rank's record is written (it entered), every rank's is read once
+  // all have entered, and every rank judges them alike (transport/agreement.hpp).
+  status agree(const call_context& call, const status& local) {
+    const int R = seg_.ranks();
+    const int slot = static_cast<int>(call.sequence % 2);
+    call_record& mine = seg_.control_of(rank_).calls[slot];
+    mine.word = record_of(call);
+    mine.word.code = static_cast<std::uint8_t>(local.code());
+    std::memset(mine.reason, 0, sizeof mine.reason);
+    local.message().copy(mine.reason, sizeof mine.reason - 1);
+    publish(mark(call.sequence, 0));
+    // One deadline for all: the rank that is missing is named, whatever its place in rank order.
+    const auto deadline = std::chrono::steady_clock::now() + call.timeout;
+    for (int q = 0; q < R; ++q)
+      if (status w = wait(q, call_entry, call, deadline); !w) return w;
+    std::vector<entry_record>& all = records_;
+    all.resize(static_cast<std::size_t>(R));
+    for (int q = 0; q < R; ++q)
+      all[static_cast<std::size_t>(q)] = seg_.control_of(q).calls[slot].word;
+    const verdict v = judge(all.data(), R, rank_);
+    if (v.kind == verdict_kind::go) return {};
+    return verdict_status(v, all.data(), R, local, call.sequence, [&](int q) {
+      const char* r = seg_.control_of(q).calls[slot].reason;
+      return std::string(r, ::strnlen(r, sizeof mine.reason));
+    });
   }
 
   std::byte* address(const plan& p, const plan_operand& o) const {
@@ -140,76 +214,56 @@ class transport final : public relay::transport {
     return seg_.data_of(o.rank) + base + o.offset;
   }
 
-  status run_call(const call_context& call) {
-    const plan& p = *call.p;
-    const plan_slice& s = *call.slice;
-    const auto me = static_cast<std::size_t>(rank_);
+  // What this transport refuses of a plan: the same plan on every rank, so every rank refuses
+  // alike (inside the agreement, like any refusal).
+  status check(const plan& p) const {
     if (p.ranks() != seg_.ranks())
       return {errc::invalid_argument, "the plan has " + std::to_string(p.ranks()) +
                                           " ranks; the communicator has " +
                                           std::to_string(seg_.ranks())};
-    // The same plan on every rank, so every rank refuses an oversized call alike.
-    const std::uint64_t largest = largest_area(p);
-    if (largest > seg_.bytes_per_rank())
+    if (const std::uint64_t largest = largest_area(p); largest > seg_.bytes_per_rank())
       return {errc::out_of_memory, "the call needs " + std::to_string(largest) +
                                        " bytes of shared memory per rank; the segment has " +
                                        std::to_string(seg_.bytes_per_rank()) +
                                        " (raise RELAY_SHM_BYTES)"};
+    return {};
+  }
 
-    // Stage the input and say so: the call record first, then the counter (release).
-    const bool usable = call.local.ok();
-    if (usable && p.input_bytes[me] > 0)
+  status run_call(const call_context& call) {
+    const auto me = static_cast<std::size_t>(rank_);
+    status local = call.local;
+    if (local && (call.p == nullptr || call.slice == nullptr))
+      local = {errc::invalid_argument, "the call has no plan or no slice"};
+    if (local) local = check(*call.p);
+    // A refusal anywhere ends the call on every rank before any data moves, so no user memory
+    // is written. This rank's input is staged after the verdict: reading it early would win
+    // nothing (the peers push only after they, too, have the verdict).
+    if (status v = agree(call, local); !v) return v;
+    const plan& p = *call.p;
+    const plan_slice& s = *call.slice;
+    if (p.input_bytes[me] > 0)
       std::memcpy(address(p, {static_cast<std::uint16_t>(me), buffer::input, 0}), call.send.data,
                   p.input_bytes[me]);
-    call_record& mine = seg_.control_of(rank_).calls[call.sequence % 2];
-    mine.sequence = call.sequence;
-    mine.fingerprint = call.fingerprint;
-    mine.placement = call.placement;
-    mine.code = call.local.code();
-    std::memset(mine.reason, 0, sizeof mine.reason);
-    call.local.message().copy(mine.reason, sizeof mine.reason - 1);
-    publish(mark(call.sequence, 0));
-
-    // Everyone has entered: compare what each rank said. A refusal anywhere ends the call on
-    // every rank before any data moves, so no user memory is written.
-    for (int q = 0; q < seg_.ranks(); ++q)
-      if (status w = wait(q, mark(call.sequence, 0), call, [] { return std::string("entered"); });
-          !w)
-        return w;
-    if (status v = verdict(call); !v) return v;
-
     for (const slice_phase& ph : s.phases) {
       for (const slice_wait& w : ph.waits)
-        if (status st = wait(w.peer, mark(call.sequence, w.phase + 1), call,
-                             [&] { return phase_name(p, w.phase); });
-            !st)
-          return st;
+        if (status st = wait(w.peer, w.phase, call); !st) return st;
       for (std::uint32_t i : ph.issued)
         detail::host_run_op(p, p.ops[i], [&](const plan_operand& o) { return address(p, o); });
       if (!ph.issued.empty()) publish(mark(call.sequence, ph.index + 1));
     }
     for (const slice_wait& w : s.exit_waits)
-      if (status st = wait(w.peer, mark(call.sequence, w.phase + 1), call,
-                           [&] { return phase_name(p, w.phase); });
-          !st)
-        return st;
+      if (status st = wait(w.peer, w.phase, call); !st) return st;
     if (p.output_bytes[me] > 0)
       std::memcpy(call.recv.data, address(p, {static_cast<std::uint16_t>(me), buffer::output, 0}),
                   p.output_bytes[me]);
     return {};
   }
 
-  static std::string phase_name(const plan& p, std::int32_t phase) {
-    if (phase == call_entry) return "entered";
-    const plan_phase& ph = p.phases[static_cast<std::size_t>(phase)];
-    return "finish step " + std::to_string(ph.step) +
-           (ph.phase == relay::phase::transfer ? " (transfer" : " (reduce") + ", phase " +
-           std::to_string(phase) + ")";
-  }
-
   int rank_;
   segment seg_;
   status broken_;
+  bool failed_wait_ = false;  // the call ended on a wait that failed
+  std::vector<entry_record> records_;
 };
 
 }  // namespace shm

@@ -1,7 +1,7 @@
 // Waiting for a peer process's counter in shared memory: spin briefly (the peer is usually
 // almost there), then yield (ranks may outnumber cores), then sleep in growing intervals up to
-// 200 us. Every few milliseconds it asks whether the peer process still exists, so a dead peer
-// ends the wait at once instead of at the timeout.
+// 200 us. Every few milliseconds it asks whether the job is in trouble (a process gone, a rank
+// that gave up), so a failure anywhere ends the wait at once instead of at the timeout.
 #pragma once
 
 #include <signal.h>
@@ -16,7 +16,7 @@
 
 namespace relay::shm {
 
-enum class wait_result { reached, timed_out, peer_exited };
+enum class wait_result { reached, timed_out, trouble };
 
 // True when `pid` is gone or a zombie (exited, not yet reaped by its parent).
 inline bool process_exited(std::int64_t pid) {
@@ -30,15 +30,16 @@ inline bool process_exited(std::int64_t pid) {
          (line[close + 2] == 'Z' || line[close + 2] == 'X');
 }
 
-// Waits until counter >= target (acquire), the timeout passes, or the process `pid` exits.
-inline wait_result wait_at_least(const std::uint64_t& counter, std::uint64_t target,
-                                 std::int64_t pid, std::chrono::milliseconds timeout) {
+// Waits until counter >= target (acquire), until `deadline`, or until `trouble()` (asked every
+// few milliseconds: whether some process of the job is gone or gave up) returns true.
+template <class Trouble>
+wait_result wait_at_least(const std::uint64_t& counter, std::uint64_t target,
+                          std::chrono::steady_clock::time_point deadline, Trouble&& trouble) {
   std::atomic_ref<const std::uint64_t> c(counter);
   for (int i = 0; i < 200; ++i)
     if (c.load(std::memory_order_acquire) >= target) return wait_result::reached;
   using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  auto next_check = start + std::chrono::milliseconds(5);
+  auto next_check = clock::now() + std::chrono::milliseconds(5);
   std::chrono::microseconds nap{0};
   for (int round = 0;; ++round) {
     if (c.load(std::memory_order_acquire) >= target) return wait_result::reached;
@@ -51,8 +52,12 @@ inline wait_result wait_at_least(const std::uint64_t& counter, std::uint64_t tar
     const auto now = clock::now();
     if (now >= next_check) {
       if (c.load(std::memory_order_acquire) >= target) return wait_result::reached;
-      if (process_exited(pid)) return wait_result::peer_exited;
-      if (now - start >= timeout) return wait_result::timed_out;
+      // Trouble seen after the counter was read: a peer may have published and then left (or
+      // exited) in between. What it published before that is visible now, so read it again.
+      if (trouble())
+        return c.load(std::memory_order_acquire) >= target ? wait_result::reached
+                                                           : wait_result::trouble;
+      if (now >= deadline) return wait_result::timed_out;
       next_check = now + std::chrono::milliseconds(5);
     }
   }

@@ -12,18 +12,25 @@
 //         slice_phase::waits. Enqueues and returns.
 //
 // The contract every transport keeps:
+//   - Every call has an agreement (transport/agreement.hpp) before any data moves: this rank's
+//     entry_record (record_of below) reaches every peer, every rank judges all records with
+//     judge(), and only a `go` verdict lets data move. A rank takes part even when it refused the
+//     call: call.local not ok (its arguments or its buffers were refused) and, where the refusal
+//     came before there was a plan, call.p and call.slice null. Such a rank never touches user
+//     memory and returns call.local; its peers return errc::peer_error naming it; ranks whose
+//     fingerprints differ make every rank return errc::mismatch. No user memory is written
+//     anywhere when the verdict is not `go`.
 //   - It runs slice.phases in order, each phase's waits before its issued operations, and
 //     slice.exit_waits before this rank's output is final.
-//   - call.local not ok (this rank's own buffers are invalid): the transport still completes
-//     the protocol with its peers but never touches user memory, and every rank's run() returns
-//     an error (this rank: call.local; the others: errc::peer_error naming this rank).
-//   - call.fingerprint differs between ranks (a caller passed different arguments; the
-//     communicator only compares fingerprints across ranks on the first call of a shape): every
-//     rank returns errc::mismatch naming the ranks that disagree, and no user memory is written,
-//     where the transport can detect it (shm does, on every call).
-//   - Every wait has call.timeout; on expiry (or a peer that exited) run() returns
-//     errc::timeout naming the peer and the step. After any error other than call.local and
-//     peer_error/mismatch, the transport may be unusable (broken() says so).
+//   - Every wait has call.timeout. On expiry, or when a peer exited or gave up, run() returns
+//     errc::timeout or errc::peer_error naming the peer and the step, and the transport is broken
+//     (broken()): every later run() fails at once with the same message, and the transport makes
+//     that visible to every peer, so a peer waiting on any rank gives up within milliseconds
+//     instead of waiting out its own timeout.
+//   - A host transport (shm, nccl) returns the verdict from run() and stays usable after a
+//     verdict that is not `go` (every rank took the same path). A stream transport (ipc) may
+//     judge on the device: run() returns once the call is enqueued, and a failure found there
+//     is reported by async_status() and by every later run(); it then stays broken.
 #pragma once
 
 #include <chrono>
@@ -36,6 +43,7 @@
 #include "relay/plan/plan.hpp"
 #include "relay/plan/rank_buffers.hpp"
 #include "relay/plan/slice.hpp"
+#include "relay/transport/agreement.hpp"
 
 namespace relay {
 
@@ -44,18 +52,31 @@ struct call_context {
   // the same arguments, whatever each rank's placement. (A transport that works on user memory
   // directly, rather than staging, may run an in-place rank on make_plan's in-place plan: its
   // operations between ranks are the same; only copies within one rank differ.)
+  // Null (both) when this rank refused the call before it had a plan: call.local says why.
   const plan* p = nullptr;
   const plan_slice* slice = nullptr;
   buffer_view send{}, recv{};  // this rank's user buffers; empty on a helper
   relay::placement placement = placement::helper;
-  std::uint64_t sequence = 0;     // 1, 2, ... per communicator, the same on every rank
-  std::uint64_t fingerprint = 0;  // of the arguments every rank sees alike (not the buffers)
-  status local;                   // this rank's check of its own buffers
+  std::uint64_t sequence = 0;  // 1, 2, ... per communicator, the same on every rank
+  // Of the arguments every rank must pass alike (not the buffers); 0 only for a refusal made
+  // before the call had arguments (communicator::refuse).
+  std::uint64_t fingerprint = 0;
+  status local;  // this rank's own refusal of the call (its arguments or its buffers), or ok
   std::chrono::milliseconds timeout{30'000};
   void* stream = nullptr;  // cudaStream_t / hipStream_t for GPU transports; host ones ignore it
 };
 
 // Not copyable: a transport owns its peers' connections and memory.
+// This rank's word in the call's agreement.
+inline entry_record record_of(const call_context& call) {
+  entry_record r;
+  r.sequence = call.sequence;
+  r.fingerprint = call.fingerprint;
+  r.code = static_cast<std::uint8_t>(call.local.code());
+  r.placement = static_cast<std::uint8_t>(call.placement);
+  return r;
+}
+
 class transport : no_copy {
  public:
   virtual ~transport() = default;
@@ -64,6 +85,15 @@ class transport : no_copy {
   virtual status run(const call_context& call) = 0;
   // True after a failure that left ranks out of step: every later run() fails at once.
   virtual bool broken() const = 0;
+  // Whether run() returns the call's verdict itself (host transports), so that every rank has it
+  // when run() returns; false where the device judges and reports later (ipc).
+  virtual bool judges_on_host() const { return true; }
+  // What is known of earlier calls now, without waiting: a stream transport's failure found on
+  // the device after run() returned, or the broken state; ok otherwise.
+  virtual status async_status() const { return {}; }
+  // This rank leaves: every peer's waits end at once with an error naming it, and every later
+  // run() here fails. For a process that is about to give up on the job (communicator::abort).
+  virtual void abort(const status& why) = 0;
   // Registered user buffers (communicator::register_buffer): collective, every rank calls them,
   // each with its own buffer or none. A transport that stages every call has nothing to do.
   virtual status register_buffer(void* /*p*/, std::size_t /*bytes*/,

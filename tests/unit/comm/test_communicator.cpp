@@ -1,6 +1,6 @@
 // The communicator in one process: a callback bootstrap plays the other ranks and a recording
-// transport stands in for shm, so the plan cache, the first-call comparison and what reaches the
-// transport are checked exactly.
+// transport stands in for shm, so the plan cache, what reaches the transport's agreement (every
+// call, refused or not) and the explanation of a mismatch are checked exactly.
 #include "relay/comm/communicator.hpp"
 
 #include <catch2/catch.hpp>
@@ -16,7 +16,7 @@ struct recorded {
   std::uint64_t sequence = 0, fingerprint = 0;
   placement where = placement::helper;
   errc local = errc::ok;
-  int plan_ranks = 0;
+  int plan_ranks = -1;  // -1: no plan (refused before one was made)
   std::size_t slice_phases = 0;
   route plan_route = route::relay;
   precision plan_precision = precision::fp32_partials;
@@ -24,17 +24,24 @@ struct recorded {
 
 class recording_transport final : public transport {
  public:
-  explicit recording_transport(std::vector<recorded>& calls) : calls_(calls) {}
+  // `verdict`, where set, is what every call's agreement says (as the peers' records would).
+  recording_transport(std::vector<recorded>& calls, const status& verdict)
+      : calls_(calls), verdict_(verdict) {}
   std::string_view name() const override { return "recording"; }
   bool broken() const override { return false; }
+  void abort(const status&) override {}
   status run(const call_context& c) override {
-    calls_.push_back({c.sequence, c.fingerprint, c.placement, c.local.code(), c.p->ranks(),
-                      c.slice->phases.size(), c.p->spec.route, c.p->precision});
-    return c.local;
+    recorded r{c.sequence, c.fingerprint, c.placement, c.local.code()};
+    if (c.p != nullptr)
+      r = {c.sequence,   c.fingerprint,          c.placement,     c.local.code(),
+           c.p->ranks(), c.slice->phases.size(), c.p->spec.route, c.p->precision};
+    calls_.push_back(r);
+    return verdict_.ok() ? c.local : verdict_;
   }
 
  private:
   std::vector<recorded>& calls_;
+  const status& verdict_;
 };
 
 // Rank 1 of 4. The other ranks contribute what this rank does, except that `odd_rank` (when
@@ -43,6 +50,7 @@ struct fixture {
   std::vector<recorded> calls;
   int gathers = 0, odd_rank = -1;
   std::string odd_text = "1allreduce something else";
+  status verdict;  // what the transport's agreement returns (ok: each rank's own status)
   communicator comm;
 
   explicit fixture(std::size_t cache = 64)
@@ -58,7 +66,7 @@ struct fixture {
                    }
                    return status{};
                  }),
-             std::make_unique<recording_transport>(calls),
+             std::make_unique<recording_transport>(calls, verdict),
              comm_config{0, milliseconds(100), cache}) {}
 
   status allreduce_pairs(std::int64_t count, buffer_view send, buffer_view recv) {
@@ -70,26 +78,26 @@ struct fixture {
 
 }  // namespace
 
-TEST_CASE("the first call of a shape is compared across ranks; later ones use the cache",
-          "[comm]") {
+TEST_CASE("every call goes to the transport's agreement with its shape's fingerprint", "[comm]") {
   fixture f;
   alignas(8) std::byte memory[256];
   const buffer_view in{memory, 32}, out{memory + 64, 32};
   REQUIRE(f.allreduce_pairs(8, in, out));
   REQUIRE(f.allreduce_pairs(8, in, out));
-  CHECK(f.gathers == 1);
+  CHECK(f.gathers == 0);  // no bootstrap exchange on the call path, first call or not
   REQUIRE(f.calls.size() == 2);
   CHECK(f.calls[0].sequence == 1);
   CHECK(f.calls[1].sequence == 2);
+  CHECK(f.calls[0].fingerprint != 0);
   CHECK(f.calls[0].fingerprint == f.calls[1].fingerprint);
   CHECK(f.calls[0].where == placement::out_of_place);
   CHECK(f.calls[0].plan_ranks == 4);
   CHECK(f.calls[0].slice_phases > 0);
-  // Another count is another shape: compared again, another fingerprint. In place is no part of
-  // the shape (the plan is the out-of-place one): same shape, the placement says in place.
+  // Another count is another shape: another fingerprint. In place is no part of the shape (the
+  // plan is the out-of-place one): same shape, the placement says in place.
   REQUIRE(f.allreduce_pairs(4, in, {memory + 64, 16}));
   REQUIRE(f.allreduce_pairs(4, {memory, 16}, {memory, 16}));
-  CHECK(f.gathers == 2);
+  CHECK(f.gathers == 0);
   REQUIRE(f.calls.size() == 4);
   CHECK(f.calls[2].fingerprint != f.calls[0].fingerprint);
   CHECK(f.calls[3].fingerprint == f.calls[2].fingerprint);
@@ -97,47 +105,66 @@ TEST_CASE("the first call of a shape is compared across ranks; later ones use th
   CHECK(f.comm.cached_shapes() == 2);
 }
 
-TEST_CASE("a rank that calls another shape is named, and nothing runs", "[comm]") {
+TEST_CASE("a mismatch verdict is explained: every rank shows what it called", "[comm]") {
   fixture f;
   f.odd_rank = 3;
+  f.verdict = {errc::mismatch, "rank(s) 3 called call #1 with arguments that differ from rank 0's"};
   alignas(8) std::byte memory[256];
-  const status s = f.allreduce_pairs(8, {memory, 32}, {memory + 64, 32});
+  std::vector<std::int32_t> poison(8, 0x7f7f7f7f);
+  const status s = f.allreduce_pairs(8, {memory, 32}, {poison.data(), 32});
   CHECK(s.code() == errc::mismatch);
-  CHECK(s.message().find("rank(s) 3 called allreduce something else; rank 0 called allreduce") !=
+  CHECK(s.message().find("rank(s) 3 called allreduce something else; rank 0 called allreduce "
+                         "fused relay") == 0);
+  CHECK(s.message().find("(rank(s) 3 called call #1 with arguments that differ") !=
         std::string::npos);
-  CHECK(f.calls.empty());
-  CHECK(f.comm.cached_shapes() == 0);  // not cached: the next call compares again
+  CHECK(f.gathers == 1);  // the explanation, after the verdict
+  CHECK(f.calls.size() == 1);
+  // The texts agree (the verdict was about in place): the verdict's message stands.
+  f.odd_rank = -1;
+  f.verdict = {errc::mismatch,
+               "rank 2 called call #2 in place but rank 3 out of place; every "
+               "active rank must agree"};
+  const status t = f.allreduce_pairs(8, {memory, 32}, {poison.data(), 32});
+  CHECK(t.message() == f.verdict.message());
+  CHECK(f.gathers == 2);
 }
 
-TEST_CASE("active ranks that disagree on in place are named", "[comm]") {
-  // Rank 2 shows this rank's shape but votes in place (the first character); rank 1 (this one)
-  // and rank 3 (a copy of this one) are out of place. The last rank of each form is named.
-  fixture f;
-  plan_request q;
-  q.coll = collective::allreduce;
-  q.ranks = 4;
-  q.groups = {{0, 1}, {2, 3}};
-  q.counts = {8, 8};
-  q.type = dtype::int32;
-  f.odd_rank = 2;
-  f.odd_text = std::string(1, static_cast<char>('0' + static_cast<int>(placement::in_place))) +
-               detail::describe_shape(q);
-  alignas(8) std::byte memory[256];
-  const status s = f.allreduce_pairs(8, {memory, 32}, {memory + 64, 32});
-  CHECK(s.code() == errc::mismatch);
-  CHECK(s.message() ==
-        "rank 2 called in place but rank 3 out of place; every active rank must agree");
-  CHECK(f.calls.empty());
-}
-
-TEST_CASE("arguments every rank sees alike are refused without communicating", "[comm]") {
+TEST_CASE("arguments make_plan refuses still take part in the agreement", "[comm]") {
   fixture f;
   const group_list groups{{0, 1}, {2, 7}};
   const std::vector<std::int64_t> counts{8, 8};
   const status s = relay::allreduce(f.comm, groups, {}, {}, counts, dtype::int32, reduce_op::sum);
   CHECK(s.code() == errc::invalid_group);
   CHECK(f.gathers == 0);
-  CHECK(f.calls.empty());
+  REQUIRE(f.calls.size() == 1);  // the transport tells the peers (p is null: no plan)
+  CHECK(f.calls[0].plan_ranks == -1);
+  CHECK(f.calls[0].local == errc::invalid_group);
+  CHECK(f.calls[0].sequence == 1);
+  CHECK(f.calls[0].fingerprint != 0);  // compared: a peer that passed others sees a mismatch
+  CHECK(f.comm.cached_shapes() == 0);
+  // A count make_plan refuses on a shape that is otherwise good: refused too, in step.
+  const group_list pairs{{0, 1}, {2, 3}};
+  const status t = relay::allreduce(f.comm, pairs, {}, {}, std::vector<std::int64_t>{8, -1},
+                                    dtype::int32, reduce_op::sum);
+  CHECK(t.code() == errc::invalid_count);
+  REQUIRE(f.calls.size() == 2);
+  CHECK(f.calls[1].sequence == 2);
+  CHECK(f.calls[1].local == errc::invalid_count);
+}
+
+TEST_CASE("refuse() takes part in the current call as a refusal without a shape", "[comm]") {
+  fixture f;
+  const status s = f.comm.refuse({errc::invalid_argument, "tensor 'x' has 3 elements, not 4"});
+  CHECK(s.code() == errc::invalid_argument);
+  CHECK(s.message() == "tensor 'x' has 3 elements, not 4");
+  REQUIRE(f.calls.size() == 1);
+  CHECK(f.calls[0].fingerprint == 0);  // not compared with the peers' shapes
+  CHECK(f.calls[0].local == errc::invalid_argument);
+  CHECK(f.calls[0].plan_ranks == -1);
+  // The next call is the next in sequence on every rank.
+  alignas(8) std::byte memory[256];
+  REQUIRE(f.allreduce_pairs(8, {memory, 32}, {memory + 64, 32}));
+  CHECK(f.calls[1].sequence == 2);
 }
 
 TEST_CASE("this rank's bad buffer goes to the transport, which tells the peers", "[comm]") {
@@ -155,8 +182,9 @@ TEST_CASE("the plan cache keeps the most recently used shapes", "[comm]") {
   for (std::int64_t n : {1, 2, 3, 2, 1})
     REQUIRE(f.allreduce_pairs(n, {memory, 64}, {memory + 128, 64}));
   // 1, 2, 3 fill and evict 1; 2 is cached; 1 comes back (evicting 3).
-  CHECK(f.gathers == 4);
   CHECK(f.comm.cached_shapes() == 2);
+  REQUIRE(f.calls.size() == 5);
+  CHECK(f.calls[4].fingerprint == f.calls[0].fingerprint);
 }
 
 TEST_CASE("the options reach the plan: precision, and route::automatic made concrete", "[comm]") {
@@ -169,11 +197,11 @@ TEST_CASE("the options reach the plan: precision, and route::automatic made conc
   opt.precision = precision::native_partials;
   REQUIRE(relay::reduce_scatter(f.comm, groups, {memory, 64}, out, counts, dtype::bfloat16,
                                 reduce_op::sum, opt));
-  // The same call with fp32 partials is another shape (compared again), with its own plan.
+  // The same call with fp32 partials is another shape (another fingerprint), with its own plan.
   opt.precision = precision::fp32_partials;
   REQUIRE(relay::reduce_scatter(f.comm, groups, {memory, 64}, out, counts, dtype::bfloat16,
                                 reduce_op::sum, opt));
-  CHECK(f.gathers == 2);
+  CHECK(f.calls.at(1).fingerprint != f.calls.at(0).fingerprint);
   // Allreduce A=2 N=4 fused, int32, on MI300X (48 GB/s a link, 10 us a step): relay 20 us +
   // (n/2) * 4 B / 48 GB/s, direct 10 us + n * 4 B / 48 GB/s; at n = 8 direct (10.0007 us).
   opt.route = route::automatic;
@@ -194,6 +222,7 @@ TEST_CASE("a cached shape is found by its arguments as passed, and its plan stay
     explicit address_transport(std::vector<const plan*>& out) : out_(out) {}
     std::string_view name() const override { return "addresses"; }
     bool broken() const override { return false; }
+    void abort(const status&) override {}
     status run(const call_context& c) override {
       out_.push_back(c.p);
       return {};
@@ -226,7 +255,7 @@ TEST_CASE("a cached shape is found by its arguments as passed, and its plan stay
   REQUIRE(call({{0, 1}, {2, 3}}, 8, route::automatic));  // C: the route as passed differs
   REQUIRE(call({{0, 1}, {2, 3}}, 8, route::relay));      // A again
   REQUIRE(call({{0, 1}, {2, 3}}, 8, route::automatic));  // C again (its route chosen once)
-  CHECK(gathers == 3);
+  CHECK(gathers == 0);
   REQUIRE(plans.size() == 5);
   CHECK(plans[3] == plans[0]);
   CHECK(plans[4] == plans[2]);
@@ -236,12 +265,13 @@ TEST_CASE("a cached shape is found by its arguments as passed, and its plan stay
   REQUIRE(call({{0, 1}, {2, 3}}, 9, route::relay));
   REQUIRE(call({{0, 1}, {2, 3}}, 8, route::relay));
   REQUIRE(call({{0, 1}, {2, 3}}, 8, route::automatic));
-  CHECK(gathers == 4);
+  CHECK(plans[5] == plans[1]);  // the fourth shape took B's slot
   CHECK(plans[6] == plans[0]);
   CHECK(plans[7] == plans[2]);
   CHECK(comm.cached_shapes() == 3);
-  REQUIRE(call({{1, 0}, {2, 3}}, 8, route::relay));  // B was evicted: compared again
-  CHECK(gathers == 5);
+  REQUIRE(call({{1, 0}, {2, 3}}, 8, route::relay));  // B was evicted: made again, in D's slot
+  CHECK(plans[8] == plans[1]);
+  CHECK(gathers == 0);
 }
 
 TEST_CASE("buffer registration reaches the transport; one that stages every call accepts it",
@@ -259,6 +289,7 @@ TEST_CASE("buffer registration reaches the transport; one that stages every call
     explicit registering_transport(std::vector<call>& out) : out_(out) {}
     std::string_view name() const override { return "registering"; }
     bool broken() const override { return false; }
+    void abort(const status&) override {}
     status run(const call_context&) override { return {}; }
     status register_buffer(void* p, std::size_t bytes, milliseconds timeout) override {
       out_.push_back({p, bytes, true});

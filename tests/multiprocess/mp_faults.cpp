@@ -1,0 +1,430 @@
+// Randomized faults across processes: in each scenario a random rank does a random wrong thing
+// at a random call, and every rank's outcome is checked against what docs/multiprocess.md
+// promises. The program is its own launcher: it forks the ranks of each scenario (they find each
+// other through the TCP bootstrap, as under relay-run), injects the fault and collects one record
+// per call from every rank through a pipe.
+//
+//   relay_mp_faults [SCENARIOS] [SEED]
+//
+// Faults: refused arguments (a count make_plan refuses), another shape (other counts), another
+// collective, a bad buffer (a null output), communicator::refuse, an exit, SIGKILL mid-call, and
+// SIGSTOP past the timeout (SIGCONT later). Checked in every scenario:
+//   - no ok call returns wrong data (each rank checks its own output against the naive reference);
+//   - every call of a surviving rank returns within the timeout plus 1 s, and the faulty call is
+//     an error on every surviving rank (the kill and the exit: that call or the next);
+//   - where the communicator promises to stay usable (every fault but exit, kill and stop), the
+//     faulty call is an error on every rank and every other call is right, the next one included;
+//   - nothing is left in /dev/shm.
+// A failure prints the scenario (its seed replays it alone: relay_mp_faults 1 SEED).
+#include <dirent.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "multiprocess/mp_support.hpp"
+
+using namespace relay;
+using namespace relay::testing;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+enum class fault : int {
+  refused_arguments,
+  other_shape,
+  other_collective,
+  bad_buffer,
+  refuse,
+  exit,
+  sigkill,
+  sigstop,
+};
+constexpr int fault_kinds = 8;
+constexpr const char* fault_names[fault_kinds] = {
+    "refused arguments", "another shape", "another collective", "a bad buffer",
+    "refuse()",          "exit",          "SIGKILL mid-call",   "SIGSTOP past the timeout"};
+bool keeps_usable(fault f) {
+  return f != fault::exit && f != fault::sigkill && f != fault::sigstop;
+}
+
+struct scenario {
+  std::uint64_t seed = 0;
+  int ranks = 4;
+  int calls = 4;
+  int faulty = 0;
+  int at = 0;  // the call at which the faulty rank misbehaves
+  fault what = fault::refused_arguments;
+  std::chrono::milliseconds timeout{300};
+  int kill_after_us = 0;  // SIGKILL: this long into the call
+  std::vector<property_case> cases;
+
+  std::string describe() const {
+    return std::string(fault_names[static_cast<int>(what)]) + " by rank " + std::to_string(faulty) +
+           " of " + std::to_string(ranks) + " at call " + std::to_string(at) + " of " +
+           std::to_string(calls) + " (seed " + std::to_string(seed) + ")";
+  }
+};
+
+// Whether `message` names rank `q`: "rank 7 ..." or a list "rank(s) 2,7 ...".
+bool names_rank(const std::string& message, int q) {
+  const std::string n = std::to_string(q);
+  for (std::size_t at = message.find("rank"); at != std::string::npos;
+       at = message.find("rank", at + 4)) {
+    std::size_t i = at + 4;
+    if (message.compare(i, 3, "(s)") == 0) i += 3;
+    if (i >= message.size() || message[i] != ' ') continue;
+    ++i;
+    std::size_t end = i;
+    while (end < message.size() &&
+           (std::isdigit(static_cast<unsigned char>(message[end])) || message[end] == ','))
+      ++end;
+    const std::string list = "," + message.substr(i, end - i) + ",";
+    if (list.find("," + n + ",") != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Helper rank 7 of one group {0,1} on 8 ranks killed before its second call (the case: a
+// rank that waits on it directly and ranks that do not must all name it, within 1 s).
+scenario dead_helper() {
+  scenario s;
+  s.seed = 7;
+  s.ranks = 8;
+  s.calls = 3;
+  s.faulty = 7;
+  s.at = 1;
+  s.what = fault::exit;
+  for (int i = 0; i < s.calls; ++i) {
+    property_case c;
+    c.ranks = 8;
+    c.active = 2;
+    c.mode = mode::single;
+    c.type = dtype::int32;
+    c.groups = {{0, 1}};
+    c.counts = {4096};
+    c.seed = 100 + static_cast<std::uint64_t>(i);
+    s.cases.push_back(c);
+  }
+  return s;
+}
+
+scenario draw(std::uint64_t seed) {
+  scenario s;
+  s.seed = seed;
+  std::mt19937_64 rng(seed);
+  auto below = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  s.ranks = below(3) == 0 ? 8 : 4;
+  s.calls = 3 + below(2);
+  s.faulty = below(s.ranks);
+  s.at = below(s.calls - 1);  // a call follows the faulty one
+  s.what = static_cast<fault>(below(fault_kinds));
+  s.kill_after_us = below(3000);
+  std::mt19937_64 cases(rng());
+  while (static_cast<int>(s.cases.size()) < s.calls) {
+    property_case c = random_case(cases);
+    if (c.ranks != s.ranks || c.active >= c.ranks) continue;
+    for (auto& n : c.counts)
+      n = std::min<std::int64_t>(n, 3000);
+    s.cases.push_back(std::move(c));
+  }
+  if (s.what == fault::bad_buffer) {  // a rank with an output to pass badly, else refuse()
+    const property_case& c = s.cases[static_cast<std::size_t>(s.at)];
+    std::vector<int> holders;
+    for (std::size_t g = 0; g < c.groups.size(); ++g)
+      if (output_elements(c.coll, c.active, c.counts[g]) > 0)
+        holders.insert(holders.end(), c.groups[g].begin(), c.groups[g].end());
+    if (holders.empty())
+      s.what = fault::refuse;
+    else
+      s.faulty = holders[static_cast<std::size_t>(below(static_cast<int>(holders.size())))];
+  }
+  return s;
+}
+
+// What a rank reports of one call (one write() each: below PIPE_BUF, so records never mix).
+struct report {
+  int rank = 0, call = 0;
+  int code = 0;  // errc
+  int wrong = 0;
+  long long micros = 0;
+  char message[200] = {};
+};
+
+std::set<std::string> relay_shm_names() {
+  std::set<std::string> names;
+  if (DIR* d = ::opendir("/dev/shm")) {
+    while (dirent* e = ::readdir(d))
+      if (std::strncmp(e->d_name, "relay", 5) == 0) names.insert(e->d_name);
+    ::closedir(d);
+  }
+  return names;
+}
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+// One rank of scenario `s`: its calls, in order, a record for each; after an error that leaves
+// the communicator unusable it stops.
+[[noreturn]] void run_rank(const scenario& s, int rank, int port, int out) {
+  ::setenv("RELAY_RANK", std::to_string(rank).c_str(), 1);
+  ::setenv("RELAY_WORLD_SIZE", std::to_string(s.ranks).c_str(), 1);
+  ::setenv("RELAY_STORE_ADDR", "127.0.0.1", 1);
+  ::setenv("RELAY_STORE_PORT", std::to_string(port).c_str(), 1);
+  ::setenv("RELAY_TIMEOUT", std::to_string(s.timeout.count() / 1000.0).c_str(), 1);
+  std::unique_ptr<communicator> comm;
+  if (status st = communicator_from_environment(shm_factory(), comm); !st) {
+    report r;
+    r.rank = rank;
+    r.call = -1;
+    r.code = static_cast<int>(st.code());
+    st.to_string().copy(r.message, sizeof r.message - 1);
+    (void)!::write(out, &r, sizeof r);
+    std::_Exit(2);
+  }
+  const bool me_faulty = rank == s.faulty;
+  for (int i = 0; i < s.calls; ++i) {
+    property_case c = s.cases[static_cast<std::size_t>(i)];
+    const bool misbehave = me_faulty && i == s.at;
+    if (misbehave && s.what == fault::exit) std::_Exit(3);
+    if (misbehave && s.what == fault::sigstop) ::raise(SIGSTOP);  // the launcher resumes it
+    if (misbehave && s.what == fault::sigkill)
+      std::thread([us = s.kill_after_us] {
+        std::this_thread::sleep_for(std::chrono::microseconds(us));
+        ::kill(::getpid(), SIGKILL);
+      }).detach();
+    if (misbehave && s.what == fault::other_shape) c.counts[0] += 1;
+    if (misbehave && s.what == fault::other_collective)
+      c.coll = c.coll == collective::all_gather ? collective::all_to_all : collective::all_gather,
+      c.in_place = false;
+    const auto inputs = all_inputs(c);
+    rank_frame frame(c, rank, inputs[static_cast<std::size_t>(rank)]);
+    const std::vector<std::byte> before = frame.bytes;
+    const auto start = clock_type::now();
+    status st;
+    if (misbehave && s.what == fault::refuse) {
+      st = comm->refuse({errc::invalid_argument, "this rank's tensor is the wrong dtype"});
+    } else if (misbehave && s.what == fault::refused_arguments) {
+      property_case bad = c;
+      bad.counts[0] = -1;
+      st = call(*comm, bad, frame);
+    } else if (misbehave && s.what == fault::bad_buffer) {
+      st = call(*comm, c, frame.send(), buffer_view{nullptr, frame.recv().bytes});
+    } else {
+      st = call(*comm, c, frame);
+    }
+    report r;
+    r.rank = rank;
+    r.call = i;
+    r.code = static_cast<int>(st.code());
+    r.micros =
+        std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start).count();
+    st.message().copy(r.message, sizeof r.message - 1);
+    const bool checked = st.ok() && !misbehave;
+    if (checked) {
+      std::vector<std::vector<std::byte>> outputs(inputs.size());
+      outputs[static_cast<std::size_t>(rank)] = frame.output();
+      const reference::call_data data{c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs};
+      r.wrong = static_cast<int>(reference::check_outputs(data, c.precision, false, rank).wrong);
+      if (!frame.canaries_intact()) ++r.wrong;
+    }
+    if (!st.ok() && frame.bytes != before) r.wrong = -1;  // written on an error
+    (void)!::write(out, &r, sizeof r);
+    if (misbehave && s.what == fault::sigkill)
+      for (;;)  // the kill lands before this rank's next call
+        ::pause();
+    if (!st.ok() && comm->async_status().code() != errc::ok) break;  // broken: nothing more
+  }
+  std::fflush(nullptr);
+  comm.reset();
+  std::_Exit(0);
+}
+
+// Runs scenario `s`; returns the failures found (empty: as promised). `pids` gets its ranks'.
+std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pids) {
+  std::vector<std::string> failures;
+  auto fail = [&](const std::string& what) { failures.push_back(s.describe() + ": " + what); };
+  int pipe_fd[2];
+  if (::pipe(pipe_fd) != 0) return {"pipe: " + std::string(std::strerror(errno))};
+  const int port = free_port();
+  pids.clear();
+  for (int r = 0; r < s.ranks; ++r) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(pipe_fd[0]);
+      run_rank(s, r, port, pipe_fd[1]);
+    }
+    pids.push_back(pid);
+  }
+  ::close(pipe_fd[1]);
+  // Reap the ranks; resume a stopped one after twice the timeout; kill all past the deadline.
+  const auto deadline =
+      clock_type::now() + s.timeout * (2 * s.calls + 4) + std::chrono::seconds(10);
+  std::vector<int> exit_status(pids.size(), -1);
+  std::size_t alive = pids.size();
+  clock_type::time_point resume_at{};
+  bool hung = false;
+  while (alive > 0) {
+    int st = 0;
+    const pid_t p = ::waitpid(-1, &st, WNOHANG | WUNTRACED);
+    if (p > 0) {
+      for (std::size_t r = 0; r < pids.size(); ++r)
+        if (pids[r] == p) {
+          if (WIFSTOPPED(st)) {
+            resume_at = clock_type::now() + 2 * s.timeout;
+          } else {
+            exit_status[r] = st;
+            --alive;
+          }
+        }
+      continue;
+    }
+    if (resume_at != clock_type::time_point{} && clock_type::now() >= resume_at) {
+      ::kill(pids[static_cast<std::size_t>(s.faulty)], SIGCONT);
+      resume_at = {};
+    }
+    if (clock_type::now() > deadline && !hung) {
+      hung = true;
+      for (pid_t q : pids)
+        ::kill(q, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::vector<std::vector<report>> by_rank(pids.size());
+  report r;
+  while (::read(pipe_fd[0], &r, sizeof r) == static_cast<ssize_t>(sizeof r))
+    if (r.rank >= 0 && r.rank < s.ranks) by_rank[static_cast<std::size_t>(r.rank)].push_back(r);
+  ::close(pipe_fd[0]);
+  if (hung) fail("a rank hung past every deadline");
+
+  // A gone peer is named within 1 s; a stalled one after the timeout, within 1 s more.
+  const auto limit = s.timeout + std::chrono::seconds(1);
+  for (int q = 0; q < s.ranks; ++q) {
+    const auto& calls = by_rank[static_cast<std::size_t>(q)];
+    const std::string who = "rank " + std::to_string(q);
+    const bool faulty = q == s.faulty;
+    for (const report& c : calls) {
+      const std::string at = who + " call " + std::to_string(c.call);
+      if (c.call < 0) {
+        fail(who + " could not set up: " + c.message);
+        continue;
+      }
+      if (c.code == 0 && c.wrong > 0)
+        fail(at + " returned ok with " + std::to_string(c.wrong) + " wrong elements");
+      if (c.code != 0 && c.wrong < 0) fail(at + " failed (" + c.message + ") but wrote its output");
+      if (!(faulty && s.what == fault::sigstop) && std::chrono::microseconds(c.micros) > limit)
+        fail(at + " took " + std::to_string(c.micros / 1000) + " ms: " + c.message);
+    }
+    if (faulty && !keeps_usable(s.what)) continue;  // it left, or was stopped: no promise
+    if (keeps_usable(s.what)) {
+      if (static_cast<int>(calls.size()) != s.calls) {
+        fail(who + " reported " + std::to_string(calls.size()) + " of " + std::to_string(s.calls) +
+             " calls" +
+             (calls.empty() ? std::string() : std::string(": last ") + calls.back().message));
+        continue;
+      }
+      for (const report& c : calls) {
+        if (c.call == s.at && c.code == 0)
+          fail(who + " returned ok from the call where rank " + std::to_string(s.faulty) +
+               " misbehaved");
+        if (c.call == s.at && c.code != 0 && !faulty && !names_rank(c.message, s.faulty))
+          fail(who + "'s error does not name rank " + std::to_string(s.faulty) + ": " + c.message);
+        if (c.call != s.at && c.code != 0)
+          fail(who + " call " + std::to_string(c.call) + " failed: " + c.message);
+      }
+      continue;
+    }
+    // A rank gone or stopped: every survivor fails the faulty call (or, killed mid-call, at
+    // latest the next one) and makes no ok call after it.
+    int first_error = -1;
+    for (const report& c : calls)
+      if (c.code != 0) {
+        first_error = c.call;
+        break;
+      }
+    const int latest = s.what == fault::sigkill ? s.at + 1 : s.at;
+    if (first_error < 0)
+      fail(who + " never returned an error (" + std::to_string(calls.size()) + " calls ok)");
+    else if (first_error < s.at || first_error > latest)
+      fail(who + " first failed at call " + std::to_string(first_error));
+    else if (!names_rank(calls[static_cast<std::size_t>(first_error)].message, s.faulty))
+      fail(who + "'s error does not name rank " + std::to_string(s.faulty) + ": " +
+           calls[static_cast<std::size_t>(first_error)].message);
+  }
+  for (std::size_t q = 0; q < pids.size(); ++q) {
+    const int st = exit_status[q];
+    const bool expected_death =
+        static_cast<int>(q) == s.faulty && (s.what == fault::exit || s.what == fault::sigkill);
+    if (!expected_death && !hung && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+      fail("rank " + std::to_string(q) + " ended with status " + std::to_string(st));
+  }
+  return failures;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int scenarios = argc > 1 ? std::atoi(argv[1]) : 200;
+  const std::uint64_t seed = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 20261201;
+  const std::set<std::string> before = relay_shm_names();
+  std::array<int, fault_kinds> tried{};
+  int failed = 0;
+  const auto start = clock_type::now();
+  for (int i = -1; i < scenarios; ++i) {
+    // First the dead helper, then the random ones.
+    const scenario s = i < 0            ? dead_helper()
+                       : scenarios == 1 ? draw(seed)
+                                        : draw(seed + static_cast<std::uint64_t>(i));
+    ++tried[static_cast<std::size_t>(s.what)];
+    std::vector<pid_t> pids;
+    for (const std::string& f : run_scenario(s, pids)) {
+      std::fprintf(stderr, "FAILED: %s\n", f.c_str());
+      ++failed;
+    }
+    // Names made by this scenario's ranks (other jobs on the machine may come and go meanwhile).
+    auto ours = [&](const std::string& n) {
+      for (pid_t p : pids) {
+        std::string tag(1, '-');  // appended in parts: GCC 12 -O3 warns (-Wrestrict) otherwise
+        tag += std::to_string(p);
+        tag += '-';
+        if (n.find(tag) != std::string::npos) return true;
+      }
+      return false;
+    };
+    for (const std::string& n : relay_shm_names())
+      if (!before.count(n) && ours(n)) {
+        std::fprintf(stderr, "FAILED: %s: /dev/shm/%s was left behind\n", s.describe().c_str(),
+                     n.c_str());
+        ++failed;
+      }
+  }
+  std::printf("%d scenarios (seed %llu, %.1f s):", scenarios, static_cast<unsigned long long>(seed),
+              std::chrono::duration<double>(clock_type::now() - start).count());
+  for (int k = 0; k < fault_kinds; ++k)
+    std::printf(" %s %d;", fault_names[k], tried[static_cast<std::size_t>(k)]);
+  std::printf(" %s\n", failed == 0 ? "every promise held" : "FAILURES above");
+  return failed == 0 ? 0 : 1;
+}
