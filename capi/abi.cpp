@@ -69,16 +69,11 @@ namespace {
 thread_local std::string last_error;
 thread_local std::int32_t last_peer = -1;
 
-// The rank a failure names as its cause: the first "rank N" or "rank(s) N" of a timeout, peer
-// error or mismatch message (the communicator's, the bootstrap's and the transports' messages
-// all lead with it); -1 for other failures.
-std::int32_t peer_named(const status& s) {
-  if (s.code() != errc::timeout && s.code() != errc::peer_error && s.code() != errc::mismatch)
-    return -1;
-  const std::string& m = s.message();
-  for (std::size_t at = m.find("rank"); at != std::string::npos; at = m.find("rank", at + 1)) {
+// The first "rank N" or "rank(s) N" of `m`, or -1.
+std::int32_t first_rank(std::string_view m) {
+  for (std::size_t at = m.find("rank"); at != std::string_view::npos; at = m.find("rank", at + 1)) {
     std::size_t i = at + 4;
-    if (m.compare(i, 3, "(s)") == 0) i += 3;
+    if (m.substr(i, 3) == "(s)") i += 3;
     if (i >= m.size() || m[i] != ' ') continue;
     ++i;
     std::int64_t r = -1;
@@ -87,6 +82,22 @@ std::int32_t peer_named(const status& s) {
     if (r >= 0) return static_cast<std::int32_t>(r);
   }
   return -1;
+}
+
+// The rank a failure names as its cause, for a timeout, peer error or mismatch (-1 for other
+// failures): the first rank its message names, except that "rank 0 gave up (rank 1 aborted)
+// while ..." names its cause inside, as deep as such reasons nest.
+std::int32_t peer_named(const status& s) {
+  if (s.code() != errc::timeout && s.code() != errc::peer_error && s.code() != errc::mismatch)
+    return -1;
+  std::string_view m = s.message();
+  std::int32_t peer = first_rank(m);
+  constexpr std::string_view gave_up = " gave up (";
+  for (std::size_t at = m.find(gave_up); at != std::string_view::npos; at = m.find(gave_up)) {
+    m = m.substr(at + gave_up.size());
+    if (const std::int32_t inner = first_rank(m.substr(0, m.find(')'))); inner >= 0) peer = inner;
+  }
+  return peer;
 }
 
 relay_status finish(const status& s) {
@@ -223,29 +234,6 @@ status read_options(const relay_options* o, std::int32_t groups, options& out) {
   out.alignment = o->alignment == 0 ? default_alignment : o->alignment;
   out.wire_threshold = o->wire_threshold;
   return {};
-}
-
-// ---- what issue-22 adds to relay::communicator (refuse, abort, async_status) ------------------
-// Until the communicator has them, the ABI keeps its promise as far as one rank can: a refusal
-// fails this rank only (its peers learn of it at their timeout), an abort stops this rank's later
-// calls, and the asynchronous status is the transport's.
-template <class C>
-status refuse_call(C& comm, status why) {
-  if constexpr (requires { comm.refuse(why); })
-    return comm.refuse(std::move(why));
-  else
-    return why;
-}
-template <class C>
-void abort_comm(C& comm) {
-  if constexpr (requires { comm.abort(); }) comm.abort();
-}
-template <class C>
-status async_status_of(C& comm) {
-  if constexpr (requires { comm.async_status(); })
-    return comm.async_status();
-  else
-    return device_status(comm.link());
 }
 
 // The node this process runs on: the host name and the kernel's boot id (two hosts may share
@@ -683,7 +671,7 @@ relay_status relay_comm_abort(relay_comm* c) {
   return guarded([&]() -> status {
     relay_comm* h = nullptr;
     if (status s = live(c, h); !s && h == nullptr) return s;
-    abort_comm(*h->comm);
+    h->comm->abort();
     h->aborted = {errc::invalid_argument, "the communicator was aborted; destroy it"};
     return {};
   });
@@ -726,7 +714,7 @@ relay_status relay_comm_async_status(relay_comm* c) {
   return guarded([&]() -> status {
     relay_comm* h = nullptr;
     if (status s = live(c, h); !s) return s;
-    return async_status_of(*h->comm);
+    return h->comm->async_status();
   });
 }
 
@@ -737,10 +725,9 @@ relay_status relay_comm_refuse(relay_comm* c, int32_t why, const char* message) 
     if (why <= RELAY_OK || why > RELAY_SYSTEM_ERROR)
       return {errc::invalid_argument,
               "a refusal needs a failing relay_status, not " + std::to_string(why)};
-    return refuse_call(
-        *h->comm,
-        status{static_cast<errc>(why),
-               message != nullptr && *message != '\0' ? message : "this rank refused the call"});
+    return h->comm->refuse({static_cast<errc>(why), message != nullptr && *message != '\0'
+                                                        ? message
+                                                        : "this rank refused the call"});
   });
 }
 

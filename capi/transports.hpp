@@ -21,7 +21,4 @@ const char* compiled_transports();
 status make_transport(std::string_view name, bootstrap& boot, const environment& env,
                       std::size_t bytes, std::unique_ptr<transport>& out);
 
-// What a stream transport's device work reported so far (ok for host transports).
-status device_status(const transport& t);
-
 }  // namespace relay::c_abi

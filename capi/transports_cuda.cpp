@@ -34,11 +34,4 @@ status make_transport(std::string_view name, bootstrap& boot, const environment&
   return {errc::unsupported, "this library was built without '" + std::string(name) + "'"};
 }
 
-status device_status(const transport& t) {
-  if (const auto* ipc = dynamic_cast<const ipc_transport*>(&t)) return ipc->device_status();
-  if (t.broken())
-    return {errc::gpu_error, "the " + std::string(t.name()) + " transport failed earlier"};
-  return {};
-}
-
 }  // namespace relay::c_abi

@@ -19,8 +19,4 @@ status make_transport(std::string_view name, bootstrap& boot, const environment&
   return make_shm_transport(boot, o, env.timeout, out);
 }
 
-status device_status(const transport& t) {
-  return t.broken() ? status{errc::system_error, "the shm transport failed earlier"} : status{};
-}
-
 }  // namespace relay::c_abi

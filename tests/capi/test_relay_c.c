@@ -654,6 +654,55 @@ static void run_collectives(relay_comm* comm, int me) {
                                 fused, fused_sizes, 2, counts, RELAY_INT32, RELAY_SUM, NULL, NULL),
                 RELAY_OK);
   CHECK(out[0] == input_of(2 * g, 0) + input_of(2 * g + 1, 0), "rank %d: wrong after", me);
+
+  part = "a refusal";
+  /* Rank 2 refuses the call the others make: each of them fails at once naming it. */
+  poison(out, 2 * n);
+  const double start = now_ms();
+  if (me == 2) {
+    EXPECT_STATUS(relay_comm_refuse(comm, RELAY_INVALID_BUFFER, "rank 2's own check failed"),
+                  RELAY_INVALID_BUFFER);
+    EXPECT_ERROR_TEXT("rank 2's own check failed");
+  } else {
+    const int refused =
+        relay_allreduce(comm, in, sizeof(int32_t) * count_g, out, sizeof(int32_t) * count_g, fused,
+                        fused_sizes, 2, counts, RELAY_INT32, RELAY_SUM, NULL, NULL);
+    CHECK(refused == RELAY_PEER_ERROR && relay_last_error_peer() == 2, "rank %d: %s naming %d (%s)",
+          me, relay_status_name(refused), relay_last_error_peer(), relay_last_error());
+    EXPECT_ERROR_TEXT("rank 2's own check failed");
+    for (int i = 0; i < 2 * n; ++i)
+      CHECK(out[i] == (int32_t)0x7f7f7f7f, "rank %d: a refused call wrote out[%d]", me, i);
+  }
+  CHECK(now_ms() - start < 5000, "rank %d: the refusal took %.0f ms", me, now_ms() - start);
+  EXPECT_STATUS(relay_allreduce(comm, in, sizeof(int32_t) * count_g, out, sizeof(int32_t) * count_g,
+                                fused, fused_sizes, 2, counts, RELAY_INT32, RELAY_SUM, NULL, NULL),
+                RELAY_OK);
+  CHECK(out[0] == input_of(2 * g, 0) + input_of(2 * g + 1, 0), "rank %d: wrong after", me);
+}
+
+/* Rank 1 aborts: every other rank's next call fails at once naming it. */
+static void run_abort(relay_comm* comm, int me) {
+  part = "abort";
+  int32_t in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
+  const int32_t fused[] = {0, 1, 2, 3}, fused_sizes[] = {2, 2};
+  const int64_t counts[] = {8, 8};
+  poison(out, 8);
+  const double start = now_ms();
+  if (me == 1) {
+    EXPECT_STATUS(relay_comm_abort(comm), RELAY_OK);
+    EXPECT_STATUS(relay_allreduce(comm, in, sizeof in, out, sizeof out, fused, fused_sizes, 2,
+                                  counts, RELAY_INT32, RELAY_SUM, NULL, NULL),
+                  RELAY_INVALID_ARGUMENT);
+    EXPECT_ERROR_TEXT("aborted");
+  } else {
+    const int st = relay_allreduce(comm, in, sizeof in, out, sizeof out, fused, fused_sizes, 2,
+                                   counts, RELAY_INT32, RELAY_SUM, NULL, NULL);
+    CHECK(st != RELAY_OK && relay_last_error_peer() == 1, "rank %d: %s naming %d (%s)", me,
+          relay_status_name(st), relay_last_error_peer(), relay_last_error());
+    CHECK(out[0] == (int32_t)0x7f7f7f7f, "rank %d: the failed call wrote its output", me);
+  }
+  CHECK(now_ms() - start < 5000, "rank %d: the abort took %.0f ms to reach it", me,
+        now_ms() - start);
 }
 
 /* Runs `body(rank)` in `size` forked processes; the number of ranks that failed. */
@@ -698,6 +747,7 @@ static void callback_rank(int me, void* arg) {
   EXPECT_STATUS(relay_comm_rank(comm, &rank), RELAY_OK);
   CHECK(rank == me, "rank %d says %d", me, rank);
   run_collectives(comm, me);
+  run_abort(comm, me);
   EXPECT_STATUS(relay_comm_destroy(comm), RELAY_OK);
 }
 

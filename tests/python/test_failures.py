@@ -8,11 +8,10 @@ tests below judge what each rank reported.
   dtype            rank 2 passes float64 where the others pass float32
   bad_dtype        rank 6 passes torch.bool, which relay does not move (refused in Python)
   raises           rank 3's tensor has the wrong size: it raises before the call and refuses it
-  exits            rank 7 exits before a call
   rule             every rank asks for the ipc transport on CPU tensors
-
-Refusals (bad_dtype, raises) and a cached shape against a new one need the communicator's
-agreement step (communicator::refuse); until relay has it, those tests are expected to fail.
+  aborts           rank 4 aborts its communicator; the others' next call fails naming it
+  exits            rank 7 exits before a call: fused (every rank active) and single (rank 7 and
+                   five others help)
 """
 
 import os
@@ -123,18 +122,31 @@ def _worker(rank, size):
     after["raises"] = _good_call(comm, rank, "after raises")
     seen["after"] = after
 
-    # A rank exits: a fresh communicator, since a refusal relay could not yet pass on leaves the
-    # first one broken (see the top of the file); gloo's barrier first, since such timeouts leave
-    # the ranks seconds apart.
-    import torch.distributed as dist
+    def aborts(out):
+        if rank == 4:
+            comm.abort()
+            raise RuntimeError("aborted")
+        comm.all_reduce(full(N + 5), GROUPS, out=out, counts=[N + 5] * 4)
 
-    dist.barrier()
+    seen["aborts"] = _outcome(aborts, N + 5)
+    comm.close()
+
+    # A rank exits, on two fresh communicators (an abort leaves the first unusable).
     comm2 = rt.Communicator(device="cpu", timeout=TIMEOUT_S, transport_bytes=1 << 20)
-    if _good_call(comm2, rank, "before exit") is not None:
-        raise RuntimeError("the second communicator does not work")
+    comm3 = rt.Communicator(device="cpu", timeout=TIMEOUT_S, transport_bytes=1 << 20)
+    for c in (comm2, comm3):
+        if _good_call(c, rank, "before exit") is not None:
+            raise RuntimeError("a fresh communicator does not work")
     if rank == 7:
         os._exit(3)
     seen["exits"] = _outcome(lambda out: comm2.all_reduce(x, GROUPS, out=out, counts=[N] * 4))
+
+    def single(out):  # ranks 2..7 help; rank 7 is gone
+        active = rank in (0, 1)
+        comm3.all_reduce(x if active else None, [[0, 1]], out=out if active else None,
+                         counts=[N], dtype=x.dtype)
+
+    seen["exits_single"] = _outcome(single)
     return seen
 
 
@@ -187,8 +199,9 @@ def test_a_wrong_dtype_on_one_rank_fails_every_rank(reports):
     assert all(reports[r]["after"]["dtype"] is None for r in reports), reports
 
 
-def test_a_rank_that_exits_is_named_on_every_rank(reports):
-    seen = _every_rank(reports, "exits", range(7))
+@pytest.mark.parametrize("scenario", ["exits", "exits_single"])
+def test_a_rank_that_exits_is_named_on_every_rank(reports, scenario):
+    seen = _every_rank(reports, scenario, range(7))
     for r, s in seen.items():
         assert s["error"] == "TimeoutError" and s["peer"] == 7, (r, s)
         assert "exited" in s["message"], s
@@ -196,12 +209,15 @@ def test_a_rank_that_exits_is_named_on_every_rank(reports):
     _nothing_written(seen)
 
 
-needs_refuse = pytest.mark.xfail(
-    reason="needs the communicator's refusal (communicator::refuse, issue 22)", strict=False
-)
+def test_an_abort_is_named_on_every_rank_at_once(reports):
+    seen = _every_rank(reports, "aborts")
+    for r, s in seen.items():
+        if r != 4:
+            assert s["error"] == "PeerError" and s["peer"] == 4, (r, s)
+            assert s["elapsed"] < 2, (r, s)
+    _nothing_written(seen)
 
 
-@needs_refuse
 def test_a_cached_shape_against_a_new_one_is_a_mismatch(reports):
     seen = _every_rank(reports, "mismatch_cached")
     for r, s in seen.items():
@@ -211,7 +227,6 @@ def test_a_cached_shape_against_a_new_one_is_a_mismatch(reports):
     assert all(reports[r]["after"]["mismatch_cached"] is None for r in reports), reports
 
 
-@needs_refuse
 def test_a_dtype_relay_does_not_move_is_refused_and_named(reports):
     seen = _every_rank(reports, "bad_dtype")
     assert seen[6]["error"] == "TypeError", seen[6]
@@ -224,7 +239,6 @@ def test_a_dtype_relay_does_not_move_is_refused_and_named(reports):
     assert all(reports[r]["after"]["bad_dtype"] is None for r in reports), reports
 
 
-@needs_refuse
 def test_a_rank_that_raises_before_the_call_is_named_at_once(reports):
     seen = _every_rank(reports, "raises")
     assert seen[3]["error"] == "ValueError", seen[3]

@@ -112,6 +112,25 @@ def _functional_shape(name):
     return shape
 
 
+def _below_autograd(name):
+    """The Autograd kernel: the collectives have no gradient; the call goes on to the device's
+    (or Meta's) kernel, as for an op that needs none (torch 1.13 has no fallback for Meta)."""
+    op = getattr(torch.ops.relay, name)
+    guard = torch._C._AutoDispatchBelowAutograd
+
+    def kernel(*args):
+        if hasattr(guard, "__enter__"):  # torch 2.x: a context manager
+            with guard():
+                return op(*args)
+        below = guard()  # torch 1.13: a guard for as long as it lives
+        try:
+            return op(*args)
+        finally:
+            del below
+
+    return kernel
+
+
 def _register():
     lib = torch.library.Library("relay", "DEF")
     for schema in _SCHEMAS.values():
@@ -127,6 +146,7 @@ def _register():
     for name, fn in kernels.items():
         lib.impl(name, fn, "CPU")
         lib.impl(name, fn, "CUDA")
+        lib.impl(name, _below_autograd(name), "Autograd")
     for name in ("all_reduce_", "reduce_scatter_out", "all_gather_out", "all_to_all_out"):
         lib.impl(name, _nothing, "Meta")
     # The functional forms' shapes: a fake kernel where torch has the API (2.x; it refuses an op
