@@ -53,7 +53,7 @@ class Checker:
         self.failures.append(f"seed {self.seed} call {self.call} rank {self.rank}: {text}")
 
 
-def _single_call(comm, rng, gen, rank, groups, pgs, check):
+def _single_call(comm, rng, gen, rank, groups, pgs, check, dev):
     coll = rng.choice(ref.COLLECTIVES)
     dtype = rng.choice(ref.DTYPES)
     op = rng.choice(["sum", "avg"]) if coll in ("allreduce", "reduce-scatter") else None
@@ -68,7 +68,7 @@ def _single_call(comm, rng, gen, rank, groups, pgs, check):
     kw = {} if op is None else {"op": op}
     if me is None:  # a helper: None, or templates that must stay untouched
         if helper_templates:
-            t = ref.make_input(dtype, 5, gen)
+            t = ref.make_input(dtype, 5, gen).to(dev)
             keep = t.clone()
             _call(comm, coll, t, t if coll != "allreduce" else None, groups, counts, kw)
             check.equal(f"{desc}: the helper's tensor", t, keep)
@@ -78,16 +78,16 @@ def _single_call(comm, rng, gen, rank, groups, pgs, check):
     members = groups[me]
     active, k, n = len(members), members.index(rank), counts[me]
     in_el, out_el = ref.io_elements(coll, active, n)
-    x = ref.make_input(dtype, in_el, gen)
-    saved = x.clone()
+    saved = ref.make_input(dtype, in_el, gen)
+    x = saved.to(dev, copy=True)
     c = None if omit_counts else counts
     if not in_place:
-        out = ref.poison_like(dtype, out_el)
+        out = ref.poison_like(dtype, out_el).to(dev)
         if coll == "allreduce":
             comm.all_reduce(x, groups, op, out=out, counts=c)
         else:
             _call(comm, coll, x, out, groups, c, kw)
-        check.equal(f"{desc}: the input", x, saved)
+        check.equal(f"{desc}: the input", x.cpu(), saved)
         got = out
     elif coll == "allreduce":
         comm.all_reduce(x, groups, op, counts=c)
@@ -96,12 +96,12 @@ def _single_call(comm, rng, gen, rank, groups, pgs, check):
         got = x[k * n : (k + 1) * n]
         comm.reduce_scatter(x, got, groups, op, counts=c)
     else:  # all-gather in place: the input is this rank's slot of the output
-        buf = ref.poison_like(dtype, out_el)
+        buf = ref.poison_like(dtype, out_el).to(dev)
         buf[k * n : (k + 1) * n] = x
         comm.all_gather(buf[k * n : (k + 1) * n], buf, groups, counts=c)
         got = buf
     want = ref.reference(coll, op, saved, members, pgs[tuple(sorted(members))], dtype)
-    check.equal(desc, got, want)
+    check.equal(desc, got.cpu(), want)
     return desc
 
 
@@ -113,7 +113,7 @@ def _call(comm, coll, x, out, groups, counts, kw, dtype=None):
     return fn(x, out, groups, counts=counts, dtype=dtype, **kw)
 
 
-def _fused_call(comm, rng, gen, rank, groups, pgs, check):
+def _fused_call(comm, rng, gen, rank, groups, pgs, check, dev):
     import relay.torch as rt
 
     coll = rng.choice(ref.COLLECTIVES)
@@ -134,8 +134,10 @@ def _fused_call(comm, rng, gen, rank, groups, pgs, check):
         in_el, out_el = ref.io_elements(coll, active, m)
         ins.append(ref.make_input(dtype, in_el, gen))
         outs.append(ref.poison_like(dtype, out_el))
-    saved = [t.clone() for t in ins]
-    saved_outs = [t.clone() for t in outs]
+    saved = ins
+    saved_outs = outs
+    ins = [t.to(dev, copy=True) for t in ins]
+    outs = [t.to(dev, copy=True) for t in outs]
     wrap = (lambda ts: {f"t{i}": t for i, t in enumerate(ts)}) if keyed else list
     opk = {} if op is None else {"op": op}
     if coll == "allreduce":
@@ -148,27 +150,29 @@ def _fused_call(comm, rng, gen, rank, groups, pgs, check):
         rt.all_to_all_tensors(comm, wrap(ins), wrap(outs), groups)
     if me is None:
         for i in range(len(specs)):
-            check.equal(f"{desc}: helper input {i}", ins[i], saved[i])
-            check.equal(f"{desc}: helper output {i}", outs[i], saved_outs[i])
+            check.equal(f"{desc}: helper input {i}", ins[i].cpu(), saved[i])
+            check.equal(f"{desc}: helper output {i}", outs[i].cpu(), saved_outs[i])
         return desc
     members = groups[me]
     pg = pgs[tuple(sorted(members))]
     for i, (dtype, _) in enumerate(specs):
         want = ref.reference(coll, op, saved[i], members, pg, dtype)
         if coll == "allreduce" and in_place:
-            check.equal(f"{desc}: tensor {i}", ins[i], want)
+            check.equal(f"{desc}: tensor {i}", ins[i].cpu(), want)
         else:
-            check.equal(f"{desc}: tensor {i}", outs[i], want)
-            check.equal(f"{desc}: input {i}", ins[i], saved[i])
+            check.equal(f"{desc}: tensor {i}", outs[i].cpu(), want)
+            check.equal(f"{desc}: input {i}", ins[i].cpu(), saved[i])
     return desc
 
 
-def _worker(rank, size, seed, calls):
+def random_calls(rank, size, seed, calls, device="cpu"):
+    """The random suite on this rank (a world's worker): (wrong outputs, the forms it ran)."""
     import relay.torch as rt
 
     groupings = ref.layouts(size, seed)
     pgs = ref.subgroups(groupings)
-    comm = rt.Communicator(device="cpu", timeout=30, transport_bytes=8 << 20)
+    dev = torch.device(device)
+    comm = rt.Communicator(device=dev, timeout=30, transport_bytes=8 << 20)
     rng = random.Random(seed)  # the call's arguments: alike on every rank
     gen = torch.Generator().manual_seed(seed * 1000 + rank)  # this rank's data
     check = Checker(rank, seed)
@@ -180,9 +184,9 @@ def _worker(rank, size, seed, calls):
         try:
             if rng.random() < 0.2:
                 seen["fused-helper"] += 1
-                _fused_call(comm, rng, gen, rank, groups, pgs, check)
+                _fused_call(comm, rng, gen, rank, groups, pgs, check, dev)
             else:
-                _single_call(comm, rng, gen, rank, groups, pgs, check)
+                _single_call(comm, rng, gen, rank, groups, pgs, check, dev)
         except Exception as e:
             raise AssertionError(f"seed {seed} call {i} rank {rank}: {type(e).__name__}: {e}") from e
         if len(check.failures) > 20:
@@ -193,7 +197,7 @@ def _worker(rank, size, seed, calls):
 
 def test_random_calls_match_gloo():
     results = assert_all_ok(
-        run_world(8, _worker, (SEED, CALLS), timeout=900, env={"RELAY_TIMEOUT": "30"})
+        run_world(8, random_calls, (SEED, CALLS), timeout=900, env={"RELAY_TIMEOUT": "30"})
     )
     failures = [f for r in sorted(results) for f in results[r][0]]
     seen = results[0][1]

@@ -109,6 +109,9 @@ def main(argv=None):
     p.add_argument("-d", "--dtype", default="float32")
     p.add_argument("--device", default="cpu", help="cpu (shm, gloo) or cuda (ipc, nccl)")
     p.add_argument("--transport", default="auto")
+    p.add_argument("--backend", default=None,
+                   help="torch.distributed's backend (default: gloo on cpu, nccl on cuda; NCCL "
+                        "takes one rank per GPU)")
     p.add_argument("--transport-bytes", default="0", help="the data area per rank (e.g. 256M)")
     args = p.parse_args(argv)
 
@@ -118,7 +121,7 @@ def main(argv=None):
 
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
         device = torch.device("cuda", torch.cuda.current_device())
-    backend = "nccl" if device.type == "cuda" else "gloo"
+    backend = args.backend or ("nccl" if device.type == "cuda" else "gloo")
     dist.init_process_group(backend)
     rank, size = dist.get_rank(), dist.get_world_size()
     dtype = getattr(torch, args.dtype)

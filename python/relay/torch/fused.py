@@ -64,6 +64,19 @@ def _blocks(t, active, what, i):
     return t.reshape(active, t.numel() // active)
 
 
+def _input_blocks(ins, idx, active):
+    """The inputs `idx` as A blocks each, and the per-group count they add up to."""
+    blocks = [_blocks(ins[i], active, "inputs", i) for i in idx]
+    return blocks, sum(b.shape[1] for b in blocks)
+
+
+def _packed_blocks(comm, dtype, blocks, active, total):
+    """The flat input buffer with block k of every tensor in its block k."""
+    src = comm.flat_buffer("input", dtype, active * total)
+    _pack_blocks(src.view(active, total), blocks)
+    return src
+
+
 def _run_fused(comm, run):
     """Runs a fused helper: an error of its own checks refuses the call the peers make now, so
     they fail at once (Communicator.refuse leaves alone one refused or reported already)."""
@@ -117,8 +130,7 @@ def reduce_scatter_tensors(comm, inputs, outputs, groups, op="sum"):
     def run():
         _check_pairs(ins, outs, "inputs", "outputs")
         for dtype, idx in _by_dtype(ins):
-            blocks = [_blocks(ins[i], active, "inputs", i) for i in idx]
-            total = sum(b.shape[1] for b in blocks)
+            blocks, total = _input_blocks(ins, idx, active)
             if group is None:
                 comm.reduce_scatter(None, None, g, op, counts=[total] * g.count, dtype=dtype)
                 continue
@@ -128,8 +140,7 @@ def reduce_scatter_tensors(comm, inputs, outputs, groups, op="sum"):
                         f"outputs entry {i} has {outs[i].numel()} elements; its input's block "
                         f"has {b.shape[1]}"
                     )
-            src = comm.flat_buffer("input", dtype, active * total)
-            _pack_blocks(src.view(active, total), blocks)
+            src = _packed_blocks(comm, dtype, blocks, active, total)
             dst = comm.flat_buffer("output", dtype, total)
             comm.reduce_scatter(src, dst, g, op, counts=[total] * g.count)
             _unpack(dst, [outs[i] for i in idx])
@@ -185,8 +196,7 @@ def all_to_all_tensors(comm, inputs, outputs, groups):
     def run():
         _check_pairs(ins, outs, "inputs", "outputs")
         for dtype, idx in _by_dtype(ins):
-            blocks = [_blocks(ins[i], active, "inputs", i) for i in idx]
-            total = sum(b.shape[1] for b in blocks)
+            blocks, total = _input_blocks(ins, idx, active)
             if group is None:
                 comm.all_to_all(None, None, g, counts=[total] * g.count, dtype=dtype)
                 continue
@@ -196,8 +206,7 @@ def all_to_all_tensors(comm, inputs, outputs, groups):
                     raise ValueError(
                         f"outputs entry {i} has {outs[i].numel()} elements, not {ins[i].numel()}"
                     )
-            src = comm.flat_buffer("input", dtype, active * total)
-            _pack_blocks(src.view(active, total), blocks)
+            src = _packed_blocks(comm, dtype, blocks, active, total)
             dst = comm.flat_buffer("output", dtype, active * total)
             comm.all_to_all(src, dst, g, counts=[total] * g.count)
             _unpack_blocks(dst.view(active, total), out_blocks)

@@ -113,8 +113,8 @@ def _functional_shape(name):
 
 
 def _below_autograd(name):
-    """The Autograd kernel: the collectives have no gradient; the call goes on to the device's
-    (or Meta's) kernel, as for an op that needs none (torch 1.13 has no fallback for Meta)."""
+    """An Autograd kernel for torch before 2.1: the collectives have no gradient; the call goes
+    on to the device's (or Meta's) kernel."""
     op = getattr(torch.ops.relay, name)
     guard = torch._C._AutoDispatchBelowAutograd
 
@@ -143,10 +143,13 @@ def _register():
     }
     for name in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all"):
         kernels[name] = _functional_kernel(name)
+    # torch from 2.1 has an autograd fallback for ops with no gradient; 1.13 has none for Meta.
+    needs_autograd = not hasattr(torch._C, "_set_autograd_fallback_mode")
     for name, fn in kernels.items():
         lib.impl(name, fn, "CPU")
         lib.impl(name, fn, "CUDA")
-        lib.impl(name, _below_autograd(name), "Autograd")
+        if needs_autograd:
+            lib.impl(name, _below_autograd(name), "Autograd")
     for name in ("all_reduce_", "reduce_scatter_out", "all_gather_out", "all_to_all_out"):
         lib.impl(name, _nothing, "Meta")
     # The functional forms' shapes: a fake kernel where torch has the API (2.x; it refuses an op
