@@ -32,10 +32,10 @@ nvidia-cuda-mps-control -d && mps=1 || mps=0
 export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12
 echo "MPS: $mps" | tee -a "$out/machine.txt"
 rc=0
-timeout 420 python3 -m pytest -p no:cacheprovider -v -s -rs tests/python/test_gpu.py 2>&1 |
+timeout 330 python3 -m pytest -p no:cacheprovider -v -s -rs tests/python/test_gpu.py 2>&1 |
   tee "$out/test_gpu.log" || rc=1
-timeout 120 python3 -m torch.distributed.run --nproc-per-node 8 -m relay.torch.bench --device cuda \
-  --backend gloo --transport-bytes 256M -C allreduce,all-gather -A 2,4 -b 64K -e 16M -f 4 \
+timeout 90 python3 -m torch.distributed.run --nproc-per-node 8 -m relay.torch.bench --device cuda \
+  --backend gloo --transport-bytes 256M -C allreduce,all-gather -A 2,4 -b 256K -e 16M -f 4 \
   -n 10 -w 3 2>&1 |
   grep -v "^W\|Warning\|warnings.warn" | tee "$out/bench.txt" || rc=1
 ((mps)) && echo quit | nvidia-cuda-mps-control

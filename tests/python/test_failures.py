@@ -8,6 +8,8 @@ tests below judge what each rank reported.
   dtype            rank 2 passes float64 where the others pass float32
   bad_dtype        rank 6 passes torch.bool, which relay does not move (refused in Python)
   raises           rank 3's tensor has the wrong size: it raises before the call and refuses it
+  strided          rank 0's tensor is not contiguous (refused in Python)
+  a2a_in_place     rank 1 passes all-to-all an output that is its input (refused in Python)
   rule             every rank asks for the ipc transport on CPU tensors
   aborts           rank 4 aborts its communicator; the others' next call fails naming it
   exits            rank 7 exits before a call: fused (every rank active) and single (rank 7 and
@@ -120,6 +122,20 @@ def _worker(rank, size):
 
     seen["raises"] = _outcome(raises, N + 4)
     after["raises"] = _good_call(comm, rank, "after raises")
+
+    def strided(out):
+        t = torch.ones(2 * (N + 6))[::2] if rank == 0 else full(N + 6)
+        comm.all_reduce(t, GROUPS, out=out, counts=[N + 6] * 4)
+
+    seen["strided"] = _outcome(strided, N + 6)
+    after["strided"] = _good_call(comm, rank, "after strided")
+
+    def a2a_in_place(out):
+        t = full(2 * (N + 7))
+        comm.all_to_all(t, t if rank == 1 else out, GROUPS, counts=[N + 7] * 4)
+
+    seen["a2a_in_place"] = _outcome(a2a_in_place, 2 * (N + 7))
+    after["a2a_in_place"] = _good_call(comm, rank, "after a2a_in_place")
     seen["after"] = after
 
     def aborts(out):
@@ -239,13 +255,22 @@ def test_a_dtype_relay_does_not_move_is_refused_and_named(reports):
     assert all(reports[r]["after"]["bad_dtype"] is None for r in reports), reports
 
 
-def test_a_rank_that_raises_before_the_call_is_named_at_once(reports):
-    seen = _every_rank(reports, "raises")
-    assert seen[3]["error"] == "ValueError", seen[3]
-    assert "has 67 elements; this call expects 68" in seen[3]["message"]
+@pytest.mark.parametrize(
+    "scenario, culprit, text",
+    [
+        ("raises", 3, "has 67 elements; this call expects 68"),
+        ("strided", 0, "is not contiguous"),
+        ("a2a_in_place", 1, "all-to-all has no in-place form"),
+    ],
+)
+def test_a_rank_that_raises_before_the_call_is_named_at_once(reports, scenario, culprit, text):
+    seen = _every_rank(reports, scenario)
+    assert seen[culprit]["error"] == "ValueError", seen[culprit]
+    assert text in seen[culprit]["message"], seen[culprit]
     for r, s in seen.items():
-        if r != 3:
-            assert s["error"] == "PeerError" and s["peer"] == 3, (r, s)
+        if r != culprit:
+            assert s["error"] == "PeerError" and s["peer"] == culprit, (r, s)
+            assert text in s["message"], (r, s)  # the refusing rank's own words
             assert s["elapsed"] < 2, (r, s)
-    _nothing_written(seen)
-    assert all(reports[r]["after"]["raises"] is None for r in reports), reports
+    _nothing_written({r: s for r, s in seen.items() if r != culprit or scenario != "a2a_in_place"})
+    assert all(reports[r]["after"][scenario] is None for r in reports), reports
