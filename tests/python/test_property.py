@@ -172,7 +172,7 @@ def random_calls(rank, size, seed, calls, device="cpu"):
     groupings = ref.layouts(size, seed)
     pgs = ref.subgroups(groupings)
     dev = torch.device(device)
-    comm = rt.Communicator(device=dev, timeout=30, transport_bytes=8 << 20)
+    comm = rt.Communicator(device=dev, timeout=30, transport_bytes=4 << 20)
     rng = random.Random(seed)  # the call's arguments: alike on every rank
     gen = torch.Generator().manual_seed(seed * 1000 + rank)  # this rank's data
     check = Checker(rank, seed)
