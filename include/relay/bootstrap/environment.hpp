@@ -9,7 +9,7 @@
 //   RELAY_STORE_PORT  or MASTER_PORT  its port
 //   RELAY_DEVICE                      the device this rank drives (default: the local rank)
 //   RELAY_TIMEOUT                     seconds any rank waits for a peer (default 30; may be
-//                                     fractional: 0.5)
+//                                     fractional: 0.5; 0.001..1000000)
 #pragma once
 
 #include <chrono>
@@ -52,8 +52,10 @@ inline bool parse_int(const std::string& text, long lo, long hi, int& out) {
 
 }  // namespace detail
 
-// RELAY_TIMEOUT in milliseconds, or `fallback` where it is not set; an unparsable value is an
-// error rather than a silent default.
+// RELAY_TIMEOUT in milliseconds, or `fallback` where it is not set. A value that does not parse,
+// or lies outside 1 ms..1e6 s, is an error naming the limits rather than a silent default (below
+// a millisecond it would round to 0 ms and no job could start; above, poll() cannot wait that
+// long).
 inline status timeout_from_environment(std::chrono::milliseconds& out,
                                        std::chrono::milliseconds fallback = default_peer_timeout) {
   out = fallback;
@@ -61,9 +63,9 @@ inline status timeout_from_environment(std::chrono::milliseconds& out,
   if (!v) return {};
   char* end = nullptr;
   const double seconds = std::strtod(v->c_str(), &end);
-  if (end == v->c_str() || *end != '\0' || !(seconds > 0) || seconds > 1e6)
+  if (end == v->c_str() || *end != '\0' || !(seconds >= 0.001 && seconds <= 1e6))  // NaN fails
     return {errc::invalid_argument,
-            "RELAY_TIMEOUT must be a positive number of seconds, not '" + *v + "'"};
+            "RELAY_TIMEOUT = '" + *v + "' is not a number of seconds in 0.001..1000000"};
   out = std::chrono::milliseconds(static_cast<long long>(seconds * 1000 + 0.5));
   return {};
 }

@@ -4,7 +4,9 @@
 // mpirun-style launchers work unchanged. One TCP connection per rank, kept for the job.
 //
 // A rank that does not connect or contribute within the timeout, or whose connection closes,
-// fails the call on every rank with errc::timeout naming it (rank 0 tells the others).
+// fails the call on every rank with errc::timeout naming it (rank 0 tells the others). Every wait
+// has a deadline: resolving the store's name, each connect (non-blocking, retried while rank 0
+// is not listening yet), accept, every send and receive.
 #pragma once
 
 #include <arpa/inet.h>
@@ -17,55 +19,24 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
+#include "relay/bootstrap/socket.hpp"
 
 namespace relay {
-
-// Connects the job (collective: every rank calls it). Fails, naming the ranks that did not
-// arrive, when the job is not complete within env.timeout.
-
 namespace detail {
 
-using steady = std::chrono::steady_clock;
-
-inline status socket_error(const std::string& what) {
-  return {errc::system_error, what + ": " + std::strerror(errno)};
-}
-
-inline int remaining_ms(steady::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
-  return left.count() <= 0 ? 0 : static_cast<int>(std::min<long long>(left.count(), 1 << 30));
-}
-
-// A file descriptor that closes itself.
-class socket_fd {
- public:
-  socket_fd() = default;
-  explicit socket_fd(int fd) : fd_(fd) {}
-  socket_fd(socket_fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  socket_fd& operator=(socket_fd&& o) noexcept {
-    std::swap(fd_, o.fd_);
-    return *this;
-  }
-  socket_fd(const socket_fd&) = delete;
-  socket_fd& operator=(const socket_fd&) = delete;
-  ~socket_fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_ = -1;
-};
-
-// Frames on the wire: one kind byte (0: data, 1: an error message), a 64-bit length, the bytes.
+// Frames on the wire: one kind byte (0: data, 1: an error), a 64-bit length, the bytes. An
+// error's bytes are its code (one byte) and its message.
 enum class frame_kind : unsigned char { data = 0, error = 1 };
 
 // Sends everything or fails: `peer` names the other end in the message.
@@ -73,12 +44,11 @@ inline status send_all(int fd, const void* data, std::size_t bytes, steady::time
                        const std::string& peer) {
   const auto* p = static_cast<const char*>(data);
   while (bytes > 0) {
-    pollfd pfd{fd, POLLOUT, 0};
-    const int ready = ::poll(&pfd, 1, remaining_ms(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return {errc::timeout, peer + " did not take our data in time"};
-    const ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (!wait_ready(fd, POLLOUT, deadline))
+      return {errc::timeout, peer + " did not take our data in time"};
+    // Never blocking: a blocking send waits for room for all of its bytes, past any deadline.
+    const ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
     if (n <= 0) return {errc::timeout, peer + " closed its connection (exited?)"};
     p += n;
     bytes -= static_cast<std::size_t>(n);
@@ -94,6 +64,19 @@ inline status send_frame(int fd, frame_kind kind, std::span<const std::byte> pay
   std::memcpy(header + 1, &len, 8);
   if (status s = send_all(fd, header, 9, deadline, peer); !s) return s;
   return send_all(fd, payload.data(), payload.size(), deadline, peer);
+}
+
+inline status send_error(int fd, const status& error, steady::time_point deadline,
+                         const std::string& peer) {
+  std::string bytes(1, static_cast<char>(error.code()));
+  bytes += error.message();
+  return send_frame(fd, frame_kind::error, std::as_bytes(std::span(bytes)), deadline, peer);
+}
+
+inline status error_of(std::span<const std::byte> payload) {
+  if (payload.empty()) return {errc::system_error, "an empty error frame"};
+  return {static_cast<errc>(payload[0]),
+          std::string(reinterpret_cast<const char*>(payload.data()) + 1, payload.size() - 1)};
 }
 
 // Reads frames incrementally from several sockets at once.
@@ -130,10 +113,8 @@ struct frame_reader {
 inline status receive_frame(int fd, frame_reader& r, steady::time_point deadline,
                             const std::string& peer, const std::string& what) {
   while (!r.done) {
-    pollfd pfd{fd, POLLIN, 0};
-    const int ready = ::poll(&pfd, 1, remaining_ms(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return {errc::timeout, peer + " did not answer " + what + " in time"};
+    if (!wait_ready(fd, POLLIN, deadline))
+      return {errc::timeout, peer + " did not answer " + what + " in time"};
     r.pump(fd);
     if (r.closed && !r.done)
       return {errc::timeout, peer + " closed its connection during " + what + " (exited?)"};
@@ -150,7 +131,7 @@ inline std::string rank_list(const std::vector<int>& ranks) {
 
 class tcp_bootstrap final : public bootstrap {
  public:
-  tcp_bootstrap(int rank, int size, std::vector<socket_fd> peers)
+  tcp_bootstrap(int rank, int size, std::vector<unique_fd> peers)
       : rank_(rank), size_(size), peers_(std::move(peers)) {}
 
   int rank() const override { return rank_; }
@@ -212,19 +193,16 @@ class tcp_bootstrap final : public bootstrap {
     // Contributions that are error frames: a rank that already failed.
     for (int r = 1; r < size_ && error.empty(); ++r)
       if (readers[static_cast<std::size_t>(r)].kind() == frame_kind::error)
-        error = "rank " + std::to_string(r) + " failed: " +
-                std::string(reinterpret_cast<const char*>(
-                                readers[static_cast<std::size_t>(r)].payload().data()),
-                            readers[static_cast<std::size_t>(r)].payload().size());
+        error = "rank " + std::to_string(r) +
+                " failed: " + error_of(readers[static_cast<std::size_t>(r)].payload()).message();
     const auto answer_deadline = steady::now() + timeout;
     if (!error.empty()) {
-      const auto* p = reinterpret_cast<const std::byte*>(error.data());
+      const status failed(errc::timeout, error);
       for (int r = 1; r < size_; ++r)
         if (!readers[static_cast<std::size_t>(r)].closed)
-          (void)send_frame(peers_[static_cast<std::size_t>(r)].get(), frame_kind::error,
-                           std::span(p, error.size()), answer_deadline,
+          (void)send_error(peers_[static_cast<std::size_t>(r)].get(), failed, answer_deadline,
                            "rank " + std::to_string(r));
-      return {errc::timeout, error};
+      return failed;
     }
     all.assign(static_cast<std::size_t>(size_), {});
     all[0].assign(mine.begin(), mine.end());
@@ -259,9 +237,7 @@ class tcp_bootstrap final : public bootstrap {
     frame_reader r;
     if (status s = receive_frame(fd, r, deadline, "rank 0 (the store)", what); !s) return s;
     const auto payload = r.payload();
-    if (r.kind() == frame_kind::error)
-      return {errc::timeout,
-              std::string(reinterpret_cast<const char*>(payload.data()), payload.size())};
+    if (r.kind() == frame_kind::error) return error_of(payload);
     all.assign(static_cast<std::size_t>(size_), {});
     std::size_t at = 0;
     for (int q = 0; q < size_; ++q) {
@@ -279,23 +255,50 @@ class tcp_bootstrap final : public bootstrap {
   }
 
   int rank_, size_;
-  std::vector<socket_fd> peers_;  // rank 0: one per rank (peers_[0] unused); others: peers_[0]
+  std::vector<unique_fd> peers_;  // rank 0: one per rank (peers_[0] unused); others: peers_[0]
   std::uint64_t calls_ = 0;
   status broken_;
 };
 
-inline status resolve(const environment& env, sockaddr_in& addr) {
+// The store's address: a numeric one at once; a name through the resolver, which may wait on a
+// DNS server, so on a thread of its own: an answer after `deadline` is dropped with the thread.
+inline status resolve(const environment& env, sockaddr_in& addr, steady::time_point deadline) {
   addr = {};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<std::uint16_t>(env.store_port));
   if (::inet_pton(AF_INET, env.store_addr.c_str(), &addr.sin_addr) == 1) return {};
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(env.store_addr.c_str(), nullptr, &hints, &found) != 0 || found == nullptr)
-    return {errc::invalid_argument, "cannot resolve the store address '" + env.store_addr + "'"};
-  addr.sin_addr = reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr;
-  ::freeaddrinfo(found);
+  struct lookup {
+    std::mutex m;
+    std::condition_variable done_cv;
+    bool done = false;
+    int rc = 0;
+    in_addr found{};
+  };
+  auto l = std::make_shared<lookup>();
+  try {
+    std::thread([l, host = env.store_addr] {
+      addrinfo hints{};
+      hints.ai_family = AF_INET;
+      addrinfo* found = nullptr;
+      const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+      const std::lock_guard<std::mutex> hold(l->m);
+      l->rc = rc != 0 ? rc : found == nullptr ? EAI_NONAME : 0;
+      if (l->rc == 0) l->found = reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr;
+      if (found != nullptr) ::freeaddrinfo(found);
+      l->done = true;
+      l->done_cv.notify_all();
+    }).detach();
+  } catch (const std::system_error& e) {
+    return {errc::system_error, std::string("starting the store address's lookup: ") + e.what()};
+  }
+  std::unique_lock<std::mutex> hold(l->m);
+  if (!l->done_cv.wait_until(hold, deadline, [&] { return l->done; }))
+    return {errc::timeout, "the store address '" + env.store_addr + "' did not resolve within " +
+                               std::to_string(env.timeout.count()) + " ms"};
+  if (l->rc != 0)
+    return {errc::invalid_argument,
+            "cannot resolve the store address '" + env.store_addr + "': " + ::gai_strerror(l->rc)};
+  addr.sin_addr = l->found;
   return {};
 }
 
@@ -312,12 +315,98 @@ struct hello {
   std::int32_t rank = 0, size = 0;
 };
 
+// A rank other than 0 connects to the store before `deadline`, retrying while nobody listens
+// there yet (rank 0 starting later) and after a connection to itself; a connect that is never
+// answered (the store's accept queue full, a filtered port) ends at the deadline too.
+inline status connect_to_store(const environment& env, const sockaddr_in& addr,
+                               steady::time_point start, steady::time_point deadline,
+                               unique_fd& out) {
+  std::string last;
+  for (;;) {
+    unique_fd c(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (c.get() < 0) return socket_error("socket");
+    const int error =
+        connect_before(c.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr, deadline);
+    // A connect to a local port nobody listens on yet can connect the socket to itself (its
+    // ephemeral port chosen equal to the target): that is no store; retry.
+    if (error == 0 && !connected_to_itself(c.get())) {
+      out = std::move(c);
+      return {};
+    }
+    last = error == ETIMEDOUT ? "no answer (is its accept queue full?)"
+           : error == 0       ? "connected to itself"
+                              : std::strerror(error);
+    if (remaining_ms(deadline) == 0)
+      return {errc::timeout,
+              "rank " + std::to_string(env.rank) + " could not connect to rank 0's store at " +
+                  env.store_addr + ":" + std::to_string(env.store_port) + " within " +
+                  std::to_string(env.timeout.count()) + " ms (waited " +
+                  std::to_string(elapsed_ms(start)) + " ms; the last attempt: " + last + ")"};
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(20, remaining_ms(deadline))));
+  }
+}
+
+// Rank 0 ends the set-up with `why`, told to every rank connected in `peers`.
+inline status tell_connected(std::vector<unique_fd>& peers, const status& why) {
+  const auto tell_by = steady::now() + std::chrono::seconds(1);
+  for (std::size_t p = 1; p < peers.size(); ++p)
+    if (peers[p].get() >= 0)
+      (void)send_error(peers[p].get(), why, tell_by, "rank " + std::to_string(p));
+  return why;
+}
+
+// Rank 0 takes the others' connections and hellos before `deadline` into peers[1..size-1]. A
+// connection that is no relay rank's is dropped; a rank's of another job, or a rank claimed
+// twice, ends the set-up on every connected rank.
+inline status accept_ranks(const environment& env, int listener, steady::time_point deadline,
+                           std::vector<unique_fd>& peers) {
+  const std::string store = env.store_addr + ":" + std::to_string(env.store_port);
+  int joined = 1;
+  while (joined < env.size && wait_ready(listener, POLLIN, deadline)) {
+    unique_fd c(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (c.get() < 0) continue;  // gone again before it was accepted
+    frame_reader r;
+    if (!receive_frame(c.get(), r, deadline, "a connecting rank", "the hello")) continue;
+    hello h;
+    if (r.kind() != frame_kind::data || r.payload().size() != sizeof h) continue;
+    std::memcpy(&h, r.payload().data(), sizeof h);
+    if (h.magic != hello{}.magic) continue;
+    std::string refusal;
+    if (h.size != env.size)
+      refusal = "a process joined the store at " + store + " as rank " + std::to_string(h.rank) +
+                " of " + std::to_string(h.size) + "; this job has " + std::to_string(env.size) +
+                " ranks (another job on this port, or another world size?)";
+    else if (h.rank <= 0 || h.rank >= env.size)
+      refusal = "a process joined the store at " + store + " as rank " + std::to_string(h.rank) +
+                ", not one of 1.." + std::to_string(env.size - 1);
+    else if (peers[static_cast<std::size_t>(h.rank)].get() >= 0)
+      refusal = "rank " + std::to_string(h.rank) +
+                " was claimed by two processes: both joined the store at " + store +
+                " (RELAY_RANK or RANK set alike twice?)";
+    if (!refusal.empty()) {
+      // Every connected process learns why, the refused one too.
+      const status refused(errc::invalid_argument, refusal);
+      (void)send_error(c.get(), refused, steady::now() + std::chrono::seconds(1), "it");
+      return tell_connected(peers, refused);
+    }
+    peers[static_cast<std::size_t>(h.rank)] = std::move(c);
+    ++joined;
+  }
+  std::vector<int> missing;
+  for (int r = 1; r < env.size; ++r)
+    if (peers[static_cast<std::size_t>(r)].get() < 0) missing.push_back(r);
+  if (missing.empty()) return {};
+  return tell_connected(
+      peers, {errc::timeout, "rank(s) " + rank_list(missing) + " did not connect to the store at " +
+                                 store + " within " + std::to_string(env.timeout.count()) + " ms"});
+}
+
 }  // namespace detail
 
 // A loopback port nobody listens on now, for a store that binds it moments later (how relay-run
 // and the tests choose the store's port).
 inline status free_loopback_port(int& port) {
-  const detail::socket_fd fd(::socket(AF_INET, SOCK_STREAM, 0));
+  const detail::unique_fd fd(::socket(AF_INET, SOCK_STREAM, 0));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -329,71 +418,31 @@ inline status free_loopback_port(int& port) {
   return {};
 }
 
+// Connects the job (collective: every rank calls it). Fails, naming the ranks that did not
+// arrive, when the job is not complete within env.timeout.
 inline status make_tcp_bootstrap(const environment& env, std::unique_ptr<bootstrap>& out) {
   using namespace detail;
   if (env.size < 1 || env.rank < 0 || env.rank >= env.size)
     return {errc::invalid_argument, "rank " + std::to_string(env.rank) + " of " +
                                         std::to_string(env.size) + " is not a place in a job"};
+  const auto start = steady::now();
+  const auto deadline = start + env.timeout;
   sockaddr_in addr{};
-  if (status s = resolve(env, addr); !s) return s;
-  const auto deadline = steady::now() + env.timeout;
+  if (status s = resolve(env, addr, deadline); !s) return s;
   const std::string store = env.store_addr + ":" + std::to_string(env.store_port);
-  std::vector<socket_fd> peers(static_cast<std::size_t>(env.rank == 0 ? env.size : 1));
+  std::vector<unique_fd> peers(static_cast<std::size_t>(env.rank == 0 ? env.size : 1));
   if (env.rank == 0) {
-    socket_fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    unique_fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (listener.get() < 0) return socket_error("socket");
     const int one = 1;
     ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
-      return socket_error("rank 0 cannot listen at " + store);
+      return socket_error("rank 0 cannot listen at " + store +
+                          " (another job's store there, or a second rank 0?)");
     if (::listen(listener.get(), env.size) != 0) return socket_error("listen at " + store);
-    int joined = 1;
-    while (joined < env.size) {
-      pollfd pfd{listener.get(), POLLIN, 0};
-      const int ready = ::poll(&pfd, 1, remaining_ms(deadline));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready <= 0) break;
-      socket_fd c(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
-      if (c.get() < 0) continue;
-      frame_reader r;
-      if (!receive_frame(c.get(), r, deadline, "a connecting rank", "the hello")) continue;
-      hello h;
-      if (r.payload().size() != sizeof h) continue;
-      std::memcpy(&h, r.payload().data(), sizeof h);
-      if (h.magic != hello{}.magic || h.size != env.size || h.rank <= 0 || h.rank >= env.size ||
-          peers[static_cast<std::size_t>(h.rank)].get() >= 0)
-        return {errc::invalid_argument,
-                "a process joined the store at " + store + " as rank " + std::to_string(h.rank) +
-                    " of " + std::to_string(h.size) + "; this job has " + std::to_string(env.size) +
-                    " ranks (two jobs on one port?)"};
-      peers[static_cast<std::size_t>(h.rank)] = std::move(c);
-      ++joined;
-    }
-    std::vector<int> missing;
-    for (int r = 1; r < env.size; ++r)
-      if (peers[static_cast<std::size_t>(r)].get() < 0) missing.push_back(r);
-    if (!missing.empty())
-      return {errc::timeout, "rank(s) " + rank_list(missing) + " did not connect to the store at " +
-                                 store + " within " + std::to_string(env.timeout.count()) + " ms"};
+    if (status s = accept_ranks(env, listener.get(), deadline, peers); !s) return s;
   } else {
-    for (;;) {
-      socket_fd c(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-      if (c.get() < 0) return socket_error("socket");
-      // A connect to a local port nobody listens on yet can connect the socket to itself
-      // (its ephemeral port chosen equal to the target): that is no store; retry.
-      if (::connect(c.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 &&
-          !connected_to_itself(c.get())) {
-        const int one = 1;
-        ::setsockopt(c.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        peers[0] = std::move(c);
-        break;
-      }
-      if (remaining_ms(deadline) == 0)
-        return {errc::timeout, "rank 0's store at " + store +
-                                   " did not accept a connection within " +
-                                   std::to_string(env.timeout.count()) + " ms"};
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    if (status s = connect_to_store(env, addr, start, deadline, peers[0]); !s) return s;
     const hello h{hello{}.magic, env.rank, env.size};
     if (status s = send_frame(peers[0].get(), frame_kind::data, std::as_bytes(std::span(&h, 1)),
                               deadline, "rank 0 (the store)");

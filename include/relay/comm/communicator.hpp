@@ -94,8 +94,10 @@ class communicator {
   // This rank refuses the call its peers are making now (its own checks failed, say, before it
   // had arguments to pass): it takes part in that call's agreement as a refusal, so every peer
   // returns errc::peer_error naming this rank at once instead of waiting out the timeout.
-  // Returns `why` (or the transport's error when the call could not be agreed at all).
-  inline status refuse(status why);
+  // Returns `why` (or the transport's error when the call could not be agreed at all). `stream`:
+  // the stream the call would have run on (a stream transport enqueues its part of the
+  // agreement there).
+  inline status refuse(status why, void* stream = nullptr);
   // Tells the peers this rank gives up on the job: their waits end at once with an error naming
   // it, and every later call here fails. Destroy the communicator afterwards.
   void abort() { link_->abort({errc::peer_error, "rank " + std::to_string(rank()) + " aborted"}); }
@@ -308,9 +310,10 @@ inline status communicator::agree_refused(const rank_call& call, std::uint64_t f
   return s;
 }
 
-inline status communicator::refuse(status why) {
+inline status communicator::refuse(status why, void* stream) {
   if (why.ok()) why = {errc::invalid_argument, "the caller refused the call"};
   rank_call none;
+  none.stream = stream;
   return agree_refused(none, 0, {}, placement::helper, std::move(why));
 }
 

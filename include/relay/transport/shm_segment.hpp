@@ -1,13 +1,18 @@
 // The shared-memory segment of the shm transport: its layout, and creating and mapping it across
 // the processes of a job (transport/shm_transport.hpp runs calls on it).
 //
+// The segment has no name at any moment: rank 0 makes it with memfd_create and hands the
+// descriptor to the other ranks over a Unix-domain socket in the abstract namespace
+// (transport/fd_passing.hpp), so a job killed at any point, set-up included, leaves nothing in
+// /dev/shm; the memory goes with the last process that maps it. The ranks are on one host by
+// construction of the transport.
+//
 // Layout: a header page; one control block per rank (its own cache lines: a phase counter that
 // only its rank writes, its process id, and two call records used alternately by call parity,
 // so a rank that entered call k+1 never overwrites what a peer may still be reading of call k);
 // then one data area per rank of bytes_per_rank, page-aligned.
 #pragma once
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,11 +20,15 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "relay/bootstrap/bootstrap.hpp"
+#include "relay/bootstrap/socket.hpp"
+#include "relay/transport/fd_passing.hpp"
 #include "relay/transport/transport.hpp"
 
 namespace relay::shm {
@@ -79,37 +88,54 @@ class segment {
     return round_up(page + sizeof(control) * static_cast<std::size_t>(ranks), page);
   }
 
-  // Collective over `boot`: rank 0 creates and initializes the segment, every rank maps it,
-  // rank 0 unlinks its name once every rank has reported. Fails on every rank, naming the rank
-  // that could not map it.
+  // Collective over `boot`: rank 0 creates and initializes the segment and hands it to every
+  // rank, each within `timeout`. Fails on every rank, naming the rank that could not map it.
   status open(bootstrap& boot, std::size_t bytes_per_rank, std::chrono::milliseconds timeout) {
     ranks_ = boot.size();
     per_rank_ = round_up(bytes_per_rank, page);
     bytes_ = data_offset(ranks_) + per_rank_ * static_cast<std::size_t>(ranks_);
-    std::string name, mine;
+    // Rank 0 says "+" and its socket's name, or why it has none; every other rank its pid, the
+    // only processes rank 0 hands the segment to.
+    std::string mine;
+    detail::unique_fd memory;
+    detail::fd_offer offer;
     if (boot.rank() == 0) {
-      std::random_device rd;
-      name = "/relay-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
-      mine = create(name);
-      if (mine.empty()) mine = "+" + name;  // "+name": created; anything else: the error
+      mine = create(memory);
+      if (mine.empty()) {
+        std::random_device rd;
+        const std::string name = "relay-shm-" + std::to_string(::getpid()) + "-" +
+                                 std::to_string(rd()) + std::to_string(rd());
+        const status s = offer.listen(name, ranks_);
+        mine = s ? "+" + name : s.message();
+      }
+    } else {
+      mine = std::to_string(::getpid());
     }
     std::vector<std::vector<std::byte>> all;
-    if (status s = boot.all_gather(std::as_bytes(std::span(mine)), all, timeout); !s) {
-      unlink_if_root(boot, name);
-      return s;
-    }
+    if (status s = boot.all_gather(std::as_bytes(std::span(mine)), all, timeout); !s) return s;
     const std::string announced(reinterpret_cast<const char*>(all[0].data()), all[0].size());
     std::string attach_error;
-    if (announced.empty() || announced[0] != '+')
+    const auto deadline = detail::steady::now() + timeout;
+    if (announced.empty() || announced[0] != '+') {
       attach_error = "rank 0 could not create the shared-memory segment: " + announced;
-    else if (boot.rank() != 0)
-      attach_error = attach(announced.substr(1));
-    if (attach_error.empty()) control_of(boot.rank()).pid = ::getpid();
-    if (status s = boot.all_gather(std::as_bytes(std::span(attach_error)), all, timeout); !s) {
-      unlink_if_root(boot, name);
-      return s;
+    } else if (boot.rank() == 0) {
+      // A rank that does not come is named by the exchange below (its error, or its absence).
+      std::vector<pid_t> pids;
+      for (std::size_t r = 1; r < all.size(); ++r)
+        pids.push_back(static_cast<pid_t>(std::atol(
+            std::string(reinterpret_cast<const char*>(all[r].data()), all[r].size()).c_str())));
+      (void)offer.serve(memory.get(), pids, deadline);
+    } else {
+      detail::unique_fd fd;
+      if (status s = detail::fetch_fd(announced.substr(1), "rank 0", deadline, fd); !s)
+        attach_error = s.message();
+      else
+        attach_error = attach(fd.get());
     }
-    unlink_if_root(boot, name);  // every rank has mapped it (or failed): the name can go
+    memory = {};
+    if (attach_error.empty()) control_of(boot.rank()).pid = ::getpid();
+    if (status s = boot.all_gather(std::as_bytes(std::span(attach_error)), all, timeout); !s)
+      return s;
     for (std::size_t r = 0; r < all.size(); ++r)
       if (!all[r].empty())
         return {errc::system_error,
@@ -119,31 +145,20 @@ class segment {
   }
 
  private:
-  static void unlink_if_root(bootstrap& boot, const std::string& name) {
-    if (boot.rank() == 0 && !name.empty()) ::shm_unlink(name.c_str());
-  }
-
   std::string map(int fd) {
     void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ::close(fd);
     if (p == MAP_FAILED) return std::string("mmap: ") + std::strerror(errno);
     base_ = static_cast<std::byte*>(p);
     return {};
   }
 
-  std::string create(const std::string& name) {
-    const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) return "shm_open(" + name + "): " + std::strerror(errno);
-    if (::ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
-      const std::string why = "ftruncate(" + std::to_string(bytes_) + "): " + std::strerror(errno);
-      ::close(fd);
-      ::shm_unlink(name.c_str());
-      return why;
-    }
-    if (std::string why = map(fd); !why.empty()) {
-      ::shm_unlink(name.c_str());
-      return why;
-    }
+  // Rank 0: the segment in `memory`, mapped and initialized; or why not.
+  std::string create(detail::unique_fd& memory) {
+    memory = detail::unique_fd(::memfd_create("relay-shm", MFD_CLOEXEC));
+    if (memory.get() < 0) return std::string("memfd_create: ") + std::strerror(errno);
+    if (::ftruncate(memory.get(), static_cast<off_t>(bytes_)) != 0)
+      return "ftruncate(" + std::to_string(bytes_) + "): " + std::strerror(errno);
+    if (std::string why = map(memory.get()); !why.empty()) return why;
     for (int r = 0; r < ranks_; ++r)
       new (&control_of(r)) control{};
     auto* h = new (base_) header{};
@@ -153,30 +168,25 @@ class segment {
     return {};
   }
 
-  std::string attach(const std::string& name) {
-    const int fd = ::shm_open(name.c_str(), O_RDWR, 0600);
-    if (fd < 0) return "shm_open(" + name + "): " + std::strerror(errno);
+  // Another rank: maps the segment rank 0 handed over as `fd`.
+  std::string attach(int fd) {
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < page) {
-      ::close(fd);
-      return "the segment " + name + " is not there or too small";
-    }
+    if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < page)
+      return "the segment rank 0 handed over is too small";
     // The size comes from rank 0 (its RELAY_SHM_BYTES wins over this rank's).
     const auto* probe =
         static_cast<const header*>(::mmap(nullptr, page, PROT_READ, MAP_SHARED, fd, 0));
-    if (probe == MAP_FAILED) {
-      ::close(fd);
-      return std::string("mmap: ") + std::strerror(errno);
-    }
+    if (probe == MAP_FAILED) return std::string("mmap: ") + std::strerror(errno);
     const header h = *probe;
     ::munmap(const_cast<header*>(probe), page);
-    if (h.magic != segment_magic || h.ranks != static_cast<std::uint64_t>(ranks_)) {
-      ::close(fd);
-      return "the segment " + name + " is not this job's (" + std::to_string(h.ranks) +
+    if (h.magic != segment_magic || h.ranks != static_cast<std::uint64_t>(ranks_))
+      return "the segment rank 0 handed over is not this job's (" + std::to_string(h.ranks) +
              " ranks, this job has " + std::to_string(ranks_) + ")";
-    }
     per_rank_ = h.bytes_per_rank;
     bytes_ = data_offset(ranks_) + per_rank_ * static_cast<std::size_t>(ranks_);
+    if (static_cast<std::size_t>(st.st_size) < bytes_)
+      return "the segment rank 0 handed over holds " + std::to_string(st.st_size) +
+             " bytes, its header says " + std::to_string(bytes_);
     return map(fd);
   }
 

@@ -1,10 +1,10 @@
-// The shm transport: CPU processes of one host over one POSIX shared-memory segment.
+// The shm transport: CPU processes of one host over one shared-memory segment.
 //
-// Set-up (collective, make_shm_transport): rank 0 creates a segment with a name unique to the
-// job (its pid and a random tag, shared through the bootstrap), every rank maps it, and rank 0
-// unlinks the name once all have attached, so nothing is left behind in /dev/shm even when a
-// process is killed later. The segment holds, per rank, a control block (a phase counter, the
-// call's fingerprint and status, the process id) and a data area of `bytes_per_rank`.
+// Set-up (collective, make_shm_transport): rank 0 makes the segment, which never has a name
+// (transport/shm_segment.hpp: a memfd handed to every rank), so a job killed at any point leaves
+// nothing in /dev/shm. The segment holds, per rank, a control block (a phase counter, the call's
+// agreement records, the process id, the broken and left flags) and a data area of
+// `bytes_per_rank`.
 //
 // A call: the rank writes its word in the call's agreement (transport/agreement.hpp: its entry
 // record, and its reason when it refuses) into its control block and publishes that it entered

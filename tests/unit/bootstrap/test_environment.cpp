@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstddef>
+#include <string>
 #include <utility>
 
 #include "relay/bootstrap/callback_bootstrap.hpp"
@@ -75,6 +76,34 @@ TEST_CASE("missing or malformed variables are named", "[bootstrap][environment]"
   set({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "1"}, {"RELAY_TIMEOUT", "-3"}});
   CHECK(environment_from_process(e).message().find("RELAY_TIMEOUT") != std::string::npos);
   CHECK(e.rank == 42);
+  set({});
+}
+
+TEST_CASE("RELAY_TIMEOUT outside 1 ms..1e6 s is refused, naming the value and the limits",
+          "[bootstrap][environment]") {
+  // The limits themselves are accepted, to the millisecond.
+  for (const auto& [text, want] : {std::pair<const char*, long long>{"0.001", 1},
+                                   {"0.0015", 2},
+                                   {"2", 2000},
+                                   {"1000000", 1'000'000'000}}) {
+    set({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "1"}, {"RELAY_TIMEOUT", text}});
+    environment e;
+    INFO("RELAY_TIMEOUT=" << text);
+    REQUIRE(environment_from_process(e));
+    CHECK(e.timeout == std::chrono::milliseconds(want));
+  }
+  // Below a millisecond it would round to 0 ms and every job would fail to start.
+  for (const char* bad : {"0.0009", "0.0004", "1e-7", "0", "-0.5", "1000001", "inf", "nan", "1s"}) {
+    set({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "1"}, {"RELAY_TIMEOUT", bad}});
+    environment e;
+    e.timeout = std::chrono::milliseconds(1234);  // a refusal leaves it as it was
+    const status s = environment_from_process(e);
+    INFO("RELAY_TIMEOUT=" << bad);
+    CHECK(s.code() == errc::invalid_argument);
+    CHECK(s.message() == "RELAY_TIMEOUT = '" + std::string(bad) +
+                             "' is not a number of seconds in 0.001..1000000");
+    CHECK(e.timeout == std::chrono::milliseconds(1234));
+  }
   set({});
 }
 

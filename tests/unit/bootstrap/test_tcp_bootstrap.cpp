@@ -1,9 +1,11 @@
 // The TCP bootstrap over loopback, one thread per rank: all-gathers of different lengths, and the
-// errors that name a rank that never connected or never joined.
+// errors that name a rank that never connected, never joined, was claimed twice, or a store that
+// never accepts.
 #include "relay/bootstrap/tcp_bootstrap.hpp"
 
 #include <catch2/catch.hpp>
 #include <functional>
+#include <future>
 #include <thread>
 
 using namespace relay;
@@ -100,4 +102,103 @@ TEST_CASE("a rank that never joins an all-gather is named on every rank", "[boot
   // The streams are out of step now: the bootstrap refuses further use rather than mix them up.
   std::vector<std::vector<std::byte>> all;
   CHECK(boots[0]->barrier(std::chrono::milliseconds(100)).code() == errc::timeout);
+}
+
+TEST_CASE("a rank claimed by two processes is named on every rank", "[bootstrap]") {
+  const int port = free_port();
+  // Three threads of a job of 3: rank 0, and rank 1 twice (rank 2 never comes).
+  const auto results = on_threads(3, [&](int t) {
+    std::unique_ptr<bootstrap> b;
+    return make_tcp_bootstrap(place(t == 0 ? 0 : 1, 3, port, std::chrono::seconds(5)), b);
+  });
+  for (const status& s : results) {
+    CHECK(s.code() == errc::invalid_argument);
+    CHECK_THAT(s.message(), Catch::Contains("rank 1 was claimed by two processes") &&
+                                Catch::Contains("127.0.0.1:" + std::to_string(port)));
+  }
+}
+
+TEST_CASE("a store that never accepts fails set-up within the timeout, naming where",
+          "[bootstrap]") {
+  // A listener with the smallest backlog, its accept queue filled and never accepted: the kernel
+  // drops further SYNs, so a connect() without a deadline waits out the SYN retries (about
+  // two minutes). Held by the connecting thread too, which may outlive a failed check.
+  struct full_store {
+    detail::unique_fd listener{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    std::vector<detail::unique_fd> queued;
+    int port = 0;
+  };
+  auto store = std::make_shared<full_store>();
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  REQUIRE(::bind(store->listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(store->listener.get(), 0) == 0);
+  REQUIRE(::getsockname(store->listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  store->port = ntohs(addr.sin_port);
+  bool full = false;
+  for (int i = 0; i < 64 && !full; ++i) {  // until a connection is no longer completed
+    detail::unique_fd c(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    (void)::connect(c.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    pollfd p{c.get(), POLLOUT, 0};
+    int error = 0;
+    socklen_t el = sizeof error;
+    full = ::poll(&p, 1, 300) != 1 ||
+           ::getsockopt(c.get(), SOL_SOCKET, SO_ERROR, &error, &el) != 0 || error != 0;
+    store->queued.push_back(std::move(c));
+  }
+  REQUIRE(full);
+
+  const auto timeout = std::chrono::milliseconds(300);
+  auto result = std::make_shared<std::promise<status>>();
+  auto answer = result->get_future();
+  const auto start = std::chrono::steady_clock::now();
+  std::thread([store, result, timeout] {
+    std::unique_ptr<bootstrap> b;
+    result->set_value(make_tcp_bootstrap(place(1, 2, store->port, timeout), b));
+  }).detach();
+  // Without a deadline on connect this waits in vain (and the thread is left to the kernel).
+  REQUIRE(answer.wait_for(timeout + std::chrono::seconds(1)) == std::future_status::ready);
+  const auto took = std::chrono::steady_clock::now() - start;
+  const status s = answer.get();
+  CHECK(s.code() == errc::timeout);
+  CHECK_THAT(s.message(), Catch::Contains("127.0.0.1:" + std::to_string(store->port)) &&
+                              Catch::Contains("within 300 ms"));
+  CHECK(took >= timeout);
+}
+
+TEST_CASE("a rank that starts before the store retries until it listens", "[bootstrap]") {
+  const int port = free_port();
+  // Rank 1 starts at once; rank 0 binds the port 200 ms later: refused connects are retried.
+  const auto results = on_threads(2, [&](int r) {
+    if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::unique_ptr<bootstrap> b;
+    if (status s = make_tcp_bootstrap(place(r, 2, port, std::chrono::seconds(5)), b); !s) return s;
+    return b->barrier(std::chrono::seconds(5));
+  });
+  for (const status& s : results)
+    CHECK(s.ok());
+}
+
+TEST_CASE("the store's address may be a host name; one that does not resolve is named",
+          "[bootstrap]") {
+  const int port = free_port();
+  const auto results = on_threads(2, [&](int r) {
+    environment e = place(r, 2, port, std::chrono::seconds(5));
+    e.store_addr = "localhost";
+    std::unique_ptr<bootstrap> b;
+    return make_tcp_bootstrap(e, b);
+  });
+  for (const status& s : results)
+    CHECK(s.ok());
+  // The resolver answers at once or waits on a DNS server: either way within the timeout.
+  environment e = place(1, 2, port, std::chrono::milliseconds(500));
+  e.store_addr = "relay-no-such-host.invalid";
+  std::unique_ptr<bootstrap> b;
+  const auto start = std::chrono::steady_clock::now();
+  const status s = make_tcp_bootstrap(e, b);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1500));
+  CHECK((s.code() == errc::invalid_argument || s.code() == errc::timeout));
+  CHECK_THAT(s.message(), Catch::Contains("the store address 'relay-no-such-host.invalid'"));
 }
