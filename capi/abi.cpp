@@ -718,16 +718,16 @@ relay_status relay_comm_async_status(relay_comm* c) {
   });
 }
 
-relay_status relay_comm_refuse(relay_comm* c, int32_t why, const char* message) {
+relay_status relay_comm_refuse(relay_comm* c, int32_t why, const char* message, void* stream) {
   return guarded([&]() -> status {
     relay_comm* h = nullptr;
     if (status s = live(c, h); !s) return s;
     if (why <= RELAY_OK || why > RELAY_SYSTEM_ERROR)
       return {errc::invalid_argument,
               "a refusal needs a failing relay_status, not " + std::to_string(why)};
-    return h->comm->refuse({static_cast<errc>(why), message != nullptr && *message != '\0'
-                                                        ? message
-                                                        : "this rank refused the call"});
+    const char* text =
+        message != nullptr && *message != '\0' ? message : "this rank refused the call";
+    return h->comm->refuse({static_cast<errc>(why), text}, stream);
   });
 }
 

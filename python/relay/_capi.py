@@ -122,7 +122,7 @@ _FUNCTIONS = {
     "relay_comm_device": (c_int, [_P, _I32P]),
     "relay_comm_transport": (c_int, [_P, POINTER(c_char_p)]),
     "relay_comm_async_status": (c_int, [_P]),
-    "relay_comm_refuse": (c_int, [_P, c_int32, c_char_p]),
+    "relay_comm_refuse": (c_int, [_P, c_int32, c_char_p, _P]),
     "relay_comm_register": (c_int, [_P, _P, c_size_t]),
     "relay_comm_deregister": (c_int, [_P, _P]),
     "relay_options_init": (None, [POINTER(Options)]),

@@ -327,7 +327,7 @@ static void expect_bad_handle(relay_comm* comm, const char* what) {
   EXPECT_STATUS(relay_comm_device(comm, &i), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_transport(comm, &name), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_async_status(comm), RELAY_INVALID_ARGUMENT);
-  EXPECT_STATUS(relay_comm_refuse(comm, RELAY_INVALID_BUFFER, "x"), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_refuse(comm, RELAY_INVALID_BUFFER, "x", NULL), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_register(comm, data, sizeof data), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_deregister(comm, data), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_abort(comm), RELAY_INVALID_ARGUMENT);
@@ -452,8 +452,8 @@ static void test_handles(void) {
   EXPECT_STATUS(relay_comm_register(comm, data, sizeof data), RELAY_OK);
   EXPECT_STATUS(relay_comm_deregister(comm, data), RELAY_OK);
   EXPECT_STATUS(relay_comm_register(comm, NULL, 0), RELAY_OK);
-  EXPECT_STATUS(relay_comm_refuse(comm, RELAY_OK, "x"), RELAY_INVALID_ARGUMENT);
-  EXPECT_STATUS(relay_comm_refuse(comm, 99, "x"), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_refuse(comm, RELAY_OK, "x", NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_refuse(comm, 99, "x", NULL), RELAY_INVALID_ARGUMENT);
 
   const int32_t ranks[] = {0}, sizes[] = {1};
   const int64_t counts[] = {2};
@@ -665,7 +665,7 @@ static void run_collectives(relay_comm* comm, int me) {
   poison(out, 2 * n);
   const double start = now_ms();
   if (me == 2) {
-    EXPECT_STATUS(relay_comm_refuse(comm, RELAY_INVALID_BUFFER, "rank 2's own check failed"),
+    EXPECT_STATUS(relay_comm_refuse(comm, RELAY_INVALID_BUFFER, "rank 2's own check failed", NULL),
                   RELAY_INVALID_BUFFER);
     EXPECT_ERROR_TEXT("rank 2's own check failed");
   } else {

@@ -229,8 +229,10 @@ RELAY_C_API relay_status relay_comm_transport(const relay_comm* comm, const char
 RELAY_C_API relay_status relay_comm_async_status(relay_comm* comm);
 /* This rank refuses the call its peers are making now (it found its own arguments wrong): it
  * takes part in that call's agreement as a refusal, so every peer returns RELAY_PEER_ERROR
- * naming this rank at once, and returns `why` with `message` as its error text. */
-RELAY_C_API relay_status relay_comm_refuse(relay_comm* comm, int32_t why, const char* message);
+ * naming this rank at once, and returns `why` with `message` as its error text. `stream`: the
+ * one the refused call would have run on (a stream transport enqueues its part there). */
+RELAY_C_API relay_status relay_comm_refuse(relay_comm* comm, int32_t why, const char* message,
+                                           void* stream);
 
 /* Registered buffers (as ncclCommRegister): collective, every rank calls them, each with its own
  * buffer or NULL. The ipc transport writes outputs in registered memory directly; the others

@@ -191,12 +191,19 @@ class Communicator:
         else:
             code = _SYSTEM_ERROR
         if self._handle:
-            self._lib.comm_refuse(self._handle, code, str(error).encode(errors="replace"))
+            self._lib.comm_refuse(self._handle, code, str(error).encode(errors="replace"),
+                                  self._stream())
         try:
             error.settled = True
         except AttributeError:
             pass
         return error
+
+    def _stream(self):
+        """The current CUDA stream's handle (None for CPU tensors): where calls run."""
+        if self.device.type == "cuda":
+            return torch.cuda.current_stream(self.device).cuda_stream
+        return None
 
     def register(self, tensor):
         """Registers `tensor`'s memory (collective; None registers nothing this time): the ipc
@@ -379,11 +386,7 @@ class Communicator:
             dtype_code = self._helper_dtype(inp, out, first_name, dtype)
         op_code = lib.value_of("op", op) if op is not None else None
         opts = byref(options.struct(lib)) if options is not None else None
-        stream = (
-            torch.cuda.current_stream(self.device).cuda_stream
-            if self.device.type == "cuda"
-            else None
-        )
+        stream = self._stream()
         call = [self._h(), send, send_bytes, recv, recv_bytes, g.ranks, g.sizes, g.count,
                 _capi.int64_array(counts), dtype_code]
         if op_code is not None:
