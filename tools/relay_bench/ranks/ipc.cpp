@@ -1,12 +1,16 @@
 // gpu_rank.hpp's -x ipc: a communicator from the environment over the ipc transport, its calls
-// eager or replayed from a captured graph (stream_rank.hpp). No vendor baseline runs beside it:
-// NCCL allows one rank per device, and these ranks may share one. GPU code, so no {fmt} here.
+// eager or replayed from a captured graph (stream_rank.hpp). No vendor library runs beside it
+// (NCCL allows one rank per device, and these ranks may share one); with --baseline floor the
+// vendor's place is the floor's, a single-kernel one-shot allreduce (bench/tools/floor), eager
+// or replayed like relay's calls. GPU code, so no {fmt} here.
 #include <cstdlib>
+#include <memory>
 #include <sstream>
 #include <string>
 
+#include "floor_allreduce.hpp"
+#include "relay/transport/ipc/transport.hpp"
 #include "ranks/stream_rank.hpp"
-#include "relay/transport/ipc/factory.hpp"
 
 namespace relay::bench {
 
@@ -16,10 +20,21 @@ class cuda_ipc_rank final : public stream_rank {
  public:
   // RELAY_BENCH_REGISTER=1: the rank's buffers are registered, so calls run on them without
   // staging where they may (docs/ipc-transport.md).
-  cuda_ipc_rank(std::unique_ptr<communicator> comm, int device, int graph_calls)
+  cuda_ipc_rank(std::unique_ptr<communicator> comm, int device, int graph_calls, bool floor)
       : stream_rank(std::move(comm), device, graph_calls) {
     const char* v = std::getenv("RELAY_BENCH_REGISTER");
     register_memory_ = v != nullptr && std::string(v) == "1";
+    if (floor) {  // collective, as the communicator was
+      floor_ = std::make_unique<bench::floor::floor_allreduce>();
+      floor_status_ = floor_->open(boot(), device, timeout());
+    }
+  }
+
+  // The floor maps every rank's memory (collective: every rank calls this for every row).
+  void* device_memory(std::size_t bytes) override {
+    void* m = stream_rank::device_memory(bytes);
+    if (floor_ && floor_status_) floor_status_ = floor_->map(boot(), m, timeout());
+    return m;
   }
 
   std::string description() const override {
@@ -31,26 +46,44 @@ class cuda_ipc_rank final : public stream_rank {
          << (register_memory_ ? ", user buffers registered" : "");
     return text.str();
   }
-  bool vendor_supports(const rank_collective&) const override { return false; }
+  bool vendor_supports(const rank_collective& c) const override {
+    return floor_ && c.coll == collective::allreduce && c.op == reduce_op::sum &&
+           bench::floor::supports(c.type);
+  }
 
  private:
   const ipc_transport& link() const { return static_cast<const ipc_transport&>(comm().link()); }
-  status after_calls() override { return link().device_status(); }
-  status vendor_call(const rank_collective&) override {
-    return {errc::unsupported, "no vendor collective runs beside the ipc transport"};
+  status after_calls() override {
+    if (status s = link().device_status(); !s) return s;
+    return floor_ ? floor_->error() : status{};
   }
+  bool vendor_graphs() const override { return true; }
+  status vendor_call(const rank_collective& c) override {
+    if (!floor_) return {errc::unsupported, "no vendor collective runs beside the ipc transport"};
+    if (!floor_status_) return floor_status_;
+    if (!vendor_supports(c)) return {errc::unsupported, "the floor runs allreduce sums only"};
+    for (const auto& g : c.groups)
+      for (int r : g)
+        if (r == rank())
+          return floor_->run(g, c.send.data, c.recv.data, c.send.bytes, c.type, timeout(),
+                             stream());
+    return {};  // not in any group: nothing to do
+  }
+
+  std::unique_ptr<bench::floor::floor_allreduce> floor_;
+  status floor_status_;
 };
 
 }  // namespace
 
-std::unique_ptr<gpu_rank> make_ipc_rank(std::size_t bytes_per_rank, int graph_calls,
+std::unique_ptr<gpu_rank> make_ipc_rank(std::size_t bytes_per_rank, int graph_calls, bool floor,
                                         std::string& why) {
   ipc_options o;
   o.bytes_per_rank = bytes_per_rank;
   return make_stream_rank<cuda_ipc_rank>(
       ipc_factory(o),
       [](communicator& c) { return static_cast<ipc_transport&>(c.link()).device(); }, why,
-      graph_calls);
+      graph_calls, floor);
 }
 
 }  // namespace relay::bench

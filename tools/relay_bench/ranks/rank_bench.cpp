@@ -158,7 +158,7 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
   std::string why;
   std::unique_ptr<gpu_rank> me =
       ipc ? make_ipc_rank(staging_bytes(o, shapes, sizes.empty() ? 0 : sizes.back()), o.graph_calls,
-                          why)
+                          o.baseline == baseline_kind::floor, why)
           : make_nccl_rank(why);
   if (!me) {
     fmt::print(stderr, "relay-bench: {}: {}\n", executor, why);
@@ -166,9 +166,12 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
   }
   if (int refused = refuse_rank_job(executor, o, shapes, me->size())) return refused;
   const bool lead = me->rank() == 0;
+  const bool floor = ipc && o.baseline == baseline_kind::floor;
   const std::string vendor =
-      ipc ? "none (NCCL allows one rank per device; these ranks may share one)"
-          : "NCCL's own collectives on the transport's communicator (" + me->description() + ")";
+      floor ? "the floor: a single-kernel one-shot allreduce reading every member's input in "
+              "place (bench/tools/floor; allreduce sum, out of place)"
+      : ipc ? "none (NCCL allows one rank per device; these ranks may share one)"
+            : "NCCL's own collectives on the transport's communicator (" + me->description() + ")";
   const std::string how =
       ipc ? fmt::format("ipc: {} processes, one rank each ({}); {}", o.ranks, me->description(),
                         o.graph_calls > 0
@@ -185,10 +188,12 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
   job.baseline = "none";
   job.vendor = vendor;
   job.with_vendor = [&](const call_shape& s) {
+    if (floor) return s.coll == collective::allreduce && o.op == reduce_op::sum;
     return !ipc && o.baseline != baseline_kind::none && s.active == s.ranks &&
            s.mode == run_mode::single;
   };
   job.measure = [&](const row& r, bool in_place, bool v, form_result& f) {
+    if (floor && v && in_place) return status{};  // the floor runs out of place only: n/a
     return measure_form(*me, o, r, in_place, v, f);
   };
   return run_rank_rows(o, shapes, sizes, info, job);

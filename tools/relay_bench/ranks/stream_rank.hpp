@@ -87,11 +87,12 @@ class stream_rank : public gpu_rank {
         return gpu::failure("creating a timing event", device_, x);
       events_.push_back(e);
     }
-    // Graphs for timed relay runs only: the checked run stays one eager call.
-    const bool replay = graph_calls_ > 0 && !vendor && seconds != nullptr;
+    // Graphs for timed runs only (the vendor's where it can be captured): the checked run stays
+    // one eager call.
+    const bool replay = graph_calls_ > 0 && (!vendor || vendor_graphs()) && seconds != nullptr;
     gpu::rt::graph_exec_t exec = nullptr;
     if (replay)
-      if (status s = capture(c, exec); !s) return s;
+      if (status s = capture(c, vendor, exec); !s) return s;
     status issued;
     for (int i = 0; i < iterations && issued; ++i) {
       const auto at = static_cast<std::size_t>(2 * i);
@@ -138,6 +139,8 @@ class stream_rank : public gpu_rank {
                           stream_);
   }
   virtual status vendor_call(const rank_collective& c) = 0;
+  // Whether the vendor's calls replay from a captured graph like relay's (with --graph).
+  virtual bool vendor_graphs() const { return false; }
   // Register the device memory with the communicator (see device_memory).
   bool register_memory_ = false;
   // The transport's verdict once the stream is idle (asynchronous errors).
@@ -151,14 +154,15 @@ class stream_rank : public gpu_rank {
     reported_ = reported_ || !s;
   }
 
-  // graph_calls_ relay calls captured from this rank's stream into one executable graph.
-  status capture(const rank_collective& c, gpu::rt::graph_exec_t& exec) {
+  // graph_calls_ calls (relay's, or the vendor's) captured from this rank's stream into one
+  // executable graph.
+  status capture(const rank_collective& c, bool vendor, gpu::rt::graph_exec_t& exec) {
     gpu::rt::graph_t graph = nullptr;
     if (gpu::rt::error_t e = gpu::rt::begin_capture(stream_); e != gpu::rt::success)
       return gpu::failure("starting a graph capture", device_, e);
     status captured;
     for (int k = 0; k < graph_calls_ && captured; ++k)
-      (void)(captured = relay_call(c));
+      (void)(captured = vendor ? vendor_call(c) : relay_call(c));
     const gpu::rt::error_t ended = gpu::rt::end_capture(stream_, &graph);
     if (!captured) {
       if (graph != nullptr) (void)gpu::rt::graph_destroy(graph);

@@ -30,7 +30,8 @@ std::string_view name(route_choice r);
 
 // What the speedup column divides by. automatic: NCCL (or RCCL) where it can run these ranks,
 // else relay's direct route on the same executor.
-enum class baseline_kind : unsigned char { automatic, nccl, direct, none };
+// floor: -x ipc only, a single-kernel one-shot allreduce beside relay (bench/tools/floor).
+enum class baseline_kind : unsigned char { automatic, nccl, direct, none, floor };
 std::string_view name(baseline_kind b);
 
 struct options {

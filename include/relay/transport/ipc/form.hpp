@@ -24,7 +24,9 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "relay/plan/plan.hpp"
@@ -89,6 +91,48 @@ inline ipc_form_prices price_ipc_forms(const std::vector<std::uint64_t>& stages,
     p.one_shot += rounds(t, std::max<std::uint64_t>(1, one_shot_grid)) * c.tile;
   }
   return p;
+}
+
+// One rank's device as the ipc transport sizes its grids: its multiprocessors, the fewest blocks
+// any form of the ipc kernels keeps resident at once, and where it sits (its PCI address: ranks
+// that show the same one share the device).
+struct ipc_device {
+  std::int64_t sms = 1, resident = 1;
+  std::array<char, 32> place{};
+};
+
+// The grids of both forms. Ranks that share a device divide it: a rank's kernel that spins on a
+// peer's signal while it fills the device would leave no room for the kernel of that peer (under
+// MPS, where kernels of several processes run side by side, it waits forever), so each rank's
+// grid is at most its share of the resident blocks, and every block of every rank's kernel fits
+// at once. one_shot, stepped: this rank's launch grids (the one-shot form's within one block per
+// multiprocessor, its blocks must all be resident); priced_*: the smallest of all ranks', which
+// every rank prices the forms with.
+struct ipc_grids {
+  int share = 1;  // ranks on this rank's device, itself included
+  std::uint64_t one_shot = 1, stepped = 1, priced_one_shot = 1, priced_stepped = 1;
+};
+inline ipc_grids ipc_grids_of(std::span<const ipc_device> all, int me) {
+  auto share_of = [&](const ipc_device& d) {
+    return static_cast<std::int64_t>(std::count_if(
+        all.begin(), all.end(), [&](const ipc_device& x) { return x.place == d.place; }));
+  };
+  auto part = [](std::int64_t blocks, std::int64_t share) {
+    return static_cast<std::uint64_t>(
+        std::max<std::int64_t>(1, blocks / std::max<std::int64_t>(1, share)));
+  };
+  ipc_grids g;
+  const ipc_device& mine = all[static_cast<std::size_t>(me)];
+  g.share = static_cast<int>(share_of(mine));
+  g.one_shot = part(mine.sms, g.share);
+  g.stepped = part(mine.resident, g.share);
+  g.priced_one_shot = g.one_shot;
+  g.priced_stepped = g.stepped;
+  for (const ipc_device& d : all) {
+    g.priced_one_shot = std::min(g.priced_one_shot, part(d.sms, share_of(d)));
+    g.priced_stepped = std::min(g.priced_stepped, part(d.resident, share_of(d)));
+  }
+  return g;
 }
 
 }  // namespace relay

@@ -1,16 +1,27 @@
-// The ipc transport's device side (ipc/transport.hpp). A call of a rank is a sequence of stages:
-// the entry (the copy of the user's input into the rank's registered area), one per phase of the
-// rank's slice in which it issues operations (its pushes into peers' memory, or its reductions),
-// and the exit (the copy of the output back to the user's buffer). Stepped form: one launch of
-// ipc_step_kernel per stage. One-shot form (small calls): one launch of ipc_one_shot_kernel for
-// all of them, its blocks meeting at a grid barrier between stages. Each stage
+// The ipc transport's device side (transport/ipc/transport.hpp). A call of a rank is a sequence of stages:
+// the entry (the call's agreement, then the copy of the user's input into the rank's registered
+// area), one per phase of the rank's slice in which it issues operations (its pushes into peers'
+// memory, or its reductions), and the exit (the copy of the output back to the user's buffer).
+// Stepped form: one launch of ipc_step_kernel per stage. One-shot form (small calls): one launch
+// of ipc_one_shot_kernel for all of them, its blocks meeting at a grid barrier between stages.
 //
-//   1. waits for the stage's signals (slice_wait: a peer entered the call or finished a phase),
-//      one thread per wait in every block, polling the rank's own copy of that peer's word;
+// The entry (every call, on every rank, also one that this rank refused: then it is the only
+// stage, launched on a stage with no lists):
+//   1. block 0 writes this rank's entry record (transport/agreement.hpp) into every rank's
+//      control block, in the slot of the call's parity (a rank one call ahead writes the other
+//      slot, so no record a peer still reads is overwritten), with its reason text when it
+//      refuses, and where its output is; then it raises its entry mark in every peer;
+//   2. every block waits for every peer's entry mark of the call;
+//   3. every block judges all records with judge(): the same records everywhere, so the same
+//      verdict everywhere. Anything but `go` makes the rank give up (the report says which
+//      verdict) before any data moves or any user memory is touched, on every rank alike.
+// Every other stage
+//   1. waits for the stage's signals (slice_wait: a peer finished a phase), one thread per wait
+//      in every block, polling the rank's own copy of that peer's word;
 //   2. walks the stage's tiles: the user copy, then the copy list, then the reduction list, with
 //      the batched kernels' tile functions (gpu/kernels.hpp), so the work is theirs exactly;
 //   3. counts its blocks out; the last one publishes the stage's mark into every peer's signal
-//      word for this rank (ipc/signals.hpp) and, on the entry stage, advances the call counter.
+//      word for this rank (transport/ipc/signals.hpp).
 //
 // User memory (transport/ipc/direct.hpp). The lists are built once per plan against the staged
 // places in the registered areas. A call whose input or output stays in the caller's buffer
@@ -26,16 +37,20 @@
 // arrival, a stage of its own with its own mark, the receiver dequantizes the images that landed
 // in its slots. Those stages run ipc_step_kernel's Fp8 form, so that the native stages keep the
 // registers (and occupancy) they had.
-
+//
 // The call counter lives in the rank's control block in device memory, never in an argument:
 // a captured graph replays the same arguments, and the counter still tells its calls apart.
 //
-// Failure. A wait that outlasts the timeout, or that finds its peer's abort mark, records what
-// it waited for in the report (host memory mapped into the device, so the host reads it without
-// synchronizing) and sets the rank's sticky `aborted` word. From then on every launch of this
-// rank skips its work, user memory included, and publishes abort marks instead of progress, so
-// that every peer waiting on this rank stops at once with a report naming it. Nothing spins
-// forever: a dead peer costs one timeout.
+// Failure (transport/ipc/report.hpp). A wait that outlasts the timeout, that finds its peer's
+// abort mark, or that sees, while it waits, another peer's abort mark or this rank's host raise
+// its flag (a dead peer process, abort()), makes the rank give up: the first thread to do so
+// writes its alarm into every peer's control block and raises its abort mark there at once
+// (before its host can see the report and perhaps end the process), then writes the report
+// (host memory mapped into the device, so the host reads it without synchronizing). The rank's
+// sticky `aborted` word holds the call it gave up in: from then on every launch of this rank,
+// queued ones included, skips its waits and its work, user memory included, and publishes only
+// that abort mark, so every peer waiting on this rank stops at once and nothing waits out a
+// timeout of its own twice. Nothing spins forever: a dead peer costs one scan of the host's flag.
 #pragma once
 
 #include <cstdint>
@@ -46,20 +61,18 @@
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "relay/schedule/schedule.hpp"
+#include "relay/transport/agreement.hpp"
 #include "relay/transport/ipc/direct.hpp"
-#include "relay/transport/ipc/signals.hpp"
+#include "relay/transport/ipc/report.hpp"
 
 namespace relay::gpu {
-
-// What a wait names, for a report: a phase of either kind, or a phase's fp8 arrivals.
-enum ipc_wait_kind : std::uint32_t { ipc_transfer = 0, ipc_reduce = 1, ipc_arrival = 2 };
 
 // One slice_wait, with what a report needs to name it.
 struct ipc_wait {
   std::uint32_t peer = 0;
   std::int32_t phase = -1;  // plan phase; -1 (call_entry): the peer entered the call
   std::uint32_t step = 0;
-  std::uint32_t kind = ipc_transfer;
+  std::uint32_t kind = ipc::wait_transfer;
   std::uint64_t done = 0;  // the peer's mark that satisfies it (slice_mark)
 };
 
@@ -80,8 +93,8 @@ struct ipc_stage {
   const copy_desc* copies = nullptr;
   const reduce_desc* reduces = nullptr;
   std::uint32_t wait_count = 0, copy_count = 0, reduce_count = 0;
-  std::uint32_t enter = 0;    // 1: this launch begins a call (advance the call counter)
-  std::int32_t publish = -1;  // the mark's `done` when finished (0: entered, phase + 1); -1: none
+  std::uint32_t enter = 0;    // 1: this launch begins a call (the agreement, the call counter)
+  std::int32_t publish = -1;  // the mark's `done` when finished (phase + 1); -1: none
   std::uint64_t copy_tiles = 0, reduce_tiles = 0;
   // Null where no operand of the list has a tag (nothing moves: the lists run as built).
   const ipc_copy_tags* copy_tags = nullptr;
@@ -97,37 +110,22 @@ struct ipc_stage {
   std::uint32_t fp8_format = 0;  // relay::fp8_format
 };
 
-// The start of every rank's registered area. signal[q] is written by rank q only (its latest
-// mark); the rest by this rank's own launches only.
+// The start of every rank's registered area. signal[q], entries[.][q], alarms[q] and texts[q]
+// are written by rank q only (its kernels; its host writes its dead mark, alarm and text when
+// it aborts); the rest by this rank's own launches only.
 struct ipc_control {
-  std::uint64_t signal[max_ranks];
-  std::uint64_t call;        // calls entered
-  std::uint32_t arrived;     // blocks of the running stage that are done (reset by the last)
-  std::uint32_t aborted;     // non-zero once this rank gave up; never cleared
-  std::uint32_t generation;  // the one-shot kernel's grid barrier: stages passed, ever
+  std::uint64_t signal[max_ranks];  // rank q's latest mark (raised, never lowered)
+  std::uint64_t call;               // calls entered
+  std::uint64_t aborted;            // 0, or the call in which this rank gave up; never cleared
+  std::uint32_t arrived;            // blocks of the running stage that are done (reset by the last)
+  std::uint32_t generation;         // the one-shot kernel's grid barrier: stages passed, ever
   // Where this rank's output of its current call is (ipc_env::out_slot, out_offset), written by
   // its entry before it publishes "entered"; peers read it after waiting for that.
   std::uint64_t out_slot;
   std::uint64_t out_offset;
-};
-
-enum ipc_report_code : std::uint32_t {
-  ipc_ok = 0,
-  ipc_timed_out = 1,     // a wait outlasted the timeout
-  ipc_peer_aborted = 2,  // a peer published an abort mark
-  ipc_refused = 3,       // this rank's own buffers were refused; it ran nothing
-};
-
-// What the host learns after the fact: the first reason this rank gave up. `code` is written
-// last, after a system fence, so a reader that sees it non-zero sees the rest.
-struct ipc_report {
-  std::uint32_t code = ipc_ok;
-  std::uint32_t peer = 0;
-  std::int32_t phase = -1;
-  std::uint32_t step = 0;
-  std::uint32_t kind = ipc_transfer;
-  std::uint32_t pad = 0;
-  std::uint64_t call = 0;
+  entry_record entries[2][max_ranks];      // [s % 2][q]: rank q's record of call s
+  ipc::alarm_record alarms[max_ranks];     // [q]: why rank q gave up, before its abort mark
+  char texts[max_ranks][ipc::text_bytes];  // [q]: rank q's refusal or abort reason
 };
 
 // A rank's fixed view of the job, passed by value to every launch.
@@ -135,9 +133,12 @@ struct ipc_env {
   ipc_control* me = nullptr;
   std::uint64_t* const* outbox = nullptr;  // [ranks]: &signal[this rank] in peer q's area; null
                                            // for this rank
-  ipc_report* report = nullptr;            // device address of the mapped host report
+  ipc::host_block* host = nullptr;         // device address of the mapped host block
   std::uint32_t ranks = 0;
+  std::uint32_t rank = 0;                  // this rank
   std::uint64_t timeout_ticks = 0;         // of wall_clock()
+  std::uint64_t scan_ticks = 0;            // how often a wait looks at every peer's word
+  std::uint64_t host_ticks = 0;            // how often it looks at the host's flag
   ipc_control* const* controls = nullptr;  // [ranks]: rank q's control block, in this process
   // [ranks][ipc::max_registrations]: where rank q's registered allocation starts in this process
   // (0: no registration in that slot).
@@ -147,44 +148,162 @@ struct ipc_env {
   // allocation's start, which the entry publishes.
   std::int64_t in_delta = 0, out_delta = 0;
   std::uint64_t out_slot = 0, out_offset = 0;
+  entry_record record;  // this rank's word in the call's agreement (sequence: set by the entry)
+  // 1: some rank is on another device, so marks are ordered at system scope; 0: every rank
+  // shares this device, and device scope suffices (transport/ipc/signals.hpp).
+  std::uint32_t system = 1;
 };
 
 namespace detail {
 
-// The first reason wins; later ones only see `aborted` set.
-__device__ inline void ipc_give_up(const ipc_env& env, std::uint32_t code, const ipc_wait& w,
-                                   std::uint64_t call) {
-  if (atomicCAS(&env.me->aborted, 0u, 1u) != 0u) return;
-  volatile ipc_report* r = env.report;
-  r->peer = w.peer;
-  r->phase = w.phase;
-  r->step = w.step;
-  r->kind = w.kind;
+// Word-wise copies through volatile pointers: the structs cross to peers' memory and to mapped
+// host memory, and no load or store may be cached or merged away.
+template <class T>
+__device__ inline void ipc_copy(volatile T* dst, const volatile T* src) {
+  static_assert(sizeof(T) % 8 == 0 && alignof(T) >= 8);
+  auto* d = reinterpret_cast<volatile std::uint64_t*>(dst);
+  const auto* s = reinterpret_cast<const volatile std::uint64_t*>(src);
+  for (std::size_t i = 0; i < sizeof(T) / 8; ++i)
+    d[i] = s[i];
+}
+__device__ inline void ipc_copy_text(volatile char* dst, const volatile char* src) {
+  auto* d = reinterpret_cast<volatile std::uint64_t*>(dst);
+  const auto* s = reinterpret_cast<const volatile std::uint64_t*>(src);
+  for (int i = 0; i < ipc::text_bytes / 8; ++i)
+    d[i] = s[i];
+}
+
+__device__ inline std::uint64_t ipc_aborted(const ipc_env& env) {
+  return *static_cast<volatile std::uint64_t*>(&env.me->aborted);
+}
+
+// This rank's mark for every peer (not itself), after everything this thread stored before.
+__device__ inline void ipc_raise_all(const ipc_env& env, std::uint64_t mark) {
+  signal_release(env.system != 0);
+  for (std::uint32_t q = 0; q < env.ranks; ++q)
+    if (env.outbox[q] != nullptr) signal_raise(env.outbox[q], mark, env.system != 0);
+}
+
+// Gives up in `call`: the first caller wins, tells every peer (its alarm where `first` names a
+// failure, then its abort mark), then writes the report; later callers only find `aborted` set.
+// `text` (may be null): the reason text the report carries.
+__device__ inline void ipc_give_up(const ipc_env& env, std::uint32_t code,
+                                   const ipc::alarm_record& first, std::uint32_t via,
+                                   std::uint64_t call, const volatile char* text) {
+  if (atomicCAS(reinterpret_cast<unsigned long long*>(&env.me->aborted), 0ull,
+                static_cast<unsigned long long>(call)) != 0ull)
+    return;
+  if (first.code != ipc::report_ok)
+    for (std::uint32_t q = 0; q < env.ranks; ++q)
+      if (q != env.rank) ipc_copy(&env.controls[q]->alarms[env.rank], &first);
+  ipc_raise_all(env, signal_mark(call, signal_abort));
+  volatile ipc::report* r = &env.host->rep;
+  r->via = via;
   r->call = call;
+  ipc_copy(&r->first, &first);
+  if (text != nullptr) ipc_copy_text(r->text, text);
   __threadfence_system();
   r->code = code;
 }
 
-__device__ inline bool ipc_aborted(const ipc_env& env) {
-  return *static_cast<volatile std::uint32_t*>(&env.me->aborted) != 0;
+// The alarm that waiting for `w` of `call` gives when it fails this way.
+__device__ inline ipc::alarm_record ipc_alarm_of(const ipc_env& env, std::uint32_t code,
+                                                 std::uint32_t peer, const ipc_wait& w,
+                                                 std::uint64_t call) {
+  ipc::alarm_record a;
+  a.code = code;
+  a.by = env.rank;
+  a.peer = peer;
+  a.phase = w.phase;
+  a.step = w.step;
+  a.kind = w.kind;
+  a.call = call;
+  return a;
 }
 
-// Polls until the peer's mark reaches `target`, the peer aborts, this rank aborts, or the timeout.
+// Peer q gave up (its abort or dead mark): this rank gives up too and passes q's alarm on, so
+// that every rank names the rank that failed first.
+__device__ inline void ipc_peer_failed(const ipc_env& env, std::uint32_t q, std::uint64_t call) {
+  ipc::alarm_record first;
+  ipc_copy(&first, &env.me->alarms[q]);
+  const bool named = first.code != ipc::report_ok;  // else its alarm has not landed: its mark alone
+  ipc_give_up(env, ipc::report_peer_gave_up, first, q, call,
+              named && first.code == ipc::report_aborted ? env.me->texts[first.by] : nullptr);
+}
+
+// While waiting: whether another peer gave up (a scan of this rank's own copies of their words);
+// if so this rank gives up too (true).
+__device__ inline bool ipc_peers_gave_up(const ipc_env& env, std::uint64_t call) {
+  for (std::uint32_t q = 0; q < env.ranks; ++q) {
+    if (q == env.rank) continue;
+    const std::uint64_t v = *static_cast<volatile std::uint64_t*>(&env.me->signal[q]);
+    if (!signal_aborted(v)) continue;  // the cheap test first (a dead mark reads aborted too)
+    signal_acquire(env.system != 0);
+    const bool alarmed =
+        *static_cast<volatile std::uint32_t*>(&env.me->alarms[q].code) != ipc::report_ok;
+    if (peer_gave_up(v, call, alarmed)) {
+      ipc_peer_failed(env, q, call);
+      return true;
+    }
+  }
+  return false;
+}
+
+// While waiting for `w`: whether this rank's host raised its flag (a peer process is gone, or
+// abort()); if so this rank gives up (true). Host memory: read less often than the peers' words.
+__device__ inline bool ipc_host_raised(const ipc_env& env, const ipc_wait& w, std::uint64_t call) {
+  volatile ipc::alarm_record* raised = &env.host->raised;
+  if (raised->code == ipc::report_ok) return false;
+  __threadfence_system();
+  ipc::alarm_record a;
+  ipc_copy(&a, raised);
+  if (a.code == ipc::report_peer_exited) {
+    a.phase = w.phase;  // what this rank waited for then (the dead peer, or one waiting on it)
+    a.step = w.step;
+    a.kind = w.kind;
+  }
+  a.call = call;
+  ipc_give_up(env, a.code, a, env.rank, call, nullptr);
+  return true;
+}
+
+// Polls until the peer's mark satisfies `w` of `call`, the peer fails, this rank gives up (any
+// block's thread), another peer gives up, this rank's host raises its flag, or the timeout.
 __device__ inline void ipc_wait_for(const ipc_env& env, const ipc_wait& w, std::uint64_t call) {
-  const std::uint64_t target = signal_mark(call, w.done);
   const std::uint64_t* word = &env.me->signal[w.peer];
-  const std::uint64_t start = wall_clock();
+  const volatile std::uint64_t* sequence = &env.me->entries[call & 1][w.peer].sequence;
+  std::uint64_t start = 0, scan = 0, host = 0;
   for (;;) {
-    const std::uint64_t v = signal_load(word);
-    if (signal_aborted(v)) return ipc_give_up(env, ipc_peer_aborted, w, call);
-    if (v >= target || ipc_aborted(env)) return;
-    if (wall_clock() - start > env.timeout_ticks) return ipc_give_up(env, ipc_timed_out, w, call);
+    const std::uint64_t v = signal_peek(word);
+    bool entered = false;
+    if (w.phase < 0 && signal_aborted(v) && signal_call(v) == call) {
+      signal_acquire(env.system != 0);  // its record, written before the mark
+      entered = *sequence == call;
+    }
+    const mark_reading m = read_mark(v, call, w.done, entered);
+    if (m != mark_reading::waiting) signal_acquire(env.system != 0);
+    if (m == mark_reading::reached) return;
+    if (m == mark_reading::failed) return ipc_peer_failed(env, w.peer, call);
+    if (ipc_aborted(env) != 0) return;
+    const std::uint64_t now = wall_clock();
+    if (start == 0) {
+      start = now;
+      scan = now + env.scan_ticks;
+      host = now + env.host_ticks;
+    }
+    if (now < scan) continue;
+    scan = now + env.scan_ticks;
+    if (ipc_peers_gave_up(env, call)) return;
+    if (now >= host) {
+      host = now + env.host_ticks;
+      if (ipc_host_raised(env, w, call)) return;
+    }
+    if (now - start > env.timeout_ticks)
+      return ipc_give_up(env, ipc::report_timed_out,
+                         ipc_alarm_of(env, ipc::report_timed_out, w.peer, w, call), env.rank, call,
+                         nullptr);
   }
 }
-
-}  // namespace detail
-
-namespace detail {
 
 // This block's part of a stage before its work: every wait (one thread each), then whether the
 // rank has given up, the same answer for every thread of the block.
@@ -192,12 +311,78 @@ template <int Block>
 __device__ inline bool ipc_stage_waits(const ipc_env& env, const ipc_stage& s, std::uint64_t call,
                                        std::uint32_t& give_up) {
   for (std::uint32_t i = threadIdx.x; i < s.wait_count; i += Block)
-    if (!ipc_aborted(env)) ipc_wait_for(env, s.waits[i], call);
+    if (ipc_aborted(env) == 0) ipc_wait_for(env, s.waits[i], call);
   __syncthreads();
-  if (threadIdx.x == 0) give_up = ipc_aborted(env) ? 1u : 0u;
+  if (threadIdx.x == 0) give_up = ipc_aborted(env) != 0 ? 1u : 0u;
   __syncthreads();
   return give_up != 0;
 }
+
+// A block's copy of every rank's entry record (shared memory, uninitialized: raw bytes).
+struct ipc_entry_shared {
+  alignas(8) unsigned char bytes[max_ranks * sizeof(entry_record)];
+  __device__ entry_record* records() { return reinterpret_cast<entry_record*>(bytes); }
+};
+
+// The entry's agreement (see the top), this block's part: true when the rank gives up (the
+// verdict is not `go`, or a wait failed), the same answer for every thread of the block.
+template <int Block>
+__device__ inline bool ipc_enter(const ipc_env& env, std::uint64_t call, std::uint32_t& give_up,
+                                 ipc_entry_shared& shared) {
+  const std::uint32_t me = env.rank, parity = static_cast<std::uint32_t>(call & 1);
+  entry_record mine = env.record;
+  mine.sequence = call;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    const std::uint64_t gave_up = ipc_aborted(env);
+    if (gave_up == 0) {
+      for (std::uint32_t q = 0; q < env.ranks; ++q) {
+        ipc_copy(&env.controls[q]->entries[parity][me], &mine);
+        if (mine.code != 0) ipc_copy_text(env.controls[q]->texts[me], env.host->own_text);
+      }
+      *static_cast<volatile std::uint64_t*>(&env.me->out_slot) = env.out_slot;
+      *static_cast<volatile std::uint64_t*>(&env.me->out_offset) = env.out_offset;
+    }
+    ipc_raise_all(env, gave_up == 0 ? signal_mark(call, 0) : signal_mark(gave_up, signal_abort));
+  }
+  // Each peer's record is read by the thread that saw its mark; this rank's own is `mine`.
+  entry_record* records = shared.records();
+  for (std::uint32_t q = threadIdx.x; q < env.ranks; q += Block) {
+    if (q == me) {
+      records[q] = mine;
+      continue;
+    }
+    if (ipc_aborted(env) != 0) continue;
+    ipc_wait w;
+    w.peer = q;
+    ipc_wait_for(env, w, call);
+    ipc_copy(&records[q], &env.me->entries[parity][q]);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (ipc_aborted(env) == 0) {
+      const verdict v = judge(records, static_cast<int>(env.ranks), static_cast<int>(me));
+      if (v.kind != verdict_kind::go &&
+          atomicCAS(reinterpret_cast<unsigned long long*>(&env.me->aborted), 0ull,
+                    static_cast<unsigned long long>(call)) == 0ull) {
+        // No alarm: every rank reaches this verdict alone, from the same records.
+        ipc_raise_all(env, signal_mark(call, signal_abort));
+        volatile ipc::report* r = &env.host->rep;
+        r->call = call;
+        ipc::note_verdict(r->verdict, v, records, static_cast<int>(env.ranks));
+        if (v.kind == verdict_kind::refused_by_peer) ipc_copy_text(r->text, env.me->texts[v.rank]);
+        __threadfence_system();
+        r->code = ipc::report_verdict;
+      }
+    }
+    give_up = ipc_aborted(env) != 0 ? 1u : 0u;
+  }
+  __syncthreads();
+  return give_up != 0;
+}
+
+}  // namespace detail
+
+namespace detail {
 
 // After the stage's waits, every thread of the block: the delta of each tag into `delta`
 // (shared). A peer's output place is read only for the peers the stage pushes into, whose entry
@@ -312,53 +497,49 @@ __device__ inline void ipc_stage_work(const ipc_stage& s, const copy_desc& user,
   }
 }
 
-// Counts this block out of the stage (after all its threads' stores, into peers' memory too);
-// true in thread 0 of the last block, once every block's work is done.
+// Counts this block out of the stage (after all its threads' stores, into peers' memory too:
+// the block barrier orders them before thread 0's system fence, which is cumulative, so one
+// fence per block serves); true in thread 0 of the last block, once every block's work is done.
+// A grid of one block needs no counting: the block barrier is the grid's.
 __device__ inline bool ipc_last_out(const ipc_env& env) {
-  __threadfence_system();
   __syncthreads();
   if (threadIdx.x != 0) return false;
+  if (gridDim.x == 1) return true;
+  signal_fence(env.system != 0);
   if (atomicAdd(&env.me->arrived, 1u) != gridDim.x - 1) return false;
-  __threadfence_system();
+  signal_fence(env.system != 0);
   env.me->arrived = 0;  // for the next stage (a later launch, or after the grid barrier)
   return true;
 }
 
 // The last block's epilogue of a stage: the call counter on entry, then the mark to every peer
-// (an abort mark once this rank has given up).
+// (once this rank has given up, its abort mark, of the call it gave up in).
 __device__ inline void ipc_publish(const ipc_env& env, const ipc_stage& s, std::uint64_t call) {
-  if (s.enter != 0) {
-    *static_cast<volatile std::uint64_t*>(&env.me->call) = call;
-    *static_cast<volatile std::uint64_t*>(&env.me->out_slot) = env.out_slot;
-    *static_cast<volatile std::uint64_t*>(&env.me->out_offset) = env.out_offset;
-  }
-  const bool aborted = ipc_aborted(env);
-  if (!aborted && s.publish < 0) return;
-  const std::uint64_t mark =
-      signal_mark(call, aborted ? signal_abort : static_cast<std::uint64_t>(s.publish));
-  for (std::uint32_t q = 0; q < env.ranks; ++q)
-    if (env.outbox[q] != nullptr) signal_store(env.outbox[q], mark);
+  if (s.enter != 0) *static_cast<volatile std::uint64_t*>(&env.me->call) = call;
+  const std::uint64_t gave_up = ipc_aborted(env);
+  if (gave_up == 0 && s.publish < 0) return;
+  ipc_raise_all(env, gave_up != 0 ? signal_mark(gave_up, signal_abort)
+                                  : signal_mark(call, static_cast<std::uint64_t>(s.publish)));
 }
 
 }  // namespace detail
 
 // One stage of a call (see the top of this file). `user` is the entry's or the exit's copy
-// between the user's buffer and the registered area (user_tiles = 0: none); `refuse`: this
-// rank's buffers were refused, so it gives up at once (entry stage only). Fp8: the stage has fp8
-// ends (launched for T of an fp8 wire only).
+// between the user's buffer and the registered area (user_tiles = 0: none). Fp8: the stage has
+// fp8 ends (launched for T of an fp8 wire only).
 template <class T, int Block = default_block, int Unroll = default_unroll, bool Fp8 = false>
 __global__ void __launch_bounds__(Block)
-    ipc_step_kernel(const ipc_stage* stage, copy_desc user, std::uint64_t user_tiles, ipc_env env,
-                    std::uint32_t refuse) {
+    ipc_step_kernel(const ipc_stage* stage, copy_desc user, std::uint64_t user_tiles, ipc_env env) {
   __shared__ std::uint32_t give_up;
   __shared__ std::int64_t delta[ipc_delta_count];
+  __shared__ detail::ipc_entry_shared entry;  // the entry's only
   const ipc_stage s = *stage;
   // Every block reads the counter before the last block of an entry launch advances it.
   const std::uint64_t call =
       *static_cast<volatile std::uint64_t*>(&env.me->call) + (s.enter != 0 ? 1 : 0);
-  if (refuse != 0 && blockIdx.x == 0 && threadIdx.x == 0)
-    detail::ipc_give_up(env, ipc_refused, ipc_wait{}, call);
-  if (!detail::ipc_stage_waits<Block>(env, s, call, give_up)) {
+  const bool stop = s.enter != 0 ? detail::ipc_enter<Block>(env, call, give_up, entry)
+                                 : detail::ipc_stage_waits<Block>(env, s, call, give_up);
+  if (!stop) {
     detail::ipc_stage_deltas<Block>(env, s, delta);
     detail::ipc_stage_work<T, Block, Unroll, Fp8>(s, user, user_tiles, delta);
   }
@@ -369,7 +550,10 @@ __global__ void __launch_bounds__(Block)
 // launch, for small calls where launches cost more than the work. Between stages the blocks meet
 // at a grid barrier (the last one in publishes the stage's mark and advances the barrier's
 // generation; the others spin on it), so every block must be resident at once: the host keeps
-// the grid within one block per multiprocessor.
+// the grid within one block per multiprocessor, shared among the ranks of the device. A stage
+// with no tiles and no mark needs no barrier after it (the entry, where the input is read in
+// place: each block did the agreement's waits itself), nor does the last: its blocks count out,
+// and the last one advances the call counter (every block read it at its start).
 template <class T, int Block = default_block, int Unroll = default_unroll>
 __global__ void __launch_bounds__(Block)
     ipc_one_shot_kernel(const ipc_stage* stages, std::uint32_t count, copy_desc in,
@@ -377,22 +561,41 @@ __global__ void __launch_bounds__(Block)
                         ipc_env env) {
   __shared__ std::uint32_t give_up;
   __shared__ std::int64_t delta[ipc_delta_count];
+  __shared__ detail::ipc_entry_shared entry;
   volatile std::uint32_t* generation = &env.me->generation;
   std::uint32_t seen = *generation;  // read by every block before the first barrier moves it
   const std::uint64_t call = *static_cast<volatile std::uint64_t*>(&env.me->call) + 1;
   for (std::uint32_t i = 0; i < count; ++i) {
     const ipc_stage s = stages[i];
-    if (!detail::ipc_stage_waits<Block>(env, s, call, give_up)) {
+    const bool last = i + 1 == count;
+    const std::uint64_t user_tiles = i == 0 ? in_tiles : last ? out_tiles : 0;
+    const bool stop = i == 0 ? detail::ipc_enter<Block>(env, call, give_up, entry)
+                             : detail::ipc_stage_waits<Block>(env, s, call, give_up);
+    if (!stop) {
       detail::ipc_stage_deltas<Block>(env, s, delta);
-      if (i == 0)
-        detail::ipc_stage_work<T, Block, Unroll>(s, in, in_tiles, delta);
-      else if (i + 1 == count)
-        detail::ipc_stage_work<T, Block, Unroll>(s, out, out_tiles, delta);
-      else
-        detail::ipc_stage_work<T, Block, Unroll>(s, copy_desc{}, 0, delta);
+      detail::ipc_stage_work<T, Block, Unroll>(s,
+                                               i == 0 ? in
+                                               : last ? out
+                                                      : copy_desc{},
+                                               user_tiles, delta);
+    }
+    if (last) {
+      if (detail::ipc_last_out(env)) {
+        *static_cast<volatile std::uint64_t*>(&env.me->call) = call;
+        detail::ipc_publish(env, s, call);
+      }
+      break;
+    }
+    if (user_tiles + s.copy_tiles + s.reduce_tiles == 0 && s.publish < 0) continue;
+    ipc_stage plain = s;
+    plain.enter = 0;       // the counter moves at the last stage
+    if (gridDim.x == 1) {  // the block barrier is the grid's
+      if (detail::ipc_last_out(env)) detail::ipc_publish(env, plain, call);
+      __syncthreads();
+      continue;
     }
     if (detail::ipc_last_out(env)) {
-      detail::ipc_publish(env, s, call);
+      detail::ipc_publish(env, plain, call);
       __threadfence();
       *generation = seen + 1;
     } else if (threadIdx.x == 0) {

@@ -1,14 +1,15 @@
-// The ipc transport's memory (ipc/transport.hpp): one registered area per rank, exported with
-// cudaIpcGetMemHandle / hipIpcGetMemHandle and opened by every peer, plus the host-mapped report
-// its kernels write when they give up.
+// The ipc transport's memory (transport/ipc/transport.hpp): one registered area per rank, exported with
+// cudaIpcGetMemHandle / hipIpcGetMemHandle and opened by every peer, plus the host block
+// (transport/ipc/report.hpp: host memory mapped into the device) where its kernels write their
+// report and poll the host's flag.
 //
 // An area is [control block | outbox | controls | registrations | data]: the control block
-// (ipc/kernels.hpp, ipc_control) holds the signal words that peers write, the rank's call
-// counter and where its current call's output is; the outbox the peers' addresses of this rank's
-// signal word in their areas; controls every rank's control block as this process maps it; the
-// registrations table where every rank's registered user allocations start in this process
-// (register_buffer); the data the plan's input, output and scratch of this rank
-// (plan/area_layout.hpp), where peers push.
+// (transport/ipc/kernels.hpp, ipc_control) holds what peers write (their signal words, entry records,
+// alarms and reason texts), the rank's call counter and where its current call's output is; the
+// outbox the peers' addresses of this rank's signal word in their areas; controls every rank's
+// control block as this process maps it; the registrations table where every rank's registered user
+// allocations start in this process (register_buffer); the data the plan's input, output and
+// scratch of this rank (plan/area_layout.hpp), where peers push.
 //
 // Opening is collective and all-or-nothing: every rank all-gathers its handle, opens every
 // peer's, and all-gathers whether it could; one failure anywhere fails every rank, so no rank
@@ -25,11 +26,15 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <span>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "relay/bootstrap/bootstrap.hpp"
@@ -38,7 +43,7 @@
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "relay/transport/ipc/direct.hpp"
-#include "relay/transport/ipc/kernels.hpp"
+#include "relay/transport/ipc/report.hpp"
 
 namespace relay::ipc {
 
@@ -96,6 +101,7 @@ class area : no_copy {
     if (status s = boot.all_gather(std::as_bytes(std::span(&rec, 1)), all, timeout); !s) return s;
     peers_.assign(static_cast<std::size_t>(R), nullptr);
     opened_.assign(static_cast<std::size_t>(R), false);
+    pids_.assign(static_cast<std::size_t>(R), 0);
     std::string failed;
     for (int q = 0; q < R && mine; ++q) {
       record r;
@@ -104,6 +110,7 @@ class area : no_copy {
         break;
       }
       std::memcpy(&r, all[static_cast<std::size_t>(q)].data(), sizeof r);
+      pids_[static_cast<std::size_t>(q)] = r.pid;
       if (r.ok == 0) {
         failed += (failed.empty() ? "" : ", ") + std::to_string(q);
         continue;
@@ -151,6 +158,9 @@ class area : no_copy {
     table_.assign(static_cast<std::size_t>(R) * max_registrations, 0);
     return {};
   }
+
+  // Every rank's process id, as its set-up record gave it.
+  std::span<const std::uint64_t> pids() const { return pids_; }
 
   // Collective: registers this rank's [p, p + bytes) (p null or bytes 0: nothing this time) and
   // maps every peer's of the same round. The allocation holding the buffer is exported (a handle
@@ -315,15 +325,17 @@ class area : no_copy {
     ranges_ = {};
     starts_ = {};
     table_.clear();
+    if (leave_ != nullptr) (void)gpu::rt::stream_destroy(leave_);
+    leave_ = nullptr;
     for (std::size_t q = 0; q < peers_.size(); ++q)
       if (opened_[q]) (void)gpu::rt::ipc_close(peers_[q]);
     peers_.clear();
     opened_.clear();
     if (base_ != nullptr) (void)gpu::rt::free(base_);
-    if (report_host_ != nullptr) (void)gpu::rt::host_free(report_host_);
+    if (host_ != nullptr) (void)gpu::rt::host_free(host_);
     base_ = nullptr;
-    report_host_ = nullptr;
-    report_device_ = nullptr;
+    host_ = nullptr;
+    host_device_ = nullptr;
     ranks_ = 0;
   }
 
@@ -332,31 +344,80 @@ class area : no_copy {
   // Rank q's data area as this process addresses it.
   unsigned char* data(int q) const { return peers_[static_cast<std::size_t>(q)] + control_bytes; }
 
-  gpu::ipc_env env(std::uint64_t timeout_ticks) const {
+  gpu::ipc_env env(std::uint64_t timeout_ticks, std::uint64_t ticks_per_ms) const {
     gpu::ipc_env e;
     e.me = reinterpret_cast<gpu::ipc_control*>(base_);
     e.outbox = reinterpret_cast<std::uint64_t* const*>(base_ + outbox_at);
     e.controls = reinterpret_cast<gpu::ipc_control* const*>(base_ + controls_at);
     e.registrations = reinterpret_cast<const std::uint64_t*>(base_ + registrations_at);
-    e.report = report_device_;
+    e.host = host_device_;
     e.ranks = static_cast<std::uint32_t>(ranks_);
+    e.rank = static_cast<std::uint32_t>(me_);
     e.timeout_ticks = timeout_ticks;
+    e.scan_ticks = std::max<std::uint64_t>(1, ticks_per_ms / 50);  // 20 us
+    e.host_ticks = std::max<std::uint64_t>(1, ticks_per_ms);       // 1 ms
     return e;
   }
-  // The report as the device last wrote it (code first; see gpu::ipc_report).
-  gpu::ipc_report report() const {
-    gpu::ipc_report r;
-    if (report_host_ == nullptr) return r;
-    const volatile gpu::ipc_report* v = report_host_;
-    r.code = v->code;
-    if (r.code == gpu::ipc_ok) return r;
-    std::atomic_thread_fence(std::memory_order_acquire);
-    r.peer = v->peer;
-    r.phase = v->phase;
-    r.step = v->step;
-    r.kind = v->kind;
-    r.call = v->call;
-    return r;
+  // The report as the device last wrote it (code first; see ipc::report).
+  ipc::report report() const { return host_ == nullptr ? ipc::report{} : settled(host_->rep); }
+  // What this rank's host raised for its kernels (code report_ok: nothing).
+  ipc::alarm_record raised() const {
+    return host_ == nullptr ? ipc::alarm_record{} : settled(host_->raised);
+  }
+  // Tells this rank's kernels to give up (they poll it while they wait): the fields, then the
+  // code. One writer at a time (the transport serializes its watchdog and abort()).
+  void raise(const ipc::alarm_record& a) {
+    if (host_ == nullptr) return;
+    ipc::alarm_record fields = a;
+    fields.code = ipc::report_ok;
+    std::memcpy(const_cast<ipc::alarm_record*>(&host_->raised), &fields, sizeof fields);
+    std::atomic_thread_fence(std::memory_order_release);
+    static_cast<volatile ipc::alarm_record*>(&host_->raised)->code = a.code;
+  }
+  // The text a refused call's entry passes to every peer (written before its launch).
+  void set_own_text(std::string_view text) {
+    if (host_ != nullptr) ipc::put_text(host_->own_text, text);
+  }
+
+  // abort(): this rank's alarm, its text and its dead mark into every peer's control block, by
+  // copies on a stream of its own (no kernel: a peer is told also when this rank runs nothing and
+  // its device is full). Waits for them up to `wait`; best effort.
+  void tell_peers(const ipc::alarm_record& a, std::string_view text,
+                  std::chrono::milliseconds wait) {
+    if (host_ == nullptr || ranks_ == 0) return;
+    const gpu::device_guard keep;
+    if (gpu::rt::set_device(device_) != gpu::rt::success) return;
+    if (leave_ == nullptr && gpu::rt::stream_create(&leave_) != gpu::rt::success) {
+      leave_ = nullptr;
+      return;
+    }
+    host_->leaving = a;
+    ipc::put_text(host_->leaving_text, text);
+    host_->dead = gpu::signal_dead;
+    const auto until = std::chrono::steady_clock::now() + wait;
+    auto landed = [&] {  // what was copied so far is in place (copies in order may land out of it)
+      while (gpu::rt::stream_query(leave_) == gpu::rt::not_ready &&
+             std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    };
+    auto control = [&](int q) {
+      return reinterpret_cast<gpu::ipc_control*>(peers_[static_cast<std::size_t>(q)]);
+    };
+    // The alarm and the text, landed, before the mark that makes the peer read them.
+    for (int q = 0; q < ranks_; ++q)
+      if (q != me_) {
+        (void)gpu::rt::memcpy_async(&control(q)->alarms[me_], &host_->leaving,
+                                    sizeof(ipc::alarm_record), leave_);
+        (void)gpu::rt::memcpy_async(control(q)->texts[me_], host_->leaving_text, ipc::text_bytes,
+                                    leave_);
+      }
+    landed();
+    for (int q = 0; q < ranks_; ++q)
+      if (q != me_)
+        (void)gpu::rt::memcpy_async(&control(q)->signal[me_], &host_->dead, sizeof(std::uint64_t),
+                                    leave_);
+    landed();
+    (void)gpu::rt::get_last_error();
   }
 
  private:
@@ -375,15 +436,14 @@ class area : no_copy {
     if (gpu::rt::error_t e = gpu::rt::memset(base_, 0, control_bytes); e != gpu::rt::success)
       return gpu::failure("clearing the control block", device, e);
     void* host = nullptr;
-    if (gpu::rt::error_t e = gpu::rt::host_alloc_mapped(&host, sizeof(gpu::ipc_report));
+    if (gpu::rt::error_t e = gpu::rt::host_alloc_mapped(&host, sizeof(ipc::host_block));
         e != gpu::rt::success)
-      return gpu::failure("allocating the mapped report", device, e);
-    report_host_ = static_cast<gpu::ipc_report*>(host);
-    *report_host_ = gpu::ipc_report{};
+      return gpu::failure("allocating the mapped host block", device, e);
+    host_ = new (host) ipc::host_block{};
     void* d = nullptr;
     if (gpu::rt::error_t e = gpu::rt::device_address(&d, host); e != gpu::rt::success)
-      return gpu::failure("mapping the report", device, e);
-    report_device_ = static_cast<gpu::ipc_report*>(d);
+      return gpu::failure("mapping the host block", device, e);
+    host_device_ = static_cast<ipc::host_block*>(d);
     if (gpu::rt::error_t e = gpu::rt::device_synchronize(); e != gpu::rt::success)
       return gpu::failure("clearing the control block", device, e);
     return {};
@@ -445,6 +505,16 @@ class area : no_copy {
     return export_check(base, device_, &handle);
   }
 
+  // A struct of the host block whose writer sets `code` last: empty until it does, then all of it.
+  template <class T>
+  static T settled(const T& field) {
+    T out;
+    if (static_cast<const volatile T&>(field).code == ipc::report_ok) return out;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    std::memcpy(&out, &field, sizeof out);
+    return out;
+  }
+
   status upload_table() {
     if (table_.empty()) return {};
     if (gpu::rt::error_t e = gpu::rt::device_synchronize(); e != gpu::rt::success)
@@ -472,8 +542,10 @@ class area : no_copy {
   unsigned char* base_ = nullptr;
   std::vector<unsigned char*> peers_;
   std::vector<bool> opened_;
-  gpu::ipc_report* report_host_ = nullptr;
-  gpu::ipc_report* report_device_ = nullptr;
+  std::vector<std::uint64_t> pids_;
+  ipc::host_block* host_ = nullptr;         // as the host addresses it
+  ipc::host_block* host_device_ = nullptr;  // as the device does
+  gpu::rt::stream_t leave_ = nullptr;       // abort()'s copies
 };
 
 }  // namespace relay::ipc

@@ -20,15 +20,24 @@
 // Only code compiled by nvcc or hipcc may include this header.
 #pragma once
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "relay/bootstrap/bootstrap.hpp"
@@ -43,10 +52,9 @@
 #include "relay/plan/slice.hpp"
 #include "relay/plan/validate.hpp"
 #include "relay/transport/ipc/direct.hpp"
-#include "relay/transport/ipc/form.hpp"
-#include "relay/transport/ipc/kernels.hpp"
 #include "relay/transport/ipc/memory.hpp"
 #include "relay/transport/ipc/options.hpp"
+#include "relay/transport/ipc/report.hpp"
 #include "relay/transport/transport.hpp"
 
 namespace relay {
@@ -63,35 +71,27 @@ class ipc_transport final : public transport {
     if (status s = t->area_.open(boot, device, o.bytes_per_rank, timeout); !s) return s;
     if (gpu::rt::error_t e = gpu::ticks_per_ms(&t->ticks_per_ms_, device); e != gpu::rt::success)
       return gpu::failure("reading the device clock's rate", device, e);
-    // The grids every rank prices the forms with (ipc/form.hpp): the smallest of all
-    // ranks', so that every rank takes the same form.
-    std::int64_t grids[2] = {0, 0};  // multiprocessors (the one-shot grid), step kernel's grid
-    int sms = 0;
-    if (gpu::rt::error_t e = gpu::rt::sm_count(&sms, device); e != gpu::rt::success)
-      return gpu::failure("counting the multiprocessors", device, e);
-    if (gpu::rt::error_t e = gpu::resident_blocks(&t->max_grid_, gpu::ipc_step_kernel<float>,
-                                                  gpu::default_block, device);
-        e != gpu::rt::success)
-      return gpu::failure("querying the step kernel's occupancy", device, e);
-    grids[0] = sms;
-    grids[1] = t->max_grid_;
-    std::vector<std::vector<std::byte>> all;
-    if (status s = boot.all_gather(std::as_bytes(std::span(grids)), all, timeout); !s) return s;
-    t->one_shot_grid_ = static_cast<std::uint64_t>(std::max(1, sms));
-    t->stepped_grid_ = static_cast<std::uint64_t>(std::max(1, t->max_grid_));
-    for (const auto& a : all) {
-      std::int64_t g[2] = {0, 0};
-      if (a.size() == sizeof g) std::memcpy(g, a.data(), sizeof g);
-      t->one_shot_grid_ =
-          std::min<std::uint64_t>(t->one_shot_grid_, std::max<std::int64_t>(1, g[0]));
-      t->stepped_grid_ = std::min<std::uint64_t>(t->stepped_grid_, std::max<std::int64_t>(1, g[1]));
+    if (status s = t->size_grids(boot, timeout); !s) return s;
+    // The stage a refused call's entry runs (no lists: the agreement alone).
+    const gpu::ipc_stage bare{.enter = 1};
+    if (gpu::rt::error_t e = gpu::rt::malloc(&t->bare_entry_, sizeof bare); e != gpu::rt::success) {
+      t->bare_entry_ = nullptr;
+      return gpu::failure("allocating the entry stage", device, e);
     }
+    if (gpu::rt::error_t e = gpu::rt::upload(t->bare_entry_, &bare, sizeof bare);
+        e != gpu::rt::success)
+      return gpu::failure("uploading the entry stage", device, e);
     t->ready_ = true;
+    t->watch_peers();
     out = std::move(t);
     return {};
   }
 
   ~ipc_transport() override {
+    if (watchdog_.joinable()) {
+      stop_watching_.store(true);
+      watchdog_.join();
+    }
     const gpu::device_guard keep;
     (void)gpu::rt::set_device(device_);
     (void)gpu::rt::device_synchronize();
@@ -101,6 +101,7 @@ class ipc_transport final : public transport {
     if (ready_) (void)boot_->barrier(std::chrono::seconds(10));
     for (program& p : programs_)
       (void)gpu::rt::free(p.device);
+    if (bare_entry_ != nullptr) (void)gpu::rt::free(bare_entry_);
     area_.close();
   }
 
@@ -108,73 +109,89 @@ class ipc_transport final : public transport {
 
   // Registered user buffers (transport/ipc/direct.hpp; collective, see ipc::area).
   status register_buffer(void* p, std::size_t bytes, std::chrono::milliseconds timeout) override {
-    if (!broken_.ok()) return broken_;
+    if (status s = current(); !s) return s;
     return area_.register_buffer(*boot_, p, bytes, timeout);
   }
   status deregister_buffer(void* p, std::chrono::milliseconds timeout) override {
-    if (!broken_.ok()) return broken_;
+    if (status s = current(); !s) return s;
     return area_.deregister_buffer(*boot_, p, timeout);
   }
   // Calls of this rank so far whose input was read from, and whose output written to, the
   // caller's buffers (no copy in, no copy out); tests check that registration took effect.
   struct direct_counts {
     std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0;
+    std::uint64_t entries = 0;  // calls entered, refused ones too (the device's call counter)
   };
   const direct_counts& counts() const { return counts_; }
   int device() const { return device_; }
   std::size_t bytes_per_rank() const { return area_.data_bytes(); }
-  bool broken() const override { return !broken_.ok() || area_.report().code != gpu::ipc_ok; }
+  // The grids a call may launch: this rank's share of its device (ranks that share a device
+  // divide it, so that a rank's spinning kernel leaves room for its peers').
+  std::uint64_t one_shot_grid() const { return one_shot_grid_; }
+  std::uint64_t stepped_grid() const { return static_cast<std::uint64_t>(max_grid_); }
+  int ranks_per_device() const { return share_; }
   bool judges_on_host() const override { return false; }
-  status async_status() const override { return broken_.ok() ? device_status() : broken_; }
-  // Ends this rank's part: later calls fail at once. (Peers learn of it when they wait on this
-  // rank: its later calls publish nothing.)
+  bool broken() const override { return !current().ok(); }
+  status async_status() const override { return current(); }
+
+  // This rank leaves: its kernels stop at their next look at the host's flag, and every peer is
+  // told at once (its alarm, its reason and its dead mark copied into their control blocks, with
+  // no kernel of this rank needed), so their waits end with an error naming this rank.
   void abort(const status& why) override {
-    if (broken_.ok()) broken_ = why.ok() ? status{errc::peer_error, "this rank aborted"} : why;
+    const status w = why.ok() ? status{errc::peer_error, "this rank aborted"} : why;
+    if (aborted_.ok()) aborted_ = w;
+    if (broken_.ok()) broken_ = w;
+    if (!ready_) return;
+    ipc::alarm_record a;
+    a.code = ipc::report_aborted;
+    a.by = a.peer = static_cast<std::uint32_t>(boot_->rank());
+    a.call = counts_.entries;
+    raise(a);
+    area_.tell_peers(a, w.message(), std::chrono::milliseconds(200));
   }
 
-  // What the device reported so far: ok, or why this rank gave up (see the top of this file).
+  // What the device (or the host's watchdog) reported so far: ok, or why this rank gave up (see
+  // the top of this file).
   status device_status() const {
-    const gpu::ipc_report r = area_.report();
-    switch (r.code) {
-      case gpu::ipc_ok: return {};
-      case gpu::ipc_refused:
-        return {errc::invalid_buffer, "this rank's buffers were refused in call #" +
-                                          std::to_string(r.call) + "; it ran nothing since"};
-      case gpu::ipc_peer_aborted:
-        return {errc::peer_error, "rank " + std::to_string(r.peer) + " gave up (a timeout or " +
-                                      "refused buffers) while this rank waited for it to " +
-                                      what(r) + " of call #" + std::to_string(r.call)};
-      default:
-        return {errc::timeout, "rank " + std::to_string(r.peer) + " did not " + what(r) +
-                                   " of call #" + std::to_string(r.call) + " within " +
-                                   std::to_string(timeout_ms_) + " ms"};
-    }
+    const ipc::report r = area_.report();
+    if (r.code != ipc::report_ok) return ipc::report_status(r, context());
+    const ipc::alarm_record a = area_.raised();
+    if (a.code != ipc::report_ok) return ipc::alarm_status(a, "", context());
+    return {};
   }
 
   status run(const call_context& call) override {
-    if (!broken_.ok()) return broken_;
-    if (status s = device_status(); !s) return broken_ = s;
-    if (call.p == nullptr || call.slice == nullptr)
-      return {errc::invalid_argument, "the call has no plan or no slice"};
-    const plan& p = *call.p;
-    const int me = call.slice->rank;
+    if (status s = current(); !s) return s;
     const auto stream = static_cast<gpu::rt::stream_t>(call.stream);
     const gpu::device_guard keep;
     if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
-      return gpu::failure("selecting the device", device_, e);
-    const program* prog = nullptr;
-    if (status s = program_for(p, *call.slice, call.fingerprint, stream, prog); !s) return s;
+      return fail(gpu::failure("selecting the device", device_, e));
     timeout_ms_ = call.timeout.count();
-    gpu::ipc_env env = area_.env(static_cast<std::uint64_t>(call.timeout.count()) * ticks_per_ms_);
+    gpu::ipc_env env =
+        area_.env(static_cast<std::uint64_t>(call.timeout.count()) * ticks_per_ms_, ticks_per_ms_);
+    env.record = record_of(call);
+    env.system = share_ < area_.ranks() ? 1 : 0;
+    // This rank's own refusal: its arguments or buffers (call.local), the call's plan where this
+    // rank cannot run it. Either way the rank still takes part in the agreement, so that every
+    // peer learns of it at once and the calls stay in step.
+    status refusal = call.local;
+    const program* prog = nullptr;
+    if (refusal && (call.p == nullptr || call.slice == nullptr))
+      refusal = {errc::invalid_argument, "the call has no plan or no slice"};
+    if (refusal) {
+      if (status s = program_for(*call.p, *call.slice, call.fingerprint, stream, prog); !s) {
+        if (capturing(stream)) return s;  // nothing issued (see program_for)
+        refusal = s;
+      }
+    }
+    if (!refusal) return refuse(refusal, env, stream);
+    entries_seen_.store(++counts_.entries);
+
+    const plan& p = *call.p;
+    const int me = call.slice->rank;
     const auto r = static_cast<std::size_t>(me);
     const area_layout at = layout_of(p, r);
     unsigned char* mine = area_.data(me);
-
-    if (!call.local) {
-      // Nothing of this rank's runs; its abort mark stops the peers that wait on it.
-      if (status s = launch(p.type, prog->entry, {}, 0, env, 1, stream); !s) return s;
-      return broken_ = call.local;
-    }
     // Where this call's input and output are: the caller's buffers where they may be used there
     // (ipc/direct.hpp), else staged through the area by the entry's and the exit's copies.
     const std::uint64_t in_bytes = p.input_bytes[r], out_bytes = p.output_bytes[r];
@@ -205,10 +222,10 @@ class ipc_transport final : public transport {
       ++counts_.one_shot;
       return launch_one_shot(p.type, *prog, in, in_tiles, out, out_tiles, env, stream);
     }
-    if (status s = launch(p.type, prog->entry, in, in_tiles, env, 0, stream); !s) return s;
+    if (status s = launch(p.type, prog->entry, in, in_tiles, env, stream); !s) return s;
     for (const stage_ref& st : prog->phases)
-      if (status s = launch(p.type, st, {}, 0, env, 0, stream); !s) return s;
-    return launch(p.type, prog->exit, out, out_tiles, env, 0, stream);
+      if (status s = launch(p.type, st, {}, 0, env, stream); !s) return s;
+    return launch(p.type, prog->exit, out, out_tiles, env, stream);
   }
 
  private:
@@ -234,18 +251,141 @@ class ipc_transport final : public transport {
 
   ipc_transport(bootstrap& boot, int device) : boot_(&boot), device_(device) {}
 
-  static std::string what(const gpu::ipc_report& r) {
-    if (r.phase < 0) return "enter";
-    const char* kind = r.kind == gpu::ipc_reduce    ? " (reduce"
-                       : r.kind == gpu::ipc_arrival ? " (fp8 arrivals"
-                                                    : " (transfer";
-    return "finish step " + std::to_string(r.step) + kind + ", phase " + std::to_string(r.phase) +
-           ")";
+  // Broken (a failure left the ranks out of step), or what the device or the watchdog found.
+  status current() const {
+    if (status s = device_status(); !s) return s;
+    return broken_;
+  }
+  ipc::report_context context() const {
+    ipc::report_context c;
+    c.me = boot_->rank();
+    c.ranks = area_.ranks();
+    c.timeout_ms = timeout_ms_;
+    c.pids = area_.pids();
+    c.own_refusal = refusal_;
+    c.aborted = aborted_;
+    return c;
   }
 
+  // A failure of this rank's own (a runtime call): part of a call may be enqueued and the ranks
+  // out of step, so this rank leaves, as abort() does, and its peers learn of it at once.
   status fail(status s) {
-    broken_ = s;  // part of a call may be enqueued: the ranks may be out of step
+    if (broken_.ok()) abort(s);
     return s;
+  }
+
+  bool capturing(gpu::rt::stream_t stream) const {
+    bool on = false;
+    return gpu::rt::is_capturing(stream, &on) == gpu::rt::success && on;
+  }
+
+  // This rank refuses the call: the entry alone (the agreement, with this rank's record saying
+  // why and its text for the peers), nothing else; then the rank stays given up.
+  status refuse(const status& why, gpu::ipc_env& env, gpu::rt::stream_t stream) {
+    entries_seen_.store(++counts_.entries);
+    env.record.code = static_cast<std::uint8_t>(why.code());
+    area_.set_own_text(why.message());
+    if (refusal_.ok()) refusal_ = why;
+    const gpu::rt::error_t e = gpu::rt::launch(
+        gpu::ipc_step_kernel<float>, 1, gpu::default_block, stream,
+        static_cast<const gpu::ipc_stage*>(bare_entry_), gpu::copy_desc{}, std::uint64_t{0}, env);
+    if (e != gpu::rt::success)
+      return fail(gpu::failure("launching the ipc entry kernel", device_, e));
+    if (broken_.ok()) broken_ = why;  // its peers learn of it from its record
+    return why;
+  }
+
+  // This rank's kernels give up at their next look (the first alarm raised stays).
+  void raise(const ipc::alarm_record& a) {
+    bool expected = false;
+    if (raised_.compare_exchange_strong(expected, true)) area_.raise(a);
+  }
+
+  // The watchdog: a host thread that looks every 2 ms whether each peer process still exists
+  // (kernels cannot see processes), and raises this rank's flag naming the first one gone. Peers
+  // in this process, and processes this one cannot see (another pid namespace), are not watched.
+  // It allocates nothing while it watches (the calls' allocation count is the process's).
+  void watch_peers() {
+    const std::span<const std::uint64_t> pids = area_.pids();
+    const auto self = static_cast<std::uint64_t>(::getpid());
+    struct watched {
+      int rank;
+      std::uint64_t pid;
+      std::string stat;  // /proc/<pid>/stat
+    };
+    std::vector<watched> peers;
+    for (std::size_t q = 0; q < pids.size(); ++q)
+      if (pids[q] != 0 && pids[q] != self &&
+          (::kill(static_cast<pid_t>(pids[q]), 0) == 0 || errno == EPERM))
+        peers.push_back(
+            {static_cast<int>(q), pids[q], "/proc/" + std::to_string(pids[q]) + "/stat"});
+    if (peers.empty()) return;
+    const auto me = static_cast<std::uint32_t>(boot_->rank());
+    watchdog_ = std::thread([this, peers = std::move(peers), me] {
+      while (!stop_watching_.load()) {
+        for (const watched& w : peers)
+          if (ipc::process_gone(static_cast<pid_t>(w.pid), w.stat.c_str())) {
+            ipc::alarm_record a;
+            a.code = ipc::report_peer_exited;
+            a.by = me;
+            a.peer = static_cast<std::uint32_t>(w.rank);
+            a.call = entries_seen_.load();
+            raise(a);
+            return;
+          }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    });
+  }
+
+  // The grids of both forms (see the top): the device's resident blocks, the smallest any form of
+  // the kernels allows, divided among the ranks that share the device; and the smallest of every
+  // rank's, which every rank prices the forms with (transport/ipc/form.hpp), so that every rank takes
+  // the same form.
+  status size_grids(bootstrap& boot, std::chrono::milliseconds timeout) {
+    int sms = 0, resident = 0;
+    if (gpu::rt::error_t e = gpu::rt::sm_count(&sms, device_); e != gpu::rt::success)
+      return gpu::failure("counting the multiprocessors", device_, e);
+    gpu::rt::error_t e = gpu::rt::success;
+    auto fewest = [&](auto kernel) {
+      int blocks = 0;
+      if (e == gpu::rt::success)
+        e = gpu::resident_blocks(&blocks, kernel, gpu::default_block, device_);
+      if (blocks > 0 && (resident == 0 || blocks < resident)) resident = blocks;
+    };
+    for (dtype type : all_dtypes)
+      visit_dtype(type, [&](auto x) {
+        using T = decltype(x);
+        fewest(gpu::ipc_step_kernel<T>);
+        fewest(gpu::ipc_one_shot_kernel<T>);
+        if constexpr (fp8_wire_type<T>)
+          fewest(gpu::ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, true>);
+      });
+    if (e != gpu::rt::success)
+      return gpu::failure("querying the ipc kernels' occupancy", device_, e);
+    ipc_device mine;
+    mine.sms = sms;
+    mine.resident = resident;
+#if defined(RELAY_GPU_HIP)
+    const gpu::rt::error_t placed = hipDeviceGetPCIBusId(mine.place.data(), 31, device_);
+#else
+    const gpu::rt::error_t placed = cudaDeviceGetPCIBusId(mine.place.data(), 31, device_);
+#endif
+    if (placed != gpu::rt::success)
+      return gpu::failure("reading the device's PCI address", device_, placed);
+    std::vector<std::vector<std::byte>> all;
+    if (status s = boot.all_gather(std::as_bytes(std::span(&mine, 1)), all, timeout); !s) return s;
+    std::vector<ipc_device> devices(all.size());
+    for (std::size_t q = 0; q < all.size(); ++q)
+      if (all[q].size() == sizeof(ipc_device))
+        std::memcpy(&devices[q], all[q].data(), sizeof(ipc_device));
+    const ipc_grids grids = ipc_grids_of(devices, boot.rank());
+    share_ = grids.share;
+    max_grid_ = static_cast<int>(grids.stepped);
+    one_shot_grid_ = grids.one_shot;
+    priced_one_shot_grid_ = grids.priced_one_shot;
+    priced_stepped_grid_ = grids.priced_stepped;
+    return {};
   }
 
   // The entry's or exit's copy between the user's buffer and the area (none when bytes is 0).
@@ -257,8 +397,7 @@ class ipc_transport final : public transport {
   }
 
   status launch(dtype type, const stage_ref& st, const gpu::copy_desc& user,
-                std::uint64_t user_tiles, const gpu::ipc_env& env, std::uint32_t refuse,
-                gpu::rt::stream_t stream) {
+                std::uint64_t user_tiles, const gpu::ipc_env& env, gpu::rt::stream_t stream) {
     const std::uint64_t tiles = std::max<std::uint64_t>(1, st.tiles + user_tiles);
     const auto most = static_cast<std::uint64_t>(std::max(1, max_grid_));
     const auto grid = static_cast<unsigned>(std::min(tiles, most));
@@ -268,9 +407,9 @@ class ipc_transport final : public transport {
         if (st.fp8)
           return gpu::rt::launch(
               gpu::ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, true>, grid,
-              gpu::default_block, stream, st.device, user, user_tiles, env, refuse);
+              gpu::default_block, stream, st.device, user, user_tiles, env);
       return gpu::rt::launch(gpu::ipc_step_kernel<T>, grid, gpu::default_block, stream, st.device,
-                             user, user_tiles, env, refuse);
+                             user, user_tiles, env);
     });
     if (e != gpu::rt::success)
       return fail(gpu::failure("launching the ipc step kernel", device_, e));
@@ -347,7 +486,7 @@ class ipc_transport final : public transport {
     if (programs_.size() >= cached_programs) {
       // The oldest may still be read by work in flight.
       if (gpu::rt::error_t e = gpu::rt::device_synchronize(); e != gpu::rt::success)
-        return fail(gpu::failure("waiting before evicting a descriptor list", device_, e));
+        return gpu::failure("waiting before evicting a descriptor list", device_, e);
       evict_least_recent(programs_, [](program& x) { (void)gpu::rt::free(x.device); });
     }
     program built;
@@ -376,6 +515,7 @@ class ipc_transport final : public transport {
     auto waits_of = [&](const std::vector<slice_wait>& ws) {
       std::vector<gpu::ipc_wait> v;
       for (const slice_wait& w : ws) {
+        if (w.phase < 0) continue;  // an entry: the entry stage waited for every peer's
         gpu::ipc_wait x;
         x.peer = w.peer;
         x.phase = w.phase;
@@ -383,9 +523,9 @@ class ipc_transport final : public transport {
         if (w.phase >= 0) {
           const plan_phase& ph = p.phases[static_cast<std::size_t>(w.phase)];
           x.step = ph.step;
-          x.kind = w.arrival                   ? gpu::ipc_arrival
-                   : ph.phase == phase::reduce ? gpu::ipc_reduce
-                                               : gpu::ipc_transfer;
+          x.kind = w.arrival                   ? ipc::wait_arrival
+                   : ph.phase == phase::reduce ? ipc::wait_reduce
+                                               : ipc::wait_transfer;
         }
         v.push_back(x);
       }
@@ -411,15 +551,14 @@ class ipc_transport final : public transport {
     // The form, priced alike on every rank (ipc/form.hpp).
     const std::vector<std::uint64_t> priced = plan_stages(p, tile_units * 16);
     const std::uint64_t largest = *std::max_element(priced.begin(), priced.end());
-    out.one_shot =
-        !fp8 && one_shot_tiles_ > 0 && largest <= one_shot_tiles_ &&
-        (form_ == ipc_form::one_shot ||
-         (form_ == ipc_form::automatic &&
-          price_ipc_forms(priced, costs_, one_shot_grid_, stepped_grid_).one_shot_wins()));
+    out.one_shot = !fp8 && one_shot_tiles_ > 0 && largest <= one_shot_tiles_ &&
+                   (form_ == ipc_form::one_shot ||
+                    (form_ == ipc_form::automatic &&
+                     price_ipc_forms(priced, costs_, priced_one_shot_grid_, priced_stepped_grid_)
+                         .one_shot_wins()));
     std::vector<host_stage> stages;
     host_stage entry;
-    entry.s.enter = 1;
-    entry.s.publish = 0;
+    entry.s.enter = 1;  // the agreement: it waits for every peer's entry, so no stage waits for one
     stages.push_back(entry);
     for (const slice_phase& sp : slice.phases) {
       if (sp.issued.empty()) continue;  // only receives: the peers' waits cover them
@@ -561,10 +700,19 @@ class ipc_transport final : public transport {
   ipc_form form_ = ipc_form::automatic;
   ipc_form_costs costs_{};
   std::uint64_t one_shot_tiles_ = 0;
-  std::uint64_t one_shot_grid_ = 1, stepped_grid_ = 1;  // the smallest of all ranks'
+  int share_ = 1;                    // ranks on this device
+  std::uint64_t one_shot_grid_ = 1;  // this rank's one-shot launch grid (max_grid_: stepped)
+  std::uint64_t priced_one_shot_grid_ = 1, priced_stepped_grid_ = 1;  // the smallest of all ranks'
   direct_counts counts_;
   long long timeout_ms_ = 0;
   status broken_;
+  status refusal_;              // this rank's first refusal (a verdict of refused_here returns it)
+  status aborted_;              // why abort() was called
+  void* bare_entry_ = nullptr;  // a gpu::ipc_stage: the entry alone (refuse)
+  // The watchdog (watch_peers) and the flag it shares with abort(): the first to raise wins.
+  std::thread watchdog_;
+  std::atomic<bool> stop_watching_{false}, raised_{false};
+  std::atomic<std::uint64_t> entries_seen_{0};
   std::vector<program> programs_;
   std::uint64_t uses_ = 0;
   // The last call's plan and program (program_for's fast path).

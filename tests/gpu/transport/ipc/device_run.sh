@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
 # The ipc transport's GPU checks and measurements in one go, on a machine with one NVIDIA GPU or
-# more (8 processes share the GPUs round-robin): the property suite, the graph test, both again
-# with registered buffers, the registration scenario, the host issue time (hostpath), the two
-# failure scenarios, compute-sanitizer memcheck and racecheck on reduced property runs, and
-# relay-bench -x ipc (eager and --graph, 8 and 2 processes, A=2 allreduce bf16 4 KB-64 KB; both
-# forms forced; registered buffers; the fp8 wire against native), the fp8 property suite. Logs go to $OUT (default ./gpu-run).
+# more (8 processes share the GPUs round-robin). Logs go to $OUT (default ./gpu-run).
 #
 #   tests/gpu/transport/ipc/device_run.sh [CALLS] [K] [REPLAYS] [STEPS]   STEPS: a regular expression of the
 #                                                              steps to run (default: all)
-# BUILD_TARGETS in the environment narrows the build (default: the tests, relay-bench, relay-run).
+#
+# Three parts, each step a timed command with its log:
+#   1. without MPS (the driver time-slices the processes): the failure scenarios (a refusal
+#      before any plan, another shape, a refused buffer, a stall past the timeout, an exited
+#      helper, an aborting helper);
+#   2. under MPS where nvidia-cuda-mps-control exists (no SM share set: every size must complete
+#      anyway), its steps named *_mps: the failure scenarios again, the property suites, the graph
+#      tests, registration, the host issue time, and the benchmarks: the floor program
+#      (bench/tools/floor) and relay-bench -x ipc --baseline floor side by side, 2 and 8
+#      processes, eager and replayed, staged and registered, both forms forced, every size from
+#      4 KB to 1 GiB;
+#   3. without MPS again: compute-sanitizer memcheck and racecheck on reduced property runs, and
+#      the long eager run of issue 22's defect 7 (soak: 2 processes, 64 MB, RELAY_TIMEOUT=10).
+# MPS is always stopped at the end. Built binaries in $BIN (relay_ipc_tests, relay-run,
+# relay-bench, floor) are used as they are where they run here; otherwise everything is built
+# (BUILD_TARGETS narrows the build).
 set -uo pipefail
 cd "$(dirname "$0")/../../../.."
 OUT=${OUT:-$PWD/gpu-run}
@@ -18,23 +29,40 @@ export NCCL_NVLS_ENABLE=0  # the machine's rule: no NVLink multicast
 lib=$(find / -name 'libnccl.so.2' -not -path '*/proc/*' 2>/dev/null | head -1)
 [[ -n "$lib" ]] && export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 [[ -d .gpu-deps/lib ]] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(find "$PWD/.gpu-deps/lib" -name 'libfmt.so*' -printf '%h\n' | head -1)"
+rt=$(find / -name 'libcudart.so.1[0-9]' -not -path '*/proc/*' 2>/dev/null | head -1)
+[[ -n "$rt" ]] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$rt")"
+[[ -n "${BIN:-}" && -d "${BIN:-}/lib" ]] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$BIN/lib"
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem \
     --format=csv; nvcc --version | tail -1; uname -r; } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-echo "== build"
-inc=$(dirname "$(find / -name nccl.h -not -path '*/proc/*' 2>/dev/null | head -1)")
-start=$SECONDS
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRELAY_GPU=CUDA \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DRELAY_BUILD_STATIC_TESTS=OFF \
-  -DCMAKE_PREFIX_PATH="$PWD/.gpu-deps" -DRELAY_NCCL_INCLUDE_DIR="$inc" \
-  ${lib:+-DRELAY_NCCL_LIBRARY=$lib} >"$OUT/build.log" 2>&1 &&
-  cmake --build build -j"$(nproc)" --target ${BUILD_TARGETS:-relay_ipc_tests relay_bench relay_run} \
-    >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
-echo "built in $((SECONDS - start)) s"
-T=build/tests/gpu/relay_ipc_tests
-RUN=build/tools/relay-run
-BENCH=build/tools/relay_bench/relay-bench
+BIN=${BIN:-}
+T=build/tests/gpu/relay_ipc_tests RUN=build/tools/relay-run
+BENCH=build/tools/relay_bench/relay-bench FLOOR=build/floor
+runs_here() {  # every binary loads here (its libraries found) and relay-run starts
+  for b in relay_ipc_tests relay-run relay-bench floor; do
+    [[ -x "$BIN/$b" ]] && ! ldd "$BIN/$b" 2>&1 | grep -q 'not found' || return 1
+  done
+  "$BIN/relay-run" --version >/dev/null 2>&1
+}
+if [[ -n "$BIN" ]] && runs_here; then
+  T=$BIN/relay_ipc_tests RUN=$BIN/relay-run BENCH=$BIN/relay-bench FLOOR=$BIN/floor
+  echo "== prebuilt binaries in $BIN"
+else
+  echo "== build"
+  inc=$(dirname "$(find / -name nccl.h -not -path '*/proc/*' 2>/dev/null | head -1)")
+  start=$SECONDS
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRELAY_GPU=CUDA \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DRELAY_BUILD_STATIC_TESTS=OFF \
+    -DCMAKE_PREFIX_PATH="$PWD/.gpu-deps" -DRELAY_NCCL_INCLUDE_DIR="$inc" \
+    ${lib:+-DRELAY_NCCL_LIBRARY=$lib} >"$OUT/build.log" 2>&1 &&
+    cmake --build build -j"$(nproc)" --target ${BUILD_TARGETS:-relay_ipc_tests relay_bench relay_run} \
+      >>"$OUT/build.log" 2>&1 &&
+    nvcc -O3 -std=c++20 -arch=sm_90 -diag-suppress=2810 -Iinclude bench/tools/floor/floor.cu \
+      -o "$FLOOR" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+  echo "built in $((SECONDS - start)) s"
+fi
+
 status=0
 step() {  # step NAME LIMIT COMMAND...: runs it, logs to $OUT/NAME.log, prints its tail and time
   local name=$1 limit=$2
@@ -48,62 +76,98 @@ step() {  # step NAME LIMIT COMMAND...: runs it, logs to $OUT/NAME.log, prints i
   tail -${TAILN:-4} "$OUT/$name.log"
   echo "-- $name: exit $rc, $((SECONDS - t0)) s"
 }
-step property 150 "$RUN" -n 8 --timeout 140 -- "$T" property "$CALLS"
-RELAY_IPC_FORM=stepped step property_stepped 150 "$RUN" -n 8 --timeout 140 -- "$T" property "$CALLS" 11
-step property_fp8 150 "$RUN" -n 8 --timeout 140 -- "$T" property_fp8 "$CALLS"
-step graph 150 "$RUN" -n 8 --timeout 140 -- "$T" graph "$K" "$REPLAYS"
-TAILN=6 step property_registered 150 "$RUN" -n 8 --timeout 140 -- "$T" property_registered "$CALLS"
-RELAY_IPC_FORM=stepped TAILN=6 step property_registered_stepped 150 "$RUN" -n 8 --timeout 140 -- \
-  "$T" property_registered "$CALLS" 13
-TAILN=6 step graph_registered 150 "$RUN" -n 8 --timeout 140 -- "$T" graph_registered "$K" "$REPLAYS"
-TAILN=6 step registration 60 "$RUN" -n 8 --timeout 55 -- "$T" registration
-# Host issue time of a prepared call (1,000, back to back in batches of 100), 2 ranks (on one
-# GPU here: the times are the host's, the device only has to keep up), both forms.
-TAILN=14 step hostpath 90 "$RUN" -n 2 --timeout 85 -- "$T" hostpath 1000 100
-RELAY_IPC_FORM=stepped TAILN=14 step hostpath_stepped 90 "$RUN" -n 2 --timeout 85 -- "$T" hostpath 1000 100
-TAILN=10 RELAY_TIMEOUT=2 step stall 60 "$RUN" -n 8 --timeout 55 -- "$T" stall
-TAILN=10 RELAY_TIMEOUT=2 step refused 60 "$RUN" -n 8 --timeout 55 -- "$T" refused
+
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
+mps_on=0
+mps() {  # mps on|off: the MPS daemon (where the machine has one), no SM share set
+  command -v nvidia-cuda-mps-control >/dev/null || return 0
+  if [[ $1 == on && $mps_on == 0 ]]; then
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    unset CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+    nvidia-cuda-mps-control -d && mps_on=1 && echo "== MPS on"
+  elif [[ $1 == off && $mps_on == 1 ]]; then
+    echo quit | nvidia-cuda-mps-control
+    sleep 1
+    mps_on=0
+    echo "== MPS off"
+  fi
+}
+trap 'mps off' EXIT
+trap 'exit 143' TERM
+
+# The failure scenarios (ipc_tests.cpp: misbehave, leave). $1: a suffix for the step names.
+failures() {
+  TAILN=10 RELAY_TIMEOUT=2 step "stall$1" 60 "$RUN" -n 8 --timeout 55 -- "$T" stall
+  for s in refused refuse_plan refuse_early mismatch; do
+    TAILN=10 RELAY_TIMEOUT=10 step "$s$1" 60 "$RUN" -n 8 --timeout 55 -- "$T" "$s"
+  done
+  for s in exited abort; do
+    TAILN=9 RELAY_TIMEOUT=10 step "$s$1" 60 "$RUN" -n 8 --timeout 55 -- "$T" "$s"
+  done
+}
+
+# ---- 1. without MPS
+failures ""
+
+# ---- 2. under MPS
+[[ $STEPS == . || $STEPS == *_mps* ]] && mps on
+failures _mps
+step property_mps 150 "$RUN" -n 8 --timeout 140 -- "$T" property "$CALLS"
+RELAY_IPC_FORM=stepped step property_stepped_mps 150 "$RUN" -n 8 --timeout 140 -- "$T" property \
+  "$CALLS" 11
+TAILN=6 step property_registered_mps 150 "$RUN" -n 8 --timeout 140 -- "$T" property_registered \
+  "$CALLS"
+step graph_mps 200 "$RUN" -n 8 --timeout 190 -- "$T" graph "$K" "$REPLAYS"
+TAILN=6 step graph_registered_mps 200 "$RUN" -n 8 --timeout 190 -- "$T" graph_registered "$K" \
+  "$REPLAYS"
+TAILN=6 step registration_mps 60 "$RUN" -n 8 --timeout 55 -- "$T" registration
+TAILN=14 step hostpath_mps 90 "$RUN" -n 2 --timeout 85 -- "$T" hostpath 1000 100
+# The floor on its own, then beside relay in the same processes (relay-bench's baseline column).
+TAILN=12 step floor2_mps 60 "$RUN" -n 2 --timeout 55 -- "$FLOOR" -A 2 -b 4K -e 16M -n 200 -g 20
+TAILN=12 step floor8_mps 60 "$RUN" -n 8 --timeout 55 -- "$FLOOR" -A 2 -b 4K -e 16M -n 200 -g 20
+small=(-C allreduce -d bfloat16 -b 4K -e 1M -f 2 -n 100 -w 10 --baseline floor
+  -t switched:363.3:13.59:0.00)
+TAILN=14 step bench2_mps 60 "$RUN" -n 2 --timeout 55 -- "$BENCH" -x ipc -N 2 -m single -r direct \
+  -A 2 "${small[@]}"
+TAILN=14 step bench2_graph_mps 60 "$RUN" -n 2 --timeout 55 -- "$BENCH" -x ipc -N 2 -m single \
+  -r direct -A 2 --graph 20 "${small[@]}"
+RELAY_BENCH_REGISTER=1 TAILN=14 step bench2_registered_mps 60 "$RUN" -n 2 --timeout 55 -- \
+  "$BENCH" -x ipc -N 2 -m single -r direct -A 2 "${small[@]}"
+RELAY_BENCH_REGISTER=1 TAILN=14 step bench2_registered_graph_mps 60 "$RUN" -n 2 --timeout 55 -- \
+  "$BENCH" -x ipc -N 2 -m single -r direct -A 2 --graph 20 "${small[@]}"
+TAILN=14 step bench8_fused_mps 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 -m fused -A 2 \
+  "${small[@]}"
+TAILN=14 step bench8_fused_graph_mps 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 \
+  -m fused -A 2 --graph 20 "${small[@]}"
+TAILN=14 step bench8_a4_mps 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 -m fused -A 4 \
+  "${small[@]}"
+TAILN=14 step bench8_a4_graph_mps 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 -m fused \
+  -A 4 --graph 20 "${small[@]}"
+# Every size from 4 KB to 1 GiB completes, no SM share set (the area sized by relay-bench).
+sizes=(-C allreduce -A 2 -d bfloat16 -b 4K -e 1G -f 4 -n 3 -w 1 -t switched:363.3:13.59:0.00)
+TAILN=14 step sizes2_mps 150 "$RUN" -n 2 --timeout 145 -- "$BENCH" -x ipc -N 2 -m single -r direct \
+  "${sizes[@]}"
+TAILN=14 step sizes8_mps 200 "$RUN" -n 8 --timeout 190 -- "$BENCH" -x ipc -N 8 -m fused \
+  "${sizes[@]}"
+# Both forms forced, side by side with the floor (the model's constants are fitted from these).
+for f in one_shot stepped; do
+  RELAY_IPC_FORM=$f TAILN=14 step "forms2_${f}_mps" 90 "$RUN" -n 2 --timeout 85 -- "$BENCH" -x ipc \
+    -N 2 -m single -r direct -C allreduce -A 2 -d bfloat16 -b 4K -e 16M -f 2 -n 50 -w 5 \
+    --baseline floor -t switched:363.3:13.59:0.00
+done
+mps off
+
+# ---- 3. without MPS: the sanitizers, the long run of defect 7
 # The sanitizers on ranks 0 (a helper or active, by case) and 3, the others plain: 8 sanitized
 # processes time-slicing one GPU would take long. $0: the test binary, $1: the tool, $2: calls,
 # $3: the scenario (property or property_registered).
 sanitized='case $RELAY_RANK in 0|3) exec compute-sanitizer --tool "$1" --error-exitcode 9 "$0" "${3:-property}" "$2" 7;; *) exec "$0" "${3:-property}" "$2" 7;; esac'
 export RELAY_TIMEOUT=120  # sanitized ranks are slow; their peers wait for them
 TAILN=6 step memcheck 150 "$RUN" -n 8 --timeout 140 -- bash -c "$sanitized" "$T" memcheck 40
-TAILN=6 step memcheck_registered 150 "$RUN" -n 8 --timeout 140 -- bash -c "$sanitized" "$T" \
-  memcheck 40 property_registered
 TAILN=6 step racecheck 100 "$RUN" -n 8 --timeout 90 -- bash -c "$sanitized" "$T" racecheck 10
-TAILN=6 step memcheck_fp8 150 "$RUN" -n 8 --timeout 140 -- bash -c "$sanitized" "$T" memcheck 30 \
-  property_fp8
 unset RELAY_TIMEOUT
-sweep=(-C allreduce -A 2 -d bfloat16 -b 4K -e 64K -f 2 -n 20 -w 5 -t switched:363.3:13.59:0.00)
-TAILN=14 step bench8 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 -m fused,single \
-  "${sweep[@]}"
-TAILN=14 step bench8_graph 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 \
-  -m fused,single --graph 20 "${sweep[@]}"
-TAILN=14 step bench2 45 "$RUN" -n 2 --timeout 40 -- "$BENCH" -x ipc -N 2 -m single -r direct \
-  "${sweep[@]}"
-# The fp8 wire against native on the relay route, 8 processes (timed on one shared GPU here: the
-# rows show the wire taken, #wrong and the largest relative error, not link-bound speed).
-for w in native fp8_e4m3; do
-  extra=(); [[ $w != native ]] && extra=(--wire-threshold 0)
-  TAILN=10 step "bench8_$w" 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 -m fused -r relay \
-    -C allreduce,reduce-scatter -A 2 -d bfloat16 -b 64K -e 4M -f 4 -n 5 -w 2 --wire $w "${extra[@]}"
-done
-TAILN=14 step bench2_graph 45 "$RUN" -n 2 --timeout 40 -- "$BENCH" -x ipc -N 2 -m single \
-  -r direct --graph 20 "${sweep[@]}"
-RELAY_IPC_FORM=stepped TAILN=14 step bench2_stepped 45 "$RUN" -n 2 --timeout 40 -- \
-  "$BENCH" -x ipc -N 2 -m single -r direct "${sweep[@]}"
-RELAY_IPC_FORM=one_shot TAILN=14 step bench2_one_shot 45 "$RUN" -n 2 --timeout 40 -- \
-  "$BENCH" -x ipc -N 2 -m single -r direct "${sweep[@]}"
-# The one-shot form at sizes where its blocks (one per multiprocessor) walk each stage in rounds,
-# in and out of place (relay-bench checks every output; exit 0 only with 0 wrong).
-RELAY_IPC_FORM=one_shot TAILN=14 step bench2_one_shot_large 60 "$RUN" -n 2 --timeout 55 -- \
-  "$BENCH" -x ipc -N 2 -m single -r direct -C allreduce -A 2 -d bfloat16 -b 1M -e 32M -f 4 -n 5 \
-  -w 2
-# The same with registered buffers (RELAY_BENCH_REGISTER=1: no copy out where the output is
-# registered, no copy in anywhere), eager and replayed.
-RELAY_BENCH_REGISTER=1 TAILN=14 step bench2_registered 45 "$RUN" -n 2 --timeout 40 -- \
-  "$BENCH" -x ipc -N 2 -m single -r direct "${sweep[@]}"
-RELAY_BENCH_REGISTER=1 TAILN=14 step bench2_registered_graph 45 "$RUN" -n 2 --timeout 40 -- \
-  "$BENCH" -x ipc -N 2 -m single -r direct --graph 20 "${sweep[@]}"
+# Defect 7's run: 2 processes time-slicing the GPU, 64 MB eager back to back, RELAY_TIMEOUT=10
+# (SOAK_S seconds; the stall was seen after about 20,000 calls, some 90 s).
+RELAY_TIMEOUT=10 TAILN=14 step soak $((${SOAK_S:-80} + 30)) "$RUN" -n 2 --timeout $((${SOAK_S:-80} + 25)) -- \
+  "$T" soak $((64 << 20)) "${SOAK_S:-80}"
 exit $status

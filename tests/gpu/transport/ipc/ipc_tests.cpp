@@ -15,6 +15,13 @@
 //   relay-run -n 8 -- relay_ipc_tests stall                     rank 3 never calls: the others
 //                                                               report it, nothing hangs
 //   relay-run -n 8 -- relay_ipc_tests refused                   rank 5 passes a null buffer
+//   relay-run -n 8 -- relay_ipc_tests refuse_plan               rank 2 passes arguments
+//                                                               make_plan refuses (no plan)
+//   relay-run -n 8 -- relay_ipc_tests refuse_early              rank 2 refuses with no arguments
+//   relay-run -n 8 -- relay_ipc_tests mismatch                  rank 2 calls another shape
+//   relay-run -n 8 -- relay_ipc_tests exited                    helper rank 7 exits mid-job:
+//                                                               every rank names it within 1 s
+//   relay-run -n 8 -- relay_ipc_tests abort                     helper rank 4 aborts: the same
 //   relay-run -n 8 -- relay_ipc_tests property_registered [CALLS] [SEED]
 //                                                the property suite with every rank's frames in
 //                                                one registered allocation: outputs written in
@@ -27,6 +34,9 @@
 //                                                message saying why; plain memory registers (two
 //                                                buffers of one allocation), a call on it runs
 //                                                without staging, deregistration, staged after
+//   relay-run -n 2 -- relay_ipc_tests soak [BYTES] [SECONDS]
+//                                                eager allreduce A=2 bf16 back to back for SECONDS,
+//                                                the rate every 1000 calls, a stall named as one
 //   relay-run -n 2 -- relay_ipc_tests hostpath [CALLS] [BATCH]
 //                                                host time to issue CALLS prepared calls, back to
 //                                                back in batches of BATCH (default 100; none
@@ -42,6 +52,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "multiprocess/mp_support.hpp"
@@ -227,6 +238,36 @@ std::vector<property_case> graph_shapes() {
           fp8};
 }
 
+// The nodes of a captured graph: kernels, copies, all.
+struct captured_nodes {
+  std::size_t kernels = 0, copies = 0, all = 0;
+};
+captured_nodes nodes_of(gpu::rt::graph_t graph) {
+  captured_nodes n;
+#if defined(RELAY_GPU_HIP)
+  if (hipGraphGetNodes(graph, nullptr, &n.all) != hipSuccess) return n;
+  std::vector<hipGraphNode_t> nodes(n.all);
+  if (hipGraphGetNodes(graph, nodes.data(), &n.all) != hipSuccess) return n;
+  for (hipGraphNode_t x : nodes) {
+    hipGraphNodeType t{};
+    if (hipGraphNodeGetType(x, &t) != hipSuccess) continue;
+    n.kernels += t == hipGraphNodeTypeKernel ? 1 : 0;
+    n.copies += t == hipGraphNodeTypeMemcpy ? 1 : 0;
+  }
+#else
+  if (cudaGraphGetNodes(graph, nullptr, &n.all) != cudaSuccess) return n;
+  std::vector<cudaGraphNode_t> nodes(n.all);
+  if (cudaGraphGetNodes(graph, nodes.data(), &n.all) != cudaSuccess) return n;
+  for (cudaGraphNode_t x : nodes) {
+    cudaGraphNodeType t{};
+    if (cudaGraphNodeGetType(x, &t) != cudaSuccess) continue;
+    n.kernels += t == cudaGraphNodeTypeKernel ? 1 : 0;
+    n.copies += t == cudaGraphNodeTypeMemcpy ? 1 : 0;
+  }
+#endif
+  return n;
+}
+
 // K calls of one shape, each with its own input and output; eager first, then captured and
 // replayed. Returns the number of wrong outputs (this rank's view; every rank checks all).
 int graph_case(communicator& comm, property_case c, int K, int replays, std::uint64_t seed,
@@ -329,6 +370,14 @@ int graph_case(communicator& comm, property_case c, int K, int replays, std::uin
   const status captured = issue();
   IPC_CHECK(gpu::rt::end_capture(d.stream, &graph));
   if (!captured) return failed("capture: " + captured.to_string());
+  if (me == 0) {
+    const captured_nodes n = nodes_of(graph);
+    std::printf(
+        "%s: a captured call is %.1f kernel launches and %.1f copies (%d calls: %zu "
+        "kernels, %zu copies, %zu nodes in all)\n",
+        c.describe().c_str(), static_cast<double>(n.kernels) / K, static_cast<double>(n.copies) / K,
+        K, n.kernels, n.copies, n.all);
+  }
   IPC_CHECK(gpu::rt::graph_instantiate(&exec, graph));
   int wrong = 0;
   for (int r = 0; r < replays && wrong == 0; ++r) {
@@ -372,80 +421,317 @@ int graph(communicator& comm, int argc, char** argv, bool registered) {
   return 0;
 }
 
-// One rank misbehaves (stall: never calls; refused: a null input). Every other rank's call must
-// end within the timeout and a margin, with an error naming a rank, and user memory untouched;
-// at least one rank must name the culprit itself.
-int misbehave(communicator& comm, bool stall) {
-  const int me = comm.rank(), culprit = stall ? 3 : 5;
-  property_case c;
-  c.coll = collective::allreduce;
-  c.active = 2;
-  c.groups = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
-  c.counts.assign(4, 5000);
-  c.type = dtype::float32;
-  c.seed = 7;
-  const auto inputs = all_inputs(c);
-  rank_frame f(c, me, inputs[static_cast<std::size_t>(me)]);
-  device_side d;
-  IPC_CHECK(gpu::rt::stream_create(&d.stream));
-  if (status s = d.reserve(f.bytes.size()); !s) return failed(s.to_string());
-  IPC_CHECK(gpu::rt::upload(d.memory, f.bytes.data(), f.bytes.size()));
-  auto* base = static_cast<std::byte*>(d.memory);
-  buffer_view send{base + f.in_off, f.in_bytes}, recv{base + f.out_off, f.out_bytes};
-  // A first call of the shape that every rank makes: the communicator compares a shape's
-  // arguments through the bootstrap on its first call, which is not what this test is about.
-  if (status s = finish(comm, d, call(comm, c, send, recv, d.stream)); !s)
-    return failed("the first call: " + s.to_string());
-  IPC_CHECK(gpu::rt::upload(d.memory, f.bytes.data(), f.bytes.size()));  // poisoned output again
-  std::string verdict = "silent";  // the stalled rank stays alive until the others are done
-  if (!(stall && me == culprit)) {
-    if (!stall && me == culprit) send.data = nullptr;
-    const auto start = std::chrono::steady_clock::now();
-    const status s = finish(comm, d, call(comm, c, send, recv, d.stream));
-    const double waited =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double limit = static_cast<double>(comm.config().timeout.count()) / 1000 + 30;
-    if (s) return failed("rank " + std::to_string(me) + "'s call succeeded");
-    if (waited > limit)
-      return failed("the failed call took " + std::to_string(waited) + " s (limit " +
-                    std::to_string(limit) + ")");
-    verdict = std::string(relay::name(s.code())) + ": " + s.message();
-    // A later call fails at once, without touching anything.
-    if (status again = call(comm, c, send, recv, d.stream); again)
-      return failed("a call after the failure succeeded");
-    IPC_CHECK(gpu::rt::stream_synchronize(d.stream));
-    std::vector<std::byte> image(f.bytes.size());
-    IPC_CHECK(gpu::rt::memcpy(image.data(), d.memory, image.size()));
-    if (!std::equal(image.begin() + static_cast<std::ptrdiff_t>(f.out_off),
-                    image.begin() + static_cast<std::ptrdiff_t>(f.out_off + f.out_bytes),
-                    f.bytes.begin() + static_cast<std::ptrdiff_t>(f.out_off)))
-      return failed("a failed call wrote its output: " + verdict);
-  }
-  std::vector<std::vector<std::byte>> all;
-  if (status s =
-          comm.boot().all_gather(std::as_bytes(std::span(verdict)), all, std::chrono::seconds(120));
-      !s)
-    return failed(s.to_string());
-  if (me != 0) return 0;
-  const std::string named = "rank " + std::to_string(culprit) + (stall ? " did not" : " gave up");
-  bool someone_named_it = false;
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    const std::string v(reinterpret_cast<const char*>(all[r].data()), all[r].size());
-    std::printf("rank %zu: %s\n", r, v.c_str());
-    if (static_cast<int>(r) != culprit && v.find("rank ") == std::string::npos)
-      return failed("rank " + std::to_string(r) + " named no rank");
-    someone_named_it = someone_named_it || v.find(named) != std::string::npos;
-  }
-  if (!someone_named_it) return failed("no rank said '" + named + "'");
-  return 0;
-}
-
 // Pairs {0,1}, {2,3}, ... of the job (an even number of ranks).
 group_list pairs_of(int ranks) {
   group_list g;
   for (int r = 0; r + 1 < ranks; r += 2)
     g.push_back({r, r + 1});
   return g;
+}
+
+// The failure scenarios: one rank does one wrong thing in the second call of a shape (the first,
+// which every rank makes, prepares it). Every call goes straight to the transport, as the
+// communicator hands one over (run_direct): its plan and slice, or none where make_plan refuses
+// the arguments, this rank's own refusal in call.local, the fingerprint of the arguments. So the
+// transport's part of the contract is what is shown, whatever the communicator above it checks.
+struct direct_call {
+  plan p;
+  plan_slice slice;
+  call_context ctx;
+};
+status run_direct(communicator& comm, const group_list& groups, std::vector<std::int64_t> counts,
+                  buffer_view send, buffer_view recv, void* stream, direct_call& keep) {
+  const collective coll = collective::allreduce;
+  const dtype type = dtype::float32;
+  plan_request q = call_request(coll, groups, comm.size(), counts, type, reduce_op::sum, {});
+  q.in_place = false;
+  q = with_chosen_route(std::move(q));
+  const placement where =
+      placement_of(coll, groups, counts, size_of(type), comm.rank(), send, recv);
+  keep.ctx = {};
+  if (status made = make_plan(q, keep.p); made) {
+    keep.slice = slice_plan(keep.p, comm.rank());
+    keep.ctx.p = &keep.p;
+    keep.ctx.slice = &keep.slice;
+    keep.ctx.local = validate_rank_buffers(keep.p, comm.rank(), send, recv, where);
+  } else {
+    keep.ctx.local = made;  // no plan: the call is this rank's refusal alone
+  }
+  keep.ctx.send = send;
+  keep.ctx.recv = recv;
+  keep.ctx.placement = where;
+  keep.ctx.fingerprint = relay::detail::fnv1a(relay::detail::describe_shape(q));
+  keep.ctx.timeout = comm.config().timeout;
+  keep.ctx.stream = stream;
+  return comm.link().run(keep.ctx);
+}
+
+// One rank's part of a failure scenario: its buffers for allreduce A=2 float32 over the pairs of
+// the job (or one pair, the other ranks helpers), poisoned outputs, and the calls.
+struct scene {
+  communicator& comm;
+  group_list groups;
+  std::int64_t count;
+  property_case c;
+  std::vector<std::vector<std::byte>> inputs;
+  rank_frame frame;
+  device_side d;
+  direct_call keep;
+  std::byte* base = nullptr;
+
+  scene(communicator& cm, group_list g, std::int64_t n)
+      : comm(cm),
+        groups(std::move(g)),
+        count(n),
+        c(case_of(groups, n, cm.size())),
+        inputs(all_inputs(c)),
+        frame(c, cm.rank(), inputs[static_cast<std::size_t>(cm.rank())]) {}
+  static property_case case_of(const group_list& g, std::int64_t n, int ranks) {
+    property_case c;
+    c.coll = collective::allreduce;
+    c.active = 2;
+    c.ranks = ranks;
+    c.mode = g.size() == 1 ? mode::single : mode::fused;
+    c.groups = g;
+    c.counts.assign(g.size(), n);
+    c.type = dtype::float32;
+    c.seed = 7;
+    return c;
+  }
+  // The buffers on the device (room for `extra` more elements of output for a larger call).
+  status upload(std::size_t extra = 0) {
+    if (status s = d.reserve(std::max<std::size_t>(256, frame.bytes.size() + 8 * extra)); !s)
+      return s;
+    base = static_cast<std::byte*>(d.memory);
+    if (frame.bytes.empty()) return {};
+    if (gpu::rt::error_t e = gpu::rt::upload(base, frame.bytes.data(), frame.bytes.size());
+        e != gpu::rt::success)
+      return gpu::failure("uploading the frame", 0, e);
+    return {};
+  }
+  buffer_view send() const {
+    return frame.bytes.empty() ? buffer_view{} : buffer_view{base + frame.in_off, frame.in_bytes};
+  }
+  buffer_view recv() const {
+    return frame.bytes.empty() ? buffer_view{} : buffer_view{base + frame.out_off, frame.out_bytes};
+  }
+  // This rank's call with `counts` (default: the scene's) and its buffers (default: its own).
+  status call(std::vector<std::int64_t> counts = {}, buffer_view in = {nullptr, 1},
+              buffer_view out = {nullptr, 1}) {
+    if (counts.empty()) counts.assign(groups.size(), count);
+    if (in.data == nullptr && in.bytes == 1) in = send();
+    if (out.data == nullptr && out.bytes == 1) out = recv();
+    return run_direct(comm, groups, std::move(counts), in, out, d.stream, keep);
+  }
+  status finish(status issued) {
+    if (gpu::rt::error_t e = gpu::rt::stream_synchronize(d.stream); e != gpu::rt::success)
+      return gpu::failure("synchronizing the stream", 0, e);
+    if (!issued) return issued;
+    return comm.link().async_status();
+  }
+  // Whether this rank's output is right (against the naive reference of its inputs).
+  bool right() {
+    if (frame.bytes.empty()) return true;
+    std::vector<std::byte> image(frame.bytes.size());
+    if (gpu::rt::memcpy(image.data(), base, image.size()) != gpu::rt::success) return false;
+    const int me = comm.rank();
+    int peer = -1;
+    for (const auto& g : groups)
+      for (std::size_t k = 0; k < g.size(); ++k)
+        if (g[k] == me) peer = g[1 - k];
+    std::vector<float> a(static_cast<std::size_t>(count)), b(a.size()), got(a.size());
+    std::memcpy(a.data(), inputs[static_cast<std::size_t>(me)].data(), a.size() * 4);
+    std::memcpy(b.data(), inputs[static_cast<std::size_t>(peer)].data(), b.size() * 4);
+    std::memcpy(got.data(), image.data() + frame.out_off, got.size() * 4);
+    for (std::size_t i = 0; i < got.size(); ++i)
+      if (got[i] != a[i] + b[i]) return false;
+    return true;
+  }
+  // Whether this rank's output still holds its poison (a failed call wrote nothing).
+  bool untouched() {
+    if (frame.bytes.empty()) return true;
+    std::vector<std::byte> image(frame.bytes.size());
+    if (gpu::rt::memcpy(image.data(), base, image.size()) != gpu::rt::success) return false;
+    const auto at = static_cast<std::ptrdiff_t>(frame.out_off);
+    return std::equal(image.begin() + at,
+                      image.begin() + at + static_cast<std::ptrdiff_t>(frame.out_bytes),
+                      frame.bytes.begin() + at);
+  }
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// What every rank says, gathered; rank 0 prints it. Returns the verdicts (empty on rank != 0).
+std::vector<std::string> gather_verdicts(communicator& comm, const std::string& mine) {
+  std::vector<std::vector<std::byte>> all;
+  if (status s =
+          comm.boot().all_gather(std::as_bytes(std::span(mine)), all, std::chrono::seconds(120));
+      !s) {
+    std::fprintf(stderr, "gathering the verdicts: %s\n", s.to_string().c_str());
+    return {};
+  }
+  std::vector<std::string> v;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    v.emplace_back(reinterpret_cast<const char*>(all[r].data()), all[r].size());
+    if (comm.rank() == 0) std::printf("rank %zu: %s\n", r, v.back().c_str());
+  }
+  return v;
+}
+
+// One rank misbehaves in the second call:
+//   refuse_plan  rank 2 passes counts make_plan refuses (a negative count): no plan on rank 2
+//                (call.p null); rank 2 returns its invalid count at once, every other rank
+//                errc::mismatch naming rank 2 (its arguments differ, which judge() puts first);
+//   refuse_early rank 2 refuses before it has arguments (call.p null, fingerprint 0, as
+//                communicator::refuse): every other rank peer_error naming rank 2, its errc and
+//                its reason;
+//   mismatch     rank 2 passes another count, a valid shape of its own: errc::mismatch on every
+//                rank naming rank 2;
+//   refused      rank 5 passes a null input: rank 5 invalid_buffer, every other rank peer_error
+//                naming rank 5 and its reason;
+//   stall        rank 3 never calls (it stays alive): every other rank errc::timeout naming rank
+//                3 after about the timeout; 4 calls queued back to back all fall through at once
+//                after the first gives up (the whole takes one timeout, not four);
+// In every case no user memory is written on any rank, and a later call fails at once on every
+// rank that made one, with the same status (the transport stays broken).
+int misbehave(communicator& comm, const std::string& what) {
+  const int me = comm.rank(), N = comm.size();
+  const int culprit = what == "stall" ? 3 : what == "refused" ? 5 : 2;
+  scene sc(comm, pairs_of(N), 5000);
+  IPC_CHECK(gpu::rt::stream_create(&sc.d.stream));
+  if (status s = sc.upload(2000); !s) return failed(s.to_string());
+  if (status s = sc.finish(sc.call()); !s) return failed("the first call: " + s.to_string());
+  if (!sc.right()) return failed("the first call's output is wrong");
+  if (status s = sc.upload(); !s) return failed(s.to_string());  // poisoned output again
+  const double limit = static_cast<double>(comm.config().timeout.count()) / 1000 + 3;
+  std::string verdict = "silent";  // the stalled rank stays alive until the others are done
+  if (!(what == "stall" && me == culprit)) {
+    const auto start = std::chrono::steady_clock::now();
+    status s;
+    if (me != culprit) {
+      s = sc.call();
+    } else if (what == "refuse_plan") {
+      std::vector<std::int64_t> bad(sc.groups.size(), 5000);
+      bad[0] = -1;
+      s = sc.call(bad);
+      if (s.code() != errc::invalid_count || sc.keep.ctx.p != nullptr)
+        return failed("rank 2's own call: expected invalid count with no plan, got " +
+                      s.to_string());
+    } else if (what == "refuse_early") {
+      // As communicator::refuse passes a call refused before it had arguments to show.
+      call_context ctx;
+      ctx.local = {errc::invalid_argument, "no groups were given"};
+      ctx.timeout = comm.config().timeout;
+      ctx.stream = sc.d.stream;
+      s = comm.link().run(ctx);
+    } else if (what == "mismatch") {
+      // Room for 6000 elements: its buffers are right for its own call.
+      const std::size_t bytes = 6000 * 4;
+      s = sc.call(std::vector<std::int64_t>(sc.groups.size(), 6000), {sc.base, bytes},
+                  {sc.base + bytes, bytes});
+    } else {
+      s = sc.call({}, buffer_view{nullptr, sc.frame.in_bytes});
+    }
+    // Stall: more calls queued behind the first; they fall through once it gives up.
+    std::vector<status> queued;
+    for (int k = 0; what == "stall" && k < 3; ++k)
+      queued.push_back(sc.call());
+    const status done = sc.finish(s);
+    const double waited = seconds_since(start);
+    if (done) return failed("rank " + std::to_string(me) + "'s call succeeded");
+    if (waited > limit)
+      return failed("the failed call took " + std::to_string(waited) + " s (limit " +
+                    std::to_string(limit) + ")");
+    verdict = std::string(relay::name(done.code())) + ": " + done.message() + " (" +
+              std::to_string(static_cast<int>(waited * 1000)) + " ms)";
+    // A later call fails at once with the same status (the refusing rank's: the verdict, which
+    // names its own refusal).
+    const status again = sc.call();
+    if (again.ok()) return failed("a call after the failure succeeded");
+    if (again.to_string() != done.to_string() &&
+        !(me == culprit && again.message().find(done.message()) != std::string::npos))
+      return failed("a later call says '" + again.to_string() + "', the failed one said '" +
+                    done.to_string() + "'");
+    IPC_CHECK(gpu::rt::stream_synchronize(sc.d.stream));
+    if (!sc.untouched()) return failed("a failed call wrote its output: " + verdict);
+  }
+  const std::vector<std::string> all = gather_verdicts(comm, verdict);
+  if (me != 0) return 0;
+  if (all.size() != static_cast<std::size_t>(N)) return failed("no verdicts");
+  const std::string rank = "rank " + std::to_string(culprit);
+  for (int r = 0; r < N; ++r) {
+    const std::string& v = all[static_cast<std::size_t>(r)];
+    std::string want;  // what every rank's status must say
+    if (what == "stall")
+      want = r == culprit ? "silent" : "";  // its own timeout, or a peer's passed on
+    else if (what == "mismatch")
+      want = "mismatch: rank(s) 2 called call #2 with arguments that differ from rank 0's";
+    else if (what == "refuse_plan")  // its arguments differ from the others': judge() says so
+      want = r == culprit
+                 ? "invalid count"
+                 : "mismatch: rank(s) 2 called call #2 with arguments that differ from rank 0's";
+    else if (what == "refuse_early")  // no fingerprint to compare: its refusal
+      want = r == culprit ? "invalid argument: no groups were given"
+                          : "peer error: rank 2 refused call #2: invalid argument: no groups "
+                            "were given";
+    else
+      want = r == culprit ? "invalid buffer: the input of rank 5 is null"
+                          : "peer error: rank 5 refused call #2: invalid buffer: the input of "
+                            "rank 5 is null";
+    if (v.rfind(want, 0) != 0)
+      return failed("rank " + std::to_string(r) + " says '" + v + "', not '" + want + "...'");
+    if (what == "stall" && r != culprit &&
+        v.find(rank + " did not enter call #2") == std::string::npos)
+      return failed("rank " + std::to_string(r) + " does not name rank 3's missing entry: " + v);
+  }
+  std::printf("%s: every rank's error as promised, no output written\n", what.c_str());
+  return 0;
+}
+
+// A rank leaves in the second call of a shape while the others make it, with RELAY_TIMEOUT well
+// above a second:
+//   exited  rank 7, a helper of the one pair {0, 1} (route relay), exits (no teardown: as a
+//           killed process, without relay-run stopping the job);
+//   abort   rank 4, a helper, calls abort() on its transport instead of the call.
+// Every other rank's call must fail within 1 s naming it (errc::timeout "rank 7 (pid ...) exited",
+// errc::peer_error "rank 4 left the job"), with no output written. No gathering at the end: the
+// exited rank's bootstrap is gone.
+int leave(communicator& comm, bool exits) {
+  const int me = comm.rank(), culprit = exits ? 7 : 4;
+  if (comm.size() < 8) return failed("the leave scenarios need 8 ranks");
+  scene sc(comm, {{0, 1}}, 1 << 16);
+  IPC_CHECK(gpu::rt::stream_create(&sc.d.stream));
+  if (status s = sc.upload(); !s) return failed(s.to_string());
+  if (status s = sc.finish(sc.call()); !s) return failed("the first call: " + s.to_string());
+  if (!sc.right()) return failed("the first call's output is wrong");
+  if (status s = sc.upload(); !s) return failed(s.to_string());
+  if (status s = comm.boot().barrier(std::chrono::seconds(60)); !s) return failed(s.to_string());
+  if (me == culprit) {
+    if (exits) {
+      std::fflush(nullptr);
+      std::_Exit(0);
+    }
+    comm.link().abort({errc::system_error, "the test aborts rank 4"});
+    const status after = sc.call();
+    if (after.code() != errc::system_error)
+      return failed("rank 4's call after its abort: " + after.to_string());
+    std::printf("rank 4 aborted; its next call: %s\n", after.to_string().c_str());
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // alive while the others look
+    return 0;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const status done = sc.finish(sc.call());
+  const double waited = seconds_since(start);
+  const std::string named = exits ? "rank 7 (pid " : "rank 4 left the job";
+  std::printf("rank %d: %s (%.0f ms)\n", me, done.to_string().c_str(), waited * 1000);
+  if (done) return failed("rank " + std::to_string(me) + "'s call succeeded");
+  if (done.message().find(named) == std::string::npos)
+    return failed("rank " + std::to_string(me) + " does not name '" + named + "'");
+  if (waited > 1.0) return failed("named after " + std::to_string(waited) + " s, not within 1 s");
+  if (!sc.untouched()) return failed("a failed call wrote its output");
+  return 0;
 }
 
 // Pool memory is refused with a message saying why; plain memory registers (two buffers of one
@@ -598,6 +884,71 @@ int hostpath(communicator& comm, int argc, char** argv) {
   return allocated ? failed("a repeated call allocated") : 0;
 }
 
+// A long eager run (issue 22's defect 7): allreduce A=2 bf16 of BYTES per rank over the pairs
+// of the job, direct route, back to back in batches of 100 calls (the stream drained between
+// batches), for SECONDS; a line every 1000 calls with the rate and the slowest batch, and on a
+// failure the call and how long its batch took, so that a stall shows as what it is. The
+// output of the last batch's last call is checked.
+int soak(communicator& comm, int argc, char** argv) {
+  const std::size_t bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : std::size_t{64} << 20;
+  const double seconds = argc > 3 ? std::atof(argv[3]) : 60;
+  const int me = comm.rank(), N = comm.size();
+  if (N % 2 != 0) return failed("soak needs an even number of ranks");
+  device_side d;
+  IPC_CHECK(gpu::rt::stream_create(&d.stream));
+  if (status s = d.reserve(2 * bytes); !s) return failed(s.to_string());
+  auto* base = static_cast<std::byte*>(d.memory);
+  const std::int64_t n = static_cast<std::int64_t>(bytes / 2);
+  std::vector<std::uint16_t> in(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i)  // bf16 of small integers: exact sums
+    in[static_cast<std::size_t>(i)] =
+        static_cast<std::uint16_t>(bfloat16::from_float(static_cast<float>((i + me) % 7 - 3)).bits);
+  IPC_CHECK(gpu::rt::upload(base, in.data(), bytes));
+  const group_list pairs = pairs_of(N);
+  const std::vector<std::int64_t> counts(pairs.size(), n);
+  options direct;
+  direct.route = route::direct;
+  auto issue = [&]() {
+    return relay::allreduce(comm, pairs, {base, bytes}, {base + bytes, bytes}, counts,
+                            dtype::bfloat16, reduce_op::sum, direct, d.stream);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  std::uint64_t calls = 0;
+  double slowest = 0;
+  while (seconds_since(start) < seconds) {
+    const auto t = std::chrono::steady_clock::now();
+    status s;
+    for (int i = 0; i < 100 && s; ++i, ++calls)
+      s = issue();
+    s = finish(comm, d, s);
+    const double took = seconds_since(t);
+    slowest = std::max(slowest, took);
+    if (!s) {
+      std::printf("rank %d: failed after %llu calls, %.1f s in; the batch took %.3f s: %s\n", me,
+                  static_cast<unsigned long long>(calls), seconds_since(start), took,
+                  s.to_string().c_str());
+      return 1;
+    }
+    if (me == 0 && calls % 1000 == 0)
+      std::printf("%llu calls, %.1f s: %.1f us a call, slowest batch of 100 %.1f ms\n",
+                  static_cast<unsigned long long>(calls), seconds_since(start),
+                  seconds_since(start) * 1e6 / static_cast<double>(calls), slowest * 1e3);
+  }
+  std::vector<std::uint16_t> out(static_cast<std::size_t>(n));
+  IPC_CHECK(gpu::rt::memcpy(out.data(), base + bytes, bytes));
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float want = static_cast<float>((i + me) % 7 - 3 + (i + (me ^ 1)) % 7 - 3);
+    bfloat16 got;
+    got.bits = out[static_cast<std::size_t>(i)];
+    if (got.to_float() != want)
+      return failed("element " + std::to_string(i) + " is wrong after " + std::to_string(calls) +
+                    " calls");
+  }
+  std::printf("rank %d: %llu calls in %.1f s, the last one right\n", me,
+              static_cast<unsigned long long>(calls), seconds_since(start));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -611,13 +962,18 @@ int main(int argc, char** argv) {
   if (what == "property" || what == "property_fp8")
     return property(*comm, argc, argv, what == "property_fp8");
   if (what == "graph") return graph(*comm, argc, argv, false);
-  if (what == "stall" || what == "refused") return misbehave(*comm, what == "stall");
+  if (what == "stall" || what == "refused" || what == "refuse_plan" || what == "refuse_early" ||
+      what == "mismatch")
+    return misbehave(*comm, what);
+  if (what == "exited" || what == "abort") return leave(*comm, what == "exited");
   if (what == "property_registered") return property_registered(*comm, argc, argv);
   if (what == "graph_registered") return graph(*comm, argc, argv, true);
   if (what == "registration") return registration(*comm);
   if (what == "hostpath") return hostpath(*comm, argc, argv);
+  if (what == "soak") return soak(*comm, argc, argv);
   return failed(
       "unknown scenario '" + what +
-      "' (property, property_fp8, graph, stall, refused, property_registered, graph_registered, "
-      "registration, hostpath)");
+      "' (property, property_fp8, graph, stall, refused, refuse_plan, refuse_early, mismatch, "
+      "exited, abort, "
+      "property_registered, graph_registered, registration, hostpath, soak)");
 }

@@ -211,6 +211,9 @@ TEST_CASE("options: --emulate-mesh and --in-place", "[bench]") {
         "their links; use fused or single");
   CHECK(parse({"-x", "gpu", "--emulate-mesh", "12", "--baseline", "nccl"}).error ==
         "--emulate-mesh paces relay's copies, not NCCL's: use --baseline direct");
+  CHECK(parse({"-x", "gpu", "--baseline", "floor"}).error ==
+        "--baseline floor runs beside -x ipc only");
+  CHECK(parse({"-x", "ipc", "--baseline", "floor"}).error == "");
   CHECK(parse({"-x", "gpu", "--emulate-mesh", "0"}).error ==
         "--emulate-mesh: '0' is not a link rate above 0 (GB/s, or bytes/s from 1e6)");
   CHECK(parse({"-x", "gpu", "--emulate-mesh", "fast"}).error ==

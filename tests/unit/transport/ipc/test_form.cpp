@@ -45,3 +45,50 @@ TEST_CASE("a plan's stages: the copy in, each phase's busiest rank, the copy out
   REQUIRE(make_plan(q, p));
   CHECK(plan_stages(p, 16384) == std::vector<std::uint64_t>{2, 2, 2, 2});
 }
+
+TEST_CASE("ranks that share a device divide its grids", "[cost][ipc]") {
+  auto device = [](std::int64_t sms, std::int64_t resident, const char* place) {
+    ipc_device d;
+    d.sms = sms;
+    d.resident = resident;
+    for (std::size_t i = 0; place[i] != '\0'; ++i)
+      d.place[i] = place[i];
+    return d;
+  };
+  // 8 ranks on one H200 (132 multiprocessors, 8 step-kernel blocks each): 132 / 8 = 16 blocks of
+  // the one-shot form and 1056 / 8 = 132 of the stepped form per rank.
+  std::vector<ipc_device> one(8, device(132, 1056, "0000:3b:00.0"));
+  ipc_grids g = ipc_grids_of(one, 5);
+  CHECK(g.share == 8);
+  CHECK(g.one_shot == 16);
+  CHECK(g.stepped == 132);
+  CHECK(g.priced_one_shot == 16);
+  CHECK(g.priced_stepped == 132);
+  // One rank per device: the whole device.
+  std::vector<ipc_device> own = {device(132, 1056, "0000:3b:00.0"),
+                                 device(132, 1056, "0000:5d:00.0")};
+  g = ipc_grids_of(own, 1);
+  CHECK(g.share == 1);
+  CHECK(g.one_shot == 132);
+  CHECK(g.stepped == 1056);
+  // Ranks 0-2 share a device, rank 3 has one of its own with fewer resident blocks: rank 3
+  // launches its whole device, and every rank prices with the smallest share (132 / 3 = 44,
+  // min(1056 / 3, 300) = 300).
+  std::vector<ipc_device> mixed(3, device(132, 1056, "0000:3b:00.0"));
+  mixed.push_back(device(132, 300, "0000:5d:00.0"));
+  g = ipc_grids_of(mixed, 3);
+  CHECK(g.share == 1);
+  CHECK(g.one_shot == 132);
+  CHECK(g.stepped == 300);
+  CHECK(g.priced_one_shot == 44);
+  CHECK(g.priced_stepped == 300);
+  g = ipc_grids_of(mixed, 0);
+  CHECK(g.share == 3);
+  CHECK(g.one_shot == 44);
+  CHECK(g.stepped == 352);
+  // More ranks than multiprocessors: one block each still.
+  std::vector<ipc_device> crowded(4, device(2, 3, "x"));
+  g = ipc_grids_of(crowded, 0);
+  CHECK(g.one_shot == 1);
+  CHECK(g.stepped == 1);
+}

@@ -1,0 +1,347 @@
+// The floor of a small allreduce across processes: a single-kernel one-shot allreduce, the
+// yardstick relay's ipc transport is measured against (relay-bench -x ipc --baseline floor, and
+// bench/tools/floor/floor.cu on its own). Each process is one rank; the ranks of a group read
+// each other's inputs in place through CUDA/HIP IPC. One launch per call, whose blocks each
+//   1. tell every member that block b entered (a flag per block and member in that member's flag
+//      area, a system-scope release), and wait for every member's flag (acquire loads);
+//   2. sum block b's range of every member's input, read where the member keeps it, into this
+//      rank's output, members in group order, with relay's element arithmetic
+//      (core/reduction.hpp: the same bits as relay's reduction);
+//   3. tell every member that block b is done reading, and wait for theirs, so that no member
+//      writes an input another still reads once its kernel has ended.
+// Flags per block, no grid barrier; the epochs live in device memory, so a captured graph's
+// replays stay distinct. At most one block per multiprocessor, divided among the ranks that share
+// the device (their blocks spin on each other: every block of every rank must be resident).
+// Every wait has a deadline: past it the kernel says so in host memory and run() fails.
+//
+// Only for relay's own benchmarks: no fp8, out of place only, inputs and outputs 16-byte aligned
+// and a multiple of 16 bytes, and every member's input at the same offset in the memory it mapped
+// (map()), as relay-bench's frames are.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "relay/bootstrap/bootstrap.hpp"
+#include "relay/core/dtype.hpp"
+#include "relay/core/no_copy.hpp"
+#include "relay/core/reduction.hpp"
+#include "relay/core/status.hpp"
+#include "relay/gpu/handles.hpp"
+#include "relay/gpu/runtime.hpp"
+#include "relay/transport/ipc/signals.hpp"
+
+namespace relay::bench::floor {
+
+inline constexpr int max_members = 8;
+inline constexpr int max_blocks = 256;
+inline constexpr int block_threads = 512;
+
+// A rank's flag area: flags[phase][block][member], written by that member; then the epochs of
+// this rank's blocks (calls each has run), then the host-visible error word is elsewhere.
+struct flag_area {
+  std::uint64_t flags[2][max_blocks][max_members];
+  std::uint64_t epochs[max_blocks];
+};
+
+struct args {
+  const unsigned char* inputs[max_members] = {};  // member k's input, as this process maps it
+  flag_area* areas[max_members] = {};             // member k's flag area, likewise
+  unsigned char* out = nullptr;
+  std::uint64_t bytes = 0;  // of each input and the output
+  std::uint32_t members = 0, me = 0;
+  std::uint64_t timeout_ticks = 0;
+  std::uint32_t* error = nullptr;  // mapped host memory: non-zero once a wait timed out
+};
+
+namespace detail {
+
+__device__ inline void barrier(const args& a, int phase, std::uint64_t epoch) {
+  __syncthreads();  // every thread of the block is done with the step before
+  if (threadIdx.x < a.members) {
+    const unsigned k = threadIdx.x, b = blockIdx.x;
+    __threadfence_system();
+    *static_cast<volatile std::uint64_t*>(&a.areas[k]->flags[phase][b][a.me]) = epoch;
+    const volatile std::uint64_t* mine = &a.areas[a.me]->flags[phase][b][k];
+    const std::uint64_t start = gpu::wall_clock();
+    while (*mine < epoch)
+      if (gpu::wall_clock() - start > a.timeout_ticks) {
+        *static_cast<volatile std::uint32_t*>(a.error) = 1;
+        break;
+      }
+    __threadfence_system();
+  }
+  __syncthreads();
+}
+
+}  // namespace detail
+
+template <class T>
+__global__ void __launch_bounds__(block_threads) floor_kernel(args a) {
+  __shared__ std::uint64_t epoch;
+  flag_area* mine = a.areas[a.me];
+  if (threadIdx.x == 0)
+    epoch = *static_cast<volatile std::uint64_t*>(&mine->epochs[blockIdx.x]) + 1;
+  __syncthreads();
+  const std::uint64_t e = epoch;
+  detail::barrier(a, 0, e);
+  using R = reduction_traits<T>;
+  constexpr int E = 16 / sizeof(T);
+  const std::uint64_t vectors = a.bytes / 16;
+  const std::uint64_t per = (vectors + gridDim.x - 1) / gridDim.x;
+  const std::uint64_t begin = per * blockIdx.x;
+  const std::uint64_t end = begin + per < vectors ? begin + per : vectors;
+  for (std::uint64_t v = begin + threadIdx.x; v < end; v += blockDim.x) {
+    typename R::accumulator acc[E];
+    {
+      const uint4 x = reinterpret_cast<const uint4*>(a.inputs[0])[v];
+      const T* t = reinterpret_cast<const T*>(&x);
+#pragma unroll
+      for (int i = 0; i < E; ++i)
+        acc[i] = R::load(t[i]);
+    }
+    for (std::uint32_t k = 1; k < a.members; ++k) {
+      const uint4 x = reinterpret_cast<const uint4*>(a.inputs[k])[v];
+      const T* t = reinterpret_cast<const T*>(&x);
+#pragma unroll
+      for (int i = 0; i < E; ++i)
+        acc[i] = R::add(acc[i], t[i]);
+    }
+    uint4 y;
+    T* t = reinterpret_cast<T*>(&y);
+#pragma unroll
+    for (int i = 0; i < E; ++i)
+      t[i] = R::store(acc[i], 1);
+    reinterpret_cast<uint4*>(a.out)[v] = y;
+  }
+  detail::barrier(a, 1, e);
+  if (threadIdx.x == 0) *static_cast<volatile std::uint64_t*>(&mine->epochs[blockIdx.x]) = e;
+}
+
+// The element types the floor sums (sum only).
+template <class T>
+inline constexpr bool is_summed = std::is_same_v<T, float> || std::is_same_v<T, bfloat16> ||
+                                  std::is_same_v<T, float16> || std::is_same_v<T, std::int32_t>;
+inline bool supports(dtype t) {
+  return visit_dtype(t, [](auto x) { return is_summed<decltype(x)>; });
+}
+
+class floor_allreduce : relay::no_copy {
+ public:
+  ~floor_allreduce() { close(); }
+
+  // Collective over `boot`: this rank's flag area, exported, and every peer's, mapped.
+  status open(bootstrap& boot, int device, std::chrono::milliseconds timeout) {
+    device_ = device;
+    me_ = boot.rank();
+    ranks_ = boot.size();
+    const gpu::device_guard keep;
+    if (gpu::rt::error_t e = gpu::rt::set_device(device); e != gpu::rt::success)
+      return gpu::failure("selecting the device", device, e);
+    void* p = nullptr;
+    if (gpu::rt::error_t e = gpu::rt::malloc(&p, sizeof(flag_area)); e != gpu::rt::success)
+      return gpu::failure("allocating the floor's flags", device, e);
+    flags_ = static_cast<flag_area*>(p);
+    if (gpu::rt::error_t e = gpu::rt::memset(p, 0, sizeof(flag_area)); e != gpu::rt::success)
+      return gpu::failure("clearing the floor's flags", device, e);
+    void* host = nullptr;
+    if (gpu::rt::error_t e = gpu::rt::host_alloc_mapped(&host, sizeof(std::uint32_t));
+        e != gpu::rt::success)
+      return gpu::failure("allocating the floor's error word", device, e);
+    error_host_ = static_cast<std::uint32_t*>(host);
+    *error_host_ = 0;
+    void* d = nullptr;
+    if (gpu::rt::error_t e = gpu::rt::device_address(&d, host); e != gpu::rt::success)
+      return gpu::failure("mapping the floor's error word", device, e);
+    error_device_ = static_cast<std::uint32_t*>(d);
+    if (gpu::rt::error_t e = gpu::ticks_per_ms(&ticks_per_ms_, device); e != gpu::rt::success)
+      return gpu::failure("reading the device clock's rate", device, e);
+    int sms = 0;
+    if (gpu::rt::error_t e = gpu::rt::sm_count(&sms, device); e != gpu::rt::success)
+      return gpu::failure("counting the multiprocessors", device, e);
+    // Every rank's flag area mapped here, and how many ranks share each device: the grid is
+    // the smallest share of multiprocessors, the same on every rank (block b meets block b).
+    struct record {
+      std::uint64_t pid = 0, pointer = 0;
+      std::int64_t sms = 0;
+      std::array<char, 32> place{};
+      gpu::rt::ipc_handle_t handle{};
+    } rec;
+#if defined(RELAY_GPU_HIP)
+    const gpu::rt::error_t placed = hipDeviceGetPCIBusId(rec.place.data(), 31, device);
+#else
+    const gpu::rt::error_t placed = cudaDeviceGetPCIBusId(rec.place.data(), 31, device);
+#endif
+    if (placed != gpu::rt::success) return gpu::failure("reading the PCI address", device, placed);
+    rec.pid = static_cast<std::uint64_t>(::getpid());
+    rec.pointer = reinterpret_cast<std::uintptr_t>(flags_);
+    rec.sms = sms;
+    if (gpu::rt::error_t e = gpu::rt::ipc_get_handle(&rec.handle, flags_); e != gpu::rt::success)
+      return gpu::failure("exporting the floor's flags", device, e);
+    std::vector<std::vector<std::byte>> all;
+    if (status s = boot.all_gather(std::as_bytes(std::span(&rec, 1)), all, timeout); !s) return s;
+    std::vector<record> recs(all.size());
+    for (std::size_t q = 0; q < all.size(); ++q) {
+      if (all[q].size() != sizeof(record)) return {errc::mismatch, "a malformed floor record"};
+      std::memcpy(&recs[q], all[q].data(), sizeof(record));
+    }
+    grid_ = max_blocks;
+    areas_.assign(all.size(), nullptr);
+    opened_.assign(all.size(), false);
+    for (std::size_t q = 0; q < recs.size(); ++q) {
+      const auto share = std::count_if(recs.begin(), recs.end(),
+                                       [&](const record& r) { return r.place == recs[q].place; });
+      grid_ =
+          std::min<int>(grid_, static_cast<int>(std::max<std::int64_t>(1, recs[q].sms / share)));
+      if (static_cast<int>(q) == me_) {
+        areas_[q] = flags_;
+      } else if (recs[q].pid == rec.pid) {
+        areas_[q] = reinterpret_cast<flag_area*>(recs[q].pointer);
+      } else {
+        void* mapped = nullptr;
+        if (gpu::rt::error_t e = gpu::rt::ipc_open(&mapped, recs[q].handle); e != gpu::rt::success)
+          return gpu::failure("opening a peer's floor flags", device, e);
+        areas_[q] = static_cast<flag_area*>(mapped);
+        opened_[q] = true;
+      }
+    }
+    inputs_.assign(all.size(), nullptr);
+    inputs_opened_.assign(all.size(), false);
+    if (gpu::rt::error_t e = gpu::rt::device_synchronize(); e != gpu::rt::success)
+      return gpu::failure("clearing the floor's flags", device, e);
+    return {};
+  }
+
+  // Collective, every rank with its own memory (null: none): the allocation holding the
+  // buffers of the calls to come, mapped by every peer. A rank whose memory is the one it mapped
+  // last (the same allocation: the same handle) says so, and its peers keep their mapping.
+  status map(bootstrap& boot, void* memory, std::chrono::milliseconds timeout) {
+    const gpu::device_guard keep;
+    (void)gpu::rt::set_device(device_);
+    struct record {
+      std::uint64_t pid = 0, pointer = 0;
+      std::int32_t changed = 0;
+      gpu::rt::ipc_handle_t handle{};
+    } rec;
+    rec.pid = static_cast<std::uint64_t>(::getpid());
+    rec.pointer = reinterpret_cast<std::uintptr_t>(memory);
+    // A new allocation may come back at the old one's address: its handle tells them apart.
+    if (memory != nullptr)
+      if (gpu::rt::error_t e = gpu::rt::ipc_get_handle(&rec.handle, memory); e != gpu::rt::success)
+        return gpu::failure("exporting the floor's buffers", device_, e);
+    rec.changed =
+        memory != memory_ || std::memcmp(&rec.handle, &handle_, sizeof handle_) != 0 ? 1 : 0;
+    handle_ = rec.handle;
+    std::vector<std::vector<std::byte>> all;
+    if (status s = boot.all_gather(std::as_bytes(std::span(&rec, 1)), all, timeout); !s) return s;
+    // The peers' kernels that read the old mappings are done: this rank's stream is idle
+    // before relay-bench reallocates, and the peers' calls ended with the barrier-like gather.
+    for (std::size_t q = 0; q < all.size(); ++q) {
+      record r;
+      if (all[q].size() != sizeof r) return {errc::mismatch, "a malformed floor record"};
+      std::memcpy(&r, all[q].data(), sizeof r);
+      if (r.changed == 0) continue;
+      if (inputs_opened_[q]) (void)gpu::rt::ipc_close(inputs_[q]);
+      inputs_[q] = nullptr;
+      inputs_opened_[q] = false;
+      if (static_cast<int>(q) == me_ || r.pointer == 0) {
+        inputs_[q] = reinterpret_cast<void*>(r.pointer);
+      } else if (r.pid == rec.pid) {
+        inputs_[q] = reinterpret_cast<void*>(r.pointer);
+      } else {
+        if (gpu::rt::error_t e = gpu::rt::ipc_open(&inputs_[q], r.handle); e != gpu::rt::success)
+          return gpu::failure("opening a peer's floor buffers", device_, e);
+        inputs_opened_[q] = true;
+      }
+    }
+    memory_ = memory;
+    return {};
+  }
+
+  // One allreduce (sum) among `group` (this rank in it), out of place: `send` and `recv` lie in
+  // the mapped memory, `send` at the same offset on every member. Enqueued on `stream`.
+  status run(std::span<const int> group, const void* send, void* recv, std::uint64_t bytes,
+             dtype type, std::chrono::milliseconds timeout, gpu::rt::stream_t stream) {
+    if (status s = error(); !s) return s;
+    if (memory_ == nullptr) return {errc::invalid_argument, "the floor has no mapped memory"};
+    if (!supports(type) || group.size() < 2 || group.size() > max_members || bytes % 16 != 0 ||
+        reinterpret_cast<std::uintptr_t>(send) % 16 != 0 ||
+        reinterpret_cast<std::uintptr_t>(recv) % 16 != 0)
+      return {errc::unsupported, "the floor runs sums of 2 to 8 ranks on 16-byte multiples"};
+    args a;
+    const std::uintptr_t offset =
+        reinterpret_cast<std::uintptr_t>(send) - reinterpret_cast<std::uintptr_t>(memory_);
+    a.members = static_cast<std::uint32_t>(group.size());
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      const auto q = static_cast<std::size_t>(group[k]);
+      if (group[k] == me_) a.me = static_cast<std::uint32_t>(k);
+      a.inputs[k] = static_cast<const unsigned char*>(inputs_[q]) + offset;
+      a.areas[k] = areas_[q];
+    }
+    a.out = static_cast<unsigned char*>(recv);
+    a.bytes = bytes;
+    a.timeout_ticks = static_cast<std::uint64_t>(timeout.count()) * ticks_per_ms_;
+    a.error = error_device_;
+    const auto grid = static_cast<unsigned>(std::clamp<std::uint64_t>(
+        (bytes / 16 + block_threads - 1) / block_threads, 1, static_cast<std::uint64_t>(grid_)));
+    const gpu::rt::error_t e = visit_dtype(type, [&](auto x) {
+      using T = decltype(x);
+      if constexpr (is_summed<T>)
+        return gpu::rt::launch(floor_kernel<T>, grid, block_threads, stream, a);
+      else
+        return gpu::rt::error_t{};
+    });
+    if (e != gpu::rt::success) return gpu::failure("launching the floor kernel", device_, e);
+    return {};
+  }
+
+  // A wait of an earlier call that timed out.
+  status error() const {
+    if (error_host_ != nullptr && *static_cast<volatile std::uint32_t*>(error_host_) != 0)
+      return {errc::timeout, "a floor kernel's wait for a peer timed out"};
+    return {};
+  }
+  int grid() const {
+    return grid_;
+  }
+
+ private:
+  void close() {
+    const gpu::device_guard keep;
+    (void)gpu::rt::set_device(device_);
+    (void)gpu::rt::device_synchronize();
+    for (std::size_t q = 0; q < inputs_.size(); ++q)
+      if (inputs_opened_[q]) (void)gpu::rt::ipc_close(inputs_[q]);
+    for (std::size_t q = 0; q < areas_.size(); ++q)
+      if (opened_[q]) (void)gpu::rt::ipc_close(areas_[q]);
+    inputs_.clear();
+    areas_.clear();
+    if (flags_ != nullptr) (void)gpu::rt::free(flags_);
+    if (error_host_ != nullptr) (void)gpu::rt::host_free(error_host_);
+    flags_ = nullptr;
+    error_host_ = nullptr;
+  }
+
+  int device_ = 0, me_ = 0, ranks_ = 0, grid_ = 1;
+  std::uint64_t ticks_per_ms_ = 1;
+  flag_area* flags_ = nullptr;
+  std::vector<flag_area*> areas_;   // every rank's flags, here
+  std::vector<bool> opened_;        // areas_[q] was opened here (and is closed here)
+  void* memory_ = nullptr;          // this rank's mapped buffers
+  gpu::rt::ipc_handle_t handle_{};  // and their handle
+  std::vector<void*> inputs_;       // every rank's, here
+  std::vector<bool> inputs_opened_;
+  std::uint32_t* error_host_ = nullptr;
+  std::uint32_t* error_device_ = nullptr;
+};
+
+}  // namespace relay::bench::floor
