@@ -33,10 +33,17 @@
 
 namespace relay {
 
+// Fitted on one H200 under MPS, 2 processes, A=2 allreduce bf16, both forms forced side by side
+// (bench/results/2026-12-01-h200-ipc-agreement): the stepped form's 3 extra launches cost 6.6 us
+// more than the one-shot's 3 barriers eager (launch - signal = 2.2 us; 1.05 us in graph replay),
+// and the measured crossover lies at 8 MB (one-shot faster at 4 MB, the forms even at 8 MB,
+// stepped faster at 16 MB, eager and replayed), which `tile` = 0.3 us places there. The model has
+// no device-memory term, so `tile` is not the per-block time of a tile at large sizes (2.2 us
+// there): it is what puts the choice where it was measured.
 struct ipc_form_costs {
-  double launch = 4e-6;    // seconds between dependent launches issued back to back
+  double launch = 3.7e-6;  // seconds between dependent launches issued back to back
   double signal = 1.5e-6;  // seconds of one device-side signal or barrier round trip
-  double tile = 0.5e-6;    // seconds one block takes for one tile (16 KiB at about 32 GB/s)
+  double tile = 0.3e-6;    // seconds of one round of a stage's tiles, as the choice weighs it
 };
 
 // The stages of a call as every rank prices it: per stage the most tiles any rank has. Stage 0 is

@@ -150,10 +150,13 @@ TAILN=14 step sizes2_mps 150 "$RUN" -n 2 --timeout 145 -- "$BENCH" -x ipc -N 2 -
 TAILN=14 step sizes8_mps 200 "$RUN" -n 8 --timeout 190 -- "$BENCH" -x ipc -N 8 -m fused \
   "${sizes[@]}"
 # Both forms forced, side by side with the floor (the model's constants are fitted from these).
+forms=(-N 2 -m single -r direct -C allreduce -A 2 -d bfloat16 -b 4K -e 32M -f 2 -n 50 -w 5
+  --baseline floor -t switched:363.3:13.59:0.00)
 for f in one_shot stepped; do
   RELAY_IPC_FORM=$f TAILN=14 step "forms2_${f}_mps" 90 "$RUN" -n 2 --timeout 85 -- "$BENCH" -x ipc \
-    -N 2 -m single -r direct -C allreduce -A 2 -d bfloat16 -b 4K -e 16M -f 2 -n 50 -w 5 \
-    --baseline floor -t switched:363.3:13.59:0.00
+    "${forms[@]}"
+  RELAY_IPC_FORM=$f TAILN=14 step "forms2_${f}_graph_mps" 90 "$RUN" -n 2 --timeout 85 -- "$BENCH" \
+    -x ipc --graph 20 "${forms[@]}"
 done
 mps off
 

@@ -92,3 +92,25 @@ TEST_CASE("ranks that share a device divide its grids", "[cost][ipc]") {
   CHECK(g.one_shot == 1);
   CHECK(g.stepped == 1);
 }
+
+TEST_CASE("the fitted constants choose the form where the measured crossover was", "[cost][ipc]") {
+  // 2 processes on one H200 (priced grids 132 / 2 = 66 and 1056 / 2 = 528), direct allreduce A=2:
+  // 4 stages of t tiles. Measured (bench/results/2026-12-01-h200-ipc-agreement): one-shot faster
+  // up to 4 MB, the forms even at 8 MB, stepped faster from 16 MB. By hand at 4 MB (256 tiles):
+  // stepped 4 * 3.7 + 4 * 1 * 0.3 = 16.0 us, one-shot 3.7 + 3 * 1.5 + 4 * 4 * 0.3 = 13.0 us; at
+  // 8 MB (512 tiles): stepped 16.0 us, one-shot 8.2 + 4 * 8 * 0.3 = 17.8 us.
+  const ipc_form_costs c{};
+  auto priced = [&](std::int64_t bytes) {
+    plan p;
+    REQUIRE(make_plan(test::direct_allreduce(mode::fused, 2, {{0, 1}}, {bytes / 4}), p));
+    return price_ipc_forms(plan_stages(p, 16384), c, 66, 528);
+  };
+  CHECK(priced(std::int64_t{1} << 20).one_shot_wins());
+  const ipc_form_prices at4 = priced(std::int64_t{4} << 20);
+  CHECK(at4.stepped == Approx(16.0e-6));
+  CHECK(at4.one_shot == Approx(13.0e-6));
+  const ipc_form_prices at8 = priced(std::int64_t{8} << 20);
+  CHECK(at8.stepped == Approx(16.0e-6));
+  CHECK(at8.one_shot == Approx(17.8e-6));
+  CHECK_FALSE(priced(std::int64_t{16} << 20).one_shot_wins());
+}

@@ -32,9 +32,9 @@ TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
     CHECK(o.bytes_per_rank == std::size_t{64} << 20);
     CHECK(o.form == ipc_form::automatic);
     CHECK(o.one_shot_tiles == 4096);
-    CHECK(o.costs.launch == 4e-6);
+    CHECK(o.costs.launch == 3.7e-6);
     CHECK(o.costs.signal == 1.5e-6);
-    CHECK(o.costs.tile == 0.5e-6);
+    CHECK(o.costs.tile == 0.3e-6);
   }
   const scoped_env env{{"RELAY_IPC_BYTES", "8M"},         {"RELAY_IPC_FORM", "stepped"},
                        {"RELAY_IPC_ONE_SHOT_TILES", "0"}, {"RELAY_IPC_LAUNCH_US", "2.5"},
