@@ -23,6 +23,14 @@ if(rc)
   message(FATAL_ERROR "consumer run failed: ${rc}")
 endif()
 
+if(EXISTS ${WORK}/build/c_consumer)
+  execute_process(COMMAND ${WORK}/build/c_consumer RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+  message(STATUS "${out}")
+  if(rc)
+    message(FATAL_ERROR "the C consumer failed: ${rc}")
+  endif()
+endif()
+
 string(REPLACE "," ";" tools "${TOOLS}")  # empty where the tools are not built
 foreach(tool IN LISTS tools)
   execute_process(COMMAND ${WORK}/prefix/bin/${tool} --version RESULT_VARIABLE rc

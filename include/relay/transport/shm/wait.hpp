@@ -4,29 +4,40 @@
 // that gave up), so a failure anywhere ends the wait at once instead of at the timeout.
 #pragma once
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <fstream>
-#include <string>
+#include <cstdio>
+#include <string_view>
 #include <thread>
 
 namespace relay::shm {
 
 enum class wait_result { reached, timed_out, trouble };
 
-// True when `pid` is gone or a zombie (exited, not yet reaped by its parent).
+// True when `pid` is gone or a zombie (exited, not yet reaped by its parent). Reads
+// /proc/<pid>/stat into a stack buffer: a wait asks this every few milliseconds, and a repeated
+// call allocates nothing however long it waits.
 inline bool process_exited(std::int64_t pid) {
   if (pid <= 0) return false;
   if (::kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
+  char path[48];
+  std::snprintf(path, sizeof path, "/proc/%lld/stat", static_cast<long long>(pid));
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[1024];  // "pid (comm) S ...": comm is at most 64 bytes
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n <= 0) return false;
+  const std::string_view line(buf, static_cast<std::size_t>(n));
   const auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() &&
+  return close != std::string_view::npos && close + 2 < line.size() &&
          (line[close + 2] == 'Z' || line[close + 2] == 'X');
 }
 

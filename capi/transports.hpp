@@ -1,0 +1,24 @@
+// The transports a build of the C ABI has: shm always (transports_host.cpp); ipc and nccl in the
+// CUDA build (transports_cuda.cpp, compiled by nvcc). abi.cpp sees only this interface.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string_view>
+
+#include "relay/bootstrap/bootstrap.hpp"
+#include "relay/bootstrap/environment.hpp"
+#include "relay/core/status.hpp"
+#include "relay/transport/transport.hpp"
+
+namespace relay::c_abi {
+
+// "shm" or "shm,ipc,nccl": what relay_transports() reports and choose_transport accepts.
+const char* compiled_transports();
+
+// Makes transport `name` (one choose_transport returned) over a connected bootstrap: collective.
+// bytes: the data area per rank, 0 for the transport's default (its environment variable).
+status make_transport(std::string_view name, bootstrap& boot, const environment& env,
+                      std::size_t bytes, std::unique_ptr<transport>& out);
+
+}  // namespace relay::c_abi

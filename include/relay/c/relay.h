@@ -1,0 +1,291 @@
+/* relay's C ABI: one shared library (librelay_c.so: the shm transport; librelay_c_cuda.so: shm,
+ * ipc and nccl, the same symbols) for languages other than C++. C99, no C++ types.
+ *
+ *   relay_comm* comm = NULL;
+ *   relay_comm_config cfg;
+ *   relay_comm_config_init(&cfg);
+ *   cfg.rank = rank; cfg.size = size; cfg.all_gather = my_gather; cfg.user = my_store;
+ *   if (relay_comm_create(&cfg, &comm) != RELAY_OK) puts(relay_last_error());
+ *   int32_t ranks[] = {0, 1, 2, 3, 4, 5, 6, 7}, sizes[] = {2, 2, 2, 2};   // 4 groups of 2
+ *   int64_t counts[] = {n, n, n, n};
+ *   relay_allreduce(comm, send, send_bytes, recv, recv_bytes, ranks, sizes, 4, counts,
+ *                   RELAY_BFLOAT16, RELAY_SUM, NULL, NULL);
+ *
+ * Rules every function keeps:
+ *   - Nothing throws or aborts across the ABI: every fallible function returns a relay_status;
+ *     the text of this thread's last failure is relay_last_error(), the rank it names (a peer
+ *     that timed out, refused or disagreed) relay_last_error_peer().
+ *   - A handle that is not a live communicator (never created, destroyed, NULL) is
+ *     RELAY_INVALID_ARGUMENT, as is a NULL where a pointer is required.
+ *   - A communicator is used by one thread at a time.
+ *   - The collectives are the C++ library's rank-local calls (comm/collectives.hpp): every rank
+ *     of the communicator makes every call with the same groups, counts, dtype, op and options;
+ *     a rank active in no group (a helper) passes NULL buffers. A failure on any rank is an
+ *     error on every rank.
+ *   - A repeated call (the same arguments as an earlier call, buffers aside) allocates nothing
+ *     and, on the ipc transport, only enqueues work on `stream` (cudaStream_t; NULL: the default
+ *     stream): it may be captured into a CUDA graph. Creating, destroying, registering and a
+ *     call shape's first call are not capturable.
+ */
+#ifndef RELAY_C_RELAY_H
+#define RELAY_C_RELAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define RELAY_C_API
+#else
+#define RELAY_C_API __attribute__((visibility("default")))
+#endif
+
+/* Incremented when a function or struct changes incompatibly. */
+#define RELAY_C_ABI_VERSION 1
+
+/* relay::errc, value for value. */
+typedef enum relay_status {
+  RELAY_OK = 0,
+  RELAY_INVALID_SCHEDULE = 1, /* A, N, mode or route has no schedule */
+  RELAY_INVALID_GROUP = 2,    /* a rank out of range, duplicated, active in two groups, ... */
+  RELAY_INVALID_COUNT = 3,    /* counts do not match the groups, or are negative */
+  RELAY_INVALID_BUFFER = 4,   /* a null, too small or wrongly overlapping buffer */
+  RELAY_INVALID_ARGUMENT = 5, /* any other argument out of its range, a bad handle */
+  RELAY_UNSUPPORTED = 6,      /* a dtype, operator or in-place form the collective lacks */
+  RELAY_GPU_ERROR = 7,
+  RELAY_OUT_OF_MEMORY = 8,
+  RELAY_TIMEOUT = 9,     /* a peer did not arrive within the timeout, or exited */
+  RELAY_MISMATCH = 10,   /* the ranks of one call disagree on its arguments */
+  RELAY_PEER_ERROR = 11, /* another rank of the call failed; this rank's part was fine */
+  RELAY_SYSTEM_ERROR = 12
+} relay_status;
+
+/* Which memory a communicator's calls pass: what transport "auto" decides from. */
+typedef enum relay_memory { RELAY_MEMORY_HOST = 0, RELAY_MEMORY_DEVICE = 1 } relay_memory;
+
+/* Names, parsed by the library so that bindings hold no tables of their own. */
+typedef enum relay_vocabulary {
+  RELAY_VOCAB_DTYPE = 0,      /* int8 uint8 int32 uint32 int64 uint64 float16 bfloat16 float32
+                                 float64 (and half, bf16, float, double, ...) */
+  RELAY_VOCAB_OP = 1,         /* sum avg */
+  RELAY_VOCAB_COLLECTIVE = 2, /* allreduce reduce-scatter all-gather all-to-all */
+  RELAY_VOCAB_MODE = 3,       /* groups (from the number of groups), fused, single */
+  RELAY_VOCAB_ROUTE = 4,      /* relay direct legacy pipelined automatic */
+  RELAY_VOCAB_WIRE = 5,       /* native fp8 fp8_e4m3 fp8_e4m3_fnuz */
+  RELAY_VOCAB_PRECISION = 6   /* fp32_partials native_partials */
+} relay_vocabulary;
+
+/* Element types and operators, relay::dtype and relay::reduce_op value for value. */
+typedef enum relay_dtype {
+  RELAY_INT8 = 0,
+  RELAY_UINT8 = 1,
+  RELAY_INT32 = 2,
+  RELAY_UINT32 = 3,
+  RELAY_INT64 = 4,
+  RELAY_UINT64 = 5,
+  RELAY_FLOAT16 = 6,
+  RELAY_BFLOAT16 = 7,
+  RELAY_FLOAT32 = 8,
+  RELAY_FLOAT64 = 9
+} relay_dtype;
+typedef enum relay_op { RELAY_SUM = 0, RELAY_AVG = 1 } relay_op;
+typedef enum relay_collective {
+  RELAY_ALLREDUCE = 0,
+  RELAY_REDUCE_SCATTER = 1,
+  RELAY_ALL_GATHER = 2,
+  RELAY_ALL_TO_ALL = 3
+} relay_collective;
+/* RELAY_MODE_GROUPS: one group is single mode, several are fused; the others must agree. */
+typedef enum relay_mode {
+  RELAY_MODE_GROUPS = 0,
+  RELAY_MODE_FUSED = 1,
+  RELAY_MODE_SINGLE = 2
+} relay_mode;
+typedef enum relay_route {
+  RELAY_ROUTE_RELAY = 0,
+  RELAY_ROUTE_DIRECT = 1,
+  RELAY_ROUTE_LEGACY = 2,
+  RELAY_ROUTE_PIPELINED = 3,
+  RELAY_ROUTE_AUTOMATIC = 4
+} relay_route;
+typedef enum relay_wire {
+  RELAY_WIRE_NATIVE = 0,
+  RELAY_WIRE_FP8 = 1,
+  RELAY_WIRE_FP8_E4M3 = 2,
+  RELAY_WIRE_FP8_E4M3_FNUZ = 3
+} relay_wire;
+typedef enum relay_precision { RELAY_FP32_PARTIALS = 0, RELAY_NATIVE_PARTIALS = 1 } relay_precision;
+
+/* ---- the library ------------------------------------------------------------------------ */
+
+RELAY_C_API const char* relay_version(void); /* "0.1.0" */
+RELAY_C_API int relay_abi_version(void);     /* RELAY_C_ABI_VERSION of the library loaded */
+/* The transports this library was built with, comma-separated: "shm" or "shm,ipc,nccl". */
+RELAY_C_API const char* relay_transports(void);
+/* The text of this thread's last failure ("" before any); valid until its next failure. */
+RELAY_C_API const char* relay_last_error(void);
+/* The rank that failure names as the cause (a peer that timed out, exited, refused or
+ * disagreed), or -1 where it names none. */
+RELAY_C_API int32_t relay_last_error_peer(void);
+/* "ok", "timeout", ... (relay::name(errc)); "unknown" outside the enumeration. */
+RELAY_C_API const char* relay_status_name(int32_t status);
+/* `name` of `vocabulary` into *value (RELAY_INVALID_ARGUMENT naming the choices otherwise). */
+RELAY_C_API relay_status relay_parse(int32_t vocabulary, const char* name, int32_t* value);
+/* The name of `value` (NULL outside the enumeration). */
+RELAY_C_API const char* relay_name(int32_t vocabulary, int32_t value);
+RELAY_C_API int32_t relay_dtype_size(int32_t dtype); /* bytes; 0 outside the enumeration */
+
+/* ---- sizes: what a rank's buffers hold for a call (the library's rule, not the caller's) -- */
+
+/* groups: the active ranks of each group, flat (group_ranks), with each group's size
+ * (group_sizes, num_groups entries); counts: one per group (count, recvCount, sendCount or
+ * segmentCount). Offsets and sizes in elements. */
+typedef struct relay_rank_layout {
+  int32_t group;                           /* the group `rank` is active in; -1: a helper */
+  int32_t active_index;                    /* its index there; -1: a helper */
+  int32_t active;                          /* A, the ranks per group */
+  int64_t input_elements, output_elements; /* 0 on a helper */
+  /* In place (where the collective has it): the input lies at output + in_place_input_offset
+   * (all-gather), or the output at input + in_place_output_offset (reduce-scatter); allreduce
+   * has both 0. */
+  int64_t in_place_input_offset, in_place_output_offset;
+  int32_t has_in_place; /* 0 for all-to-all */
+} relay_rank_layout;
+/* Checks the groups and counts as a call would (RELAY_INVALID_GROUP, _COUNT, _SCHEDULE with the
+ * call's message) and fills *out for `rank` of `ranks`. */
+RELAY_C_API relay_status relay_rank_layout_of(int32_t collective, int32_t ranks,
+                                              const int32_t* group_ranks,
+                                              const int32_t* group_sizes, int32_t num_groups,
+                                              const int64_t* counts, int32_t rank,
+                                              relay_rank_layout* out);
+/* The per-group count of a collective whose active rank holds input_elements and
+ * output_elements among `active` ranks (allreduce: the elements; reduce-scatter: the output's;
+ * all-gather: the input's; all-to-all: the input's / active); RELAY_INVALID_COUNT where the
+ * two do not fit one count. */
+RELAY_C_API relay_status relay_count_of(int32_t collective, int32_t active, int64_t input_elements,
+                                        int64_t output_elements, int64_t* count);
+
+/* ---- bootstrap callbacks: the caller's store serves relay's set-up exchanges ---------------- */
+
+/* What a callback hands back: every rank's bytes (all-gather), or a failure. */
+typedef struct relay_bootstrap_result relay_bootstrap_result;
+/* Rank `rank`'s contribution (copied). Every rank 0..size-1 must be put once on success. */
+RELAY_C_API relay_status relay_bootstrap_put(relay_bootstrap_result* result, int32_t rank,
+                                             const void* data, size_t bytes);
+/* The callback failed: `status` and why ("rank 3 did not join all-gather #2 within 30000 ms":
+ * relay_last_error_peer reads the rank a message names first). */
+RELAY_C_API relay_status relay_bootstrap_fail(relay_bootstrap_result* result, int32_t status,
+                                              const char* message);
+/* Every rank contributes `mine` (any length, 0 included); the callback puts every rank's bytes
+ * into `result` within timeout_ms, or fails it. Returns RELAY_OK or the failure's status. */
+typedef int32_t (*relay_all_gather_fn)(void* user, const void* mine, size_t bytes,
+                                       int64_t timeout_ms, relay_bootstrap_result* result);
+/* Returns once every rank has entered it (or fails naming a rank that did not). */
+typedef int32_t (*relay_barrier_fn)(void* user, int64_t timeout_ms, relay_bootstrap_result* result);
+
+/* ---- communicators ---------------------------------------------------------------------- */
+
+typedef struct relay_comm relay_comm;
+
+typedef struct relay_comm_config {
+  size_t struct_size; /* sizeof(relay_comm_config); relay_comm_config_init sets it */
+  int32_t rank, size;
+  int32_t device; /* the device this rank drives (device memory) */
+  /* "auto" (or NULL): ipc for device memory when every rank is on one node, shm for host memory
+   * there; "shm", "ipc", "nccl" by name. Every rank passes the same. */
+  const char* transport;
+  int32_t memory;           /* relay_memory: what the calls pass */
+  int64_t timeout_ms;       /* every wait for a peer; <= 0: RELAY_TIMEOUT, else 30 s */
+  uint64_t transport_bytes; /* shm/ipc data area per rank; 0: RELAY_SHM_BYTES / RELAY_IPC_BYTES */
+  /* The bootstrap: all_gather is required, barrier may be NULL (an empty all-gather serves).
+   * They and `user` stay valid until relay_comm_destroy returns (teardown may use them). */
+  relay_all_gather_fn all_gather;
+  relay_barrier_fn barrier;
+  void* user;
+} relay_comm_config;
+
+RELAY_C_API void relay_comm_config_init(relay_comm_config* config);
+/* Collective: every rank calls it. */
+RELAY_C_API relay_status relay_comm_create(const relay_comm_config* config, relay_comm** out);
+/* The same from the environment of relay-run, torchrun or an mpirun-style launcher (RELAY_RANK
+ * or RANK, ...: docs/multiprocess.md), through relay's TCP store. */
+RELAY_C_API relay_status relay_comm_create_from_environment(const char* transport, int32_t memory,
+                                                            relay_comm** out);
+/* Collective (the transports' teardown meets the peers; bounded). NULL is accepted. */
+RELAY_C_API relay_status relay_comm_destroy(relay_comm* comm);
+/* This rank is gone: its peers fail at once instead of waiting out their timeout; the
+ * communicator is unusable afterwards (destroy it). */
+RELAY_C_API relay_status relay_comm_abort(relay_comm* comm);
+RELAY_C_API relay_status relay_comm_rank(const relay_comm* comm, int32_t* rank);
+RELAY_C_API relay_status relay_comm_size(const relay_comm* comm, int32_t* size);
+RELAY_C_API relay_status relay_comm_device(const relay_comm* comm, int32_t* device);
+/* "shm", "ipc" or "nccl": the transport the rule chose. */
+RELAY_C_API relay_status relay_comm_transport(const relay_comm* comm, const char** name);
+/* What a stream transport's device work reported so far (RELAY_OK, or why this rank gave up);
+ * RELAY_OK on the host transport after its calls returned. Asks the host, never the device. */
+RELAY_C_API relay_status relay_comm_async_status(relay_comm* comm);
+/* This rank refuses the call its peers are making now (it found its own arguments wrong): it
+ * takes part in that call's agreement as a refusal, so every peer returns RELAY_PEER_ERROR
+ * naming this rank at once, and returns `why` with `message` as its error text. `stream`: the
+ * one the refused call would have run on (a stream transport enqueues its part there). */
+RELAY_C_API relay_status relay_comm_refuse(relay_comm* comm, int32_t why, const char* message,
+                                           void* stream);
+
+/* Registered buffers (as ncclCommRegister): collective, every rank calls them, each with its own
+ * buffer or NULL. The ipc transport writes outputs in registered memory directly; the others
+ * accept them and do nothing. Not during graph capture. */
+RELAY_C_API relay_status relay_comm_register(relay_comm* comm, void* data, size_t bytes);
+RELAY_C_API relay_status relay_comm_deregister(relay_comm* comm, void* data);
+
+/* ---- the collectives -------------------------------------------------------------------- */
+
+typedef struct relay_options {
+  size_t struct_size;     /* sizeof(relay_options); relay_options_init sets it */
+  int32_t mode;           /* relay_mode */
+  int32_t route;          /* relay_route */
+  int32_t wire;           /* relay_wire */
+  int32_t precision;      /* relay_precision */
+  int32_t permille;       /* allreduce offload share (relay route); 0: the link-balanced default */
+  int32_t tiles;          /* pipeline depth (pipelined route); 0: the default */
+  int64_t alignment;      /* chunk alignment in elements; 0: the default */
+  int64_t wire_threshold; /* fp8 below this many bytes runs natively; -1: the cost model's */
+} relay_options;
+
+/* The defaults (NULL options mean them). */
+RELAY_C_API void relay_options_init(relay_options* options);
+
+/* send/recv: THIS rank's buffers and their sizes in bytes (NULL and 0 on a helper); in place is
+ * recognized from the pointers as NCCL does (relay_rank_layout_of says where). counts: one per
+ * group: count (allreduce), recvCount (reduce-scatter), sendCount (all-gather), segmentCount
+ * (all-to-all). stream: cudaStream_t for the ipc and nccl transports (enqueue and return); the
+ * shm transport ignores it and returns when this rank's part is done. */
+RELAY_C_API relay_status relay_allreduce(relay_comm* comm, const void* send, size_t send_bytes,
+                                         void* recv, size_t recv_bytes, const int32_t* group_ranks,
+                                         const int32_t* group_sizes, int32_t num_groups,
+                                         const int64_t* counts, int32_t dtype, int32_t op,
+                                         const relay_options* options, void* stream);
+RELAY_C_API relay_status relay_reduce_scatter(relay_comm* comm, const void* send, size_t send_bytes,
+                                              void* recv, size_t recv_bytes,
+                                              const int32_t* group_ranks,
+                                              const int32_t* group_sizes, int32_t num_groups,
+                                              const int64_t* recv_counts, int32_t dtype, int32_t op,
+                                              const relay_options* options, void* stream);
+RELAY_C_API relay_status relay_all_gather(relay_comm* comm, const void* send, size_t send_bytes,
+                                          void* recv, size_t recv_bytes, const int32_t* group_ranks,
+                                          const int32_t* group_sizes, int32_t num_groups,
+                                          const int64_t* send_counts, int32_t dtype,
+                                          const relay_options* options, void* stream);
+RELAY_C_API relay_status relay_all_to_all(relay_comm* comm, const void* send, size_t send_bytes,
+                                          void* recv, size_t recv_bytes, const int32_t* group_ranks,
+                                          const int32_t* group_sizes, int32_t num_groups,
+                                          const int64_t* segment_counts, int32_t dtype,
+                                          const relay_options* options, void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RELAY_C_RELAY_H */

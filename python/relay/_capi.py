@@ -1,0 +1,246 @@
+"""ctypes declarations of relay's C ABI (include/relay/c/relay.h) and where its libraries are.
+
+Two builds of the library export the same functions: librelay_c.so (the shm transport, host
+memory) and librelay_c_cuda.so (shm, ipc and nccl). `library("host")` or `library("cuda")` loads
+one, from the first of these folders that has it:
+  - $RELAY_C_LIBRARY_DIR (a build tree: build/capi);
+  - the package's own _lib/ (where `pip install ./python` puts them);
+  - the folder `cmake --install` put them in, relative to the package (_installed.py).
+No LD_LIBRARY_PATH is needed.
+"""
+
+import ctypes
+import os
+import threading
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    Structure,
+    byref,
+    c_char_p,
+    c_int,
+    c_int32,
+    c_int64,
+    c_size_t,
+    c_uint64,
+    c_void_p,
+)
+
+from .errors import error_for
+
+ABI_VERSION = 1
+LIBRARY_NAMES = {"host": "librelay_c.so", "cuda": "librelay_c_cuda.so"}
+
+# relay_vocabulary: the names the library parses (Python holds no tables of relay's values).
+VOCABULARY = {
+    "dtype": 0,
+    "op": 1,
+    "collective": 2,
+    "mode": 3,
+    "route": 4,
+    "wire": 5,
+    "precision": 6,
+}
+MEMORY_HOST, MEMORY_DEVICE = 0, 1
+
+
+class RankLayout(Structure):
+    _fields_ = [
+        ("group", c_int32),
+        ("active_index", c_int32),
+        ("active", c_int32),
+        ("input_elements", c_int64),
+        ("output_elements", c_int64),
+        ("in_place_input_offset", c_int64),
+        ("in_place_output_offset", c_int64),
+        ("has_in_place", c_int32),
+    ]
+
+
+ALL_GATHER_FN = CFUNCTYPE(c_int32, c_void_p, c_void_p, c_size_t, c_int64, c_void_p)
+BARRIER_FN = CFUNCTYPE(c_int32, c_void_p, c_int64, c_void_p)
+
+
+class CommConfig(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("rank", c_int32),
+        ("size", c_int32),
+        ("device", c_int32),
+        ("transport", c_char_p),
+        ("memory", c_int32),
+        ("timeout_ms", c_int64),
+        ("transport_bytes", c_uint64),
+        ("all_gather", ALL_GATHER_FN),
+        ("barrier", BARRIER_FN),
+        ("user", c_void_p),
+    ]
+
+
+class Options(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("mode", c_int32),
+        ("route", c_int32),
+        ("wire", c_int32),
+        ("precision", c_int32),
+        ("permille", c_int32),
+        ("tiles", c_int32),
+        ("alignment", c_int64),
+        ("wire_threshold", c_int64),
+    ]
+
+
+_P = c_void_p
+_I32P = POINTER(c_int32)
+_I64P = POINTER(c_int64)
+# name: (restype, argtypes)
+_FUNCTIONS = {
+    "relay_version": (c_char_p, []),
+    "relay_abi_version": (c_int, []),
+    "relay_transports": (c_char_p, []),
+    "relay_last_error": (c_char_p, []),
+    "relay_last_error_peer": (c_int32, []),
+    "relay_status_name": (c_char_p, [c_int32]),
+    "relay_parse": (c_int, [c_int32, c_char_p, _I32P]),
+    "relay_name": (c_char_p, [c_int32, c_int32]),
+    "relay_dtype_size": (c_int32, [c_int32]),
+    "relay_rank_layout_of": (
+        c_int,
+        [c_int32, c_int32, _I32P, _I32P, c_int32, _I64P, c_int32, POINTER(RankLayout)],
+    ),
+    "relay_count_of": (c_int, [c_int32, c_int32, c_int64, c_int64, _I64P]),
+    "relay_bootstrap_put": (c_int, [_P, c_int32, _P, c_size_t]),
+    "relay_bootstrap_fail": (c_int, [_P, c_int32, c_char_p]),
+    "relay_comm_config_init": (None, [POINTER(CommConfig)]),
+    "relay_comm_create": (c_int, [POINTER(CommConfig), POINTER(_P)]),
+    "relay_comm_create_from_environment": (c_int, [c_char_p, c_int32, POINTER(_P)]),
+    "relay_comm_destroy": (c_int, [_P]),
+    "relay_comm_abort": (c_int, [_P]),
+    "relay_comm_rank": (c_int, [_P, _I32P]),
+    "relay_comm_size": (c_int, [_P, _I32P]),
+    "relay_comm_device": (c_int, [_P, _I32P]),
+    "relay_comm_transport": (c_int, [_P, POINTER(c_char_p)]),
+    "relay_comm_async_status": (c_int, [_P]),
+    "relay_comm_refuse": (c_int, [_P, c_int32, c_char_p, _P]),
+    "relay_comm_register": (c_int, [_P, _P, c_size_t]),
+    "relay_comm_deregister": (c_int, [_P, _P]),
+    "relay_options_init": (None, [POINTER(Options)]),
+}
+_COLLECTIVES = {
+    "relay_allreduce": True,  # takes an op
+    "relay_reduce_scatter": True,
+    "relay_all_gather": False,
+    "relay_all_to_all": False,
+}
+for _name, _takes_op in _COLLECTIVES.items():
+    _args = [_P, _P, c_size_t, _P, c_size_t, _I32P, _I32P, c_int32, _I64P, c_int32]
+    _args += [c_int32] if _takes_op else []
+    _args += [POINTER(Options), _P]
+    _FUNCTIONS[_name] = (c_int, _args)
+
+
+def _search_dirs():
+    here = os.path.dirname(os.path.abspath(__file__))
+    dirs = []
+    if os.environ.get("RELAY_C_LIBRARY_DIR"):
+        dirs.append(os.environ["RELAY_C_LIBRARY_DIR"])
+    dirs.append(os.path.join(here, "_lib"))
+    try:
+        from . import _installed  # written by `cmake --install`
+
+        dirs.append(os.path.normpath(os.path.join(here, _installed.LIBRARY_DIR)))
+    except ImportError:
+        pass
+    return dirs
+
+
+class Library:
+    """One loaded build of the C ABI, with its functions declared."""
+
+    def __init__(self, path):
+        self.path = path
+        self.dll = ctypes.CDLL(path)
+        for name, (restype, argtypes) in _FUNCTIONS.items():
+            fn = getattr(self.dll, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+            setattr(self, name[len("relay_") :], fn)
+        if self.abi_version() != ABI_VERSION:
+            raise ImportError(
+                f"{path} has relay C ABI version {self.abi_version()}; this package speaks "
+                f"{ABI_VERSION}"
+            )
+        # The structs as the library lays them out (relay_*_init sets struct_size = sizeof).
+        for struct, init in ((Options, self.options_init), (CommConfig, self.comm_config_init)):
+            probe = struct()
+            init(byref(probe))
+            if probe.struct_size != ctypes.sizeof(struct):
+                raise ImportError(
+                    f"{path}: {struct.__name__} is {probe.struct_size} bytes there and "
+                    f"{ctypes.sizeof(struct)} here"
+                )
+        self._parsed = {}
+        self.transports = tuple(self.relay_transports_list())
+
+    def relay_transports_list(self):
+        return self.dll.relay_transports().decode().split(",")
+
+    def check(self, status):
+        """Raises the RelayError of a failed status (this thread's last error)."""
+        if status != 0:
+            raise self.error(status)
+
+    def error(self, status):
+        message = self.last_error().decode(errors="replace")
+        return error_for(status, message, self.last_error_peer())
+
+    def value_of(self, vocabulary, name):
+        """relay's value of `name` in `vocabulary` ("dtype", "op", ...), cached."""
+        key = (vocabulary, name)
+        value = self._parsed.get(key)
+        if value is None:
+            out = c_int32()
+            self.check(self.dll.relay_parse(VOCABULARY[vocabulary], name.encode(), byref(out)))
+            value = self._parsed[key] = out.value
+        return value
+
+    def name_of(self, vocabulary, value):
+        n = self.dll.relay_name(VOCABULARY[vocabulary], value)
+        return None if n is None else n.decode()
+
+
+_loaded = {}
+_lock = threading.Lock()
+
+
+def library(kind="host"):
+    """The C ABI build for `kind` ("host": librelay_c, "cuda": librelay_c_cuda), loaded once."""
+    with _lock:
+        lib = _loaded.get(kind)
+        if lib is not None:
+            return lib
+        name = LIBRARY_NAMES[kind]
+        tried = []
+        for folder in _search_dirs():
+            path = os.path.join(folder, name)
+            if os.path.exists(path):
+                lib = _loaded[kind] = Library(path)
+                return lib
+            tried.append(folder)
+        hint = (
+            " (librelay_c_cuda is built where nvcc is found)" if kind == "cuda" else ""
+        )
+        raise ImportError(
+            f"relay: {name} not found{hint}; looked in {', '.join(tried)}. Install with "
+            f"`pip install --no-build-isolation ./python` or `cmake --install`, or set "
+            f"RELAY_C_LIBRARY_DIR to the folder that holds it"
+        )
+
+
+def int32_array(values):
+    return (c_int32 * len(values))(*values)
+
+
+def int64_array(values):
+    return (c_int64 * len(values))(*values)

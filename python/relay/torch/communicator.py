@@ -1,0 +1,434 @@
+"""relay.torch.Communicator: relay's rank-local collectives on torch tensors, over the C ABI.
+
+    import torch.distributed as dist, relay.torch
+    dist.init_process_group("gloo")             # or torchrun's environment, any backend
+    comm = relay.torch.Communicator()           # every rank of the world, one node
+    comm.all_reduce(grad, [[0, 1], [2, 3], [4, 5], [6, 7]])   # fused: 4 groups at once
+
+Every rank of the communicator makes every call with the same groups (and counts, dtype, op).
+A rank active in no group helps: it passes None (or tensors, which are not touched).
+
+Checks that one rank makes alone (dtype, device, contiguity, the tensors' sizes against the
+groups' counts, all-to-all in place) raise TypeError or ValueError naming the tensor and what was
+expected; before raising, the rank refuses the call through the library, so that its peers fail
+at once with relay.PeerError naming it instead of waiting out the timeout. Failures the library
+finds raise relay.RelayError subclasses with relay's message and the peer it names (.peer).
+The sizes come from the library (relay.layout): nothing here re-derives relay's rules.
+"""
+
+import contextlib
+import itertools
+import threading
+import weakref
+from ctypes import byref, c_char_p, c_int32, c_void_p
+
+import torch
+import torch.distributed as dist
+
+from .. import _capi
+from .._layout import Groups, count_of, layout
+from ..errors import RelayError
+from ._store import StoreBootstrap, next_prefix
+
+_INVALID_BUFFER, _INVALID_ARGUMENT, _UNSUPPORTED, _SYSTEM_ERROR = 4, 5, 6, 12
+
+_ids = itertools.count(1)
+_live = weakref.WeakValueDictionary()  # id -> Communicator, for the torch.library ops
+
+
+def lookup(comm_id):
+    """The live Communicator of `comm_id` (what the torch.library ops take)."""
+    comm = _live.get(comm_id)
+    if comm is None:
+        raise RuntimeError(f"relay communicator {comm_id} is not alive (closed or never made)")
+    return comm
+
+
+class Options:
+    """A call's options by name: mode ("groups", "fused", "single"), route ("relay", "direct",
+    "legacy", "pipelined", "automatic"), wire ("native", "fp8", ...), precision ("fp32_partials",
+    "native_partials"), permille, tiles, alignment, wire_threshold. The library parses them."""
+
+    _named = ("mode", "route", "wire", "precision")
+    _numbers = ("permille", "tiles", "alignment", "wire_threshold")
+
+    def __init__(self, **kwargs):
+        unknown = set(kwargs) - set(self._named) - set(self._numbers)
+        if unknown:
+            raise TypeError(f"unknown relay option(s) {sorted(unknown)}")
+        self.values = kwargs
+        self._structs = {}
+
+    def struct(self, lib):
+        s = self._structs.get(id(lib))
+        if s is None:
+            s = _capi.Options()
+            lib.options_init(byref(s))
+            for k, v in self.values.items():
+                if k in self._named:
+                    setattr(s, k, lib.value_of(k, v))
+                else:
+                    setattr(s, k, int(v))
+            self._structs[id(lib)] = s
+        return s
+
+
+def _dtype_name(dtype):
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+class Communicator:
+    """relay's communicator over the ranks of a torch.distributed group (default: the world),
+    bootstrapped through the default group's store (a PrefixStore: no second port).
+
+    transport: "auto" (the library's rule: ipc for CUDA tensors on one node, shm for CPU tensors
+               on one node), or "shm", "ipc", "nccl" by name.
+    device:    where the tensors live: "cpu", "cuda", "cuda:1", ... (default: the current CUDA
+               device where CUDA is available, else the CPU).
+    timeout:   seconds any rank waits for a peer (default: RELAY_TIMEOUT, else 30).
+    transport_bytes: the shm or ipc data area per rank (default: RELAY_SHM_BYTES or
+               RELAY_IPC_BYTES, else 64 MiB); a call must fit in it.
+    """
+
+    def __init__(self, group=None, *, transport="auto", device=None, timeout=None,
+                 transport_bytes=0):
+        if not dist.is_available() or not dist.is_initialized():
+            raise RuntimeError(
+                "relay.torch.Communicator needs torch.distributed initialized first "
+                "(torch.distributed.init_process_group)"
+            )
+        self.group = group if group is not None else dist.group.WORLD
+        self.rank = dist.get_rank(self.group)
+        self.size = dist.get_world_size(self.group)
+        if device is None:
+            device = (
+                torch.device("cuda", torch.cuda.current_device())
+                if torch.cuda.is_available()
+                else torch.device("cpu")
+            )
+        self.device = torch.device(device)
+        if self.device.type == "cuda" and self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        if self.device.type not in ("cpu", "cuda"):
+            raise ValueError(f"relay moves CPU or CUDA tensors, not {self.device.type}")
+        self._lib = _capi.library("cuda" if self.device.type == "cuda" else "host")
+        ranks = (
+            dist.get_process_group_ranks(self.group)
+            if hasattr(dist, "get_process_group_ranks") and group is not None
+            else list(range(dist.get_world_size()))
+        )
+        store = dist.PrefixStore(next_prefix(ranks), dist.distributed_c10d._get_default_store())
+        self._boot = StoreBootstrap(store, self.rank, self.size, self._lib)
+        cfg = _capi.CommConfig()
+        self._lib.comm_config_init(byref(cfg))
+        cfg.rank, cfg.size = self.rank, self.size
+        cfg.device = self.device.index or 0
+        self._transport_name = transport.encode()
+        cfg.transport = self._transport_name
+        cfg.memory = _capi.MEMORY_DEVICE if self.device.type == "cuda" else _capi.MEMORY_HOST
+        cfg.timeout_ms = int(timeout * 1000) if timeout else 0
+        cfg.transport_bytes = int(transport_bytes)
+        cfg.all_gather = self._boot.all_gather
+        self._handle = c_void_p()
+        self._lib.check(self._lib.comm_create(byref(cfg), byref(self._handle)))
+        name = c_char_p()
+        self._lib.check(self._lib.comm_transport(self._handle, byref(name)))
+        self.transport = name.value.decode()
+        self.id = next(_ids)
+        _live[self.id] = self
+        self._groups = {}
+        self._flat = {}
+        self._capturing = False
+        self._lock = threading.Lock()
+
+    # ---- lifetime ----------------------------------------------------------------------------
+
+    def close(self):
+        """Destroys the communicator (collective: every rank closes it)."""
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            self._flat.clear()
+            self._lib.check(self._lib.comm_destroy(handle))
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 (interpreter shutdown: nothing to report to)
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _h(self):
+        if not self._handle:
+            raise RuntimeError("this relay communicator is closed")
+        return self._handle
+
+    def abort(self):
+        """This rank is gone: its peers fail at once; the communicator is unusable after."""
+        self._lib.check(self._lib.comm_abort(self._h()))
+
+    def async_status(self):
+        """Raises what a stream transport's device work reported so far (nothing when fine)."""
+        self._lib.check(self._lib.comm_async_status(self._h()))
+
+    def refuse(self, error):
+        """Refuses the call the peers are making now (`error`: an exception or a message): they
+        fail at once with relay.PeerError naming this rank. Returns the exception to raise."""
+        if isinstance(error, str):
+            error = ValueError(error)
+        if getattr(error, "settled", False):
+            return error  # refused already, or the library reported it on every rank
+        if isinstance(error, RelayError):
+            code = error.code
+        elif isinstance(error, TypeError):
+            code = _UNSUPPORTED
+        elif isinstance(error, ValueError):
+            code = _INVALID_BUFFER
+        else:
+            code = _SYSTEM_ERROR
+        if self._handle:
+            self._lib.comm_refuse(self._handle, code, str(error).encode(errors="replace"),
+                                  self._stream())
+        try:
+            error.settled = True
+        except AttributeError:
+            pass
+        return error
+
+    def _stream(self):
+        """The current CUDA stream's handle (None for CPU tensors): where calls run."""
+        if self.device.type == "cuda":
+            return torch.cuda.current_stream(self.device).cuda_stream
+        return None
+
+    def register(self, tensor):
+        """Registers `tensor`'s memory (collective; None registers nothing this time): the ipc
+        transport then writes outputs there directly. Not during graph capture."""
+        ptr = tensor.data_ptr() if tensor is not None else None
+        nbytes = tensor.numel() * tensor.element_size() if tensor is not None else 0
+        self._lib.check(self._lib.comm_register(self._h(), ptr, nbytes))
+
+    def deregister(self, tensor):
+        """Ends `tensor`'s registration (collective, like register)."""
+        ptr = tensor.data_ptr() if tensor is not None else None
+        self._lib.check(self._lib.comm_deregister(self._h(), ptr))
+
+    @contextlib.contextmanager
+    def capture(self, graph=None, **graph_kwargs):
+        """CUDA graph capture of relay calls (the ipc transport: a call is kernel launches on the
+        current stream). Make every call shape once before capturing it (its first call builds
+        and uploads its plan), and the fused helpers' buffers with it; inside, nothing registers
+        or grows. With `graph` (a torch.cuda.CUDAGraph), this enters torch.cuda.graph(graph,
+        **graph_kwargs) too."""
+        if self.transport != "ipc":
+            raise ValueError(
+                f"graph capture runs relay's ipc transport; this communicator uses {self.transport}"
+            )
+        self._capturing = True
+        try:
+            if graph is None:
+                yield None
+            else:
+                with torch.cuda.graph(graph, **graph_kwargs):
+                    yield graph
+        finally:
+            self._capturing = False
+
+    # ---- the collectives -----------------------------------------------------------------------
+
+    def all_reduce(self, tensors, groups, op="sum", out=None, *, counts=None, dtype=None,
+                   options=None):
+        """Allreduce within each group: this rank's tensor (in place, or into `out`); a helper
+        passes None. `tensors` may also be the spec's list of one entry per group, where the
+        entry of this rank's group is its tensor (the others are ignored: relay needs no helper
+        scratch). counts: one per group (default: every group has this rank's); a helper passing
+        None gives counts and dtype. Returns the output (None on a helper)."""
+        return self._run("allreduce", tensors, out, groups, counts, op, options, "tensor", dtype)
+
+    def reduce_scatter(self, input, output, groups, op="sum", *, counts=None, dtype=None,
+                       options=None):
+        """Reduce-scatter within each group: input holds A blocks of the group's count, output
+        gets this rank's block of the sum. In place when output is input's own block."""
+        return self._run("reduce-scatter", input, output, groups, counts, op, options, "input",
+                         dtype)
+
+    def all_gather(self, input, output, groups, *, counts=None, dtype=None, options=None):
+        """All-gather within each group: output gets the A inputs in active order. In place when
+        input is output's own slot."""
+        return self._run("all-gather", input, output, groups, counts, None, options, "input",
+                         dtype)
+
+    def all_to_all(self, input, output, groups, *, counts=None, dtype=None, options=None):
+        """All-to-all within each group: segment j of the input goes to active rank j, whose
+        output holds it at this rank's segment. Out of place only (as NCCL's)."""
+        return self._run("all-to-all", input, output, groups, counts, None, options, "input",
+                         dtype)
+
+    # ---- how a call is made --------------------------------------------------------------------
+
+    def groups(self, groups):
+        """`groups` as the C ABI takes them, built once per distinct list."""
+        if isinstance(groups, Groups):
+            return groups
+        try:
+            key = tuple(tuple(g) for g in groups)
+            g = self._groups.get(key)
+        except TypeError:
+            key, g = None, None
+        if g is None:
+            g = Groups(groups)
+            if key is not None and len(self._groups) < 256:
+                self._groups[key] = g
+        return g
+
+    def layout(self, collective, groups, counts):
+        """This rank's relay.Layout of a call: the sizes its tensors must have."""
+        return layout(collective, self.size, self.groups(groups), counts, self.rank, self._lib)
+
+    def _run(self, coll, inp, out, groups, counts, op, options, first_name, dtype):
+        try:
+            args = self._prepare(coll, inp, out, groups, counts, op, options, first_name, dtype)
+        except Exception as e:
+            raise self.refuse(e) from None
+        fn, call, result = args
+        status = fn(*call)
+        if status != 0:
+            error = self._lib.error(status)
+            error.settled = True  # every rank of the call returns an error: nothing to refuse
+            raise error
+        return result
+
+    def _tensor_of(self, value, group, what, g):
+        """This rank's tensor of an argument: a tensor, None, or the spec's per-group list."""
+        if isinstance(value, (list, tuple)):
+            if len(value) != g.count:
+                raise ValueError(
+                    f"{what} is a list of {len(value)}; the per-group form has one entry per "
+                    f"group ({g.count})"
+                )
+            value = value[group] if group is not None else None
+        if value is not None and not isinstance(value, torch.Tensor):
+            raise TypeError(f"{what} must be a torch.Tensor or None, not {type(value).__name__}")
+        return value
+
+    def _check_tensor(self, t, what, expected, dtype_code):
+        if t.device != self.device:
+            raise ValueError(
+                f"{what} is on {t.device}; this relay communicator moves tensors on {self.device}"
+            )
+        if not t.is_contiguous():
+            raise ValueError(f"{what} is not contiguous; relay takes contiguous tensors")
+        if t.numel() != expected:
+            raise ValueError(
+                f"{what} has {t.numel()} elements; this call expects {expected} on rank "
+                f"{self.rank}"
+            )
+
+    def _dtype_code(self, t, what):
+        try:
+            return self._lib.value_of("dtype", _dtype_name(t.dtype))
+        except RelayError as e:
+            raise TypeError(f"{what} is {t.dtype}, which relay does not move: {e.message}") from None
+
+    def _prepare(self, coll, inp, out, groups, counts, op, options, first_name, dtype):
+        lib = self._lib
+        g = self.groups(groups)
+        group, _ = g.group_of(self.rank)
+        inp = self._tensor_of(inp, group, first_name, g)
+        out = self._tensor_of(out, group, "out" if coll == "allreduce" else "output", g)
+        active = group is not None
+        if coll == "allreduce" and out is None:
+            out = inp  # in place
+        if counts is None:
+            if not active or inp is None or out is None:
+                raise ValueError(
+                    f"rank {self.rank} is active in no group of this call and passed no tensors:"
+                    f" give counts="
+                )
+            counts = [count_of(coll, len(g.groups[group]), inp.numel(), out.numel(), lib)] * g.count
+        else:
+            counts = [int(c) for c in counts]
+        if len(counts) != g.count:
+            raise ValueError(f"{len(counts)} counts for {g.count} groups; give one per group")
+        lay = layout(coll, self.size, g, counts, self.rank, lib)
+        dtype_code = None
+        send = recv = None
+        send_bytes = recv_bytes = 0
+        if active:
+            if dtype is not None and inp is not None and inp.dtype != dtype:
+                raise TypeError(f"{first_name} is {inp.dtype} but dtype={dtype} was given")
+            if inp is None:
+                raise ValueError(f"rank {self.rank} is active in group {group}: {first_name} is None")
+            if out is None:
+                raise ValueError(f"rank {self.rank} is active in group {group}: output is None")
+            in_name = first_name
+            out_name = "out" if coll == "allreduce" else "output"
+            dtype_code = self._dtype_code(inp, in_name)
+            if out.dtype != inp.dtype:
+                raise TypeError(f"{out_name} is {out.dtype} but {in_name} is {inp.dtype}")
+            self._check_tensor(inp, in_name, lay.input_elements, dtype_code)
+            self._check_tensor(out, out_name, lay.output_elements, dtype_code)
+            es = inp.element_size()
+            send, recv = inp.data_ptr(), out.data_ptr()
+            send_bytes, recv_bytes = inp.numel() * es, out.numel() * es
+            if not lay.has_in_place and send_bytes and recv_bytes and (
+                send < recv + recv_bytes and recv < send + send_bytes
+            ):
+                raise ValueError(
+                    f"all-to-all has no in-place form (as in NCCL): output overlaps {in_name}"
+                )
+        else:
+            # A helper's tensors only lend the dtype; they are never read or written.
+            dtype_code = self._helper_dtype(inp, out, first_name, dtype)
+        op_code = lib.value_of("op", op) if op is not None else None
+        opts = byref(options.struct(lib)) if options is not None else None
+        stream = self._stream()
+        call = [self._h(), send, send_bytes, recv, recv_bytes, g.ranks, g.sizes, g.count,
+                _capi.int64_array(counts), dtype_code]
+        if op_code is not None:
+            call.append(op_code)
+        call += [opts, stream]
+        fn = {
+            "allreduce": lib.allreduce,
+            "reduce-scatter": lib.reduce_scatter,
+            "all-gather": lib.all_gather,
+            "all-to-all": lib.all_to_all,
+        }[coll]
+        return fn, call, out if active else None
+
+    def _helper_dtype(self, inp, out, first_name, dtype):
+        if dtype is not None:
+            return self._dtype_code(torch.empty(0, dtype=dtype), "dtype")
+        for t, what in ((inp, first_name), (out, "output")):
+            if t is not None:
+                return self._dtype_code(t, what)
+        raise ValueError(
+            f"rank {self.rank} helps in this call and passed no tensor: give dtype= (every rank "
+            f"passes the call's dtype)"
+        )
+
+    # ---- the fused helpers' buffers ------------------------------------------------------------
+
+    def flat_buffer(self, role, dtype, elements):
+        """A cached buffer of at least `elements` of `dtype` for the fused helpers (`role` tells
+        apart those used together), grown only, and registered with the communicator when made.
+        Growing registers memory, which graph capture forbids: make each size once before."""
+        key = (role, dtype)
+        buf = self._flat.get(key)
+        if buf is not None and buf.numel() >= elements:
+            return buf[:elements]
+        if self._capturing:
+            raise RuntimeError(
+                f"the fused {role} buffer of {dtype} must grow to {elements} elements during "
+                f"graph capture; make the same call once before capturing it"
+            )
+        new = torch.empty(max(elements, 1), dtype=dtype, device=self.device)
+        self.register(new)
+        if buf is not None:
+            self.deregister(buf)
+        self._flat[key] = new
+        return new[:elements]

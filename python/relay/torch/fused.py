@@ -1,0 +1,250 @@
+"""torchrec-style fused calls: many tensors of several dtypes, one relay call per dtype across
+every group (the spec's sharded_relay_utils.py, over relay.torch.Communicator).
+
+    grads = {name: p.grad for name, p in model.named_parameters()}
+    relay.torch.all_reduce_tensors(comm, grads, [[0, 1], [2, 3], [4, 5], [6, 7]], op="avg")
+
+Per dtype: the tensors are packed in order into one flat buffer (cached by the communicator,
+grown only, registered when made), ONE call runs across all groups, and the result is unpacked
+into the caller's tensors. Every group's ranks hold tensors of the same shapes (replicas), so
+each group's count is this rank's total. A rank active in no group (single mode) passes its
+tensors too, as templates: they are never read or written.
+
+Reduce-scatter and all-to-all inputs (and all-gather and all-to-all outputs) hold A blocks, one
+per active rank (A = the ranks per group): each tensor is split into A equal blocks, and block k
+of every tensor goes to the flat buffer's block k.
+"""
+
+import torch
+
+__all__ = [
+    "all_reduce_tensors",
+    "reduce_scatter_tensors",
+    "all_gather_tensors",
+    "all_to_all_tensors",
+]
+
+
+def _items(tensors, what):
+    """(keys, list): a dict's keys in order, or positions of a list."""
+    if isinstance(tensors, dict):
+        return list(tensors.keys()), list(tensors.values())
+    if isinstance(tensors, (list, tuple)):
+        return list(range(len(tensors))), list(tensors)
+    raise TypeError(f"{what} must be a list or a dict of tensors, not {type(tensors).__name__}")
+
+
+def _by_dtype(tensors):
+    """Positions of the tensors per dtype, dtypes in name order (alike on every rank)."""
+    out = {}
+    for i, t in enumerate(tensors):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"entry {i} is {type(t).__name__}, not a tensor")
+        out.setdefault(t.dtype, []).append(i)
+    return sorted(out.items(), key=lambda kv: str(kv[0]))
+
+
+def _check_pairs(ins, outs, in_name, out_name):
+    if len(ins) != len(outs):
+        raise ValueError(f"{len(ins)} {in_name} but {len(outs)} {out_name}")
+    for i, (a, b) in enumerate(zip(ins, outs)):
+        if a.dtype != b.dtype:
+            raise TypeError(f"{out_name} entry {i} is {b.dtype} but its input is {a.dtype}")
+
+
+def _blocks(t, active, what, i):
+    """`t` as (active, -1) blocks."""
+    if what == "outputs" and not t.is_contiguous():
+        raise ValueError(f"{what} entry {i} is not contiguous; the blocks are written in place")
+    if t.numel() % active:
+        raise ValueError(
+            f"{what} entry {i} has {t.numel()} elements, not a multiple of the {active} active "
+            f"ranks per group"
+        )
+    return t.reshape(active, t.numel() // active)
+
+
+def _input_blocks(ins, idx, active):
+    """The inputs `idx` as A blocks each, and the per-group count they add up to."""
+    blocks = [_blocks(ins[i], active, "inputs", i) for i in idx]
+    return blocks, sum(b.shape[1] for b in blocks)
+
+
+def _packed_blocks(comm, dtype, blocks, active, total):
+    """The flat input buffer with block k of every tensor in its block k."""
+    src = comm.flat_buffer("input", dtype, active * total)
+    _pack_blocks(src.view(active, total), blocks)
+    return src
+
+
+def _run_fused(comm, run):
+    """Runs a fused helper: an error of its own checks refuses the call the peers make now, so
+    they fail at once (Communicator.refuse leaves alone one refused or reported already)."""
+    try:
+        return run()
+    except Exception as e:
+        raise comm.refuse(e) from None
+
+
+def _active(comm, groups):
+    g = comm.groups(groups)
+    group, _ = g.group_of(comm.rank)
+    return g, group, len(g.groups[group if group is not None else 0])
+
+
+def all_reduce_tensors(comm, tensors, groups, op="sum", out=None):
+    """Allreduce of every tensor of `tensors` (a list or a dict) within each group: in place, or
+    into `out` (the same structure). Returns what was written (`out` or `tensors`)."""
+    keys, ins = _items(tensors, "tensors")
+    outs = _items(out, "out")[1] if out is not None else None
+    g, group, _ = _active(comm, groups)
+
+    def run():
+        if outs is not None:
+            _check_pairs(ins, outs, "tensors", "out")
+            for i, (a, b) in enumerate(zip(ins, outs)):
+                if a.shape != b.shape:
+                    raise ValueError(f"out entry {i} has shape {tuple(b.shape)}, not {tuple(a.shape)}")
+        for dtype, idx in _by_dtype(ins):
+            total = sum(ins[i].numel() for i in idx)
+            if group is None:
+                comm.all_reduce(None, g, op, counts=[total] * g.count, dtype=dtype)
+                continue
+            flat = comm.flat_buffer("input", dtype, total)
+            _pack(flat, [ins[i] for i in idx])
+            dst = comm.flat_buffer("output", dtype, total) if outs is not None else None
+            comm.all_reduce(flat, g, op, out=dst, counts=[total] * g.count)
+            _unpack(dst if dst is not None else flat, [(outs or ins)[i] for i in idx])
+        return out if out is not None else tensors
+
+    return _run_fused(comm, run)
+
+
+def reduce_scatter_tensors(comm, inputs, outputs, groups, op="sum"):
+    """Reduce-scatter of every input (A blocks each) into its output (one block) within each
+    group. Returns `outputs`."""
+    _, ins = _items(inputs, "inputs")
+    _, outs = _items(outputs, "outputs")
+    g, group, active = _active(comm, groups)
+
+    def run():
+        _check_pairs(ins, outs, "inputs", "outputs")
+        for dtype, idx in _by_dtype(ins):
+            blocks, total = _input_blocks(ins, idx, active)
+            if group is None:
+                comm.reduce_scatter(None, None, g, op, counts=[total] * g.count, dtype=dtype)
+                continue
+            for i, b in zip(idx, blocks):
+                if outs[i].numel() != b.shape[1]:
+                    raise ValueError(
+                        f"outputs entry {i} has {outs[i].numel()} elements; its input's block "
+                        f"has {b.shape[1]}"
+                    )
+            src = _packed_blocks(comm, dtype, blocks, active, total)
+            dst = comm.flat_buffer("output", dtype, total)
+            comm.reduce_scatter(src, dst, g, op, counts=[total] * g.count)
+            _unpack(dst, [outs[i] for i in idx])
+        return outputs
+
+    return _run_fused(comm, run)
+
+
+def all_gather_tensors(comm, inputs, outputs, groups, in_place=False):
+    """All-gather of every input into its output (A blocks: block k from active rank k) within
+    each group. in_place packs the inputs straight into this rank's block of the flat output
+    (the kernel's in-place path). Returns `outputs`."""
+    _, ins = _items(inputs, "inputs")
+    _, outs = _items(outputs, "outputs")
+    g, group, active = _active(comm, groups)
+
+    def run():
+        _check_pairs(ins, outs, "inputs", "outputs")
+        for dtype, idx in _by_dtype(ins):
+            total = sum(ins[i].numel() for i in idx)
+            if group is None:
+                comm.all_gather(None, None, g, counts=[total] * g.count, dtype=dtype)
+                continue
+            blocks = [_blocks(outs[i], active, "outputs", i) for i in idx]
+            for i, b in zip(idx, blocks):
+                if b.shape[1] != ins[i].numel():
+                    raise ValueError(
+                        f"outputs entry {i} has {outs[i].numel()} elements; {active} blocks of "
+                        f"its input's {ins[i].numel()} are {active * ins[i].numel()}"
+                    )
+            dst = comm.flat_buffer("output", dtype, active * total)
+            if in_place:
+                at = comm.layout("all-gather", g, [total] * g.count).in_place_input_offset
+                src = dst[at : at + total]
+            else:
+                src = comm.flat_buffer("input", dtype, total)
+            _pack(src, [ins[i] for i in idx])
+            comm.all_gather(src, dst, g, counts=[total] * g.count)
+            _unpack_blocks(dst.view(active, total), blocks)
+        return outputs
+
+    return _run_fused(comm, run)
+
+
+def all_to_all_tensors(comm, inputs, outputs, groups):
+    """All-to-all of every input (A segments: segment j to active rank j) into its output (A
+    segments: segment j from active rank j) within each group; out of place. Returns
+    `outputs`."""
+    _, ins = _items(inputs, "inputs")
+    _, outs = _items(outputs, "outputs")
+    g, group, active = _active(comm, groups)
+
+    def run():
+        _check_pairs(ins, outs, "inputs", "outputs")
+        for dtype, idx in _by_dtype(ins):
+            blocks, total = _input_blocks(ins, idx, active)
+            if group is None:
+                comm.all_to_all(None, None, g, counts=[total] * g.count, dtype=dtype)
+                continue
+            out_blocks = [_blocks(outs[i], active, "outputs", i) for i in idx]
+            for i, a, b in zip(idx, blocks, out_blocks):
+                if a.shape != b.shape:
+                    raise ValueError(
+                        f"outputs entry {i} has {outs[i].numel()} elements, not {ins[i].numel()}"
+                    )
+            src = _packed_blocks(comm, dtype, blocks, active, total)
+            dst = comm.flat_buffer("output", dtype, active * total)
+            comm.all_to_all(src, dst, g, counts=[total] * g.count)
+            _unpack_blocks(dst.view(active, total), out_blocks)
+        return outputs
+
+    return _run_fused(comm, run)
+
+
+# ---- packing: one copy per tensor into views of the flat buffer ------------------------------
+
+
+def _pack(flat, tensors):
+    at = 0
+    for t in tensors:
+        n = t.numel()
+        flat[at : at + n].view(t.shape).copy_(t)
+        at += n
+
+
+def _unpack(flat, tensors):
+    at = 0
+    for t in tensors:
+        n = t.numel()
+        t.copy_(flat[at : at + n].view(t.shape))
+        at += n
+
+
+def _pack_blocks(flat2d, blocks):
+    at = 0
+    for b in blocks:
+        w = b.shape[1]
+        flat2d[:, at : at + w].copy_(b)
+        at += w
+
+
+def _unpack_blocks(flat2d, blocks):
+    at = 0
+    for b in blocks:
+        w = b.shape[1]
+        b.copy_(flat2d[:, at : at + w])
+        at += w

@@ -1,0 +1,168 @@
+"""relay's collectives as torch.library ops (namespace `relay`), so that a call traces under
+torch.compile and shows in a graph. Registered with the DEF/IMPL API, which torch 1.13 and 2.x
+both have, with Meta kernels; the functional forms get fake kernels where torch has them (2.x).
+
+    torch.ops.relay.all_reduce_(t, comm.id, ranks, sizes, counts, "sum")     # in place
+    y = torch.ops.relay.all_reduce(x, comm.id, ranks, sizes, counts, "sum")  # functional
+
+comm: Communicator.id; ranks, sizes: the groups flat (the C ABI's form: groups_args(groups));
+counts: one per group. The out= forms (reduce_scatter_out, all_gather_out, all_to_all_out) write
+into `output`. On a helper the functional forms return an empty tensor.
+"""
+
+import torch
+
+from .communicator import lookup
+
+_GROUPS = "int comm, int[] ranks, int[] sizes, int[] counts"
+_SCHEMAS = {
+    # in place / out=: Meta kernels (nothing to compute)
+    "all_reduce_": f"all_reduce_(Tensor(a!) tensor, {_GROUPS}, str op) -> ()",
+    "reduce_scatter_out": f"reduce_scatter_out(Tensor input, Tensor(a!) output, {_GROUPS}, "
+    "str op) -> ()",
+    "all_gather_out": f"all_gather_out(Tensor input, Tensor(a!) output, {_GROUPS}) -> ()",
+    "all_to_all_out": f"all_to_all_out(Tensor input, Tensor(a!) output, {_GROUPS}) -> ()",
+    # functional
+    "all_reduce": f"all_reduce(Tensor input, {_GROUPS}, str op) -> Tensor",
+    "reduce_scatter": f"reduce_scatter(Tensor input, {_GROUPS}, str op) -> Tensor",
+    "all_gather": f"all_gather(Tensor input, {_GROUPS}) -> Tensor",
+    "all_to_all": f"all_to_all(Tensor input, {_GROUPS}) -> Tensor",
+}
+_COLLECTIVE = {
+    "all_reduce": "allreduce",
+    "reduce_scatter": "reduce-scatter",
+    "all_gather": "all-gather",
+    "all_to_all": "all-to-all",
+}
+
+
+def groups_args(groups):
+    """(ranks, sizes): the flat form of `groups` the ops take."""
+    groups = [list(g) for g in groups]
+    return [r for g in groups for r in g], [len(g) for g in groups]
+
+
+def _groups(ranks, sizes):
+    out, at = [], 0
+    for n in sizes:
+        out.append(list(ranks[at : at + n]))
+        at += n
+    return out
+
+
+def _is_active(comm, groups):
+    return any(comm.rank in g for g in groups)
+
+
+# ---- kernels (CPU and CUDA) ------------------------------------------------------------------
+
+
+def _call(c, name, input, output, groups, op, counts, dtype):
+    """Communicator method `name` on this rank's tensors (None on a helper)."""
+    if name == "all_reduce":
+        c.all_reduce(input, groups, *op, out=output, counts=counts, dtype=dtype)
+    else:
+        getattr(c, name)(input, output, groups, *op, counts=counts, dtype=dtype)
+
+
+def _all_reduce_(tensor, comm, ranks, sizes, counts, op):
+    c, groups = lookup(comm), _groups(ranks, sizes)
+    active = _is_active(c, groups)
+    _call(c, "all_reduce", tensor if active else None, None, groups, (op,), counts, tensor.dtype)
+
+
+def _out_kernel(name):
+    def kernel(input, output, comm, ranks, sizes, counts, *op):
+        c, groups = lookup(comm), _groups(ranks, sizes)
+        active = _is_active(c, groups)
+        _call(c, name, input if active else None, output if active else None, groups, op,
+              counts, input.dtype)
+
+    return kernel
+
+
+def _functional_kernel(name):
+    def kernel(input, comm, ranks, sizes, counts, *op):
+        c, groups = lookup(comm), _groups(ranks, sizes)
+        out = _functional_shape(name)(input, comm, ranks, sizes, counts, *op)
+        active = _is_active(c, groups)
+        _call(c, name, input if active else None, out if active else None, groups, op, counts,
+              input.dtype)
+        return out
+
+    return kernel
+
+
+# ---- shape kernels ---------------------------------------------------------------------------
+
+
+def _nothing(*_args):
+    return None
+
+
+def _functional_shape(name):
+    collective = _COLLECTIVE[name]
+
+    def shape(input, comm, ranks, sizes, counts, *op):
+        if name == "all_reduce":
+            return torch.empty_like(input)
+        lay = lookup(comm).layout(collective, _groups(ranks, sizes), counts)
+        return input.new_empty(lay.output_elements)
+
+    return shape
+
+
+def _below_autograd(name):
+    """An Autograd kernel for torch before 2.1: the collectives have no gradient; the call goes
+    on to the device's (or Meta's) kernel."""
+    op = getattr(torch.ops.relay, name)
+    guard = torch._C._AutoDispatchBelowAutograd
+
+    def kernel(*args):
+        if hasattr(guard, "__enter__"):  # torch 2.x: a context manager
+            with guard():
+                return op(*args)
+        below = guard()  # torch 1.13: a guard for as long as it lives
+        try:
+            return op(*args)
+        finally:
+            del below
+
+    return kernel
+
+
+def _register():
+    lib = torch.library.Library("relay", "DEF")
+    for schema in _SCHEMAS.values():
+        lib.define(schema)
+    kernels = {
+        "all_reduce_": _all_reduce_,
+        "reduce_scatter_out": _out_kernel("reduce_scatter"),
+        "all_gather_out": _out_kernel("all_gather"),
+        "all_to_all_out": _out_kernel("all_to_all"),
+    }
+    for name in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all"):
+        kernels[name] = _functional_kernel(name)
+    # torch from 2.1 has an autograd fallback for ops with no gradient; 1.13 has none for Meta.
+    needs_autograd = not hasattr(torch._C, "_set_autograd_fallback_mode")
+    for name, fn in kernels.items():
+        lib.impl(name, fn, "CPU")
+        lib.impl(name, fn, "CUDA")
+        if needs_autograd:
+            lib.impl(name, _below_autograd(name), "Autograd")
+    for name in ("all_reduce_", "reduce_scatter_out", "all_gather_out", "all_to_all_out"):
+        lib.impl(name, _nothing, "Meta")
+    # The functional forms' shapes: a fake kernel where torch has the API (2.x; it refuses an op
+    # that has a Meta kernel too), a Meta kernel otherwise (1.13).
+    register_fake = getattr(torch.library, "register_fake", None) or getattr(
+        torch.library, "impl_abstract", None
+    )
+    for name in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all"):
+        if register_fake is not None:
+            register_fake(f"relay::{name}", _functional_shape(name), lib=lib)
+        else:
+            lib.impl(name, _functional_shape(name), "Meta")
+    return lib
+
+
+_library = _register()

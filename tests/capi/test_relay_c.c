@@ -1,0 +1,816 @@
+/* The C ABI from C (compiled as C99): every function of include/relay/c/relay.h, with bad handles
+ * and null pointers, then real collectives across forked processes (a callback bootstrap over
+ * shared memory, and the environment's TCP store), each output checked against values worked out
+ * by hand, and a repeated call checked to allocate nothing.
+ *
+ *   test_relay_c            every part; exit status 0 when all checks hold
+ *
+ * Linked against librelay_c or librelay_c_cuda (the same symbols); on the CUDA build the device
+ * transports are only probed for their errors (no GPU is needed). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "relay/c/relay.h"
+
+/* ---- checks ------------------------------------------------------------------------------ */
+
+static int failures = 0;
+static const char* part = "";
+
+static void fail_at(int line, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "[pid %d] %s: line %d: ", (int)getpid(), part, line);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  ++failures;
+}
+#define CHECK(cond, ...)                         \
+  do {                                           \
+    if (!(cond)) fail_at(__LINE__, __VA_ARGS__); \
+  } while (0)
+/* A call's status is `want`, and a failure leaves a message. */
+#define EXPECT_STATUS(call, want)                                                      \
+  do {                                                                                 \
+    int got_ = (int)(call);                                                            \
+    if (got_ != (int)(want))                                                           \
+      fail_at(__LINE__, "%s returned %s (%s), not %s", #call, relay_status_name(got_), \
+              relay_last_error(), relay_status_name(want));                            \
+    else if (got_ != RELAY_OK && relay_last_error()[0] == '\0')                        \
+      fail_at(__LINE__, "%s failed without a message", #call);                         \
+  } while (0)
+#define EXPECT_ERROR_TEXT(needle)                                                            \
+  CHECK(strstr(relay_last_error(), needle) != NULL, "the last error '%s' does not say '%s'", \
+        relay_last_error(), needle)
+
+/* ---- counting allocations ------------------------------------------------------------------
+ * The executable's malloc family stands in for glibc's in the whole process (the library's
+ * operator new calls it), counting while `counting` is set. Not under a sanitizer, whose own
+ * allocator must stay in place (RELAY_C_TEST_SANITIZED: the check is skipped). */
+static volatile int counting = 0;
+static volatile long allocations = 0;
+#ifndef RELAY_C_TEST_SANITIZED
+extern void* __libc_malloc(size_t);
+extern void* __libc_calloc(size_t, size_t);
+extern void* __libc_realloc(void*, size_t);
+extern void* __libc_memalign(size_t, size_t);
+extern void __libc_free(void*);
+void* malloc(size_t n) {
+  if (counting) ++allocations;
+  return __libc_malloc(n);
+}
+void* calloc(size_t k, size_t n) {
+  if (counting) ++allocations;
+  return __libc_calloc(k, n);
+}
+void* realloc(void* p, size_t n) {
+  if (counting) ++allocations;
+  return __libc_realloc(p, n);
+}
+void* aligned_alloc(size_t a, size_t n) {
+  if (counting) ++allocations;
+  return __libc_memalign(a, n);
+}
+int posix_memalign(void** out, size_t a, size_t n) {
+  if (counting) ++allocations;
+  *out = __libc_memalign(a, n);
+  return *out ? 0 : ENOMEM;
+}
+void free(void* p) {
+  __libc_free(p);
+}
+#endif
+
+/* ---- a bootstrap over shared memory for forked processes ------------------------------------ */
+
+#define MAX_RANKS 8
+#define SLOT 8192
+struct board {
+  uint64_t seq[MAX_RANKS];
+  uint32_t len[2][MAX_RANKS];
+  char data[2][MAX_RANKS][SLOT];
+};
+struct member {
+  struct board* b;
+  int rank, size;
+  uint64_t calls;
+};
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* Writes this rank's bytes into the slot of the call's parity, publishes the call number, waits
+ * for every rank's (two slots suffice: a rank reuses a parity only after every rank published
+ * the call between, that is, finished reading this one). */
+static int32_t shm_all_gather(void* user, const void* mine, size_t bytes, int64_t timeout_ms,
+                              relay_bootstrap_result* result) {
+  struct member* m = (struct member*)user;
+  const uint64_t k = ++m->calls;
+  const int parity = (int)(k % 2);
+  if (bytes > SLOT) {
+    relay_bootstrap_fail(result, RELAY_INVALID_ARGUMENT, "the test board's slot is too small");
+    return RELAY_INVALID_ARGUMENT;
+  }
+  memcpy(m->b->data[parity][m->rank], mine, bytes);
+  m->b->len[parity][m->rank] = (uint32_t)bytes;
+  __atomic_store_n(&m->b->seq[m->rank], k, __ATOMIC_RELEASE);
+  const double deadline = now_ms() + (double)timeout_ms;
+  for (int r = 0; r < m->size; ++r)
+    while (__atomic_load_n(&m->b->seq[r], __ATOMIC_ACQUIRE) < k) {
+      if (now_ms() > deadline) {
+        char text[128];
+        snprintf(text, sizeof text, "rank %d did not join all-gather #%llu", r,
+                 (unsigned long long)k);
+        relay_bootstrap_fail(result, RELAY_TIMEOUT, text);
+        return RELAY_TIMEOUT;
+      }
+      usleep(50);
+    }
+  for (int r = 0; r < m->size; ++r)
+    if (relay_bootstrap_put(result, r, m->b->data[parity][r], m->b->len[parity][r]) != RELAY_OK)
+      return RELAY_SYSTEM_ERROR;
+  return RELAY_OK;
+}
+
+/* ---- part 1: one process ----------------------------------------------------------------------
+ */
+
+static void test_library(void) {
+  part = "library";
+  CHECK(strcmp(relay_version(), "0.1.0") == 0, "version %s", relay_version());
+  CHECK(relay_abi_version() == RELAY_C_ABI_VERSION, "abi %d", relay_abi_version());
+  CHECK(strncmp(relay_transports(), "shm", 3) == 0, "transports %s", relay_transports());
+  CHECK(strcmp(relay_status_name(RELAY_OK), "ok") == 0, "ok");
+  CHECK(strcmp(relay_status_name(RELAY_TIMEOUT), "timeout") == 0, "timeout");
+  CHECK(strcmp(relay_status_name(RELAY_PEER_ERROR), "peer error") == 0, "peer error");
+  CHECK(strcmp(relay_status_name(RELAY_SYSTEM_ERROR), "system error") == 0, "system error");
+  CHECK(strcmp(relay_status_name(13), "unknown") == 0, "13");
+  CHECK(strcmp(relay_status_name(-1), "unknown") == 0, "-1");
+
+  /* Names both ways; the header's values. */
+  struct {
+    int vocabulary;
+    const char* name;
+    int value;
+  } names[] = {
+      {RELAY_VOCAB_DTYPE, "bfloat16", RELAY_BFLOAT16},
+      {RELAY_VOCAB_DTYPE, "bf16", RELAY_BFLOAT16},
+      {RELAY_VOCAB_DTYPE, "float32", RELAY_FLOAT32},
+      {RELAY_VOCAB_DTYPE, "half", RELAY_FLOAT16},
+      {RELAY_VOCAB_DTYPE, "int64", RELAY_INT64},
+      {RELAY_VOCAB_OP, "avg", RELAY_AVG},
+      {RELAY_VOCAB_COLLECTIVE, "reduce-scatter", RELAY_REDUCE_SCATTER},
+      {RELAY_VOCAB_COLLECTIVE, "all-to-all", RELAY_ALL_TO_ALL},
+      {RELAY_VOCAB_MODE, "single", RELAY_MODE_SINGLE},
+      {RELAY_VOCAB_MODE, "groups", RELAY_MODE_GROUPS},
+      {RELAY_VOCAB_ROUTE, "direct", RELAY_ROUTE_DIRECT},
+      {RELAY_VOCAB_ROUTE, "automatic", RELAY_ROUTE_AUTOMATIC},
+      {RELAY_VOCAB_WIRE, "fp8_e4m3", RELAY_WIRE_FP8_E4M3},
+      {RELAY_VOCAB_PRECISION, "native_partials", RELAY_NATIVE_PARTIALS},
+  };
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+    int32_t v = -7;
+    EXPECT_STATUS(relay_parse(names[i].vocabulary, names[i].name, &v), RELAY_OK);
+    CHECK(v == names[i].value, "%s parsed as %d, not %d", names[i].name, v, names[i].value);
+  }
+  CHECK(strcmp(relay_name(RELAY_VOCAB_DTYPE, RELAY_BFLOAT16), "bfloat16") == 0, "dtype name");
+  CHECK(strcmp(relay_name(RELAY_VOCAB_COLLECTIVE, RELAY_ALL_GATHER), "all-gather") == 0, "coll");
+  CHECK(strcmp(relay_name(RELAY_VOCAB_WIRE, RELAY_WIRE_FP8_E4M3_FNUZ), "fp8_e4m3_fnuz") == 0, "w");
+  CHECK(relay_name(RELAY_VOCAB_DTYPE, 10) == NULL, "dtype 10 has a name");
+  CHECK(relay_name(RELAY_VOCAB_OP, -1) == NULL, "op -1 has a name");
+  CHECK(relay_name(99, 0) == NULL, "vocabulary 99 has names");
+  int32_t v = -7;
+  EXPECT_STATUS(relay_parse(RELAY_VOCAB_DTYPE, "complex64", &v), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("'complex64' is not one of int8, uint8");
+  CHECK(v == -7, "a refused parse wrote %d", v);
+  EXPECT_STATUS(relay_parse(99, "sum", &v), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_parse(RELAY_VOCAB_OP, NULL, &v), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_parse(RELAY_VOCAB_OP, "sum", NULL), RELAY_INVALID_ARGUMENT);
+  CHECK(relay_dtype_size(RELAY_BFLOAT16) == 2 && relay_dtype_size(RELAY_FLOAT64) == 8 &&
+            relay_dtype_size(RELAY_INT8) == 1 && relay_dtype_size(10) == 0 &&
+            relay_dtype_size(-1) == 0,
+        "dtype sizes");
+
+  /* Layouts, worked out by hand: N=8, fused A=2 groups {0,1}{2,3}{4,5}{6,7}, count 5. */
+  const int32_t fused_ranks[] = {0, 1, 2, 3, 4, 5, 6, 7}, fused_sizes[] = {2, 2, 2, 2};
+  const int64_t five[] = {5, 5, 5, 5};
+  relay_rank_layout l;
+  EXPECT_STATUS(
+      relay_rank_layout_of(RELAY_REDUCE_SCATTER, 8, fused_ranks, fused_sizes, 4, five, 3, &l),
+      RELAY_OK);
+  CHECK(l.group == 1 && l.active_index == 1 && l.active == 2 && l.input_elements == 10 &&
+            l.output_elements == 5 && l.in_place_output_offset == 5 &&
+            l.in_place_input_offset == 0 && l.has_in_place == 1,
+        "reduce-scatter layout of rank 3: group %d index %d in %lld out %lld at %lld", l.group,
+        l.active_index, (long long)l.input_elements, (long long)l.output_elements,
+        (long long)l.in_place_output_offset);
+  EXPECT_STATUS(relay_rank_layout_of(RELAY_ALL_GATHER, 8, fused_ranks, fused_sizes, 4, five, 6, &l),
+                RELAY_OK);
+  CHECK(l.group == 3 && l.active_index == 0 && l.input_elements == 5 && l.output_elements == 10 &&
+            l.in_place_input_offset == 0,
+        "all-gather layout of rank 6");
+  EXPECT_STATUS(relay_rank_layout_of(RELAY_ALL_GATHER, 8, fused_ranks, fused_sizes, 4, five, 7, &l),
+                RELAY_OK);
+  CHECK(l.in_place_input_offset == 5, "all-gather: rank 7's input sits at output + 5");
+  /* Single group {2, 5, 6, 1} of N=8: A=4; rank 0 helps. */
+  const int32_t single_ranks[] = {2, 5, 6, 1}, single_size[] = {4};
+  const int64_t three[] = {3};
+  EXPECT_STATUS(
+      relay_rank_layout_of(RELAY_ALL_TO_ALL, 8, single_ranks, single_size, 1, three, 6, &l),
+      RELAY_OK);
+  CHECK(l.group == 0 && l.active_index == 2 && l.active == 4 && l.input_elements == 12 &&
+            l.output_elements == 12 && l.has_in_place == 0,
+        "all-to-all layout of rank 6");
+  EXPECT_STATUS(
+      relay_rank_layout_of(RELAY_ALL_TO_ALL, 8, single_ranks, single_size, 1, three, 0, &l),
+      RELAY_OK);
+  CHECK(l.group == -1 && l.active_index == -1 && l.input_elements == 0 && l.output_elements == 0,
+        "a helper has no buffers");
+  /* The call's own errors. */
+  const int32_t twice[] = {0, 1, 1, 3}, pair_sizes[] = {2, 2};
+  const int64_t two_counts[] = {4, 4};
+  EXPECT_STATUS(relay_rank_layout_of(RELAY_ALLREDUCE, 4, twice, pair_sizes, 2, two_counts, 0, &l),
+                RELAY_INVALID_GROUP);
+  EXPECT_ERROR_TEXT("rank 1 is active in two groups");
+  const int64_t negative[] = {4, -1};
+  EXPECT_STATUS(
+      relay_rank_layout_of(RELAY_ALLREDUCE, 4, fused_ranks, pair_sizes, 2, negative, 0, &l),
+      RELAY_INVALID_COUNT);
+  const int32_t three_of_eight[] = {0, 1, 2}, size3[] = {3};
+  EXPECT_STATUS(relay_rank_layout_of(RELAY_ALLREDUCE, 8, three_of_eight, size3, 1, three, 0, &l),
+                RELAY_INVALID_SCHEDULE);
+  EXPECT_STATUS(relay_rank_layout_of(RELAY_ALLREDUCE, 8, fused_ranks, fused_sizes, 0, five, 0, &l),
+                RELAY_INVALID_GROUP);
+  EXPECT_STATUS(relay_rank_layout_of(7, 8, fused_ranks, fused_sizes, 4, five, 0, &l),
+                RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_rank_layout_of(RELAY_ALLREDUCE, 8, fused_ranks, fused_sizes, 4, five, 8, &l),
+                RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_rank_layout_of(RELAY_ALLREDUCE, 8, NULL, fused_sizes, 4, five, 0, &l),
+                RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_rank_layout_of(RELAY_ALLREDUCE, 8, fused_ranks, NULL, 4, five, 0, &l),
+                RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_rank_layout_of(RELAY_ALLREDUCE, 8, fused_ranks, fused_sizes, 4, NULL, 0, &l),
+                RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(
+      relay_rank_layout_of(RELAY_ALLREDUCE, 8, fused_ranks, fused_sizes, 4, five, 0, NULL),
+      RELAY_INVALID_ARGUMENT);
+
+  /* Counts from buffer sizes. */
+  int64_t n = -1;
+  EXPECT_STATUS(relay_count_of(RELAY_ALL_TO_ALL, 4, 12, 12, &n), RELAY_OK);
+  CHECK(n == 3, "all-to-all of 12 among 4: count %lld", (long long)n);
+  EXPECT_STATUS(relay_count_of(RELAY_REDUCE_SCATTER, 2, 14, 7, &n), RELAY_OK);
+  CHECK(n == 7, "reduce-scatter 14 -> 7: count %lld", (long long)n);
+  EXPECT_STATUS(relay_count_of(RELAY_ALL_GATHER, 4, 6, 24, &n), RELAY_OK);
+  CHECK(n == 6, "all-gather 6 -> 24: count %lld", (long long)n);
+  EXPECT_STATUS(relay_count_of(RELAY_ALLREDUCE, 2, 9, 9, &n), RELAY_OK);
+  CHECK(n == 9, "allreduce of 9: count %lld", (long long)n);
+  n = -1;
+  EXPECT_STATUS(relay_count_of(RELAY_ALL_TO_ALL, 4, 13, 13, &n), RELAY_INVALID_COUNT);
+  EXPECT_ERROR_TEXT("all-to-all among 4 active ranks");
+  EXPECT_STATUS(relay_count_of(RELAY_REDUCE_SCATTER, 2, 14, 8, &n), RELAY_INVALID_COUNT);
+  EXPECT_STATUS(relay_count_of(RELAY_ALLREDUCE, 2, 9, 8, &n), RELAY_INVALID_COUNT);
+  CHECK(n == -1, "a refused count wrote %lld", (long long)n);
+  EXPECT_STATUS(relay_count_of(RELAY_ALLREDUCE, 0, 9, 9, &n), RELAY_INVALID_GROUP);
+  EXPECT_STATUS(relay_count_of(RELAY_ALLREDUCE, 2, -1, -1, &n), RELAY_INVALID_COUNT);
+  EXPECT_STATUS(relay_count_of(9, 2, 9, 9, &n), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_count_of(RELAY_ALLREDUCE, 2, 9, 9, NULL), RELAY_INVALID_ARGUMENT);
+
+  /* Defaults. */
+  relay_options o;
+  memset(&o, 0x5a, sizeof o);
+  relay_options_init(&o);
+  CHECK(o.struct_size == sizeof o && o.mode == RELAY_MODE_GROUPS && o.route == RELAY_ROUTE_RELAY &&
+            o.wire == RELAY_WIRE_NATIVE && o.precision == RELAY_FP32_PARTIALS && o.permille == 0 &&
+            o.tiles == 0 && o.alignment > 0 && o.wire_threshold == -1,
+        "options defaults");
+  relay_options_init(NULL);
+  relay_comm_config c;
+  memset(&c, 0x5a, sizeof c);
+  relay_comm_config_init(&c);
+  CHECK(c.struct_size == sizeof c && c.rank == 0 && c.size == 0 && c.transport == NULL &&
+            c.memory == RELAY_MEMORY_HOST && c.timeout_ms == 0 && c.all_gather == NULL &&
+            c.barrier == NULL && c.user == NULL,
+        "config defaults");
+  relay_comm_config_init(NULL);
+
+  EXPECT_STATUS(relay_bootstrap_put(NULL, 0, "x", 1), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_bootstrap_fail(NULL, RELAY_TIMEOUT, "x"), RELAY_INVALID_ARGUMENT);
+}
+
+/* Every function that takes a communicator, with `comm` not a live one. */
+static void expect_bad_handle(relay_comm* comm, const char* what) {
+  int32_t i = 0;
+  const char* name = NULL;
+  int32_t data[4] = {0};
+  const int32_t ranks[] = {0, 1}, sizes[] = {2};
+  const int64_t counts[] = {1};
+  EXPECT_STATUS(relay_comm_rank(comm, &i), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT(what);
+  EXPECT_STATUS(relay_comm_size(comm, &i), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_device(comm, &i), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_transport(comm, &name), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_async_status(comm), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_refuse(comm, RELAY_INVALID_BUFFER, "x", NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_register(comm, data, sizeof data), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_deregister(comm, data), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_abort(comm), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_allreduce(comm, data, 4, data, 4, ranks, sizes, 1, counts, RELAY_INT32,
+                                RELAY_SUM, NULL, NULL),
+                RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_reduce_scatter(comm, data, 8, data, 4, ranks, sizes, 1, counts, RELAY_INT32,
+                                     RELAY_SUM, NULL, NULL),
+                RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(
+      relay_all_gather(comm, data, 4, data, 8, ranks, sizes, 1, counts, RELAY_INT32, NULL, NULL),
+      RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_all_to_all(comm, data, 8, data + 2, 8, ranks, sizes, 1, counts, RELAY_INT32,
+                                 NULL, NULL),
+                RELAY_INVALID_ARGUMENT);
+  if (comm != NULL) EXPECT_STATUS(relay_comm_destroy(comm), RELAY_INVALID_ARGUMENT);
+}
+
+/* A one-rank board: the bootstrap of a communicator of size 1. */
+static int32_t solo_all_gather(void* user, const void* mine, size_t bytes, int64_t timeout_ms,
+                               relay_bootstrap_result* result) {
+  (void)user;
+  (void)timeout_ms;
+  return relay_bootstrap_put(result, 0, mine, bytes);
+}
+static int32_t failing_all_gather(void* user, const void* mine, size_t bytes, int64_t timeout_ms,
+                                  relay_bootstrap_result* result) {
+  (void)user;
+  (void)mine;
+  (void)bytes;
+  (void)timeout_ms;
+  relay_bootstrap_fail(result, RELAY_TIMEOUT, "rank 5 did not join all-gather #1 (the test's)");
+  return RELAY_TIMEOUT;
+}
+static int32_t forgetful_all_gather(void* user, const void* mine, size_t bytes, int64_t timeout_ms,
+                                    relay_bootstrap_result* result) {
+  (void)user;
+  (void)mine;
+  (void)bytes;
+  (void)timeout_ms;
+  (void)result;
+  return RELAY_OK; /* puts nothing */
+}
+
+static void test_handles(void) {
+  part = "handles";
+  expect_bad_handle(NULL, "the communicator is NULL");
+  int not_a_comm = 42;
+  expect_bad_handle((relay_comm*)&not_a_comm, "not a live relay communicator");
+  EXPECT_STATUS(relay_comm_destroy(NULL), RELAY_OK);
+
+  relay_comm* comm = (relay_comm*)&not_a_comm;
+  relay_comm_config c;
+  relay_comm_config_init(&c);
+  EXPECT_STATUS(relay_comm_create(NULL, &comm), RELAY_INVALID_ARGUMENT);
+  CHECK(comm == NULL, "a failed create left a handle");
+  EXPECT_STATUS(relay_comm_create(&c, NULL), RELAY_INVALID_ARGUMENT);
+  c.size = 1;
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("config.all_gather is NULL");
+  c.all_gather = solo_all_gather;
+  c.struct_size = 8;
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("relay_comm_config_init");
+  c.struct_size = sizeof c;
+  c.rank = 1;
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_INVALID_ARGUMENT);
+  c.rank = 0;
+  c.memory = 7;
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_INVALID_ARGUMENT);
+  c.memory = RELAY_MEMORY_HOST;
+  c.device = -1;
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_INVALID_ARGUMENT);
+  c.device = 0;
+  /* The transport rule (capi/transport_choice.hpp). */
+  c.transport = "carrier-pigeon";
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("is not one of auto, shm, ipc, nccl");
+  c.transport = "ipc";
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_UNSUPPORTED);
+  EXPECT_ERROR_TEXT("for host memory use 'shm'");
+  c.transport = "shm";
+  c.memory = RELAY_MEMORY_DEVICE;
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_UNSUPPORTED);
+  EXPECT_ERROR_TEXT("'shm' moves host memory");
+  if (strcmp(relay_transports(), "shm") == 0) {
+    c.transport = "auto";
+    EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_UNSUPPORTED);
+    EXPECT_ERROR_TEXT("load librelay_c_cuda");
+  }
+  c.memory = RELAY_MEMORY_HOST;
+  c.transport = NULL;
+  c.all_gather = failing_all_gather;
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_TIMEOUT);
+  EXPECT_ERROR_TEXT("rank 5 did not join");
+  CHECK(relay_last_error_peer() == 5, "the peer named is %d", relay_last_error_peer());
+  c.all_gather = forgetful_all_gather;
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("without the bytes of rank 0");
+  CHECK(relay_last_error_peer() == -1, "an argument error names peer %d", relay_last_error_peer());
+
+  /* A communicator of one rank: everything but a collective (N must be 2 or more). */
+  c.all_gather = solo_all_gather;
+  c.transport_bytes = 1 << 20;
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_OK);
+  int32_t i = -1;
+  const char* name = NULL;
+  EXPECT_STATUS(relay_comm_rank(comm, &i), RELAY_OK);
+  CHECK(i == 0, "rank %d", i);
+  EXPECT_STATUS(relay_comm_size(comm, &i), RELAY_OK);
+  CHECK(i == 1, "size %d", i);
+  EXPECT_STATUS(relay_comm_device(comm, &i), RELAY_OK);
+  CHECK(i == 0, "device %d", i);
+  EXPECT_STATUS(relay_comm_transport(comm, &name), RELAY_OK);
+  CHECK(name != NULL && strcmp(name, "shm") == 0, "auto on host memory took %s", name);
+  EXPECT_STATUS(relay_comm_rank(comm, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_size(comm, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_device(comm, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_transport(comm, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_async_status(comm), RELAY_OK);
+  int32_t data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_STATUS(relay_comm_register(comm, data, sizeof data), RELAY_OK);
+  EXPECT_STATUS(relay_comm_deregister(comm, data), RELAY_OK);
+  EXPECT_STATUS(relay_comm_register(comm, NULL, 0), RELAY_OK);
+  EXPECT_STATUS(relay_comm_refuse(comm, RELAY_OK, "x", NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_refuse(comm, 99, "x", NULL), RELAY_INVALID_ARGUMENT);
+
+  const int32_t ranks[] = {0}, sizes[] = {1};
+  const int64_t counts[] = {2};
+  EXPECT_STATUS(relay_allreduce(comm, data, 8, data, 8, ranks, sizes, 1, counts, RELAY_INT32,
+                                RELAY_SUM, NULL, NULL),
+                RELAY_INVALID_GROUP);
+  EXPECT_ERROR_TEXT("the node size N must be 2..64");
+  EXPECT_STATUS(relay_allreduce(comm, data, 8, data, 8, NULL, sizes, 1, counts, RELAY_INT32,
+                                RELAY_SUM, NULL, NULL),
+                RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_allreduce(comm, data, 8, data, 8, ranks, NULL, 1, counts, RELAY_INT32,
+                                RELAY_SUM, NULL, NULL),
+                RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_allreduce(comm, data, 8, data, 8, ranks, sizes, 1, NULL, RELAY_INT32,
+                                RELAY_SUM, NULL, NULL),
+                RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_allreduce(comm, data, 8, data, 8, ranks, sizes, 0, counts, RELAY_INT32,
+                                RELAY_SUM, NULL, NULL),
+                RELAY_INVALID_GROUP);
+  EXPECT_STATUS(
+      relay_allreduce(comm, data, 8, data, 8, ranks, sizes, 1, counts, 42, RELAY_SUM, NULL, NULL),
+      RELAY_UNSUPPORTED);
+  EXPECT_STATUS(
+      relay_allreduce(comm, data, 8, data, 8, ranks, sizes, 1, counts, RELAY_INT32, 3, NULL, NULL),
+      RELAY_UNSUPPORTED);
+  relay_options o;
+  relay_options_init(&o);
+  o.struct_size = 4;
+  EXPECT_STATUS(relay_allreduce(comm, data, 8, data, 8, ranks, sizes, 1, counts, RELAY_INT32,
+                                RELAY_SUM, &o, NULL),
+                RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("relay_options_init");
+  relay_options_init(&o);
+  o.mode = RELAY_MODE_FUSED;
+  EXPECT_STATUS(relay_reduce_scatter(comm, data, 8, data, 8, ranks, sizes, 1, counts, RELAY_INT32,
+                                     RELAY_SUM, &o, NULL),
+                RELAY_INVALID_GROUP);
+  relay_options_init(&o);
+  o.route = 9;
+  EXPECT_STATUS(
+      relay_all_gather(comm, data, 8, data, 8, ranks, sizes, 1, counts, RELAY_INT32, &o, NULL),
+      RELAY_INVALID_ARGUMENT);
+  relay_options_init(&o);
+  o.wire = -1;
+  EXPECT_STATUS(
+      relay_all_to_all(comm, data, 8, data, 8, ranks, sizes, 1, counts, RELAY_INT32, &o, NULL),
+      RELAY_INVALID_ARGUMENT);
+  relay_options_init(&o);
+  o.precision = 2;
+  EXPECT_STATUS(
+      relay_all_to_all(comm, data, 8, data, 8, ranks, sizes, 1, counts, RELAY_INT32, &o, NULL),
+      RELAY_INVALID_ARGUMENT);
+  CHECK(data[0] == 1 && data[7] == 8, "a refused call wrote into the buffer");
+
+  EXPECT_STATUS(relay_comm_abort(comm), RELAY_OK);
+  EXPECT_STATUS(relay_allreduce(comm, data, 8, data, 8, ranks, sizes, 1, counts, RELAY_INT32,
+                                RELAY_SUM, NULL, NULL),
+                RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("aborted");
+  EXPECT_STATUS(relay_comm_abort(comm), RELAY_OK);
+  EXPECT_STATUS(relay_comm_destroy(comm), RELAY_OK);
+  expect_bad_handle(comm, "not a live relay communicator"); /* destroyed */
+
+  /* Without the launcher's variables. */
+  unsetenv("RELAY_RANK");
+  unsetenv("RANK");
+  EXPECT_STATUS(relay_comm_create_from_environment("shm", RELAY_MEMORY_HOST, &comm),
+                RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("RELAY_RANK (or RANK) is not set");
+  EXPECT_STATUS(relay_comm_create_from_environment("shm", 3, &comm), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_create_from_environment("shm", RELAY_MEMORY_HOST, NULL),
+                RELAY_INVALID_ARGUMENT);
+}
+
+/* ---- part 2: collectives across forked processes -----------------------------------------------
+ */
+
+/* rank r's input element i of a call: distinct per rank and element, small enough to sum. */
+static int32_t input_of(int r, int i) {
+  return 1000 * (r + 1) + i;
+}
+
+static void poison(int32_t* p, int n) {
+  for (int i = 0; i < n; ++i)
+    p[i] = (int32_t)0x7f7f7f7f;
+}
+
+/* The four collectives among ranks {1, 3} of 4 (ranks 0 and 2 help, passing NULL), then fused
+ * allreduce over {0,1},{2,3}, each output against its value by hand. */
+static void run_collectives(relay_comm* comm, int me) {
+  enum { n = 37 };
+  int32_t in[2 * n], out[2 * n];
+  const int32_t single[] = {1, 3}, single_size[] = {2};
+  const int64_t count[] = {n};
+  const int active = me == 1 || me == 3;
+  const int k = me == 3 ? 1 : 0; /* index in the group */
+  const int32_t* send = active ? in : NULL;
+  int32_t* recv = active ? out : NULL;
+  const size_t one = active ? sizeof(int32_t) * n : 0, two = 2 * one;
+
+  part = "allreduce";
+  for (int i = 0; i < 2 * n; ++i)
+    in[i] = input_of(me, i);
+  poison(out, 2 * n);
+  EXPECT_STATUS(relay_allreduce(comm, send, one, recv, one, single, single_size, 1, count,
+                                RELAY_INT32, RELAY_SUM, NULL, NULL),
+                RELAY_OK);
+  for (int i = 0; active && i < n; ++i)
+    CHECK(out[i] == input_of(1, i) + input_of(3, i), "rank %d out[%d] = %d", me, i, out[i]);
+  for (int i = n; i < 2 * n; ++i)
+    CHECK(out[i] == (int32_t)0x7f7f7f7f, "rank %d wrote past its output at %d", me, i);
+  for (int i = 0; i < 2 * n; ++i)
+    CHECK(in[i] == input_of(me, i), "the input changed at %d", i);
+
+  part = "allreduce avg, in place";
+  relay_options o;
+  relay_options_init(&o);
+  o.route = RELAY_ROUTE_DIRECT;
+  float f[n];
+  for (int i = 0; i < n; ++i)
+    f[i] = (float)(me * 4 + i);
+  EXPECT_STATUS(relay_allreduce(comm, active ? f : NULL, active ? sizeof f : 0, active ? f : NULL,
+                                active ? sizeof f : 0, single, single_size, 1, count, RELAY_FLOAT32,
+                                RELAY_AVG, &o, NULL),
+                RELAY_OK);
+  for (int i = 0; i < n; ++i) {
+    const float want = active ? (float)(1 * 4 + i + 3 * 4 + i) / 2 : (float)(me * 4 + i);
+    CHECK(f[i] == want, "rank %d avg[%d] = %g, not %g", me, i, f[i], want);
+  }
+
+  part = "reduce-scatter";
+  poison(out, 2 * n);
+  EXPECT_STATUS(relay_reduce_scatter(comm, send, two, recv, one, single, single_size, 1, count,
+                                     RELAY_INT32, RELAY_SUM, NULL, NULL),
+                RELAY_OK);
+  for (int i = 0; active && i < n; ++i)
+    CHECK(out[i] == input_of(1, k * n + i) + input_of(3, k * n + i), "rank %d rs[%d] = %d", me, i,
+          out[i]);
+
+  part = "all-gather";
+  poison(out, 2 * n);
+  EXPECT_STATUS(relay_all_gather(comm, send, one, recv, two, single, single_size, 1, count,
+                                 RELAY_INT32, NULL, NULL),
+                RELAY_OK);
+  for (int j = 0; active && j < 2; ++j)
+    for (int i = 0; i < n; ++i)
+      CHECK(out[j * n + i] == input_of(j == 0 ? 1 : 3, i), "rank %d ag[%d][%d] = %d", me, j, i,
+            out[j * n + i]);
+
+  part = "all-to-all";
+  poison(out, 2 * n);
+  EXPECT_STATUS(relay_all_to_all(comm, send, two, recv, two, single, single_size, 1, count,
+                                 RELAY_INT32, NULL, NULL),
+                RELAY_OK);
+  /* Segment j of the output is segment k of active rank j's input. */
+  for (int j = 0; active && j < 2; ++j)
+    for (int i = 0; i < n; ++i)
+      CHECK(out[j * n + i] == input_of(j == 0 ? 1 : 3, k * n + i), "rank %d a2a[%d][%d] = %d", me,
+            j, i, out[j * n + i]);
+
+  part = "fused allreduce";
+  const int32_t fused[] = {0, 1, 2, 3}, fused_sizes[] = {2, 2};
+  const int64_t counts[] = {n, 5};
+  const int g = me / 2, count_g = g == 0 ? n : 5;
+  poison(out, 2 * n);
+  EXPECT_STATUS(relay_allreduce(comm, in, sizeof(int32_t) * count_g, out, sizeof(int32_t) * count_g,
+                                fused, fused_sizes, 2, counts, RELAY_INT32, RELAY_SUM, NULL, NULL),
+                RELAY_OK);
+  for (int i = 0; i < count_g; ++i)
+    CHECK(out[i] == input_of(2 * g, i) + input_of(2 * g + 1, i), "rank %d fused[%d] = %d", me, i,
+          out[i]);
+  CHECK(out[count_g] == (int32_t)0x7f7f7f7f, "rank %d wrote past its output", me);
+
+  part = "a repeated call allocates nothing";
+  counting = 1;
+  allocations = 0;
+  const int status =
+      relay_allreduce(comm, in, sizeof(int32_t) * count_g, out, sizeof(int32_t) * count_g, fused,
+                      fused_sizes, 2, counts, RELAY_INT32, RELAY_SUM, NULL, NULL);
+  counting = 0;
+  EXPECT_STATUS(status, RELAY_OK);
+#ifndef RELAY_C_TEST_SANITIZED
+  CHECK(allocations == 0, "rank %d: the repeated call allocated %ld times", me, allocations);
+#endif
+
+  part = "a rank's bad buffer";
+  /* Rank 3's output is too small: it is refused there, every other rank hears of it, and no
+   * output is written anywhere. */
+  poison(out, 2 * n);
+  const int st = relay_allreduce(comm, in, sizeof(int32_t) * count_g, out,
+                                 sizeof(int32_t) * count_g - (me == 3 ? 4 : 0), fused, fused_sizes,
+                                 2, counts, RELAY_INT32, RELAY_SUM, NULL, NULL);
+  CHECK(st == (me == 3 ? RELAY_INVALID_BUFFER : RELAY_PEER_ERROR), "rank %d: %s (%s)", me,
+        relay_status_name(st), relay_last_error());
+  if (me != 3)
+    CHECK(relay_last_error_peer() == 3, "rank %d: the error names rank %d (%s)", me,
+          relay_last_error_peer(), relay_last_error());
+  for (int i = 0; i < 2 * n; ++i)
+    CHECK(out[i] == (int32_t)0x7f7f7f7f, "rank %d: a refused call wrote out[%d]", me, i);
+
+  part = "after the refused call";
+  EXPECT_STATUS(relay_allreduce(comm, in, sizeof(int32_t) * count_g, out, sizeof(int32_t) * count_g,
+                                fused, fused_sizes, 2, counts, RELAY_INT32, RELAY_SUM, NULL, NULL),
+                RELAY_OK);
+  CHECK(out[0] == input_of(2 * g, 0) + input_of(2 * g + 1, 0), "rank %d: wrong after", me);
+
+  part = "a refusal";
+  /* Rank 2 refuses the call the others make: each of them fails at once naming it. */
+  poison(out, 2 * n);
+  const double start = now_ms();
+  if (me == 2) {
+    EXPECT_STATUS(relay_comm_refuse(comm, RELAY_INVALID_BUFFER, "rank 2's own check failed", NULL),
+                  RELAY_INVALID_BUFFER);
+    EXPECT_ERROR_TEXT("rank 2's own check failed");
+  } else {
+    const int refused =
+        relay_allreduce(comm, in, sizeof(int32_t) * count_g, out, sizeof(int32_t) * count_g, fused,
+                        fused_sizes, 2, counts, RELAY_INT32, RELAY_SUM, NULL, NULL);
+    CHECK(refused == RELAY_PEER_ERROR && relay_last_error_peer() == 2, "rank %d: %s naming %d (%s)",
+          me, relay_status_name(refused), relay_last_error_peer(), relay_last_error());
+    EXPECT_ERROR_TEXT("rank 2's own check failed");
+    for (int i = 0; i < 2 * n; ++i)
+      CHECK(out[i] == (int32_t)0x7f7f7f7f, "rank %d: a refused call wrote out[%d]", me, i);
+  }
+  CHECK(now_ms() - start < 5000, "rank %d: the refusal took %.0f ms", me, now_ms() - start);
+  EXPECT_STATUS(relay_allreduce(comm, in, sizeof(int32_t) * count_g, out, sizeof(int32_t) * count_g,
+                                fused, fused_sizes, 2, counts, RELAY_INT32, RELAY_SUM, NULL, NULL),
+                RELAY_OK);
+  CHECK(out[0] == input_of(2 * g, 0) + input_of(2 * g + 1, 0), "rank %d: wrong after", me);
+}
+
+/* Rank 1 aborts: every other rank's next call fails at once naming it. */
+static void run_abort(relay_comm* comm, int me) {
+  part = "abort";
+  int32_t in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
+  const int32_t fused[] = {0, 1, 2, 3}, fused_sizes[] = {2, 2};
+  const int64_t counts[] = {8, 8};
+  poison(out, 8);
+  const double start = now_ms();
+  if (me == 1) {
+    EXPECT_STATUS(relay_comm_abort(comm), RELAY_OK);
+    EXPECT_STATUS(relay_allreduce(comm, in, sizeof in, out, sizeof out, fused, fused_sizes, 2,
+                                  counts, RELAY_INT32, RELAY_SUM, NULL, NULL),
+                  RELAY_INVALID_ARGUMENT);
+    EXPECT_ERROR_TEXT("aborted");
+  } else {
+    const int st = relay_allreduce(comm, in, sizeof in, out, sizeof out, fused, fused_sizes, 2,
+                                   counts, RELAY_INT32, RELAY_SUM, NULL, NULL);
+    CHECK(st != RELAY_OK && relay_last_error_peer() == 1, "rank %d: %s naming %d (%s)", me,
+          relay_status_name(st), relay_last_error_peer(), relay_last_error());
+    CHECK(out[0] == (int32_t)0x7f7f7f7f, "rank %d: the failed call wrote its output", me);
+  }
+  CHECK(now_ms() - start < 5000, "rank %d: the abort took %.0f ms to reach it", me,
+        now_ms() - start);
+}
+
+/* Runs `body(rank)` in `size` forked processes; the number of ranks that failed. */
+static int run_ranks(int size, void (*body)(int, void*), void* arg) {
+  pid_t pids[MAX_RANKS];
+  for (int r = 0; r < size; ++r) {
+    pids[r] = fork();
+    if (pids[r] == 0) {
+      alarm(120);
+      failures = 0;
+      body(r, arg);
+      _exit(failures == 0 ? 0 : 1);
+    }
+  }
+  int failed = 0;
+  for (int r = 0; r < size; ++r) {
+    int st = 0;
+    waitpid(pids[r], &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      fprintf(stderr, "rank %d failed (status %d)\n", r, st);
+      ++failed;
+    }
+  }
+  return failed;
+}
+
+static void callback_rank(int me, void* arg) {
+  struct member m = {(struct board*)arg, me, 4, 0};
+  relay_comm_config c;
+  relay_comm_config_init(&c);
+  c.rank = me;
+  c.size = 4;
+  c.all_gather = shm_all_gather;
+  c.user = &m;
+  c.timeout_ms = 20000;
+  c.transport_bytes = 1 << 20;
+  relay_comm* comm = NULL;
+  part = "create from callbacks";
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_OK);
+  if (comm == NULL) return;
+  int32_t rank = -1;
+  EXPECT_STATUS(relay_comm_rank(comm, &rank), RELAY_OK);
+  CHECK(rank == me, "rank %d says %d", me, rank);
+  run_collectives(comm, me);
+  run_abort(comm, me);
+  EXPECT_STATUS(relay_comm_destroy(comm), RELAY_OK);
+}
+
+static void environment_rank(int me, void* arg) {
+  char text[16];
+  snprintf(text, sizeof text, "%d", me);
+  setenv("RELAY_RANK", text, 1);
+  setenv("RELAY_WORLD_SIZE", "4", 1);
+  snprintf(text, sizeof text, "%d", *(int*)arg);
+  setenv("RELAY_STORE_PORT", text, 1);
+  setenv("RELAY_TIMEOUT", "20", 1);
+  setenv("RELAY_SHM_BYTES", "1M", 1);
+  relay_comm* comm = NULL;
+  part = "create from the environment";
+  EXPECT_STATUS(relay_comm_create_from_environment(NULL, RELAY_MEMORY_HOST, &comm), RELAY_OK);
+  if (comm == NULL) return;
+  run_collectives(comm, me);
+  EXPECT_STATUS(relay_comm_destroy(comm), RELAY_OK);
+}
+
+/* A port nobody listens on now (the kernel's choice for port 0). */
+static int free_port(void) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (bind(s, (struct sockaddr*)&a, sizeof a) == 0 &&
+      getsockname(s, (struct sockaddr*)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  close(s);
+  return port;
+}
+
+int main(void) {
+  setvbuf(stderr, NULL, _IONBF, 0);
+  test_library();
+  test_handles();
+  if (failures > 0) {
+    fprintf(stderr, "%d checks failed in one process\n", failures);
+    return 1;
+  }
+  struct board* b =
+      mmap(NULL, sizeof(struct board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (b == MAP_FAILED) {
+    perror("mmap");
+    return 1;
+  }
+  memset(b, 0, sizeof *b);
+  int failed = run_ranks(4, callback_rank, b);
+  int port = free_port();
+  failed += run_ranks(4, environment_rank, &port);
+  if (failed > 0) {
+    fprintf(stderr, "%d ranks failed\n", failed);
+    return 1;
+  }
+  printf("relay C ABI: every check holds (%s)\n", relay_transports());
+  return 0;
+}

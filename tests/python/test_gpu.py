@@ -1,0 +1,178 @@
+"""relay.torch on CUDA tensors over the ipc transport: 8 processes sharing the GPUs there are
+(all on one GPU where there is one; under MPS where it runs). Skipped without CUDA (CI has none);
+tests/python/gpu_run.sh runs it on a GPU machine.
+
+  random calls   the random suite of test_property.py on device tensors, each output against
+                 gloo's collective on CPU copies (RELAY_PY_GPU_CALLS, default 320)
+  graph          20 calls captured into one CUDA graph (comm.capture), replayed 10 times, each
+                 replay bit-identical to the eager calls
+  compile        a function with torch.ops.relay.all_reduce under torch.compile (fullgraph)
+                 gives the eager result
+  stream         a call on a non-default current stream runs after that stream's earlier work
+"""
+
+import os
+
+import pytest
+import torch
+
+import reference as ref
+from test_property import SEED, random_calls
+from world import assert_all_ok, run_world
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+CALLS = int(os.environ.get("RELAY_PY_GPU_CALLS", "320"))
+FUSED = [[0, 1], [2, 3], [4, 5], [6, 7]]
+SINGLE = [[5, 2, 7, 0]]
+ENV = {"RELAY_TIMEOUT": "60"}
+
+
+def _device(rank):
+    d = torch.device("cuda", rank % torch.cuda.device_count())
+    torch.cuda.set_device(d)
+    return d
+
+
+def _random(rank, size, seed, calls):
+    _device(rank)
+    return random_calls(rank, size, seed, calls, device="cuda")
+
+
+def test_random_calls_on_device_tensors_match_gloo():
+    results = assert_all_ok(run_world(8, _random, (SEED, CALLS), timeout=600, env=ENV))
+    failures = [f for r in sorted(results) for f in results[r][0]]
+    print(f"seed {SEED}: {CALLS} calls per rank on CUDA tensors: {results[0][1]}")
+    assert not failures, f"seed {SEED}: {len(failures)} wrong outputs:\n" + "\n".join(failures[:40])
+
+
+def _graph_calls(comm, rank, dev):
+    """20 calls with static buffers, 18 single and 2 through the fused helper: (the calls, the
+    outputs they write)."""
+    import relay.torch as rt
+
+    gen = torch.Generator().manual_seed(rank)
+    calls, outputs = [], []
+    shapes = [("allreduce", FUSED, torch.bfloat16, 4096), ("reduce-scatter", FUSED, torch.float32, 999),
+              ("all-gather", SINGLE, torch.float16, 513), ("all-to-all", FUSED, torch.int32, 77),
+              ("allreduce", SINGLE, torch.float32, 1)]
+    for i in range(18):
+        coll, groups, dtype, n = shapes[i % len(shapes)]
+        n += i
+        me = next((g for g in groups if rank in g), None)
+        a = len(groups[0])
+        in_el, out_el = ref.io_elements(coll, a, n)
+        x = ref.make_input(dtype, in_el, gen).to(dev)
+        out = torch.empty(out_el, dtype=dtype, device=dev)
+        counts = [n] * len(groups)
+        fn = {"allreduce": lambda x, o, g, c, t: comm.all_reduce(x, g, out=o, counts=c, dtype=t),
+              "reduce-scatter": lambda x, o, g, c, t: comm.reduce_scatter(x, o, g, counts=c, dtype=t),
+              "all-gather": lambda x, o, g, c, t: comm.all_gather(x, o, g, counts=c, dtype=t),
+              "all-to-all": lambda x, o, g, c, t: comm.all_to_all(x, o, g, counts=c, dtype=t)}[coll]
+        args = (x if me else None, out if me else None, groups, counts, dtype)
+        calls.append(lambda fn=fn, args=args: fn(*args))
+        outputs.append(out)
+    # Two fused-helper calls among them: their flat buffers exist once the eager pass made them.
+    grads = [ref.make_input(torch.float32, 300, gen).to(dev), ref.make_input(torch.bfloat16, 70, gen).to(dev)]
+    grad_outs = [torch.empty_like(g) for g in grads]
+    calls.insert(7, lambda: rt.all_reduce_tensors(comm, grads, FUSED, out=grad_outs))
+    calls.insert(13, lambda: rt.all_reduce_tensors(comm, grads, FUSED, out=grad_outs))
+    outputs += grad_outs
+    return calls, outputs
+
+
+def _graph(rank, size):
+    import relay.torch as rt
+
+    dev = _device(rank)
+    comm = rt.Communicator(device=dev, timeout=60, transport_bytes=16 << 20)
+    calls, outputs = _graph_calls(comm, rank, dev)
+    for o in outputs:
+        o.fill_(7)
+    for c in calls:  # eager: each shape's first call builds its plan (capture needs that)
+        c()
+    torch.cuda.synchronize()
+    eager = [o.clone() for o in outputs]
+    graph = torch.cuda.CUDAGraph()
+    with comm.capture(graph):
+        for c in calls:
+            c()
+    bad = []
+    for replay in range(10):
+        for o in outputs:
+            o.fill_(-3)
+        graph.replay()
+        torch.cuda.synchronize()
+        comm.async_status()
+        for i, (o, e) in enumerate(zip(outputs, eager)):
+            if not torch.equal(o, e):
+                bad.append(f"rank {rank} replay {replay} call {i}: differs from eager")
+    comm.close()
+    return len(calls), bad
+
+
+def test_a_captured_graph_replays_bit_identical_to_eager():
+    results = assert_all_ok(run_world(8, _graph, (), timeout=300, env=ENV))
+    assert all(n == 20 for n, _ in results.values()), results
+    bad = [b for r in sorted(results) for b in results[r][1]]
+    assert not bad, "\n".join(bad[:20])
+
+
+def _compile(rank, size):
+    import relay.torch as rt
+    from relay.torch.ops import groups_args
+
+    dev = _device(rank)
+    comm = rt.Communicator(device=dev, timeout=60, transport_bytes=16 << 20)
+    ranks, sizes = groups_args(FUSED)
+    n = 1000
+    cid = comm.id
+
+    def f(x):
+        y = torch.ops.relay.all_reduce(x * 2 + 1, cid, ranks, sizes, [n] * 4, "sum")
+        return y.sum() + y * 3
+
+    x = ref.make_input(torch.float32, n, torch.Generator().manual_seed(rank)).to(dev)
+    eager = f(x)
+    out = {}
+    for backend in ("aot_eager", "inductor"):
+        torch._dynamo.reset()
+        compiled = torch.compile(f, backend=backend, fullgraph=True)
+        got = compiled(x)
+        out[backend] = bool(torch.equal(got, eager))
+    comm.close()
+    return out
+
+
+def test_a_relay_op_under_torch_compile_gives_the_eager_result():
+    results = assert_all_ok(run_world(8, _compile, (), timeout=400,
+                                      env=dict(ENV, TORCHINDUCTOR_COMPILE_THREADS="1")))
+    for r, out in sorted(results.items()):
+        assert out == {"aot_eager": True, "inductor": True}, (r, out)
+
+
+def _stream(rank, size):
+    import relay.torch as rt
+
+    dev = _device(rank)
+    comm = rt.Communicator(device=dev, timeout=60, transport_bytes=16 << 20)
+    n = 1 << 16
+    x = torch.zeros(n, device=dev)
+    out = torch.empty(n, device=dev)
+    comm.all_reduce(x, FUSED, out=out)  # the shape's first call, eagerly
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream(device=dev)
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(200_000_000)  # ~0.1 s: the input is written only after it
+        x.fill_(float(rank + 1))
+        comm.all_reduce(x, FUSED, out=out)
+    side.synchronize()
+    g = rank // 2
+    want = float(2 * g + 1 + 2 * g + 2)
+    comm.close()
+    return bool((out == want).all()), out[0].item()
+
+
+def test_a_non_default_current_stream_is_respected():
+    results = assert_all_ok(run_world(8, _stream, (), timeout=300, env=ENV))
+    for r, (ok, first) in sorted(results.items()):
+        assert ok, f"rank {r}: got {first}: the call did not wait for its stream's earlier work"
