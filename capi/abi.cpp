@@ -365,17 +365,11 @@ status run_call(relay_comm* c, collective coll, const void* send, std::size_t se
     return {errc::unsupported, "op " + std::to_string(op) + " is not a relay_op (sum or avg)"};
   options opt;
   if (status s = read_options(o, n, opt); !s) return s;
-  rank_call call;
-  call.coll = coll;
-  call.groups = &groups_of(*h, ranks, sizes, n);
-  call.send = {const_cast<void*>(send), send == nullptr ? 0 : send_bytes};
-  call.recv = {recv, recv == nullptr ? 0 : recv_bytes};
-  call.counts = std::span<const std::int64_t>(counts, static_cast<std::size_t>(n));
-  call.type = static_cast<dtype>(type);
-  call.op = reduces(coll) ? static_cast<reduce_op>(op) : reduce_op::sum;
-  call.opt = opt;
-  call.stream = stream;
-  return h->comm->run(call);
+  return run_collective(*h->comm, coll, groups_of(*h, ranks, sizes, n),
+                        {const_cast<void*>(send), send == nullptr ? 0 : send_bytes},
+                        {recv, recv == nullptr ? 0 : recv_bytes},
+                        std::span<const std::int64_t>(counts, static_cast<std::size_t>(n)),
+                        static_cast<dtype>(type), static_cast<reduce_op>(op), opt, stream);
 }
 
 // Static, NUL-terminated names per vocabulary (string_views over literals).
@@ -524,7 +518,8 @@ relay_status relay_rank_layout_of(int32_t coll, int32_t ranks, const int32_t* gr
     // The call's own checks, on arguments every rank passes alike.
     const plan_request request =
         call_request(c, groups, ranks, n, dtype::float32, reduce_op::sum, options{});
-    if (status s = relay::detail::check_request(request); !s) return s;
+    const call_choice as_asked{request.route, request.permille, request.tiles, {}};
+    if (status s = validate_shape(request, as_asked); !s) return s;
     relay_rank_layout l{};
     l.group = -1;
     l.active_index = -1;

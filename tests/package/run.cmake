@@ -31,7 +31,7 @@ if(EXISTS ${WORK}/build/c_consumer)
   endif()
 endif()
 
-string(REPLACE "," ";" tools "${TOOLS}")  # empty where the examples are not built
+string(REPLACE "," ";" tools "${TOOLS}")  # empty where the tools are not built
 foreach(tool IN LISTS tools)
   execute_process(COMMAND ${WORK}/prefix/bin/${tool} --version RESULT_VARIABLE rc
                   OUTPUT_VARIABLE out ERROR_VARIABLE err)

@@ -1,6 +1,6 @@
 // A minimal JSON writer: objects one member per line, arrays of scalars on one line, strings
 // escaped, numbers as the shortest decimals that read back exactly. relay-plan writes JSON by hand
-// so that the examples need no JSON library.
+// so that the tools need no JSON library.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// For the GPU example programs: a runtime call that fails ends the program with what failed and
+// For the GPU tools: a runtime call that fails ends the program with what failed and
 // where, and any other error ends it with the program's name and why. (The library returns a
 // status instead; an example has nothing to recover.)
 #pragma once
