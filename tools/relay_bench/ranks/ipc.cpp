@@ -9,7 +9,7 @@
 #include <string>
 
 #include "floor_allreduce.hpp"
-#include "relay/transport/ipc/transport.hpp"
+#include "relay/transport/ipc/factory.hpp"
 #include "ranks/stream_rank.hpp"
 
 namespace relay::bench {
