@@ -1,9 +1,10 @@
-// The ipc transport's device side (transport/ipc/transport.hpp). A call of a rank is a sequence of stages:
-// the entry (the call's agreement, then the copy of the user's input into the rank's registered
-// area), one per phase of the rank's slice in which it issues operations (its pushes into peers'
-// memory, or its reductions), and the exit (the copy of the output back to the user's buffer).
-// Stepped form: one launch of ipc_step_kernel per stage. One-shot form (small calls): one launch
-// of ipc_one_shot_kernel for all of them, its blocks meeting at a grid barrier between stages.
+// The ipc transport's device side (transport/ipc/transport.hpp). A call of a rank is a sequence of
+// stages: the entry (the call's agreement, then the copy of the user's input into the rank's
+// registered area), one per phase of the rank's slice in which it issues operations (its pushes
+// into peers' memory, or its reductions), and the exit (the copy of the output back to the user's
+// buffer). Stepped form: one launch of ipc_step_kernel per stage. One-shot form (small calls): one
+// launch of ipc_one_shot_kernel for all of them, its blocks meeting at a grid barrier between
+// stages.
 //
 // The entry (every call, on every rank, also one that this rank refused: then it is the only
 // stage, launched on a stage with no lists):
@@ -64,6 +65,7 @@
 #include "relay/transport/agreement.hpp"
 #include "relay/transport/ipc/direct.hpp"
 #include "relay/transport/ipc/report.hpp"
+#include "relay/transport/ipc/signals.hpp"
 
 namespace relay::gpu {
 

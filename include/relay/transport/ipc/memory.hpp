@@ -1,15 +1,15 @@
-// The ipc transport's memory (transport/ipc/transport.hpp): one registered area per rank, exported with
-// cudaIpcGetMemHandle / hipIpcGetMemHandle and opened by every peer, plus the host block
+// The ipc transport's memory (transport/ipc/transport.hpp): one registered area per rank, exported
+// with cudaIpcGetMemHandle / hipIpcGetMemHandle and opened by every peer, plus the host block
 // (transport/ipc/report.hpp: host memory mapped into the device) where its kernels write their
 // report and poll the host's flag.
 //
 // An area is [control block | outbox | controls | registrations | data]: the control block
-// (transport/ipc/kernels.hpp, ipc_control) holds what peers write (their signal words, entry records,
-// alarms and reason texts), the rank's call counter and where its current call's output is; the
-// outbox the peers' addresses of this rank's signal word in their areas; controls every rank's
-// control block as this process maps it; the registrations table where every rank's registered user
-// allocations start in this process (register_buffer); the data the plan's input, output and
-// scratch of this rank (plan/area_layout.hpp), where peers push.
+// (transport/ipc/kernels.hpp, ipc_control) holds what peers write (their signal words, entry
+// records, alarms and reason texts), the rank's call counter and where its current call's output
+// is; the outbox the peers' addresses of this rank's signal word in their areas; controls every
+// rank's control block as this process maps it; the registrations table where every rank's
+// registered user allocations start in this process (register_buffer); the data the plan's input,
+// output and scratch of this rank (plan/area_layout.hpp), where peers push.
 //
 // Opening is collective and all-or-nothing: every rank all-gathers its handle, opens every
 // peer's, and all-gathers whether it could; one failure anywhere fails every rank, so no rank
@@ -43,6 +43,7 @@
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "relay/transport/ipc/direct.hpp"
+#include "relay/transport/ipc/kernels.hpp"
 #include "relay/transport/ipc/report.hpp"
 
 namespace relay::ipc {

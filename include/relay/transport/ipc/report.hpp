@@ -1,7 +1,7 @@
 // What the ipc transport's kernels tell the host, and what a rank that gave up tells its peers
-// (transport/ipc/transport.hpp, transport/ipc/kernels.hpp): plain structs in memory both sides read, the entry's
-// verdict as the kernel records it (judge() of transport/agreement.hpp over every rank's entry
-// record), and the host's reading of a report as a status. Host-only but for the
+// (transport/ipc/transport.hpp, transport/ipc/kernels.hpp): plain structs in memory both sides
+// read, the entry's verdict as the kernel records it (judge() of transport/agreement.hpp over every
+// rank's entry record), and the host's reading of a report as a status. Host-only but for the
 // RELAY_HOST_DEVICE functions, so that the rules are unit-tested without a device.
 //
 // A failure travels as an alarm: the rank that finds it (a wait past the timeout, a peer process

@@ -1,6 +1,6 @@
 // Device-side signals between ranks: the only platform-specific device code of the ipc transport
-// (transport/ipc/transport.hpp). A signal is a 64-bit word in a rank's registered memory that one peer
-// writes and the owning rank polls; its value only grows (every store is an atomic maximum).
+// (transport/ipc/transport.hpp). A signal is a 64-bit word in a rank's registered memory that one
+// peer writes and the owning rank polls; its value only grows (every store is an atomic maximum).
 //
 //   mark(call, done): call << 20 | done, done = 0 when the writer entered the call, phase + 1
 //                     after it finished plan phase `phase`. A waiter satisfied by a mark of a

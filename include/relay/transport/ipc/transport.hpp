@@ -52,6 +52,8 @@
 #include "relay/plan/slice.hpp"
 #include "relay/plan/validate.hpp"
 #include "relay/transport/ipc/direct.hpp"
+#include "relay/transport/ipc/form.hpp"
+#include "relay/transport/ipc/kernels.hpp"
 #include "relay/transport/ipc/memory.hpp"
 #include "relay/transport/ipc/options.hpp"
 #include "relay/transport/ipc/report.hpp"
@@ -340,8 +342,8 @@ class ipc_transport final : public transport {
 
   // The grids of both forms (see the top): the device's resident blocks, the smallest any form of
   // the kernels allows, divided among the ranks that share the device; and the smallest of every
-  // rank's, which every rank prices the forms with (transport/ipc/form.hpp), so that every rank takes
-  // the same form.
+  // rank's, which every rank prices the forms with (transport/ipc/form.hpp), so that every rank
+  // takes the same form.
   status size_grids(bootstrap& boot, std::chrono::milliseconds timeout) {
     int sms = 0, resident = 0;
     if (gpu::rt::error_t e = gpu::rt::sm_count(&sms, device_); e != gpu::rt::success)
