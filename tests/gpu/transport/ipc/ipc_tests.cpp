@@ -445,11 +445,11 @@ status run_direct(communicator& comm, const group_list& groups, std::vector<std:
   const dtype type = dtype::float32;
   plan_request q = call_request(coll, groups, comm.size(), counts, type, reduce_op::sum, {});
   q.in_place = false;
-  q = with_chosen_route(std::move(q));
+  const call_choice chosen = choose(q);
   const placement where =
       placement_of(coll, groups, counts, size_of(type), comm.rank(), send, recv);
   keep.ctx = {};
-  if (status made = make_plan(q, keep.p); made) {
+  if (status made = make_plan(q, chosen, keep.p); made) {
     keep.slice = slice_plan(keep.p, comm.rank());
     keep.ctx.p = &keep.p;
     keep.ctx.slice = &keep.slice;
@@ -460,7 +460,7 @@ status run_direct(communicator& comm, const group_list& groups, std::vector<std:
   keep.ctx.send = send;
   keep.ctx.recv = recv;
   keep.ctx.placement = where;
-  keep.ctx.fingerprint = relay::detail::fnv1a(relay::detail::describe_shape(q));
+  keep.ctx.fingerprint = relay::detail::fnv1a(describe(as_chosen(q, chosen)));
   keep.ctx.timeout = comm.config().timeout;
   keep.ctx.stream = stream;
   return comm.link().run(keep.ctx);
