@@ -9,8 +9,8 @@
 #include <string>
 
 #include "floor_allreduce.hpp"
-#include "relay/transport/ipc/factory.hpp"
 #include "ranks/stream_rank.hpp"
+#include "relay/transport/ipc/factory.hpp"
 
 namespace relay::bench {
 

@@ -117,13 +117,13 @@ class transport final : public relay::transport {
   // Whether the job can still finish this call while this rank waits for `a`: a failure anywhere
   // (a process gone that had not left, a rank that gave up) is an error here within milliseconds,
   // whoever it is this rank waits for. Builds a message only when there is trouble.
+  // A rank that gave up is looked for first, on every rank: its reason names the first failure,
+  // and a rank that gave up may have exited since.
   status trouble_while(const awaited& a, std::uint64_t sequence) const {
-    const std::string call = " call #" + std::to_string(sequence);
+    auto call = [&] { return " call #" + std::to_string(sequence); };
     for (int q = 0; q < seg_.ranks(); ++q) {
       if (q == rank_) continue;
       const control& c = seg_.control_of(q);
-      const bool left =
-          std::atomic_ref<const std::uint32_t>(c.left).load(std::memory_order_acquire) != 0;
       const std::uint32_t broken =
           std::atomic_ref<const std::uint32_t>(c.broken).load(std::memory_order_acquire);
       if (broken != 0)
@@ -132,17 +132,23 @@ class transport final : public relay::transport {
             "rank " + std::to_string(q) + " gave up (" +
                 std::string(c.broken_reason, ::strnlen(c.broken_reason, sizeof c.broken_reason)) +
                 ") while this rank waited for rank " + std::to_string(a.peer) + " to " +
-                a.verb(false) + call};
+                a.verb(false) + call()};
+    }
+    for (int q = 0; q < seg_.ranks(); ++q) {
+      if (q == rank_) continue;
+      const control& c = seg_.control_of(q);
+      const bool left =
+          std::atomic_ref<const std::uint32_t>(c.left).load(std::memory_order_acquire) != 0;
       if (q == a.peer && left)
         return {errc::timeout, "rank " + std::to_string(q) + " closed its communicator before it " +
-                                   a.verb(true) + call};
+                                   a.verb(true) + call()};
       if (left || !process_exited(c.pid)) continue;
       if (q == a.peer)
         return {errc::timeout, "rank " + std::to_string(q) + " (pid " + std::to_string(c.pid) +
-                                   ") exited before it " + a.verb(true) + call};
+                                   ") exited before it " + a.verb(true) + call()};
       return {errc::timeout, "rank " + std::to_string(q) + " (pid " + std::to_string(c.pid) +
                                  ") exited while this rank waited for rank " +
-                                 std::to_string(a.peer) + " to " + a.verb(false) + call};
+                                 std::to_string(a.peer) + " to " + a.verb(false) + call()};
     }
     return {};
   }

@@ -1,5 +1,5 @@
-// The ipc transport's mark rules (transport/ipc/signals.hpp), without a device: what a wait learns from a
-// peer's word, and when a peer seen while waiting for another has given up. Worked by hand.
+// The ipc transport's mark rules (transport/ipc/signals.hpp), without a device: what a wait learns
+// from a peer's word, and when a peer seen while waiting for another has given up. Worked by hand.
 #include "relay/transport/ipc/signals.hpp"
 
 #include <catch2/catch.hpp>
