@@ -47,11 +47,11 @@ def test_random_calls_on_device_tensors_match_gloo():
 
 def _graph_calls(comm, rank, dev):
     """20 calls with static buffers, 18 single and 2 through the fused helper: (the calls, the
-    outputs they write)."""
+    outputs they write, the tensors a helper holds and passes to none, which stay untouched)."""
     import relay.torch as rt
 
     gen = torch.Generator().manual_seed(rank)
-    calls, outputs = [], []
+    calls, outputs, unused = [], [], []
     shapes = [("allreduce", FUSED, torch.bfloat16, 4096), ("reduce-scatter", FUSED, torch.float32, 999),
               ("all-gather", SINGLE, torch.float16, 513), ("all-to-all", FUSED, torch.int32, 77),
               ("allreduce", SINGLE, torch.float32, 1)]
@@ -70,14 +70,14 @@ def _graph_calls(comm, rank, dev):
               "all-to-all": lambda x, o, g, c, t: comm.all_to_all(x, o, g, counts=c, dtype=t)}[coll]
         args = (x if me else None, out if me else None, groups, counts, dtype)
         calls.append(lambda fn=fn, args=args: fn(*args))
-        outputs.append(out)
+        (outputs if me else unused).append(out)
     # Two fused-helper calls among them: their flat buffers exist once the eager pass made them.
     grads = [ref.make_input(torch.float32, 300, gen).to(dev), ref.make_input(torch.bfloat16, 70, gen).to(dev)]
     grad_outs = [torch.empty_like(g) for g in grads]
     calls.insert(7, lambda: rt.all_reduce_tensors(comm, grads, FUSED, out=grad_outs))
     calls.insert(13, lambda: rt.all_reduce_tensors(comm, grads, FUSED, out=grad_outs))
     outputs += grad_outs
-    return calls, outputs
+    return calls, outputs, unused
 
 
 def _graph(rank, size):
@@ -85,27 +85,30 @@ def _graph(rank, size):
 
     dev = _device(rank)
     comm = rt.Communicator(device=dev, timeout=60, transport_bytes=16 << 20)
-    calls, outputs = _graph_calls(comm, rank, dev)
-    for o in outputs:
+    calls, outputs, unused = _graph_calls(comm, rank, dev)
+    for o in outputs + unused:
         o.fill_(7)
     for c in calls:  # eager: each shape's first call builds its plan (capture needs that)
         c()
     torch.cuda.synchronize()
     eager = [o.clone() for o in outputs]
+    bad = [f"rank {rank} eager: a tensor it passed to no call changed" for u in unused
+           if not bool((u == 7).all())]
     graph = torch.cuda.CUDAGraph()
     with comm.capture(graph):
         for c in calls:
             c()
-    bad = []
     for replay in range(10):
-        for o in outputs:
+        for o in outputs + unused:
             o.fill_(-3)
         graph.replay()
         torch.cuda.synchronize()
         comm.async_status()
         for i, (o, e) in enumerate(zip(outputs, eager)):
             if not torch.equal(o, e):
-                bad.append(f"rank {rank} replay {replay} call {i}: differs from eager")
+                bad.append(f"rank {rank} replay {replay} output {i}: differs from eager")
+        if any(not bool((u == -3).all()) for u in unused):
+            bad.append(f"rank {rank} replay {replay}: a tensor it passed to no call changed")
     comm.close()
     return len(calls), bad
 

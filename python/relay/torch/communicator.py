@@ -28,6 +28,7 @@ import torch.distributed as dist
 from .. import _capi
 from .._layout import Groups, count_of, layout
 from ..errors import RelayError
+from ._flat import FlatBuffers
 from ._store import StoreBootstrap, next_prefix
 
 _INVALID_BUFFER, _INVALID_ARGUMENT, _UNSUPPORTED, _SYSTEM_ERROR = 4, 5, 6, 12
@@ -137,7 +138,7 @@ class Communicator:
         self.id = next(_ids)
         _live[self.id] = self
         self._groups = {}
-        self._flat = {}
+        self._flat = FlatBuffers(self.device, self.register, self.deregister)
         self._capturing = False
         self._lock = threading.Lock()
 
@@ -413,22 +414,10 @@ class Communicator:
 
     # ---- the fused helpers' buffers ------------------------------------------------------------
 
-    def flat_buffer(self, role, dtype, elements):
-        """A cached buffer of at least `elements` of `dtype` for the fused helpers (`role` tells
-        apart those used together), grown only, and registered with the communicator when made.
-        Growing registers memory, which graph capture forbids: make each size once before."""
-        key = (role, dtype)
-        buf = self._flat.get(key)
-        if buf is not None and buf.numel() >= elements:
-            return buf[:elements]
-        if self._capturing:
-            raise RuntimeError(
-                f"the fused {role} buffer of {dtype} must grow to {elements} elements during "
-                f"graph capture; make the same call once before capturing it"
-            )
-        new = torch.empty(max(elements, 1), dtype=dtype, device=self.device)
-        self.register(new)
-        if buf is not None:
-            self.deregister(buf)
-        self._flat[key] = new
-        return new[:elements]
+    def flat_buffer(self, role, dtype, elements, hold=True):
+        """A view of `elements` of the cached (role, dtype) buffer of the fused helpers (`role`
+        tells apart those used together), grown only and registered when grown. Growing is
+        collective: every rank asks for the same sizes in the same order, a helper with
+        hold=False (it registers nothing and gets None). Growing registers memory, which graph
+        capture forbids: make each size once before. See _flat.py."""
+        return self._flat.get(role, dtype, elements, hold, self._capturing)

@@ -5,8 +5,10 @@ every group (the spec's sharded_relay_utils.py, over relay.torch.Communicator).
     relay.torch.all_reduce_tensors(comm, grads, [[0, 1], [2, 3], [4, 5], [6, 7]], op="avg")
 
 Per dtype: the tensors are packed in order into one flat buffer (cached by the communicator,
-grown only, registered when made), ONE call runs across all groups, and the result is unpacked
-into the caller's tensors. Every group's ranks hold tensors of the same shapes (replicas), so
+grown only, registered when grown), ONE call runs across all groups, and the result is unpacked
+into the caller's tensors. Growing registers memory, which is collective, so every rank asks for
+the same buffer sizes in the same order, helpers too (they hold none): every rank passes the
+same structure (the same tensors' shapes and dtypes, `out` given or not, `in_place`). Every group's ranks hold tensors of the same shapes (replicas), so
 each group's count is this rank's total. A rank active in no group (single mode) passes its
 tensors too, as templates: they are never read or written.
 
@@ -70,13 +72,6 @@ def _input_blocks(ins, idx, active):
     return blocks, sum(b.shape[1] for b in blocks)
 
 
-def _packed_blocks(comm, dtype, blocks, active, total):
-    """The flat input buffer with block k of every tensor in its block k."""
-    src = comm.flat_buffer("input", dtype, active * total)
-    _pack_blocks(src.view(active, total), blocks)
-    return src
-
-
 def _run_fused(comm, run):
     """Runs a fused helper: an error of its own checks refuses the call the peers make now, so
     they fail at once (Communicator.refuse leaves alone one refused or reported already)."""
@@ -107,12 +102,13 @@ def all_reduce_tensors(comm, tensors, groups, op="sum", out=None):
                     raise ValueError(f"out entry {i} has shape {tuple(b.shape)}, not {tuple(a.shape)}")
         for dtype, idx in _by_dtype(ins):
             total = sum(ins[i].numel() for i in idx)
-            if group is None:
+            hold = group is not None
+            flat = comm.flat_buffer("input", dtype, total, hold)
+            dst = comm.flat_buffer("output", dtype, total, hold) if outs is not None else None
+            if not hold:
                 comm.all_reduce(None, g, op, counts=[total] * g.count, dtype=dtype)
                 continue
-            flat = comm.flat_buffer("input", dtype, total)
             _pack(flat, [ins[i] for i in idx])
-            dst = comm.flat_buffer("output", dtype, total) if outs is not None else None
             comm.all_reduce(flat, g, op, out=dst, counts=[total] * g.count)
             _unpack(dst if dst is not None else flat, [(outs or ins)[i] for i in idx])
         return out if out is not None else tensors
@@ -131,17 +127,20 @@ def reduce_scatter_tensors(comm, inputs, outputs, groups, op="sum"):
         _check_pairs(ins, outs, "inputs", "outputs")
         for dtype, idx in _by_dtype(ins):
             blocks, total = _input_blocks(ins, idx, active)
-            if group is None:
+            hold = group is not None
+            if hold:
+                for i, b in zip(idx, blocks):
+                    if outs[i].numel() != b.shape[1]:
+                        raise ValueError(
+                            f"outputs entry {i} has {outs[i].numel()} elements; its input's "
+                            f"block has {b.shape[1]}"
+                        )
+            src = comm.flat_buffer("input", dtype, active * total, hold)
+            dst = comm.flat_buffer("output", dtype, total, hold)
+            if not hold:
                 comm.reduce_scatter(None, None, g, op, counts=[total] * g.count, dtype=dtype)
                 continue
-            for i, b in zip(idx, blocks):
-                if outs[i].numel() != b.shape[1]:
-                    raise ValueError(
-                        f"outputs entry {i} has {outs[i].numel()} elements; its input's block "
-                        f"has {b.shape[1]}"
-                    )
-            src = _packed_blocks(comm, dtype, blocks, active, total)
-            dst = comm.flat_buffer("output", dtype, total)
+            _pack_blocks(src.view(active, total), blocks)
             comm.reduce_scatter(src, dst, g, op, counts=[total] * g.count)
             _unpack(dst, [outs[i] for i in idx])
         return outputs
@@ -161,22 +160,23 @@ def all_gather_tensors(comm, inputs, outputs, groups, in_place=False):
         _check_pairs(ins, outs, "inputs", "outputs")
         for dtype, idx in _by_dtype(ins):
             total = sum(ins[i].numel() for i in idx)
-            if group is None:
+            hold = group is not None
+            if hold:
+                blocks = [_blocks(outs[i], active, "outputs", i) for i in idx]
+                for i, b in zip(idx, blocks):
+                    if b.shape[1] != ins[i].numel():
+                        raise ValueError(
+                            f"outputs entry {i} has {outs[i].numel()} elements; {active} blocks "
+                            f"of its input's {ins[i].numel()} are {active * ins[i].numel()}"
+                        )
+            dst = comm.flat_buffer("output", dtype, active * total, hold)
+            src = None if in_place else comm.flat_buffer("input", dtype, total, hold)
+            if not hold:
                 comm.all_gather(None, None, g, counts=[total] * g.count, dtype=dtype)
                 continue
-            blocks = [_blocks(outs[i], active, "outputs", i) for i in idx]
-            for i, b in zip(idx, blocks):
-                if b.shape[1] != ins[i].numel():
-                    raise ValueError(
-                        f"outputs entry {i} has {outs[i].numel()} elements; {active} blocks of "
-                        f"its input's {ins[i].numel()} are {active * ins[i].numel()}"
-                    )
-            dst = comm.flat_buffer("output", dtype, active * total)
             if in_place:
                 at = comm.layout("all-gather", g, [total] * g.count).in_place_input_offset
                 src = dst[at : at + total]
-            else:
-                src = comm.flat_buffer("input", dtype, total)
             _pack(src, [ins[i] for i in idx])
             comm.all_gather(src, dst, g, counts=[total] * g.count)
             _unpack_blocks(dst.view(active, total), blocks)
@@ -197,17 +197,21 @@ def all_to_all_tensors(comm, inputs, outputs, groups):
         _check_pairs(ins, outs, "inputs", "outputs")
         for dtype, idx in _by_dtype(ins):
             blocks, total = _input_blocks(ins, idx, active)
-            if group is None:
+            hold = group is not None
+            if hold:
+                out_blocks = [_blocks(outs[i], active, "outputs", i) for i in idx]
+                for i, a, b in zip(idx, blocks, out_blocks):
+                    if a.shape != b.shape:
+                        raise ValueError(
+                            f"outputs entry {i} has {outs[i].numel()} elements, not "
+                            f"{ins[i].numel()}"
+                        )
+            src = comm.flat_buffer("input", dtype, active * total, hold)
+            dst = comm.flat_buffer("output", dtype, active * total, hold)
+            if not hold:
                 comm.all_to_all(None, None, g, counts=[total] * g.count, dtype=dtype)
                 continue
-            out_blocks = [_blocks(outs[i], active, "outputs", i) for i in idx]
-            for i, a, b in zip(idx, blocks, out_blocks):
-                if a.shape != b.shape:
-                    raise ValueError(
-                        f"outputs entry {i} has {outs[i].numel()} elements, not {ins[i].numel()}"
-                    )
-            src = _packed_blocks(comm, dtype, blocks, active, total)
-            dst = comm.flat_buffer("output", dtype, active * total)
+            _pack_blocks(src.view(active, total), blocks)
             comm.all_to_all(src, dst, g, counts=[total] * g.count)
             _unpack_blocks(dst.view(active, total), out_blocks)
         return outputs
