@@ -12,6 +12,7 @@ simulated rank's communicator logs its rounds, and every rank's log must be the 
                    the size the call needs
   helpers hold     a rank that helped at a growth holds nothing, and gets an unregistered buffer
   nothing          of its own when it is active below the registered size (no round)
+  wrong outputs    a rank whose outputs are wrong grows with the others, then raises
   a refused part   one rank's registration refused (memory that cannot be registered): it still
                    takes part in the deregistration round, raises, and its later calls work
 """
@@ -198,3 +199,25 @@ def test_a_refused_registration_keeps_the_ranks_in_step():
     assert all(len(c.rounds) == 3 for c in comms)
     _, x2, _ = comms[2].calls[-1]
     assert x2.numel() == 150 and not _in_registered(x2, comms[2])
+
+
+def test_a_rank_with_wrong_outputs_grows_in_step_then_refuses():
+    """Rank 1's outputs have the wrong size: it takes part in the growth (which depends on the
+    inputs alone), then raises naming the output; every rank's rounds are the same."""
+    comms = [StubComm(r) for r in range(SIZE)]
+    groups = [[0, 1], [2, 3], [4, 5], [6, 7]]
+    for coll in ("reduce-scatter", "all-gather", "all-to-all"):
+        for c in comms:
+            in_el, out_el = ref.io_elements(coll, 2, 64)
+            x = [torch.full((in_el,), 0.75)]
+            out = [torch.full((out_el + (2 if c.rank == 1 else 0),), 1234.5)]
+            fn = {"reduce-scatter": rt.reduce_scatter_tensors, "all-gather": rt.all_gather_tensors,
+                  "all-to-all": rt.all_to_all_tensors}[coll]
+            if c.rank == 1:
+                with pytest.raises(ValueError, match="outputs entry 0"):
+                    fn(c, x, out, groups)
+                assert bool((out[0] == 1234.5).all()), f"{coll}: a refused output was written"
+            else:
+                fn(c, x, out, groups)
+        kinds = [[k for k, _ in c.rounds] for c in comms]
+        assert all(k == kinds[0] for k in kinds) and kinds[0], f"{coll}: {kinds}"

@@ -8,7 +8,9 @@ Per dtype: the tensors are packed in order into one flat buffer (cached by the c
 grown only, registered when grown), ONE call runs across all groups, and the result is unpacked
 into the caller's tensors. Growing registers memory, which is collective, so every rank asks for
 the same buffer sizes in the same order, helpers too (they hold none): every rank passes the
-same structure (the same tensors' shapes and dtypes, `out` given or not, `in_place`). Every group's ranks hold tensors of the same shapes (replicas), so
+same structure (the same tensors' shapes and dtypes, `out` given or not, `in_place`). The
+growth depends on the inputs alone and comes before the checks of the outputs, so a rank whose
+outputs are wrong still takes part in it and then refuses the call: its peers fail at once. Every group's ranks hold tensors of the same shapes (replicas), so
 each group's count is this rank's total. A rank active in no group (single mode) passes its
 tensors too, as templates: they are never read or written.
 
@@ -128,18 +130,17 @@ def reduce_scatter_tensors(comm, inputs, outputs, groups, op="sum"):
         for dtype, idx in _by_dtype(ins):
             blocks, total = _input_blocks(ins, idx, active)
             hold = group is not None
-            if hold:
-                for i, b in zip(idx, blocks):
-                    if outs[i].numel() != b.shape[1]:
-                        raise ValueError(
-                            f"outputs entry {i} has {outs[i].numel()} elements; its input's "
-                            f"block has {b.shape[1]}"
-                        )
             src = comm.flat_buffer("input", dtype, active * total, hold)
             dst = comm.flat_buffer("output", dtype, total, hold)
             if not hold:
                 comm.reduce_scatter(None, None, g, op, counts=[total] * g.count, dtype=dtype)
                 continue
+            for i, b in zip(idx, blocks):
+                if outs[i].numel() != b.shape[1]:
+                    raise ValueError(
+                        f"outputs entry {i} has {outs[i].numel()} elements; its input's block "
+                        f"has {b.shape[1]}"
+                    )
             _pack_blocks(src.view(active, total), blocks)
             comm.reduce_scatter(src, dst, g, op, counts=[total] * g.count)
             _unpack(dst, [outs[i] for i in idx])
@@ -161,19 +162,18 @@ def all_gather_tensors(comm, inputs, outputs, groups, in_place=False):
         for dtype, idx in _by_dtype(ins):
             total = sum(ins[i].numel() for i in idx)
             hold = group is not None
-            if hold:
-                blocks = [_blocks(outs[i], active, "outputs", i) for i in idx]
-                for i, b in zip(idx, blocks):
-                    if b.shape[1] != ins[i].numel():
-                        raise ValueError(
-                            f"outputs entry {i} has {outs[i].numel()} elements; {active} blocks "
-                            f"of its input's {ins[i].numel()} are {active * ins[i].numel()}"
-                        )
             dst = comm.flat_buffer("output", dtype, active * total, hold)
             src = None if in_place else comm.flat_buffer("input", dtype, total, hold)
             if not hold:
                 comm.all_gather(None, None, g, counts=[total] * g.count, dtype=dtype)
                 continue
+            blocks = [_blocks(outs[i], active, "outputs", i) for i in idx]
+            for i, b in zip(idx, blocks):
+                if b.shape[1] != ins[i].numel():
+                    raise ValueError(
+                        f"outputs entry {i} has {outs[i].numel()} elements; {active} blocks of "
+                        f"its input's {ins[i].numel()} are {active * ins[i].numel()}"
+                    )
             if in_place:
                 at = comm.layout("all-gather", g, [total] * g.count).in_place_input_offset
                 src = dst[at : at + total]
@@ -198,19 +198,17 @@ def all_to_all_tensors(comm, inputs, outputs, groups):
         for dtype, idx in _by_dtype(ins):
             blocks, total = _input_blocks(ins, idx, active)
             hold = group is not None
-            if hold:
-                out_blocks = [_blocks(outs[i], active, "outputs", i) for i in idx]
-                for i, a, b in zip(idx, blocks, out_blocks):
-                    if a.shape != b.shape:
-                        raise ValueError(
-                            f"outputs entry {i} has {outs[i].numel()} elements, not "
-                            f"{ins[i].numel()}"
-                        )
             src = comm.flat_buffer("input", dtype, active * total, hold)
             dst = comm.flat_buffer("output", dtype, active * total, hold)
             if not hold:
                 comm.all_to_all(None, None, g, counts=[total] * g.count, dtype=dtype)
                 continue
+            out_blocks = [_blocks(outs[i], active, "outputs", i) for i in idx]
+            for i, a, b in zip(idx, blocks, out_blocks):
+                if a.shape != b.shape:
+                    raise ValueError(
+                        f"outputs entry {i} has {outs[i].numel()} elements, not {ins[i].numel()}"
+                    )
             _pack_blocks(src.view(active, total), blocks)
             comm.all_to_all(src, dst, g, counts=[total] * g.count)
             _unpack_blocks(dst.view(active, total), out_blocks)

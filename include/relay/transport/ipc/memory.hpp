@@ -172,6 +172,7 @@ class area : no_copy {
   // not during graph capture.
   status register_buffer(bootstrap& boot, void* p, std::size_t bytes,
                          std::chrono::milliseconds timeout) {
+    in_step_ = false;
     const gpu::device_guard keep;
     if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
       return gpu::failure("selecting the device", device_, e);
@@ -254,12 +255,14 @@ class area : no_copy {
       mine = {errc::peer_error, "rank(s) " + who + " could not map this rank's registered buffer"};
     }
     if (status s = upload_table(); !s) return s;
+    in_step_ = true;
     return mine;
   }
 
   // Collective: ends this rank's registration that begins at `p` (null: none this time) and every
   // peer's of the same round, after every rank's device is idle (no call in flight uses them).
   status deregister_buffer(bootstrap& boot, void* p, std::chrono::milliseconds timeout) {
+    in_step_ = false;
     const gpu::device_guard keep;
     if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
       return gpu::failure("selecting the device", device_, e);
@@ -305,8 +308,15 @@ class area : no_copy {
       theirs_.erase(it);
     }
     if (status s = upload_table(); !s) return s;
+    in_step_ = true;
     return mine;
   }
+
+  // Whether the last registration or deregistration ran to its end on this rank: its rounds
+  // completed and the device's table holds them. Where one did not (a round timed out, a peer
+  // never came, a runtime call failed), this rank's rounds and its peers' are out of step: a
+  // later round would pair this rank's records with another round's, so the transport leaves.
+  bool in_step() const { return in_step_; }
 
   // This rank's registrations, as registered (find_registration), and where the allocation of
   // registration `slot` starts (the origin of the offset its calls publish).
@@ -539,6 +549,7 @@ class area : no_copy {
   std::array<registration, max_registrations> ranges_{};  // this rank's; empty: a free slot
   std::array<std::uintptr_t, max_registrations> starts_{};
   std::vector<peer_registration> theirs_;
+  bool in_step_ = true;
   std::vector<std::uint64_t> table_;  // [ranks][max_registrations], as at registrations_at
   unsigned char* base_ = nullptr;
   std::vector<unsigned char*> peers_;

@@ -109,14 +109,18 @@ class ipc_transport final : public transport {
 
   std::string_view name() const override { return "ipc"; }
 
-  // Registered user buffers (transport/ipc/direct.hpp; collective, see ipc::area).
+  // Registered user buffers (transport/ipc/direct.hpp; collective, see ipc::area). A rank whose
+  // registration did not run to its end is out of step with its peers' rounds (area::in_step):
+  // it leaves, as on any failure of its own, and its peers are told at once.
   status register_buffer(void* p, std::size_t bytes, std::chrono::milliseconds timeout) override {
     if (status s = current(); !s) return s;
-    return area_.register_buffer(*boot_, p, bytes, timeout);
+    status s = area_.register_buffer(*boot_, p, bytes, timeout);
+    return area_.in_step() ? s : fail(s);
   }
   status deregister_buffer(void* p, std::chrono::milliseconds timeout) override {
     if (status s = current(); !s) return s;
-    return area_.deregister_buffer(*boot_, p, timeout);
+    status s = area_.deregister_buffer(*boot_, p, timeout);
+    return area_.in_step() ? s : fail(s);
   }
   // Calls of this rank so far whose input was read from, and whose output written to, the
   // caller's buffers (no copy in, no copy out); tests check that registration took effect.
