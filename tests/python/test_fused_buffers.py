@@ -12,7 +12,8 @@ simulated rank's communicator logs its rounds, and every rank's log must be the 
                    the size the call needs
   helpers hold     a rank that helped at a growth holds nothing, and gets an unregistered buffer
   nothing          of its own when it is active below the registered size (no round)
-  wrong outputs    a rank whose outputs are wrong grows with the others, then raises
+  wrong outputs    a rank whose outputs are wrong grows every buffer with the others, then
+                   raises before any call, nothing written
   a refused part   one rank's registration refused (memory that cannot be registered): it still
                    takes part in the deregistration round, raises, and its later calls work
 """
@@ -121,7 +122,7 @@ def _fused_call(comms, rng, gen):
         made = comm.calls[before:]
         dtypes = sorted({d for d, _ in specs}, key=str)
         assert len(made) == len(dtypes), f"{desc}: rank {comm.rank} made {len(made)} calls"
-        for (c, x, out), dtype in zip(made, dtypes):
+        for (_, x, out), dtype in zip(made, dtypes):
             total = sum(m for d, m in specs if d == dtype)
             if me is None:
                 assert x is None and out is None, f"{desc}: helper {comm.rank} passed a buffer"
@@ -202,22 +203,34 @@ def test_a_refused_registration_keeps_the_ranks_in_step():
 
 
 def test_a_rank_with_wrong_outputs_grows_in_step_then_refuses():
-    """Rank 1's outputs have the wrong size: it takes part in the growth (which depends on the
-    inputs alone), then raises naming the output; every rank's rounds are the same."""
-    comms = [StubComm(r) for r in range(SIZE)]
+    """Rank 1's outputs are wrong (the second dtype's has the wrong size, or one is missing): it
+    takes part in the growth of every dtype's buffers (which depends on the inputs alone), then
+    raises naming the output before any call, with nothing written; every rank's rounds are the
+    same."""
     groups = [[0, 1], [2, 3], [4, 5], [6, 7]]
-    for coll in ("reduce-scatter", "all-gather", "all-to-all"):
-        for c in comms:
-            in_el, out_el = ref.io_elements(coll, 2, 64)
-            x = [torch.full((in_el,), 0.75)]
-            out = [torch.full((out_el + (2 if c.rank == 1 else 0),), 1234.5)]
-            fn = {"reduce-scatter": rt.reduce_scatter_tensors, "all-gather": rt.all_gather_tensors,
-                  "all-to-all": rt.all_to_all_tensors}[coll]
-            if c.rank == 1:
-                with pytest.raises(ValueError, match="outputs entry 0"):
-                    fn(c, x, out, groups)
-                assert bool((out[0] == 1234.5).all()), f"{coll}: a refused output was written"
-            else:
-                fn(c, x, out, groups)
-        kinds = [[k for k, _ in c.rounds] for c in comms]
-        assert all(k == kinds[0] for k in kinds) and kinds[0], f"{coll}: {kinds}"
+    fns = {"allreduce": lambda c, x, o: rt.all_reduce_tensors(c, x, groups, out=o),
+           "reduce-scatter": lambda c, x, o: rt.reduce_scatter_tensors(c, x, o, groups),
+           "all-gather": lambda c, x, o: rt.all_gather_tensors(c, x, o, groups),
+           "all-to-all": lambda c, x, o: rt.all_to_all_tensors(c, x, o, groups)}
+    for coll, fn in fns.items():
+        for wrong, match in (("size", "entry 1"), ("missing", "2 .* but 1")):
+            comms = [StubComm(r) for r in range(SIZE)]
+            for c in comms:
+                x, out = [], []
+                for dtype, m in ((torch.bfloat16, 64), (torch.float32, 40)):
+                    in_el, out_el = ref.io_elements(coll, 2, m)
+                    x.append(torch.full((in_el,), 0.75, dtype=dtype))
+                    out.append(torch.full((out_el,), 1234.5, dtype=dtype))
+                if c.rank == 1 and wrong == "size":
+                    out[1] = torch.full((out[1].numel() + 2,), 1234.5)
+                elif c.rank == 1:
+                    out.pop()
+                if c.rank == 1:
+                    with pytest.raises(ValueError, match=match):
+                        fn(c, x, out)
+                    assert c.calls == [], f"{coll}: the refusing rank made a call"
+                    assert all(bool((o == 1234.5).all()) for o in out), f"{coll}: written"
+                else:
+                    fn(c, x, out)
+            kinds = [[k for k, _ in c.rounds] for c in comms]
+            assert all(k == kinds[0] for k in kinds) and len(kinds[0]) == 4, f"{coll}: {kinds}"

@@ -14,6 +14,16 @@ import torch
 from ..errors import TimeoutError as _RoundTimeout
 
 
+class _Entry:
+    """One (role, dtype): the size of the last growth round every rank took part in, this rank's
+    buffer (None while it holds none) and whether that buffer is the one it registered."""
+
+    __slots__ = ("size", "buffer", "registered")
+
+    def __init__(self):
+        self.size, self.buffer, self.registered = 0, None, False
+
+
 class FlatBuffers:
     """The cache. register(tensor or None) and deregister(tensor or None) are the
     communicator's collective calls."""
@@ -22,15 +32,12 @@ class FlatBuffers:
         self._device = device
         self._register = register
         self._deregister = deregister
-        self._entries = {}  # (role, dtype) -> [size of the round, tensor or None, registered]
+        self._entries = {}  # (role, dtype) -> _Entry
 
     def get(self, role, dtype, elements, hold=True, capturing=False):
         """A view of `elements` of the (role, dtype) buffer (None where hold is False)."""
-        key = (role, dtype)
-        entry = self._entries.get(key)
-        if entry is None:
-            entry = self._entries[key] = [0, None, False]
-        if elements > entry[0]:
+        entry = self._entries.setdefault((role, dtype), _Entry())
+        if elements > entry.size:
             if capturing:
                 raise RuntimeError(
                     f"the fused {role} buffer of {dtype} must grow to {elements} elements during "
@@ -39,35 +46,37 @@ class FlatBuffers:
             self._grow(entry, dtype, elements, hold)
         if not hold:
             return None
-        if entry[1] is None:
+        if entry.buffer is None:
             if capturing:
                 raise RuntimeError(
                     f"this rank has no fused {role} buffer of {dtype} yet (it helped in the "
                     f"calls that made it); make the same call once before capturing it"
                 )
-            entry[1] = torch.empty(max(entry[0], 1), dtype=dtype, device=self._device)
-            entry[2] = False
-        return entry[1][:elements]
+            entry.buffer, entry.registered = self._allocate(dtype, entry.size), False
+        return entry.buffer[:elements]
+
+    def _allocate(self, dtype, elements):
+        return torch.empty(max(elements, 1), dtype=dtype, device=self._device)
 
     def _grow(self, entry, dtype, elements, hold):
         """Two rounds of every rank: the new buffer registered, the old one deregistered. Where
         this rank's part of the first fails (memory that cannot be registered), it still takes
         part in the second and keeps the new size, unregistered, so that the ranks stay in step;
         the error is raised after. A round that timed out ends it at once."""
-        old, old_registered = entry[1], entry[2]
-        had_round = entry[0] > 0
-        new = torch.empty(max(elements, 1), dtype=dtype, device=self._device) if hold else None
-        entry[0], entry[1], entry[2] = elements, new, False
+        old = entry.buffer if entry.registered else None
+        had_round = entry.size > 0
+        new = self._allocate(dtype, elements) if hold else None
+        entry.size, entry.buffer, entry.registered = elements, new, False
         error = None
         try:
             self._register(new)
-            entry[2] = new is not None
+            entry.registered = new is not None
         except _RoundTimeout:
             raise
         except Exception as e:  # noqa: BLE001 (raised below, after the second round)
             error = e
         if had_round:
-            self._deregister(old if old_registered else None)
+            self._deregister(old)
         if error is not None:
             raise error
 

@@ -9,9 +9,10 @@ grown only, registered when grown), ONE call runs across all groups, and the res
 into the caller's tensors. Growing registers memory, which is collective, so every rank asks for
 the same buffer sizes in the same order, helpers too (they hold none): every rank passes the
 same structure (the same tensors' shapes and dtypes, `out` given or not, `in_place`). The
-growth depends on the inputs alone and comes before the checks of the outputs, so a rank whose
-outputs are wrong still takes part in it and then refuses the call: its peers fail at once. Every group's ranks hold tensors of the same shapes (replicas), so
-each group's count is this rank's total. A rank active in no group (single mode) passes its
+growth of every dtype's buffers depends on the inputs alone and comes before any check of the
+outputs, so a rank whose outputs are wrong still takes part in it and then refuses the call: its
+peers fail at once. Every group's ranks hold tensors of the same shapes (replicas), so each
+group's count is this rank's total. A rank active in no group (single mode) passes its
 tensors too, as templates: they are never read or written.
 
 Reduce-scatter and all-to-all inputs (and all-gather and all-to-all outputs) hold A blocks, one
@@ -89,27 +90,39 @@ def _active(comm, groups):
     return g, group, len(g.groups[group if group is not None else 0])
 
 
+def _grow_all(comm, hold, wants):
+    """Every flat buffer of a fused call, before anything in it can raise: growing is a round of
+    every rank, so a rank that refuses the call must have grown as its peers did. `wants`:
+    [(dtype, {role: elements})] in the call's order; returns [{role: view, or None where this
+    rank helps (hold False)}]."""
+    return [
+        {role: comm.flat_buffer(role, dtype, n, hold) for role, n in roles.items()}
+        for dtype, roles in wants
+    ]
+
+
 def all_reduce_tensors(comm, tensors, groups, op="sum", out=None):
     """Allreduce of every tensor of `tensors` (a list or a dict) within each group: in place, or
     into `out` (the same structure). Returns what was written (`out` or `tensors`)."""
     keys, ins = _items(tensors, "tensors")
     outs = _items(out, "out")[1] if out is not None else None
     g, group, _ = _active(comm, groups)
+    hold = group is not None
 
     def run():
+        per = [(dtype, idx, sum(ins[i].numel() for i in idx)) for dtype, idx in _by_dtype(ins)]
+        roles = ("input", "output") if outs is not None else ("input",)
+        bufs = _grow_all(comm, hold, [(d, dict.fromkeys(roles, n)) for d, _, n in per])
         if outs is not None:
             _check_pairs(ins, outs, "tensors", "out")
             for i, (a, b) in enumerate(zip(ins, outs)):
                 if a.shape != b.shape:
                     raise ValueError(f"out entry {i} has shape {tuple(b.shape)}, not {tuple(a.shape)}")
-        for dtype, idx in _by_dtype(ins):
-            total = sum(ins[i].numel() for i in idx)
-            hold = group is not None
-            flat = comm.flat_buffer("input", dtype, total, hold)
-            dst = comm.flat_buffer("output", dtype, total, hold) if outs is not None else None
+        for (dtype, idx, total), buf in zip(per, bufs):
             if not hold:
                 comm.all_reduce(None, g, op, counts=[total] * g.count, dtype=dtype)
                 continue
+            flat, dst = buf["input"], buf.get("output")
             _pack(flat, [ins[i] for i in idx])
             comm.all_reduce(flat, g, op, out=dst, counts=[total] * g.count)
             _unpack(dst if dst is not None else flat, [(outs or ins)[i] for i in idx])
@@ -124,23 +137,25 @@ def reduce_scatter_tensors(comm, inputs, outputs, groups, op="sum"):
     _, ins = _items(inputs, "inputs")
     _, outs = _items(outputs, "outputs")
     g, group, active = _active(comm, groups)
+    hold = group is not None
 
     def run():
+        per = [(dtype, idx, *_input_blocks(ins, idx, active)) for dtype, idx in _by_dtype(ins)]
+        wants = [(d, {"input": active * n, "output": n}) for d, _, _, n in per]
+        bufs = _grow_all(comm, hold, wants)
         _check_pairs(ins, outs, "inputs", "outputs")
-        for dtype, idx in _by_dtype(ins):
-            blocks, total = _input_blocks(ins, idx, active)
-            hold = group is not None
-            src = comm.flat_buffer("input", dtype, active * total, hold)
-            dst = comm.flat_buffer("output", dtype, total, hold)
-            if not hold:
-                comm.reduce_scatter(None, None, g, op, counts=[total] * g.count, dtype=dtype)
-                continue
+        for _, idx, blocks, _ in per if hold else ():
             for i, b in zip(idx, blocks):
                 if outs[i].numel() != b.shape[1]:
                     raise ValueError(
                         f"outputs entry {i} has {outs[i].numel()} elements; its input's block "
                         f"has {b.shape[1]}"
                     )
+        for (dtype, idx, blocks, total), buf in zip(per, bufs):
+            if not hold:
+                comm.reduce_scatter(None, None, g, op, counts=[total] * g.count, dtype=dtype)
+                continue
+            src, dst = buf["input"], buf["output"]
             _pack_blocks(src.view(active, total), blocks)
             comm.reduce_scatter(src, dst, g, op, counts=[total] * g.count)
             _unpack(dst, [outs[i] for i in idx])
@@ -156,17 +171,16 @@ def all_gather_tensors(comm, inputs, outputs, groups, in_place=False):
     _, ins = _items(inputs, "inputs")
     _, outs = _items(outputs, "outputs")
     g, group, active = _active(comm, groups)
+    hold = group is not None
 
     def run():
+        per = [(dtype, idx, sum(ins[i].numel() for i in idx)) for dtype, idx in _by_dtype(ins)]
+        wants = [(d, {"output": active * n} if in_place else {"output": active * n, "input": n})
+                 for d, _, n in per]
+        bufs = _grow_all(comm, hold, wants)
         _check_pairs(ins, outs, "inputs", "outputs")
-        for dtype, idx in _by_dtype(ins):
-            total = sum(ins[i].numel() for i in idx)
-            hold = group is not None
-            dst = comm.flat_buffer("output", dtype, active * total, hold)
-            src = None if in_place else comm.flat_buffer("input", dtype, total, hold)
-            if not hold:
-                comm.all_gather(None, None, g, counts=[total] * g.count, dtype=dtype)
-                continue
+        out_blocks = []
+        for _, idx, _ in per if hold else ():
             blocks = [_blocks(outs[i], active, "outputs", i) for i in idx]
             for i, b in zip(idx, blocks):
                 if b.shape[1] != ins[i].numel():
@@ -174,9 +188,18 @@ def all_gather_tensors(comm, inputs, outputs, groups, in_place=False):
                         f"outputs entry {i} has {outs[i].numel()} elements; {active} blocks of "
                         f"its input's {ins[i].numel()} are {active * ins[i].numel()}"
                     )
+            out_blocks.append(blocks)
+        if not hold:
+            for dtype, _, total in per:
+                comm.all_gather(None, None, g, counts=[total] * g.count, dtype=dtype)
+            return outputs
+        for (dtype, idx, total), buf, blocks in zip(per, bufs, out_blocks):
+            dst = buf["output"]
             if in_place:
                 at = comm.layout("all-gather", g, [total] * g.count).in_place_input_offset
                 src = dst[at : at + total]
+            else:
+                src = buf["input"]
             _pack(src, [ins[i] for i in idx])
             comm.all_gather(src, dst, g, counts=[total] * g.count)
             _unpack_blocks(dst.view(active, total), blocks)
@@ -192,26 +215,31 @@ def all_to_all_tensors(comm, inputs, outputs, groups):
     _, ins = _items(inputs, "inputs")
     _, outs = _items(outputs, "outputs")
     g, group, active = _active(comm, groups)
+    hold = group is not None
 
     def run():
+        per = [(dtype, idx, *_input_blocks(ins, idx, active)) for dtype, idx in _by_dtype(ins)]
+        wants = [(d, {"input": active * n, "output": active * n}) for d, _, _, n in per]
+        bufs = _grow_all(comm, hold, wants)
         _check_pairs(ins, outs, "inputs", "outputs")
-        for dtype, idx in _by_dtype(ins):
-            blocks, total = _input_blocks(ins, idx, active)
-            hold = group is not None
-            src = comm.flat_buffer("input", dtype, active * total, hold)
-            dst = comm.flat_buffer("output", dtype, active * total, hold)
-            if not hold:
-                comm.all_to_all(None, None, g, counts=[total] * g.count, dtype=dtype)
-                continue
-            out_blocks = [_blocks(outs[i], active, "outputs", i) for i in idx]
-            for i, a, b in zip(idx, blocks, out_blocks):
+        out_blocks = []
+        for _, idx, blocks, _ in per if hold else ():
+            ob = [_blocks(outs[i], active, "outputs", i) for i in idx]
+            for i, a, b in zip(idx, blocks, ob):
                 if a.shape != b.shape:
                     raise ValueError(
                         f"outputs entry {i} has {outs[i].numel()} elements, not {ins[i].numel()}"
                     )
+            out_blocks.append(ob)
+        if not hold:
+            for dtype, _, _, total in per:
+                comm.all_to_all(None, None, g, counts=[total] * g.count, dtype=dtype)
+            return outputs
+        for (dtype, idx, blocks, total), buf, ob in zip(per, bufs, out_blocks):
+            src, dst = buf["input"], buf["output"]
             _pack_blocks(src.view(active, total), blocks)
             comm.all_to_all(src, dst, g, counts=[total] * g.count)
-            _unpack_blocks(dst.view(active, total), out_blocks)
+            _unpack_blocks(dst.view(active, total), ob)
         return outputs
 
     return _run_fused(comm, run)
