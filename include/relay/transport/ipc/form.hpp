@@ -6,8 +6,12 @@
 //             its grid is at most one block per multiprocessor (every block must be resident), so
 //             a stage of more tiles than that runs in rounds.
 //
+//   pull      (allreduce only) one launch whose blocks read the group's inputs in place and sum
+//             them: two round trips whatever the plan (transport/ipc/pull.hpp).
+//
 //   T_stepped  = S * launch + sum over stages of ceil(tiles_s / G_s) * tile
 //   T_one_shot = launch + (S - 1) * signal + sum over stages of ceil(tiles_s / G_1) * tile
+//   T_pull     = launch + 2 * signal + ceil(A * output tiles / G_p) * tile
 //
 // `launch` is the time from one kernel's end to the next one's start on a stream when the host
 // issues them back to back (bounded below by the launch latency), `signal` one device-side round
@@ -100,12 +104,29 @@ inline ipc_form_prices price_ipc_forms(const std::vector<std::uint64_t>& stages,
   return p;
 }
 
+// The pull form (transport/ipc/pull.hpp, an allreduce's one kernel): one launch, two round
+// trips (the inputs ready, the reads done), and `tiles` (pull_stage_tiles: each output tile reads
+// A members' tiles) in rounds of its grid.
+inline double price_pull_form(std::uint64_t tiles, const ipc_form_costs& c, std::uint64_t grid) {
+  const std::uint64_t g = std::max<std::uint64_t>(1, grid);
+  return c.launch + 2 * c.signal + static_cast<double>((tiles + g - 1) / g) * c.tile;
+}
+
 // One rank's device as the ipc transport sizes its grids: its multiprocessors, the fewest blocks
 // any form of the ipc kernels keeps resident at once, and where it sits (its PCI address: ranks
 // that show the same one share the device).
 struct ipc_device {
   std::int64_t sms = 1, resident = 1;
   std::array<char, 32> place{};
+  // The options that choose a call's form (ipc_options: form, one_shot_tiles, costs): ranks that
+  // chose differently would wait on each other's marks until the timeout, so creation refuses
+  // unequal ones.
+  std::int64_t form = 0, one_shot_tiles = 0;
+  double launch = 0, signal = 0, tile = 0;
+  bool same_choice(const ipc_device& o) const {
+    return form == o.form && one_shot_tiles == o.one_shot_tiles && launch == o.launch &&
+           signal == o.signal && tile == o.tile;
+  }
 };
 
 // The grids of both forms. Ranks that share a device divide it: a rank's kernel that spins on a

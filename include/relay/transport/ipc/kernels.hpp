@@ -64,6 +64,7 @@
 #include "relay/schedule/schedule.hpp"
 #include "relay/transport/agreement.hpp"
 #include "relay/transport/ipc/direct.hpp"
+#include "relay/transport/ipc/pull_plan.hpp"
 #include "relay/transport/ipc/report.hpp"
 #include "relay/transport/ipc/signals.hpp"
 
@@ -128,6 +129,12 @@ struct ipc_control {
   entry_record entries[2][max_ranks];      // [s % 2][q]: rank q's record of call s
   ipc::alarm_record alarms[max_ranks];     // [q]: why rank q gave up, before its abort mark
   char texts[max_ranks][ipc::text_bytes];  // [q]: rank q's refusal or abort reason
+  // The pull form (transport/ipc/pull.hpp), written by rank q: where its input of its current
+  // call is (registration slot + 1, 0: staged; offset), before its entry mark; and per block b of
+  // its grid the last call in which that block had its input ready ([0]) and had finished reading
+  // this rank's input ([1]).
+  std::uint64_t input_places[max_ranks][2];
+  std::uint64_t pull_flags[2][ipc::max_pull_blocks][max_ranks];
 };
 
 // A rank's fixed view of the job, passed by value to every launch.
@@ -150,6 +157,11 @@ struct ipc_env {
   // allocation's start, which the entry publishes.
   std::int64_t in_delta = 0, out_delta = 0;
   std::uint64_t out_slot = 0, out_offset = 0;
+  // The pull form's input place, published to every peer by the entry (pull: 1): its
+  // registration slot + 1 (0: staged) and offset; in_place: the caller's input and output
+  // overlap, so the staged input is read by the peers and this rank waits for its own copy.
+  std::uint64_t in_slot = 0, in_offset = 0;
+  std::uint32_t pull = 0, in_place = 0;
   entry_record record;  // this rank's word in the call's agreement (sequence: set by the entry)
   // 1: some rank is on another device, so marks are ordered at system scope; 0: every rank
   // shares this device, and device scope suffices (transport/ipc/signals.hpp).
@@ -269,6 +281,33 @@ __device__ inline bool ipc_host_raised(const ipc_env& env, const ipc_wait& w, st
   return true;
 }
 
+// A wait's look beyond its own word, every scan_ticks (`start`: 0 before the first): whether
+// another peer gave up, this rank's host raised its flag, or the wait timed out; if so this rank
+// gives up (true).
+__device__ inline bool ipc_wait_tick(const ipc_env& env, const ipc_wait& w, std::uint64_t call,
+                                     std::uint64_t& start, std::uint64_t& scan,
+                                     std::uint64_t& host) {
+  const std::uint64_t now = wall_clock();
+  if (start == 0) {
+    start = now;
+    scan = now + env.scan_ticks;
+    host = now + env.host_ticks;
+  }
+  if (now < scan) return false;
+  scan = now + env.scan_ticks;
+  if (ipc_peers_gave_up(env, call)) return true;
+  if (now >= host) {
+    host = now + env.host_ticks;
+    if (ipc_host_raised(env, w, call)) return true;
+  }
+  if (now - start > env.timeout_ticks) {
+    ipc_give_up(env, ipc::report_timed_out,
+                ipc_alarm_of(env, ipc::report_timed_out, w.peer, w, call), env.rank, call, nullptr);
+    return true;
+  }
+  return false;
+}
+
 // Polls until the peer's mark satisfies `w` of `call`, the peer fails, this rank gives up (any
 // block's thread), another peer gives up, this rank's host raises its flag, or the timeout.
 __device__ inline void ipc_wait_for(const ipc_env& env, const ipc_wait& w, std::uint64_t call) {
@@ -287,23 +326,23 @@ __device__ inline void ipc_wait_for(const ipc_env& env, const ipc_wait& w, std::
     if (m == mark_reading::reached) return;
     if (m == mark_reading::failed) return ipc_peer_failed(env, w.peer, call);
     if (ipc_aborted(env) != 0) return;
-    const std::uint64_t now = wall_clock();
-    if (start == 0) {
-      start = now;
-      scan = now + env.scan_ticks;
-      host = now + env.host_ticks;
+    if (ipc_wait_tick(env, w, call, start, scan, host)) return;
+  }
+}
+
+// Polls a flag of the pull form (ipc_control::pull_flags, written by peer w.peer alone, plain
+// stores of call numbers) until it reaches `call`; its failures as ipc_wait_for's, the peer's own
+// abort or dead mark seen by the scan of every peer's word.
+__device__ inline void ipc_wait_flag(const ipc_env& env, const std::uint64_t* flag,
+                                     const ipc_wait& w, std::uint64_t call) {
+  std::uint64_t start = 0, scan = 0, host = 0;
+  for (;;) {
+    if (signal_peek(flag) >= call) {
+      signal_acquire(env.system != 0);
+      return;
     }
-    if (now < scan) continue;
-    scan = now + env.scan_ticks;
-    if (ipc_peers_gave_up(env, call)) return;
-    if (now >= host) {
-      host = now + env.host_ticks;
-      if (ipc_host_raised(env, w, call)) return;
-    }
-    if (now - start > env.timeout_ticks)
-      return ipc_give_up(env, ipc::report_timed_out,
-                         ipc_alarm_of(env, ipc::report_timed_out, w.peer, w, call), env.rank, call,
-                         nullptr);
+    if (ipc_aborted(env) != 0) return;
+    if (ipc_wait_tick(env, w, call, start, scan, host)) return;
   }
 }
 
@@ -326,31 +365,44 @@ struct ipc_entry_shared {
   __device__ entry_record* records() { return reinterpret_cast<entry_record*>(bytes); }
 };
 
-// The entry's agreement (see the top), this block's part: true when the rank gives up (the
-// verdict is not `go`, or a wait failed), the same answer for every thread of the block.
-template <int Block>
-__device__ inline bool ipc_enter(const ipc_env& env, std::uint64_t call, std::uint32_t& give_up,
-                                 ipc_entry_shared& shared) {
+// The entry's first part (see the top), by one thread of the rank: this rank's record (and
+// reason text when it refuses) into every rank's control block, where its output is, and (the
+// pull form) where its input is into every peer's; then its entry mark to every peer (its abort
+// mark once it has given up).
+__device__ inline void ipc_announce(const ipc_env& env, std::uint64_t call) {
   const std::uint32_t me = env.rank, parity = static_cast<std::uint32_t>(call & 1);
   entry_record mine = env.record;
   mine.sequence = call;
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    const std::uint64_t gave_up = ipc_aborted(env);
-    if (gave_up == 0) {
-      for (std::uint32_t q = 0; q < env.ranks; ++q) {
-        ipc_copy(&env.controls[q]->entries[parity][me], &mine);
-        if (mine.code != 0) ipc_copy_text(env.controls[q]->texts[me], env.host->own_text);
+  const std::uint64_t gave_up = ipc_aborted(env);
+  if (gave_up == 0) {
+    for (std::uint32_t q = 0; q < env.ranks; ++q) {
+      ipc_copy(&env.controls[q]->entries[parity][me], &mine);
+      if (mine.code != 0) ipc_copy_text(env.controls[q]->texts[me], env.host->own_text);
+      if (env.pull != 0 && q != me) {
+        volatile std::uint64_t* place = env.controls[q]->input_places[me];
+        place[0] = env.in_slot;
+        place[1] = env.in_offset;
       }
-      *static_cast<volatile std::uint64_t*>(&env.me->out_slot) = env.out_slot;
-      *static_cast<volatile std::uint64_t*>(&env.me->out_offset) = env.out_offset;
     }
-    ipc_raise_all(env, gave_up == 0 ? signal_mark(call, 0) : signal_mark(gave_up, signal_abort));
+    *static_cast<volatile std::uint64_t*>(&env.me->out_slot) = env.out_slot;
+    *static_cast<volatile std::uint64_t*>(&env.me->out_offset) = env.out_offset;
   }
-  // Each peer's record is read by the thread that saw its mark; this rank's own is `mine`.
+  ipc_raise_all(env, gave_up == 0 ? signal_mark(call, 0) : signal_mark(gave_up, signal_abort));
+}
+
+// The entry's second part, this block's: every peer's entry mark and record, then the verdict of
+// judge(); true when the rank gives up (the verdict is not `go`, or a wait failed), the same
+// answer for every thread of the block.
+template <int Block>
+__device__ inline bool ipc_judge_entries(const ipc_env& env, std::uint64_t call,
+                                         std::uint32_t& give_up, ipc_entry_shared& shared) {
+  const std::uint32_t me = env.rank, parity = static_cast<std::uint32_t>(call & 1);
+  // Each peer's record is read by the thread that saw its mark; this rank's own is its env's.
   entry_record* records = shared.records();
   for (std::uint32_t q = threadIdx.x; q < env.ranks; q += Block) {
     if (q == me) {
-      records[q] = mine;
+      records[q] = env.record;
+      records[q].sequence = call;
       continue;
     }
     if (ipc_aborted(env) != 0) continue;
@@ -380,6 +432,14 @@ __device__ inline bool ipc_enter(const ipc_env& env, std::uint64_t call, std::ui
   }
   __syncthreads();
   return give_up != 0;
+}
+
+// The entry's agreement (see the top), this block's part: true when the rank gives up.
+template <int Block>
+__device__ inline bool ipc_enter(const ipc_env& env, std::uint64_t call, std::uint32_t& give_up,
+                                 ipc_entry_shared& shared) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) ipc_announce(env, call);
+  return ipc_judge_entries<Block>(env, call, give_up, shared);
 }
 
 }  // namespace detail

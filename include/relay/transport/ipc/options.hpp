@@ -12,16 +12,18 @@
 
 namespace relay {
 
-// automatic: the model's choice (ipc/form.hpp); one_shot, stepped: always that form (the
-// one-shot form within one_shot_tiles).
-enum class ipc_form : unsigned char { automatic, one_shot, stepped };
+// automatic: the model's choice (ipc/form.hpp); one_shot, stepped, pull: always that form (the
+// one-shot and pull forms within one_shot_tiles; pull where the call is an allreduce, else the
+// one-shot form). Every rank must run with the same form (the transport checks at creation).
+enum class ipc_form : unsigned char { automatic, one_shot, stepped, pull };
 
 struct ipc_options {
   // Bytes of data area per rank: a call needs its input, output and scratch there (a larger
   // call fails on every rank with errc::out_of_memory naming the size). RELAY_IPC_BYTES
   // overrides it.
   std::size_t bytes_per_rank = std::size_t{64} << 20;
-  // Which form runs a call (RELAY_IPC_FORM: auto, one_shot, stepped), and the model's constants
+  // Which form runs a call (RELAY_IPC_FORM: auto, one_shot, stepped, pull), and the model's
+  // constants
   // (RELAY_IPC_LAUNCH_US, RELAY_IPC_SIGNAL_US, RELAY_IPC_TILE_US, in microseconds).
   ipc_form form = ipc_form::automatic;
   ipc_form_costs costs{};
@@ -76,9 +78,11 @@ inline status ipc_options_from_environment(ipc_options& o) {
       o.form = ipc_form::one_shot;
     else if (f == "stepped")
       o.form = ipc_form::stepped;
+    else if (f == "pull")
+      o.form = ipc_form::pull;
     else
       return {errc::invalid_argument,
-              "RELAY_IPC_FORM must be auto, one_shot or stepped, not '" + f + "'"};
+              "RELAY_IPC_FORM must be auto, one_shot, stepped or pull, not '" + f + "'"};
   }
   return {};
 }

@@ -44,7 +44,13 @@ enum report_code : std::uint32_t {
 
 // What a wait names: a peer's entry into the call, or a phase of either kind, or a phase's fp8
 // arrivals.
-enum wait_kind : std::uint32_t { wait_transfer = 0, wait_reduce = 1, wait_arrival = 2 };
+// wait_read: the pull form's last wait, for a peer that reads this rank's input in place.
+enum wait_kind : std::uint32_t {
+  wait_transfer = 0,
+  wait_reduce = 1,
+  wait_arrival = 2,
+  wait_read = 3
+};
 
 // The first failure of a chain, as the rank that found it (`by`) saw it.
 struct alarm_record {
@@ -133,10 +139,12 @@ RELAY_HOST_DEVICE inline void note_verdict(volatile judged& j, const verdict& v,
   }
 }
 
-// What a wait was for: "enter call #3", "finish step 1 (transfer, phase 0) of call #3".
+// What a wait was for: "enter call #3", "finish step 1 (transfer, phase 0) of call #3",
+// "finish reading this rank's input in call #3".
 inline std::string waited_for(const alarm_record& a) {
   const std::string call = "call #" + std::to_string(a.call);
   if (a.phase < 0) return "enter " + call;
+  if (a.kind == wait_read) return "finish reading this rank's input in " + call;
   const char* kind = a.kind == wait_reduce    ? " (reduce"
                      : a.kind == wait_arrival ? " (fp8 arrivals"
                                               : " (transfer";

@@ -56,6 +56,8 @@
 #include "relay/transport/ipc/kernels.hpp"
 #include "relay/transport/ipc/memory.hpp"
 #include "relay/transport/ipc/options.hpp"
+#include "relay/transport/ipc/pull.hpp"
+#include "relay/transport/ipc/pull_plan.hpp"
 #include "relay/transport/ipc/report.hpp"
 #include "relay/transport/transport.hpp"
 
@@ -126,6 +128,7 @@ class ipc_transport final : public transport {
   // caller's buffers (no copy in, no copy out); tests check that registration took effect.
   struct direct_counts {
     std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0;
+    std::uint64_t pull = 0;     // of the one-shot calls, those of the pull form (ipc/pull.hpp)
     std::uint64_t entries = 0;  // calls entered, refused ones too (the device's call counter)
   };
   const direct_counts& counts() const { return counts_; }
@@ -201,6 +204,7 @@ class ipc_transport final : public transport {
     // Where this call's input and output are: the caller's buffers where they may be used there
     // (ipc/direct.hpp), else staged through the area by the entry's and the exit's copies.
     const std::uint64_t in_bytes = p.input_bytes[r], out_bytes = p.output_bytes[r];
+    if (prog->pull) return run_pull(call, *prog, at, env, stream);
     const ipc::direct_choice direct = ipc::choose_direct(
         prog->direct, call.placement, call.send, in_bytes, call.recv, out_bytes,
         out_bytes > 0 ? ipc::find_registration(area_.registered(), call.recv.data, out_bytes) : -1);
@@ -249,7 +253,9 @@ class ipc_transport final : public transport {
     std::uint64_t most_tiles = 0;  // of any phase
     std::uint64_t last_use = 0;
     bool one_shot = false;  // the form (decided once per plan, alike on every rank)
+    bool pull = false;      // of one-shot: the pull form, with pull_args (ipc/pull.hpp)
     bool direct = false;    // the plan lets this rank's input and output stay in user memory
+    gpu::ipc_pull pull_args{};
   };
   static constexpr std::size_t cached_programs = 64;
   static constexpr std::uint64_t tile_units =
@@ -372,6 +378,11 @@ class ipc_transport final : public transport {
     ipc_device mine;
     mine.sms = sms;
     mine.resident = resident;
+    mine.form = static_cast<std::int64_t>(form_);
+    mine.one_shot_tiles = static_cast<std::int64_t>(one_shot_tiles_);
+    mine.launch = costs_.launch;
+    mine.signal = costs_.signal;
+    mine.tile = costs_.tile;
 #if defined(RELAY_GPU_HIP)
     const gpu::rt::error_t placed = hipDeviceGetPCIBusId(mine.place.data(), 31, device_);
 #else
@@ -385,6 +396,15 @@ class ipc_transport final : public transport {
     for (std::size_t q = 0; q < all.size(); ++q)
       if (all[q].size() == sizeof(ipc_device))
         std::memcpy(&devices[q], all[q].data(), sizeof(ipc_device));
+    for (std::size_t q = 0; q < devices.size(); ++q)
+      if (!devices[q].same_choice(mine))
+        return {errc::invalid_argument,
+                "rank " + std::to_string(q) +
+                    " chooses the ipc transport's forms with other "
+                    "options than rank " +
+                    std::to_string(boot.rank()) +
+                    " (RELAY_IPC_FORM, RELAY_IPC_ONE_SHOT_TILES, RELAY_IPC_LAUNCH_US, "
+                    "RELAY_IPC_SIGNAL_US, RELAY_IPC_TILE_US): every rank must set them alike"};
     const ipc_grids grids = ipc_grids_of(devices, boot.rank());
     share_ = grids.share;
     max_grid_ = static_cast<int>(grids.stepped);
@@ -439,6 +459,81 @@ class ipc_transport final : public transport {
     if (e != gpu::rt::success)
       return fail(gpu::failure("launching the ipc one-shot kernel", device_, e));
     return {};
+  }
+
+  // A call of the pull form (ipc/pull.hpp): the output always in the caller's buffer (only this
+  // rank writes it); the input read by the peers where the caller keeps it when that lies in a
+  // registration and is 16-byte aligned (and is not also the output), else staged by the kernel's
+  // own copy; this rank reads its own input where it is.
+  status run_pull(const call_context& call, const program& prog, const area_layout& at,
+                  gpu::ipc_env& env, gpu::rt::stream_t stream) {
+    const plan& p = *call.p;
+    const auto r = static_cast<std::size_t>(call.slice->rank);
+    unsigned char* mine = area_.data(call.slice->rank);
+    const std::uint64_t in_bytes = p.input_bytes[r], out_bytes = p.output_bytes[r];
+    auto delta = [](const void* user, const unsigned char* staged) {
+      return static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(user) -
+                                       reinterpret_cast<std::uintptr_t>(staged));
+    };
+    env.pull = 1;
+    env.in_place = call.placement == placement::in_place ? 1 : 0;
+    if (in_bytes > 0) env.in_delta = delta(call.send.data, mine + at.input);
+    if (out_bytes > 0) env.out_delta = delta(call.recv.data, mine + at.output);
+    const int slot = in_bytes > 0 && env.in_place == 0
+                         ? ipc::find_registration(area_.registered(), call.send.data, in_bytes)
+                         : -1;
+    const bool in_direct =
+        slot >= 0 && reinterpret_cast<std::uintptr_t>(call.send.data) % ipc::direct_alignment == 0;
+    gpu::copy_desc in{};
+    std::uint64_t in_tiles = 0;
+    if (in_direct) {
+      env.in_slot = static_cast<std::uint64_t>(slot) + 1;
+      env.in_offset =
+          reinterpret_cast<std::uintptr_t>(call.send.data) - area_.registered_start(slot);
+    } else if (in_bytes > 0 && prog.pull_args.readers != 0) {
+      in = gpu::make_copy(call.send.data, mine + at.input, in_bytes);
+      in_tiles = gpu::tiles_for(in.units, ipc::pull_block_threads);
+    }
+    ++counts_.calls;
+    ++counts_.one_shot;
+    ++counts_.pull;
+    counts_.inputs += in_direct ? 1 : 0;
+    counts_.outputs += out_bytes > 0 ? 1 : 0;
+    const gpu::rt::error_t e = visit_dtype(p.type, [&](auto x) {
+      using T = decltype(x);
+      return gpu::rt::launch(gpu::ipc_pull_kernel<T>, prog.pull_args.grid, ipc::pull_block_threads,
+                             stream, prog.pull_args, in, in_tiles, env);
+    });
+    if (e != gpu::rt::success)
+      return fail(gpu::failure("launching the ipc pull kernel", device_, e));
+    return {};
+  }
+
+  // The pull program of this rank for `p` (pull_applies): its sum against the staged places.
+  gpu::ipc_pull pull_program(const plan& p, int me) const {
+    const ipc::pull_role role = ipc::pull_role_of(p, me);
+    gpu::ipc_pull a;
+    a.readers = role.readers;
+    if (role.members.empty()) return a;  // grid 1: the agreement alone
+    a.grid = ipc::pull_grid(p, priced_one_shot_grid_);
+    a.members = static_cast<std::uint32_t>(role.members.size());
+    std::array<const void*, max_reduce_inputs> srcs{};
+    for (std::size_t k = 0; k < role.members.size(); ++k) {
+      const int q = role.members[k];
+      a.member[k] = static_cast<std::uint16_t>(q);
+      if (q == me) a.mine = static_cast<std::uint32_t>(k);
+      srcs[k] = area_.data(q) + layout_of(p, static_cast<std::size_t>(q)).input;
+    }
+    unsigned char* dst = area_.data(me) + layout_of(p, static_cast<std::size_t>(me)).output;
+    a.fast = gpu::make_reduce(dst, srcs.data(), static_cast<int>(a.members), role.count,
+                              p.element_size(), p.divisor);
+    a.scalar = a.fast;
+    a.scalar.vector = 0;
+    a.scalar.head = 0;
+    a.scalar.units = role.count;
+    a.fast_tiles = gpu::assign_tiles(&a.fast, 1, ipc::pull_block_threads);
+    a.scalar_tiles = gpu::assign_tiles(&a.scalar, 1, ipc::pull_block_threads);
+    return a;
   }
 
   // What depends only on the plan, checked when a plan is first seen (so every rank refuses
@@ -557,11 +652,26 @@ class ipc_transport final : public transport {
     // The form, priced alike on every rank (ipc/form.hpp).
     const std::vector<std::uint64_t> priced = plan_stages(p, tile_units * 16);
     const std::uint64_t largest = *std::max_element(priced.begin(), priced.end());
-    out.one_shot = !fp8 && one_shot_tiles_ > 0 && largest <= one_shot_tiles_ &&
-                   (form_ == ipc_form::one_shot ||
-                    (form_ == ipc_form::automatic &&
-                     price_ipc_forms(priced, costs_, priced_one_shot_grid_, priced_stepped_grid_)
-                         .one_shot_wins()));
+    const bool one_shot_fits = !fp8 && one_shot_tiles_ > 0 && largest <= one_shot_tiles_;
+    const std::uint64_t pull_tiles = ipc::pull_stage_tiles(p, tile_units * 16);
+    const bool pull_fits = one_shot_fits && ipc::pull_applies(p) && pull_tiles <= one_shot_tiles_;
+    const ipc_form_prices prices =
+        price_ipc_forms(priced, costs_, priced_one_shot_grid_, priced_stepped_grid_);
+    const double pull_price =
+        price_pull_form(pull_tiles, costs_, ipc::pull_grid(p, priced_one_shot_grid_));
+    switch (form_) {
+      case ipc_form::automatic:
+        out.pull = pull_fits && pull_price < std::min(prices.stepped, prices.one_shot);
+        out.one_shot = out.pull || (one_shot_fits && prices.one_shot_wins());
+        break;
+      case ipc_form::pull:
+        out.pull = pull_fits;
+        out.one_shot = one_shot_fits;
+        break;
+      case ipc_form::one_shot: out.one_shot = one_shot_fits; break;
+      case ipc_form::stepped: break;
+    }
+    if (out.pull) out.pull_args = pull_program(p, me);
     std::vector<host_stage> stages;
     host_stage entry;
     entry.s.enter = 1;  // the agreement: it waits for every peer's entry, so no stage waits for one

@@ -13,8 +13,8 @@
 #      anyway), its steps named *_mps: the failure scenarios again, the property suites, the graph
 #      tests, registration, the host issue time, and the benchmarks: the floor program
 #      (bench/tools/floor) and relay-bench -x ipc --baseline floor side by side, 2 and 8
-#      processes, eager and replayed, staged and registered, both forms forced, every size from
-#      4 KB to 1 GiB;
+#      processes, eager and replayed, staged and registered, each form forced (pull, one-shot,
+#      stepped), every size from 4 KB to 1 GiB;
 #   3. without MPS again: compute-sanitizer memcheck and racecheck on reduced property runs, and
 #      the long eager run of issue 22's defect 7 (soak: 2 processes, 64 MB, RELAY_TIMEOUT=10).
 # MPS is always stopped at the end. Built binaries in $BIN (relay_ipc_tests, relay-run,
@@ -115,6 +115,9 @@ failures _mps
 step property_mps 150 "$RUN" -n 8 --timeout 140 -- "$T" property "$CALLS"
 RELAY_IPC_FORM=stepped step property_stepped_mps 150 "$RUN" -n 8 --timeout 140 -- "$T" property \
   "$CALLS" 11
+# The plan's one-shot kernel (the automatic choice gives small allreduces to the pull form).
+RELAY_IPC_FORM=one_shot step property_one_shot_mps 150 "$RUN" -n 8 --timeout 140 -- "$T" \
+  property "$CALLS" 12
 TAILN=6 step property_registered_mps 150 "$RUN" -n 8 --timeout 140 -- "$T" property_registered \
   "$CALLS"
 step graph_mps 200 "$RUN" -n 8 --timeout 190 -- "$T" graph "$K" "$REPLAYS"
@@ -152,11 +155,18 @@ TAILN=14 step sizes8_mps 200 "$RUN" -n 8 --timeout 190 -- "$BENCH" -x ipc -N 8 -
 # Both forms forced, side by side with the floor (the model's constants are fitted from these).
 forms=(-N 2 -m single -r direct -C allreduce -A 2 -d bfloat16 -b 4K -e 32M -f 2 -n 50 -w 5
   --baseline floor -t switched:363.3:13.59:0.00)
-for f in one_shot stepped; do
+for f in pull one_shot stepped; do
   RELAY_IPC_FORM=$f TAILN=14 step "forms2_${f}_mps" 90 "$RUN" -n 2 --timeout 85 -- "$BENCH" -x ipc \
     "${forms[@]}"
   RELAY_IPC_FORM=$f TAILN=14 step "forms2_${f}_graph_mps" 90 "$RUN" -n 2 --timeout 85 -- "$BENCH" \
     -x ipc --graph 20 "${forms[@]}"
+done
+# The pull form against the stepped one with 8 processes, A=4 fused (each pull reads 3 inputs).
+forms8=(-N 8 -m fused -C allreduce -A 4 -d bfloat16 -b 4K -e 16M -f 4 -n 30 -w 3 --graph 20
+  --baseline floor -t switched:363.3:13.59:0.00)
+for f in pull stepped; do
+  RELAY_IPC_FORM=$f TAILN=14 step "forms8_a4_${f}_graph_mps" 120 "$RUN" -n 8 --timeout 115 -- \
+    "$BENCH" -x ipc "${forms8[@]}"
 done
 mps off
 

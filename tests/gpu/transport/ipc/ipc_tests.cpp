@@ -143,13 +143,13 @@ int property(communicator& comm, int argc, char** argv, bool fp8) {
 
 // The calls that ran on user memory (ipc_transport::direct_counts), summed over the ranks.
 struct direct_sums {
-  std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0;
+  std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0, pull = 0;
 };
 
 // Gathers every rank's counts into `sums` (every rank gets them); rank 0 prints them after `what`.
 int direct_totals(communicator& comm, const std::string& what, direct_sums& sums) {
   const ipc_transport::direct_counts& c = link_of(comm).counts();
-  const std::uint64_t mine[4] = {c.calls, c.inputs, c.outputs, c.one_shot};
+  const std::uint64_t mine[5] = {c.calls, c.inputs, c.outputs, c.one_shot, c.pull};
   std::vector<std::vector<std::byte>> all;
   if (status s =
           comm.boot().all_gather(std::as_bytes(std::span(mine)), all, std::chrono::seconds(60));
@@ -157,17 +157,18 @@ int direct_totals(communicator& comm, const std::string& what, direct_sums& sums
     return failed(s.to_string());
   sums = {};
   for (const auto& a : all) {
-    std::uint64_t v[4] = {};
+    std::uint64_t v[5] = {};
     if (a.size() == sizeof v) std::memcpy(v, a.data(), sizeof v);
     sums.calls += v[0], sums.inputs += v[1], sums.outputs += v[2], sums.one_shot += v[3];
+    sums.pull += v[4];
   }
   if (comm.rank() == 0)
     std::printf(
         "%s: %llu rank-calls, %llu read their input in place, %llu wrote their output in user "
-        "memory, %llu one-shot\n",
+        "memory, %llu one-shot (%llu of them pulled)\n",
         what.c_str(), static_cast<unsigned long long>(sums.calls),
         static_cast<unsigned long long>(sums.inputs), static_cast<unsigned long long>(sums.outputs),
-        static_cast<unsigned long long>(sums.one_shot));
+        static_cast<unsigned long long>(sums.one_shot), static_cast<unsigned long long>(sums.pull));
   return 0;
 }
 
@@ -770,17 +771,25 @@ int registration(communicator& comm) {
   std::vector<std::int32_t> in(count);
   for (std::int64_t i = 0; i < count; ++i)
     in[static_cast<std::size_t>(i)] = (me + 1) * 100000 + static_cast<std::int32_t>(i);
-  auto check = [&](const char* when, std::byte* out, bool direct_output) -> int {
-    IPC_CHECK(gpu::rt::upload(pool, in.data(), bytes));
+  // The plan's forms read an input in place wherever it is and write an output in user memory
+  // where it is registered; the pull form (an allreduce this small) writes every output in place
+  // and lets its peers read an input in place where it is registered.
+  auto check = [&](const char* when, std::byte* input, std::byte* out, bool registered_in,
+                   bool registered_out) -> int {
+    IPC_CHECK(gpu::rt::upload(input, in.data(), bytes));
     IPC_CHECK(gpu::rt::memset(out, 0xFF, bytes));  // poisoned
     IPC_CHECK(gpu::rt::device_synchronize());
     const ipc_transport::direct_counts before = link_of(comm).counts();
     const status s = finish(comm, d,
-                            relay::allreduce(comm, pairs, {pool, bytes}, {out, bytes}, counts,
+                            relay::allreduce(comm, pairs, {input, bytes}, {out, bytes}, counts,
                                              dtype::int32, reduce_op::sum, {}, d.stream));
     if (!s) return failed(std::string(when) + ": " + s.to_string());
     const ipc_transport::direct_counts after = link_of(comm).counts();
-    if ((after.outputs - before.outputs == 1) != direct_output || after.inputs == before.inputs)
+    const bool pulled = after.pull > before.pull;
+    const bool direct_output = pulled || registered_out;
+    const bool direct_input = !pulled || registered_in;
+    if ((after.outputs - before.outputs == 1) != direct_output ||
+        (after.inputs - before.inputs == 1) != direct_input)
       return failed(std::string(when) + ": the output was " +
                     (after.outputs > before.outputs ? "" : "not ") +
                     "written in user memory, the input " +
@@ -798,11 +807,18 @@ int registration(communicator& comm) {
     }
     return 0;
   };
-  if (int r = check("registered output", second, true); r != 0) return r;
-  if (int r = check("output outside the registrations", plain + 262144, false); r != 0) return r;
+  auto* pool_bytes_at = static_cast<std::byte*>(pool);
+  if (int r = check("registered output", pool_bytes_at, second, false, true); r != 0) return r;
+  if (int r =
+          check("output outside the registrations", pool_bytes_at, plain + 262144, false, false);
+      r != 0)
+    return r;
+  if (int r = check("registered input", first, plain + 262144, true, false); r != 0) return r;
   if (status s = comm.deregister_buffer(second); !s) return failed(s.to_string());
   if (status s = comm.deregister_buffer(first); !s) return failed(s.to_string());
-  if (int r = check("after deregistration", second, false); r != 0) return r;
+  if (int r = check("after deregistration", pool_bytes_at, second, false, false); r != 0) return r;
+  if (int r = check("input after deregistration", first, plain + 262144, false, false); r != 0)
+    return r;
   const status again = comm.deregister_buffer(first);
   if (again.code() != errc::invalid_argument)
     return failed("deregistering twice: expected invalid_argument, got " + again.to_string());
@@ -850,6 +866,7 @@ int hostpath(communicator& comm, int argc, char** argv) {
       };
       if (status s = finish(comm, d, issue()); !s) return failed(s.to_string());
       const std::uint64_t one_shot = link_of(comm).counts().one_shot;
+      const std::uint64_t pulled_before = link_of(comm).counts().pull;
       const std::size_t allocated_before = testing::allocations();
       double total = 0;
       for (int first = 0; first < calls; first += batch) {
@@ -869,12 +886,16 @@ int hostpath(communicator& comm, int argc, char** argv) {
       const double mean = total / calls;
       const std::size_t made = testing::allocations() - allocated_before;
       const bool one = link_of(comm).counts().one_shot > one_shot;
+      const bool pulled = link_of(comm).counts().pull > pulled_before;
       if (status s = finish(comm, d, {}); !s) return failed(s.to_string());
       std::sort(each.begin(), each.end());
       std::printf(
           "rank %d: allreduce A=2 bf16 %zu KB, %s, %s form: host issue %.2f us a call "
           "(mean of %d, back to back in batches of %d), median %.2f us, %zu allocations\n",
-          me, bytes / 1024, registered ? "registered" : "staged", one ? "one-shot" : "stepped",
+          me, bytes / 1024, registered ? "registered" : "staged",
+          pulled ? "pull"
+          : one  ? "one-shot"
+                 : "stepped",
           mean, calls, batch, each[each.size() / 2], made);
       allocated = allocated || made > 0;
     }

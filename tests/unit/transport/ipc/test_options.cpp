@@ -47,6 +47,10 @@ TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
   CHECK(o.costs.launch == Approx(2.5e-6));
   CHECK(o.costs.signal == Approx(0.75e-6));
   CHECK(o.costs.tile == Approx(1e-6));
+  const scoped_env pull{{"RELAY_IPC_FORM", "pull"}};
+  ipc_options forced;
+  REQUIRE(ipc_options_from_environment(forced));
+  CHECK(forced.form == ipc_form::pull);
 }
 
 TEST_CASE("ipc options: a malformed variable is named", "[transport][ipc]") {
@@ -57,7 +61,7 @@ TEST_CASE("ipc options: a malformed variable is named", "[transport][ipc]") {
   };
   status s = refused("RELAY_IPC_FORM", "fast");
   CHECK(s.code() == errc::invalid_argument);
-  CHECK(s.message() == "RELAY_IPC_FORM must be auto, one_shot or stepped, not 'fast'");
+  CHECK(s.message() == "RELAY_IPC_FORM must be auto, one_shot, stepped or pull, not 'fast'");
   s = refused("RELAY_IPC_ONE_SHOT_TILES", "5000");
   CHECK(s.message().find("RELAY_IPC_ONE_SHOT_TILES must be a number from 0") == 0);
   s = refused("RELAY_IPC_ONE_SHOT_TILES", "2.5");

@@ -145,6 +145,11 @@ TEST_CASE("a failure names the rank that failed first, on every rank", "[transpo
   r.first.kind = wait_arrival;
   CHECK(report_status(r, c).message() ==
         "rank 3 did not finish step 1 (fp8 arrivals, phase 3) of call #2 within 2000 ms");
+  // The pull form's last wait: a peer reading this rank's input in place.
+  r.first.phase = 0;
+  r.first.kind = wait_read;
+  CHECK(report_status(r, c).message() ==
+        "rank 3 did not finish reading this rank's input in call #2 within 2000 ms");
   // Passed on: rank 6 saw rank 1's abort mark; rank 1 had timed out on rank 3.
   report passed;
   passed.code = report_peer_gave_up;
