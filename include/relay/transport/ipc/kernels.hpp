@@ -281,6 +281,10 @@ __device__ inline bool ipc_host_raised(const ipc_env& env, const ipc_wait& w, st
   return true;
 }
 
+// Polls of a word between looks at this rank's sticky word and the clock: a poll is one load,
+// so the wait notices its mark a load after it lands rather than a clock read and two loads.
+inline constexpr std::uint32_t ipc_spins_per_look = 16;
+
 // A wait's look beyond its own word, every scan_ticks (`start`: 0 before the first): whether
 // another peer gave up, this rank's host raised its flag, or the wait timed out; if so this rank
 // gives up (true).
@@ -308,12 +312,13 @@ __device__ inline bool ipc_wait_tick(const ipc_env& env, const ipc_wait& w, std:
   return false;
 }
 
-// Polls until the peer's mark satisfies `w` of `call`, the peer fails, this rank gives up (any
-// block's thread), another peer gives up, this rank's host raises its flag, or the timeout.
-__device__ inline void ipc_wait_for(const ipc_env& env, const ipc_wait& w, std::uint64_t call) {
+// Polls until the peer's mark satisfies `w` of `call` (true), the peer fails, this rank gives up
+// (any block's thread), another peer gives up, this rank's host raises its flag, or the timeout.
+__device__ inline bool ipc_wait_for(const ipc_env& env, const ipc_wait& w, std::uint64_t call) {
   const std::uint64_t* word = &env.me->signal[w.peer];
   const volatile std::uint64_t* sequence = &env.me->entries[call & 1][w.peer].sequence;
   std::uint64_t start = 0, scan = 0, host = 0;
+  std::uint32_t spins = 0;
   for (;;) {
     const std::uint64_t v = signal_peek(word);
     bool entered = false;
@@ -323,26 +328,30 @@ __device__ inline void ipc_wait_for(const ipc_env& env, const ipc_wait& w, std::
     }
     const mark_reading m = read_mark(v, call, w.done, entered);
     if (m != mark_reading::waiting) signal_acquire(env.system != 0);
-    if (m == mark_reading::reached) return;
-    if (m == mark_reading::failed) return ipc_peer_failed(env, w.peer, call);
-    if (ipc_aborted(env) != 0) return;
-    if (ipc_wait_tick(env, w, call, start, scan, host)) return;
+    if (m == mark_reading::reached) return true;
+    if (m == mark_reading::failed) {
+      ipc_peer_failed(env, w.peer, call);
+      return false;
+    }
+    if (++spins % ipc_spins_per_look != 0) continue;
+    if (ipc_aborted(env) != 0 || ipc_wait_tick(env, w, call, start, scan, host)) return false;
   }
 }
 
 // Polls a flag of the pull form (ipc_control::pull_flags, written by peer w.peer alone, plain
 // stores of call numbers) until it reaches `call`; its failures as ipc_wait_for's, the peer's own
-// abort or dead mark seen by the scan of every peer's word.
-__device__ inline void ipc_wait_flag(const ipc_env& env, const std::uint64_t* flag,
+// abort or dead mark seen by the scan of every peer's word. True when the flag was reached.
+__device__ inline bool ipc_wait_flag(const ipc_env& env, const std::uint64_t* flag,
                                      const ipc_wait& w, std::uint64_t call) {
   std::uint64_t start = 0, scan = 0, host = 0;
+  std::uint32_t spins = 0;
   for (;;) {
     if (signal_peek(flag) >= call) {
       signal_acquire(env.system != 0);
-      return;
+      return true;
     }
-    if (ipc_aborted(env) != 0) return;
-    if (ipc_wait_tick(env, w, call, start, scan, host)) return;
+    if (++spins % ipc_spins_per_look != 0) continue;
+    if (ipc_aborted(env) != 0 || ipc_wait_tick(env, w, call, start, scan, host)) return false;
   }
 }
 
@@ -369,11 +378,11 @@ struct ipc_entry_shared {
 // reason text when it refuses) into every rank's control block, where its output is, and (the
 // pull form) where its input is into every peer's; then its entry mark to every peer (its abort
 // mark once it has given up).
-__device__ inline void ipc_announce(const ipc_env& env, std::uint64_t call) {
+// `gave_up`: this rank's sticky word as the caller read it (0: it has not given up).
+__device__ inline void ipc_announce(const ipc_env& env, std::uint64_t call, std::uint64_t gave_up) {
   const std::uint32_t me = env.rank, parity = static_cast<std::uint32_t>(call & 1);
   entry_record mine = env.record;
   mine.sequence = call;
-  const std::uint64_t gave_up = ipc_aborted(env);
   if (gave_up == 0) {
     for (std::uint32_t q = 0; q < env.ranks; ++q) {
       ipc_copy(&env.controls[q]->entries[parity][me], &mine);
@@ -384,8 +393,10 @@ __device__ inline void ipc_announce(const ipc_env& env, std::uint64_t call) {
         place[1] = env.in_offset;
       }
     }
-    *static_cast<volatile std::uint64_t*>(&env.me->out_slot) = env.out_slot;
-    *static_cast<volatile std::uint64_t*>(&env.me->out_offset) = env.out_offset;
+    if (env.pull == 0) {  // a pull writes no peer's output
+      *static_cast<volatile std::uint64_t*>(&env.me->out_slot) = env.out_slot;
+      *static_cast<volatile std::uint64_t*>(&env.me->out_offset) = env.out_offset;
+    }
   }
   ipc_raise_all(env, gave_up == 0 ? signal_mark(call, 0) : signal_mark(gave_up, signal_abort));
 }
@@ -393,27 +404,42 @@ __device__ inline void ipc_announce(const ipc_env& env, std::uint64_t call) {
 // The entry's second part, this block's: every peer's entry mark and record, then the verdict of
 // judge(); true when the rank gives up (the verdict is not `go`, or a wait failed), the same
 // answer for every thread of the block.
-template <int Block>
+// `on_entry(q)`: run by the thread that read peer q's record, once it has (the pull form reads
+// q's input place there). `before`: whether the rank had given up when the kernel began (the pull
+// form reads it once); -1: unknown, read here.
+struct ipc_no_entry_work {
+  __device__ void operator()(std::uint32_t) const {}
+};
+template <int Block, class OnEntry = ipc_no_entry_work>
 __device__ inline bool ipc_judge_entries(const ipc_env& env, std::uint64_t call,
-                                         std::uint32_t& give_up, ipc_entry_shared& shared) {
+                                         std::uint32_t& give_up, ipc_entry_shared& shared,
+                                         OnEntry on_entry = {}, int before = -1) {
   const std::uint32_t me = env.rank, parity = static_cast<std::uint32_t>(call & 1);
   // Each peer's record is read by the thread that saw its mark; this rank's own is its env's.
   entry_record* records = shared.records();
+  __shared__ std::uint32_t missing;  // some wait failed
+  if (threadIdx.x == 0) missing = 0;
+  __syncthreads();
   for (std::uint32_t q = threadIdx.x; q < env.ranks; q += Block) {
     if (q == me) {
       records[q] = env.record;
       records[q].sequence = call;
       continue;
     }
-    if (ipc_aborted(env) != 0) continue;
+    if (before > 0) continue;
     ipc_wait w;
     w.peer = q;
-    ipc_wait_for(env, w, call);
+    if (!ipc_wait_for(env, w, call)) {
+      missing = 1;
+      continue;
+    }
     ipc_copy(&records[q], &env.me->entries[parity][q]);
+    on_entry(q);
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    if (ipc_aborted(env) == 0) {
+    const bool stopped = before > 0 || missing != 0 || (before < 0 && ipc_aborted(env) != 0);
+    if (!stopped) {
       const verdict v = judge(records, static_cast<int>(env.ranks), static_cast<int>(me));
       if (v.kind != verdict_kind::go &&
           atomicCAS(reinterpret_cast<unsigned long long*>(&env.me->aborted), 0ull,
@@ -427,8 +453,10 @@ __device__ inline bool ipc_judge_entries(const ipc_env& env, std::uint64_t call,
         __threadfence_system();
         r->code = ipc::report_verdict;
       }
+      give_up = v.kind != verdict_kind::go ? 1u : 0u;
+    } else {
+      give_up = 1;
     }
-    give_up = ipc_aborted(env) != 0 ? 1u : 0u;
   }
   __syncthreads();
   return give_up != 0;
@@ -438,7 +466,7 @@ __device__ inline bool ipc_judge_entries(const ipc_env& env, std::uint64_t call,
 template <int Block>
 __device__ inline bool ipc_enter(const ipc_env& env, std::uint64_t call, std::uint32_t& give_up,
                                  ipc_entry_shared& shared) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) ipc_announce(env, call);
+  if (blockIdx.x == 0 && threadIdx.x == 0) ipc_announce(env, call, ipc_aborted(env));
   return ipc_judge_entries<Block>(env, call, give_up, shared);
 }
 

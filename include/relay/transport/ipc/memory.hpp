@@ -352,6 +352,10 @@ class area : no_copy {
 
   int ranks() const { return ranks_; }
   std::size_t data_bytes() const { return data_bytes_; }
+  // Rank q's control block as this process addresses it.
+  gpu::ipc_control* control_of(int q) const {
+    return reinterpret_cast<gpu::ipc_control*>(peers_[static_cast<std::size_t>(q)]);
+  }
   // Rank q's data area as this process addresses it.
   unsigned char* data(int q) const { return peers_[static_cast<std::size_t>(q)] + control_bytes; }
 
@@ -368,6 +372,13 @@ class area : no_copy {
     e.scan_ticks = std::max<std::uint64_t>(1, ticks_per_ms / 50);  // 20 us
     e.host_ticks = std::max<std::uint64_t>(1, ticks_per_ms);       // 1 ms
     return e;
+  }
+  // The pull form's device trace (ipc::host_block::trace) as the device last wrote it.
+  void trace(std::uint64_t (&out)[ipc::trace_calls][ipc::trace_points]) const {
+    for (int c = 0; c < ipc::trace_calls; ++c)
+      for (int i = 0; i < ipc::trace_points; ++i)
+        out[c][i] =
+            host_ == nullptr ? 0 : *static_cast<const volatile std::uint64_t*>(&host_->trace[c][i]);
   }
   // The report as the device last wrote it (code first; see ipc::report).
   ipc::report report() const { return host_ == nullptr ? ipc::report{} : settled(host_->rep); }

@@ -35,11 +35,12 @@ namespace relay::gpu {
 
 // A rank's pull program, passed by value with every launch (built once per plan).
 struct ipc_pull {
-  // The sum against the staged places (members' staged inputs here, this rank's staged output):
-  // `fast` vectorized, valid when every operand's delta is a multiple of 16; `scalar` element by
-  // element, for any delta.
-  reduce_desc fast, scalar;
-  std::uint64_t fast_tiles = 0, scalar_tiles = 0;
+  // The sum against the staged places: the members' staged inputs here, this rank's staged
+  // output; each moved per call by its delta (a member's published place, this rank's buffers).
+  const void* src[max_reduce_inputs] = {};
+  void* dst = nullptr;
+  std::uint64_t count = 0;    // elements
+  std::int32_t divisor = 1;   // AVG: A
   std::uint32_t members = 0;  // 0: this rank reads nothing (a helper, a group of count 0)
   std::uint32_t mine = 0;     // this rank's index among them
   std::uint32_t grid = 1;     // every active rank's grid
@@ -47,9 +48,41 @@ struct ipc_pull {
   std::uint64_t readers = 0;  // bit q: rank q reads this rank's input
 };
 
+// Every rank's control block as this process addresses it, passed by value: the kernel keeps
+// them in shared memory, so that a store to a peer waits for no load of a pointer table.
+struct ipc_peers {
+  ipc_control* controls[max_ranks] = {};
+};
+
 namespace detail {
 
-// Step 5's and 1's flag: this block's word in every rank of `mask`, after every store and load of
+// Block 0's wall clock at trace point `point` (into `stamps`, shared), where the transport is built
+// with RELAY_IPC_TRACE=1: issue 25's per-phase device times. They reach the host block
+// (ipc::host_block::trace) at the kernel's end, so that no store to host memory is pending while
+// the call runs (a fence would wait for it).
+__device__ inline void ipc_pull_trace(std::uint64_t* stamps, int point) {
+#if defined(RELAY_IPC_TRACE) && RELAY_IPC_TRACE
+  if (blockIdx.x == 0 && threadIdx.x == 0) stamps[point] = wall_clock();
+#else
+  (void)stamps;
+  (void)point;
+#endif
+}
+__device__ inline void ipc_pull_trace_flush(const ipc_env& env, std::uint64_t call,
+                                            const std::uint64_t* stamps) {
+#if defined(RELAY_IPC_TRACE) && RELAY_IPC_TRACE
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    for (int i = 0; i < ipc::trace_points; ++i)
+      *static_cast<volatile std::uint64_t*>(&env.host->trace[call % ipc::trace_calls][i]) =
+          stamps[i];
+#else
+  (void)env;
+  (void)call;
+  (void)stamps;
+#endif
+}
+
+// Step 1's and 5's flag: this block's word in every rank of `mask`, after every store and load of
 // the block (the barrier, then one fence).
 __device__ inline void ipc_pull_tell(const ipc_env& env, std::uint64_t mask, int which,
                                      std::uint64_t call) {
@@ -61,98 +94,178 @@ __device__ inline void ipc_pull_tell(const ipc_env& env, std::uint64_t mask, int
   }
 }
 
+// Step 4: this block's part of the sum, members in order, with the arithmetic of
+// core/reduction.hpp (one rounding). `delta`: per member, then the output's. Vectors of 16 bytes
+// where every delta is a multiple of 16 (the staged places are 256-byte aligned), else element
+// by element.
+template <class T, int Block>
+__device__ inline void ipc_pull_sum(const ipc_pull& pl, const std::int64_t* delta, bool vector) {
+  using R = reduction_traits<T>;
+  using A = typename R::accumulator;
+  auto source = [&](std::uint32_t k) {
+    return reinterpret_cast<const T*>(static_cast<const unsigned char*>(pl.src[k]) + delta[k]);
+  };
+  T* out = reinterpret_cast<T*>(static_cast<unsigned char*>(pl.dst) + delta[pl.members]);
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * Block;
+  const std::uint64_t first = static_cast<std::uint64_t>(blockIdx.x) * Block + threadIdx.x;
+  std::uint64_t tail = 0;  // elements before it went as vectors
+  if (vector) {
+    constexpr int E = 16 / sizeof(T);
+    const std::uint64_t vectors = pl.count / E;
+    for (std::uint64_t v = first; v < vectors; v += stride) {
+      A acc[E];
+      {
+        const detail::vec16 x = reinterpret_cast<const detail::vec16*>(source(0))[v];
+        const T* t = reinterpret_cast<const T*>(&x);
+#pragma unroll
+        for (int i = 0; i < E; ++i)
+          acc[i] = R::load(t[i]);
+      }
+      for (std::uint32_t k = 1; k < pl.members; ++k) {
+        const detail::vec16 x = reinterpret_cast<const detail::vec16*>(source(k))[v];
+        const T* t = reinterpret_cast<const T*>(&x);
+#pragma unroll
+        for (int i = 0; i < E; ++i)
+          acc[i] = R::add(acc[i], t[i]);
+      }
+      detail::vec16 y;
+      T* t = reinterpret_cast<T*>(&y);
+#pragma unroll
+      for (int i = 0; i < E; ++i)
+        t[i] = R::store(acc[i], pl.divisor);
+      reinterpret_cast<detail::vec16*>(out)[v] = y;
+    }
+    tail = vectors * E;
+  }
+  for (std::uint64_t i = tail + first; i < pl.count; i += stride) {
+    A acc = R::load(source(0)[i]);
+    for (std::uint32_t k = 1; k < pl.members; ++k)
+      acc = R::add(acc, source(k)[i]);
+    out[i] = R::store(acc, pl.divisor);
+  }
+}
+
 }  // namespace detail
 
 template <class T>
 __global__ void __launch_bounds__(ipc::pull_block_threads)
-    ipc_pull_kernel(ipc_pull pl, copy_desc in, std::uint64_t in_tiles, ipc_env env) {
+    ipc_pull_kernel(ipc_pull pl, ipc_peers peers, copy_desc in, std::uint64_t in_tiles,
+                    ipc_env env) {
   constexpr int Block = ipc::pull_block_threads;
   __shared__ std::uint32_t give_up;
   __shared__ std::int64_t delta[max_reduce_inputs + 1];  // per member, then the output's
-  __shared__ std::uint32_t fast;
+  __shared__ std::uint64_t places[max_ranks][2];         // each peer's input place
+  __shared__ std::uint64_t registered[max_reduce_inputs][ipc::max_registrations];  // members'
+  __shared__ std::int32_t index_of[max_ranks];  // a rank's index among the members, or -1
+  __shared__ ipc_control* controls[max_ranks];
+  __shared__ std::uint64_t* outbox[max_ranks];
   __shared__ detail::ipc_entry_shared entry;
+  __shared__ std::uint64_t gave_up_in;  // this rank's sticky word when the kernel began
+  __shared__ std::uint32_t missing;     // a wait of this block for a ready flag failed
+  __shared__ std::uint64_t stamps[ipc::trace_points];
+  for (std::uint32_t q = threadIdx.x; q < env.ranks; q += Block) {
+    controls[q] = peers.controls[q];
+    outbox[q] = q == env.rank ? nullptr : &peers.controls[q]->signal[env.rank];
+    index_of[q] = -1;
+  }
+  // The members' registrations here, read now (off the path: a peer's input in place needs them).
+  for (std::uint32_t i = threadIdx.x; i < pl.members * ipc::max_registrations; i += Block) {
+    const std::uint32_t k = i / ipc::max_registrations, slot = i % ipc::max_registrations;
+    if (k != pl.mine)
+      registered[k][slot] = env.registrations[pl.member[k] * ipc::max_registrations + slot];
+  }
+  if (threadIdx.x == 0) {
+    detail::ipc_pull_trace(stamps, 0);
+    gave_up_in = detail::ipc_aborted(env);
+    give_up = gave_up_in != 0 ? 1u : 0u;
+    missing = 0;
+    if (gridDim.x > 1) atomicAdd(&env.me->arrived, 1u);
+  }
   const std::uint64_t call = *static_cast<volatile std::uint64_t*>(&env.me->call) + 1;
-  if (threadIdx.x == 0 && gridDim.x > 1) atomicAdd(&env.me->arrived, 1u);
-  // 1. Enter, and make this block's part of the input ready for its readers.
-  if (blockIdx.x == 0 && threadIdx.x == 0) detail::ipc_announce(env, call);
-  if (threadIdx.x == 0) give_up = detail::ipc_aborted(env) != 0 ? 1u : 0u;
   __syncthreads();
-  if (give_up == 0) {  // the same answer for every thread of the block (its barriers)
+  if (threadIdx.x < pl.members) index_of[pl.member[threadIdx.x]] = static_cast<int>(threadIdx.x);
+  env.controls = controls;
+  env.outbox = outbox;
+  const std::uint64_t self = env.in_place != 0 ? std::uint64_t{1} << env.rank : 0;
+  // 1. This block's part of the input staged (where it is), then ready for its readers: block
+  // 0's part by its entry mark (its announcement comes after the copy; the block barrier and the
+  // announcement's fence order it), every other block's by its flag. In place, this rank waits for
+  // its own copy too (every block's flag, block 0's included).
+  if (give_up == 0)  // the same answer for every thread of the block (its barriers)
     for (std::uint64_t t = blockIdx.x; t < in_tiles; t += gridDim.x)
       copy_desc_tile<Block, 1, false>(in, t);
-    const std::uint64_t self = env.in_place != 0 ? std::uint64_t{1} << env.rank : 0;
+  if (blockIdx.x == 0) {
+    __syncthreads();
+    if (threadIdx.x == 0) detail::ipc_announce(env, call, gave_up_in);
+    if (give_up == 0 && in_tiles > 0 && self != 0) detail::ipc_pull_tell(env, self, 0, call);
+  } else if (give_up == 0 && in_tiles > 0) {
     detail::ipc_pull_tell(env, pl.readers | self, 0, call);
   }
-  // 2. The agreement.
-  bool stop = detail::ipc_judge_entries<Block>(env, call, give_up, entry);
-  // 3. Every member's input ready (this rank's own too where its output overwrites its input).
+  detail::ipc_pull_trace(stamps, 1);
+  detail::ipc_pull_trace(stamps, 2);
+  // 2. The agreement; each member's input place read with its record, and the sum's operands
+  // moved to where this call's buffers are (delta: per member, then the output's).
+  if (threadIdx.x == 0 && pl.members > 0) {
+    delta[pl.mine] = env.in_delta;
+    delta[pl.members] = env.out_delta;
+  }
+  auto place_of = [&](std::uint32_t q) {
+    const int k = index_of[q];
+    if (k < 0) return;
+    const volatile std::uint64_t* place = env.me->input_places[q];
+    const std::uint64_t slot = place[0], offset = place[1];
+    places[q][0] = slot;
+    delta[k] = slot == 0 ? 0
+                         : static_cast<std::int64_t>(registered[k][slot - 1] + offset -
+                                                     reinterpret_cast<std::uintptr_t>(pl.src[k]));
+  };
+  bool stop = detail::ipc_judge_entries<Block>(env, call, give_up, entry, place_of,
+                                               gave_up_in != 0 ? 1 : 0);
+  detail::ipc_pull_trace(stamps, 3);
+  // 3. The sum's operands moved to where this call's buffers are; the ready flags of every
+  // member that staged its input (this rank's own where its output overwrites its input).
+  // 3. The ready flags of every member that staged its input (this rank's own where its output
+  // overwrites its input).
   if (!stop && pl.members > 0) {
     const std::uint32_t waits = pl.members * pl.grid;
     for (std::uint32_t i = threadIdx.x; i < waits; i += Block) {
       const std::uint32_t k = i / pl.grid, b = i % pl.grid;
       const std::uint32_t q = pl.member[k];
-      if ((q == env.rank && env.in_place == 0) || detail::ipc_aborted(env) != 0) continue;
+      const bool staged =
+          q == env.rank ? env.in_place != 0 && in_tiles > 0 : places[q][0] == 0 && b > 0;
+      if (!staged) continue;
       ipc_wait w;
       w.peer = q;
-      detail::ipc_wait_flag(env, &env.me->pull_flags[0][b][q], w, call);
+      if (!detail::ipc_wait_flag(env, &env.me->pull_flags[0][b][q], w, call)) missing = 1;
     }
     __syncthreads();
-    if (threadIdx.x == 0) give_up = detail::ipc_aborted(env) != 0 ? 1u : 0u;
-    __syncthreads();
-    stop = give_up != 0;
+    stop = missing != 0;
   }
-  // 4. The sum, its operands moved to where this call's buffers are.
+  detail::ipc_pull_trace(stamps, 4);
+  // 4. The sum; 5. done reading: tell the members, then wait for this rank's readers.
   if (!stop && pl.members > 0) {
-    if (threadIdx.x <= pl.members) {
-      const std::uint32_t k = threadIdx.x;
-      std::int64_t d = 0;
-      if (k == pl.members) {
-        d = env.out_delta;
-      } else if (k == pl.mine) {
-        d = env.in_delta;
-      } else {
-        const std::uint32_t q = pl.member[k];
-        const volatile std::uint64_t* place = env.me->input_places[q];
-        const std::uint64_t slot = place[0];
-        if (slot != 0)
-          d = static_cast<std::int64_t>(env.registrations[q * ipc::max_registrations + slot - 1] +
-                                        place[1] -
-                                        reinterpret_cast<std::uintptr_t>(pl.fast.src[k]));
-      }
-      delta[k] = d;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      std::uint32_t all = 1;
-      for (std::uint32_t k = 0; k <= pl.members; ++k)
-        all &= delta[k] % 16 == 0 ? 1u : 0u;
-      fast = all;
-    }
-    __syncthreads();
-    reduce_desc r = fast != 0 ? pl.fast : pl.scalar;
-    const std::uint64_t tiles = fast != 0 ? pl.fast_tiles : pl.scalar_tiles;
-    r.dst = static_cast<unsigned char*>(r.dst) + delta[pl.members];
-    for (std::uint32_t k = 0; k < pl.members; ++k)
-      r.src[k] = static_cast<const unsigned char*>(r.src[k]) + delta[k];
-    for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x)
-      reduce_desc_tile<T, Block, 1>(r, t);
-    // 5. Done reading: tell the members, then wait for this rank's readers.
+    bool vector = true;
+    for (std::uint32_t k = 0; k <= pl.members; ++k)
+      vector = vector && delta[k] % 16 == 0;
+    detail::ipc_pull_sum<T, Block>(pl, delta, vector);
+    detail::ipc_pull_trace(stamps, 5);
     std::uint64_t read = 0;
     for (std::uint32_t k = 0; k < pl.members; ++k)
       if (k != pl.mine) read |= std::uint64_t{1} << pl.member[k];
     detail::ipc_pull_tell(env, read, 1, call);
-    if (threadIdx.x < env.ranks && ((pl.readers >> threadIdx.x) & 1) != 0 &&
-        detail::ipc_aborted(env) == 0) {
+    detail::ipc_pull_trace(stamps, 6);
+    if (threadIdx.x < env.ranks && ((pl.readers >> threadIdx.x) & 1) != 0) {
       ipc_wait w;
       w.peer = threadIdx.x;
       w.phase = 0;
       w.kind = ipc::wait_read;
-      detail::ipc_wait_flag(env, &env.me->pull_flags[1][blockIdx.x][threadIdx.x], w, call);
+      (void)detail::ipc_wait_flag(env, &env.me->pull_flags[1][blockIdx.x][threadIdx.x], w, call);
     }
   }
   // The end: block 0 advances the call counter once every block has read it, and publishes this
   // rank's abort mark where it gave up in this call (its entry mark went out at the start).
   __syncthreads();
+  detail::ipc_pull_trace(stamps, 7);
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     if (gridDim.x > 1) {
       while (*static_cast<volatile std::uint32_t*>(&env.me->arrived) < gridDim.x) {
@@ -160,9 +273,14 @@ __global__ void __launch_bounds__(ipc::pull_block_threads)
       env.me->arrived = 0;
     }
     *static_cast<volatile std::uint64_t*>(&env.me->call) = call;
-    if (const std::uint64_t gave_up = detail::ipc_aborted(env); gave_up != 0)
-      detail::ipc_raise_all(env, signal_mark(gave_up, signal_abort));
+    // Where this block stopped: the rank gave up (its marks went out then, or it had given up
+    // before and its announcement raised them); once more, as the plan's kernels do.
+    if (stop)
+      if (const std::uint64_t gave_up = detail::ipc_aborted(env); gave_up != 0)
+        detail::ipc_raise_all(env, signal_mark(gave_up, signal_abort));
   }
+  detail::ipc_pull_trace(stamps, 8);
+  detail::ipc_pull_trace_flush(env, call, stamps);
 }
 
 }  // namespace relay::gpu

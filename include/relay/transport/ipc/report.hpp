@@ -88,6 +88,10 @@ struct report {
 // poll `raised` (this rank's host tells its kernels to stop: a dead peer, abort()); the host
 // writes `own_text` before a launch that refuses the call, and the rest are the sources of the
 // copies abort() makes into the peers' control blocks.
+// The pull form's trace points (transport/ipc/pull.hpp): start, announced, input ready and
+// told, judged, inputs ready, summed, done told, readers done, end.
+inline constexpr int trace_points = 9, trace_calls = 64;
+
 struct host_block {
   report rep;
   alarm_record raised;
@@ -95,6 +99,9 @@ struct host_block {
   alarm_record leaving;  // abort(): this rank's alarm for its peers
   char leaving_text[text_bytes] = {};
   std::uint64_t dead = 0;  // abort(): the mark that ends every wait on this rank
+  // Device-side traces of the pull form (built with RELAY_IPC_TRACE=1 only; zeros otherwise):
+  // per call (call % trace_calls), block 0's wall clock at each of its trace_points.
+  std::uint64_t trace[trace_calls][trace_points] = {};
 };
 
 // Whether process `pid` is gone: no such process, or a zombie (exited, not yet reaped), read from

@@ -85,6 +85,8 @@ class ipc_transport final : public transport {
     if (gpu::rt::error_t e = gpu::rt::upload(t->bare_entry_, &bare, sizeof bare);
         e != gpu::rt::success)
       return gpu::failure("uploading the entry stage", device, e);
+    for (int q = 0; q < t->area_.ranks(); ++q)
+      t->peers_.controls[q] = t->area_.control_of(q);
     t->ready_ = true;
     t->watch_peers();
     out = std::move(t);
@@ -132,6 +134,11 @@ class ipc_transport final : public transport {
     std::uint64_t entries = 0;  // calls entered, refused ones too (the device's call counter)
   };
   const direct_counts& counts() const { return counts_; }
+  // The pull form's per-phase device times of its last ipc::trace_calls calls, block 0's wall
+  // clock at each trace point (transport/ipc/pull.hpp; zeros unless built with RELAY_IPC_TRACE=1).
+  void device_trace(std::uint64_t (&out)[ipc::trace_calls][ipc::trace_points]) const {
+    area_.trace(out);
+  }
   int device() const { return device_; }
   std::size_t bytes_per_rank() const { return area_.data_bytes(); }
   // The grids a call may launch: this rank's share of its device (ranks that share a device
@@ -502,7 +509,7 @@ class ipc_transport final : public transport {
     const gpu::rt::error_t e = visit_dtype(p.type, [&](auto x) {
       using T = decltype(x);
       return gpu::rt::launch(gpu::ipc_pull_kernel<T>, prog.pull_args.grid, ipc::pull_block_threads,
-                             stream, prog.pull_args, in, in_tiles, env);
+                             stream, prog.pull_args, peers_, in, in_tiles, env);
     });
     if (e != gpu::rt::success)
       return fail(gpu::failure("launching the ipc pull kernel", device_, e));
@@ -517,22 +524,15 @@ class ipc_transport final : public transport {
     if (role.members.empty()) return a;  // grid 1: the agreement alone
     a.grid = ipc::pull_grid(p, priced_one_shot_grid_);
     a.members = static_cast<std::uint32_t>(role.members.size());
-    std::array<const void*, max_reduce_inputs> srcs{};
     for (std::size_t k = 0; k < role.members.size(); ++k) {
       const int q = role.members[k];
       a.member[k] = static_cast<std::uint16_t>(q);
       if (q == me) a.mine = static_cast<std::uint32_t>(k);
-      srcs[k] = area_.data(q) + layout_of(p, static_cast<std::size_t>(q)).input;
+      a.src[k] = area_.data(q) + layout_of(p, static_cast<std::size_t>(q)).input;
     }
-    unsigned char* dst = area_.data(me) + layout_of(p, static_cast<std::size_t>(me)).output;
-    a.fast = gpu::make_reduce(dst, srcs.data(), static_cast<int>(a.members), role.count,
-                              p.element_size(), p.divisor);
-    a.scalar = a.fast;
-    a.scalar.vector = 0;
-    a.scalar.head = 0;
-    a.scalar.units = role.count;
-    a.fast_tiles = gpu::assign_tiles(&a.fast, 1, ipc::pull_block_threads);
-    a.scalar_tiles = gpu::assign_tiles(&a.scalar, 1, ipc::pull_block_threads);
+    a.dst = area_.data(me) + layout_of(p, static_cast<std::size_t>(me)).output;
+    a.count = role.count;
+    a.divisor = p.divisor;
     return a;
   }
 
@@ -825,6 +825,7 @@ class ipc_transport final : public transport {
   status refusal_;              // this rank's first refusal (a verdict of refused_here returns it)
   status aborted_;              // why abort() was called
   void* bare_entry_ = nullptr;  // a gpu::ipc_stage: the entry alone (refuse)
+  gpu::ipc_peers peers_{};      // every rank's control block here (the pull kernel's argument)
   // The watchdog (watch_peers) and the flag it shares with abort(): the first to raise wins.
   std::thread watchdog_;
   std::atomic<bool> stop_watching_{false}, raised_{false};

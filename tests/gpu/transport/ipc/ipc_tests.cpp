@@ -37,6 +37,10 @@
 //   relay-run -n 2 -- relay_ipc_tests soak [BYTES] [SECONDS]
 //                                                eager allreduce A=2 bf16 back to back for SECONDS,
 //                                                the rate every 1000 calls, a stall named as one
+//   relay-run -n 2 -- relay_ipc_tests trace [BYTES] [REGISTERED]
+//                                                the pull form's device trace (a build with
+//                                                RELAY_IPC_TRACE=1): per phase, block 0's median
+//                                                time since its kernel began, eager and replayed
 //   relay-run -n 2 -- relay_ipc_tests hostpath [CALLS] [BATCH]
 //                                                host time to issue CALLS prepared calls, back to
 //                                                back in batches of BATCH (default 100; none
@@ -831,6 +835,16 @@ int registration(communicator& comm) {
   return 0;
 }
 
+// The small call hostpath and trace issue: an A=2 allreduce bf16 over the job's pairs (`counts`:
+// one per pair), direct route (with N = 2 there is no helper to relay through). Nothing allocated.
+status pair_allreduce(communicator& comm, device_side& d, const group_list& pairs,
+                      const std::vector<std::int64_t>& counts, buffer_view send, buffer_view recv) {
+  options direct;
+  direct.route = route::direct;
+  return relay::allreduce(comm, pairs, send, recv, counts, dtype::bfloat16, reduce_op::sum, direct,
+                          d.stream);
+}
+
 // The host's time to issue a prepared call: CALLS calls of one shape (after one that prepares
 // it), issued back to back in batches of BATCH with nothing waited for inside a batch, on the
 // steady clock (the stream is drained between batches, untimed, so that a full launch queue
@@ -857,13 +871,7 @@ int hostpath(communicator& comm, int argc, char** argv) {
     for (const std::size_t bytes : {std::size_t{4096}, std::size_t{16384}, std::size_t{65536}}) {
       const std::vector<std::int64_t> counts(pairs.size(), static_cast<std::int64_t>(bytes / 2));
       const buffer_view send{base, bytes}, recv{base + half, bytes};
-      // The direct route: with N = 2 there is no helper to relay through.
-      options direct;
-      direct.route = route::direct;
-      auto issue = [&]() {
-        return relay::allreduce(comm, pairs, send, recv, counts, dtype::bfloat16, reduce_op::sum,
-                                direct, d.stream);
-      };
+      auto issue = [&]() { return pair_allreduce(comm, d, pairs, counts, send, recv); };
       if (status s = finish(comm, d, issue()); !s) return failed(s.to_string());
       const std::uint64_t one_shot = link_of(comm).counts().one_shot;
       const std::uint64_t pulled_before = link_of(comm).counts().pull;
@@ -903,6 +911,88 @@ int hostpath(communicator& comm, int argc, char** argv) {
       if (status s = comm.deregister_buffer(base); !s) return failed(s.to_string());
   }
   return allocated ? failed("a repeated call allocated") : 0;
+}
+
+// Issue 25's per-phase device times of the pull form: ipc::trace_calls calls of an A=2 allreduce
+// bf16 of BYTES over the pairs, eager back to back, then captured into a graph and replayed; per
+// trace point the median over the calls of block 0's time since its kernel began, and the median
+// time from one call's start to the next one's. Rank 0 and 1 print theirs.
+int trace(communicator& comm, int argc, char** argv) {
+  const std::size_t bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 4096;
+  const bool registered = argc > 3 && std::atoi(argv[3]) != 0;
+  const int me = comm.rank(), N = comm.size();
+  if (N % 2 != 0) return failed("trace needs an even number of ranks");
+  device_side d;
+  IPC_CHECK(gpu::rt::stream_create(&d.stream));
+  if (status s = d.reserve(2 * bytes); !s) return failed(s.to_string());
+  auto* base = static_cast<std::byte*>(d.memory);
+  IPC_CHECK(gpu::rt::memset(base, 0, 2 * bytes));
+  if (registered)
+    if (status s = comm.register_buffer(base, 2 * bytes); !s) return failed(s.to_string());
+  const group_list pairs = pairs_of(N);
+  const std::vector<std::int64_t> counts(pairs.size(), static_cast<std::int64_t>(bytes / 2));
+  const buffer_view send{base, bytes}, recv{base + bytes, bytes};
+  auto issue = [&]() { return pair_allreduce(comm, d, pairs, counts, send, recv); };
+  if (status s = finish(comm, d, issue()); !s) return failed(s.to_string());
+  if (link_of(comm).counts().pull == 0) return failed("the call did not run in the pull form");
+  constexpr int K = ipc::trace_calls;
+  auto report = [&](const char* how) -> int {
+    std::uint64_t t[K][ipc::trace_points];
+    link_of(comm).device_trace(t);
+    std::vector<std::uint64_t> starts;
+    std::vector<std::vector<double>> at(ipc::trace_points);
+    for (int c = 0; c < K; ++c) {
+      if (t[c][0] == 0) return failed("no trace: build with RELAY_IPC_TRACE=1");
+      starts.push_back(t[c][0]);
+      for (int i = 1; i < ipc::trace_points; ++i)
+        at[static_cast<std::size_t>(i)].push_back(static_cast<double>(t[c][i] - t[c][0]) / 1e3);
+    }
+    std::sort(starts.begin(), starts.end());
+    std::vector<double> gaps;
+    for (std::size_t i = 1; i < starts.size(); ++i)
+      gaps.push_back(static_cast<double>(starts[i] - starts[i - 1]) / 1e3);
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    static const char* names[ipc::trace_points] = {"start",     "announced",    "input told",
+                                                   "judged",    "inputs ready", "summed",
+                                                   "done told", "readers done", "end"};
+    std::string line;
+    for (int i = 1; i < ipc::trace_points; ++i) {
+      char part[64];
+      std::snprintf(part, sizeof part, " %s %.2f", names[i],
+                    median(at[static_cast<std::size_t>(i)]));
+      line += part;
+    }
+    if (me < 2)
+      std::printf("rank %d, %zu B, %s, %s: us since start:%s; start to start %.2f us\n", me, bytes,
+                  registered ? "registered" : "staged", how, line.c_str(), median(gaps));
+    std::fflush(stdout);
+    return 0;
+  };
+  for (int k = 0; k < K; ++k)
+    if (status s = issue(); !s) return failed(s.to_string());
+  if (status s = finish(comm, d, {}); !s) return failed(s.to_string());
+  if (int r = report("eager"); r != 0) return r;
+  gpu::rt::graph_t graph = nullptr;
+  gpu::rt::graph_exec_t exec = nullptr;
+  IPC_CHECK(gpu::rt::begin_capture(d.stream));
+  status captured;
+  for (int k = 0; k < K && captured; ++k)
+    captured = issue();
+  IPC_CHECK(gpu::rt::end_capture(d.stream, &graph));
+  if (!captured) return failed("capture: " + captured.to_string());
+  IPC_CHECK(gpu::rt::graph_instantiate(&exec, graph));
+  for (int r = 0; r < 3; ++r)
+    IPC_CHECK(gpu::rt::graph_launch(exec, d.stream));
+  if (status s = finish(comm, d, {}); !s) return failed(s.to_string());
+  if (int r = report("graph replay"); r != 0) return r;
+  IPC_CHECK(gpu::rt::graph_exec_destroy(exec));
+  IPC_CHECK(gpu::rt::graph_destroy(graph));
+  if (registered)
+    if (status s = comm.deregister_buffer(base); !s) return failed(s.to_string());
+  return 0;
 }
 
 // A long eager run (issue 22's defect 7): allreduce A=2 bf16 of BYTES per rank over the pairs
@@ -991,6 +1081,7 @@ int main(int argc, char** argv) {
   if (what == "graph_registered") return graph(*comm, argc, argv, true);
   if (what == "registration") return registration(*comm);
   if (what == "hostpath") return hostpath(*comm, argc, argv);
+  if (what == "trace") return trace(*comm, argc, argv);
   if (what == "soak") return soak(*comm, argc, argv);
   return failed(
       "unknown scenario '" + what +

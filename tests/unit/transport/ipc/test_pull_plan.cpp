@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "relay/plan/make_plan.hpp"
+#include "relay/cost/choose.hpp"
 #include "relay/transport/ipc/form.hpp"
 #include "support/plan_builder.hpp"
 
