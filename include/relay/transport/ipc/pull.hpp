@@ -1,13 +1,15 @@
 // The ipc transport's pull form (the rules: transport/ipc/pull_plan.hpp): a small allreduce in one
 // kernel, whose blocks, each on its own,
-//   1. enter: block 0 announces the call (its record, its input's place, its entry mark: the
-//      agreement of kernels.hpp, unchanged); every block copies its tiles of the input into the
-//      staged input where the input is not read in place, then tells each reader of this rank's
-//      input that block b's part is ready (its flag in that reader's control block);
-//   2. judge: every block waits for every peer's entry mark and judges all records, so nothing is
-//      read or written before every rank agreed (a refusing rank, or one with another plan, never
-//      raises the flags waited for next);
-//   3. wait for every member's ready flags (all its blocks: a copy's tiles need not be a read's);
+//   1. enter: every block copies its tiles of the input into the staged input where the input
+//      is not read in place; block 0 then announces the call (its record and its input's place
+//      into every rank's control block, then its entry mark: the agreement of kernels.hpp), which
+//      also says its own tiles are ready; every other block that copied tells each reader of this
+//      rank's input that block b's part is ready (its flag in that reader's control block);
+//   2. judge: every block waits for every peer's entry mark, reads its record and input place, and
+//      judges all records, so nothing is read or written before every rank agreed (a refusing
+//      rank, or one with another plan, never raises the flags waited for next);
+//   3. wait for the ready flags of every member that staged its input (blocks 1.. of its grid: a
+//      copy's tiles need not be a read's); a registered input was ready before the call began;
 //   4. sum its tiles of the members' inputs, read where each member keeps it, into this rank's
 //      output (always the caller's buffer: only this rank writes it);
 //   5. tell each member that block b is done reading its input, and wait for every reader's
@@ -201,7 +203,7 @@ __global__ void __launch_bounds__(ipc::pull_block_threads)
   } else if (give_up == 0 && in_tiles > 0) {
     detail::ipc_pull_tell(env, pl.readers | self, 0, call);
   }
-  detail::ipc_pull_trace(stamps, 1);
+  detail::ipc_pull_trace(stamps, 1);  // announced and (the same point) its part told
   detail::ipc_pull_trace(stamps, 2);
   // 2. The agreement; each member's input place read with its record, and the sum's operands
   // moved to where this call's buffers are (delta: per member, then the output's).
@@ -222,8 +224,6 @@ __global__ void __launch_bounds__(ipc::pull_block_threads)
   bool stop = detail::ipc_judge_entries<Block>(env, call, give_up, entry, place_of,
                                                gave_up_in != 0 ? 1 : 0);
   detail::ipc_pull_trace(stamps, 3);
-  // 3. The sum's operands moved to where this call's buffers are; the ready flags of every
-  // member that staged its input (this rank's own where its output overwrites its input).
   // 3. The ready flags of every member that staged its input (this rank's own where its output
   // overwrites its input).
   if (!stop && pl.members > 0) {
