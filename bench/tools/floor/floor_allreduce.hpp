@@ -267,6 +267,23 @@ class floor_allreduce : relay::no_copy {
     return {};
   }
 
+  // Closes this rank's mappings of its peers' buffers (local: no peer takes part), before the
+  // caller frees and reallocates its own: a process that still maps a peer's old allocation
+  // cannot map that peer's new one (CUDA refuses the second mapping when the new allocation
+  // comes back at the old one's address), and relay's registration of it would fail too. The
+  // next map() maps them all again.
+  void unmap() {
+    const gpu::device_guard keep;
+    (void)gpu::rt::set_device(device_);
+    for (std::size_t q = 0; q < inputs_.size(); ++q) {
+      if (inputs_opened_[q]) (void)gpu::rt::ipc_close(inputs_[q]);
+      inputs_[q] = nullptr;
+      inputs_opened_[q] = false;
+    }
+    memory_ = nullptr;
+    handle_ = {};
+  }
+
   // One allreduce (sum) among `group` (this rank in it), out of place: `send` and `recv` lie in
   // the mapped memory, `send` at the same offset on every member. Enqueued on `stream`.
   status run(std::span<const int> group, const void* send, void* recv, std::uint64_t bytes,

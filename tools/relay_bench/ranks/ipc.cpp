@@ -30,8 +30,11 @@ class cuda_ipc_rank final : public stream_rank {
     }
   }
 
-  // The floor maps every rank's memory (collective: every rank calls this for every row).
+  // The floor maps every rank's memory (collective: every rank calls this for every row). Its
+  // old mappings are closed first: relay's registration of a reallocated buffer would fail
+  // while this process still mapped the peer's old one (floor_allreduce::unmap).
   void* device_memory(std::size_t bytes) override {
+    if (floor_ && floor_status_) floor_->unmap();
     void* m = stream_rank::device_memory(bytes);
     if (floor_ && floor_status_) floor_status_ = floor_->map(boot(), m, timeout());
     return m;

@@ -64,6 +64,7 @@
 #include "relay/schedule/schedule.hpp"
 #include "relay/transport/agreement.hpp"
 #include "relay/transport/ipc/direct.hpp"
+#include "relay/transport/ipc/pull_entry.hpp"
 #include "relay/transport/ipc/pull_plan.hpp"
 #include "relay/transport/ipc/report.hpp"
 #include "relay/transport/ipc/signals.hpp"
@@ -129,11 +130,11 @@ struct ipc_control {
   entry_record entries[2][max_ranks];      // [s % 2][q]: rank q's record of call s
   ipc::alarm_record alarms[max_ranks];     // [q]: why rank q gave up, before its abort mark
   char texts[max_ranks][ipc::text_bytes];  // [q]: rank q's refusal or abort reason
-  // The pull form (transport/ipc/pull.hpp), written by rank q: where its input of its current
-  // call is (registration slot + 1, 0: staged; offset), before its entry mark; and per block b of
-  // its grid the last call in which that block had its input ready ([0]) and had finished reading
-  // this rank's input ([1]).
-  std::uint64_t input_places[max_ranks][2];
+  // The pull form (transport/ipc/pull.hpp), written by rank q: its entry of call s as
+  // self-identifying words ([s % 2][q], transport/ipc/pull_entry.hpp), which the pull form
+  // announces with instead of a record and a mark; and per block b of its grid the last call in
+  // which that block had its input ready ([0]) and had finished reading this rank's input ([1]).
+  std::uint64_t pull_entries[2][max_ranks][ipc::pull_entry_words];
   std::uint64_t pull_flags[2][ipc::max_pull_blocks][max_ranks];
 };
 
@@ -157,11 +158,11 @@ struct ipc_env {
   // allocation's start, which the entry publishes.
   std::int64_t in_delta = 0, out_delta = 0;
   std::uint64_t out_slot = 0, out_offset = 0;
-  // The pull form's input place, published to every peer by the entry (pull: 1): its
-  // registration slot + 1 (0: staged) and offset; in_place: the caller's input and output
-  // overlap, so the staged input is read by the peers and this rank waits for its own copy.
+  // The pull form's input place, which its entry words carry to every peer: its registration
+  // slot + 1 (0: staged) and offset; in_place: the caller's input and output overlap, so the
+  // staged input is read by the peers and this rank waits for its own copy.
   std::uint64_t in_slot = 0, in_offset = 0;
-  std::uint32_t pull = 0, in_place = 0;
+  std::uint32_t in_place = 0;
   entry_record record;  // this rank's word in the call's agreement (sequence: set by the entry)
   // 1: some rank is on another device, so marks are ordered at system scope; 0: every rank
   // shares this device, and device scope suffices (transport/ipc/signals.hpp).
@@ -375,9 +376,8 @@ struct ipc_entry_shared {
 };
 
 // The entry's first part (see the top), by one thread of the rank: this rank's record (and
-// reason text when it refuses) into every rank's control block, where its output is, and (the
-// pull form) where its input is into every peer's; then its entry mark to every peer (its abort
-// mark once it has given up).
+// reason text when it refuses) into every rank's control block, and where its output is; then its
+// entry mark to every peer (its abort mark once it has given up).
 // `gave_up`: this rank's sticky word as the caller read it (0: it has not given up).
 __device__ inline void ipc_announce(const ipc_env& env, std::uint64_t call, std::uint64_t gave_up) {
   const std::uint32_t me = env.rank, parity = static_cast<std::uint32_t>(call & 1);
@@ -387,58 +387,22 @@ __device__ inline void ipc_announce(const ipc_env& env, std::uint64_t call, std:
     for (std::uint32_t q = 0; q < env.ranks; ++q) {
       ipc_copy(&env.controls[q]->entries[parity][me], &mine);
       if (mine.code != 0) ipc_copy_text(env.controls[q]->texts[me], env.host->own_text);
-      if (env.pull != 0 && q != me) {
-        volatile std::uint64_t* place = env.controls[q]->input_places[me];
-        place[0] = env.in_slot;
-        place[1] = env.in_offset;
-      }
     }
-    if (env.pull == 0) {  // a pull writes no peer's output
-      *static_cast<volatile std::uint64_t*>(&env.me->out_slot) = env.out_slot;
-      *static_cast<volatile std::uint64_t*>(&env.me->out_offset) = env.out_offset;
-    }
+    *static_cast<volatile std::uint64_t*>(&env.me->out_slot) = env.out_slot;
+    *static_cast<volatile std::uint64_t*>(&env.me->out_offset) = env.out_offset;
   }
   ipc_raise_all(env, gave_up == 0 ? signal_mark(call, 0) : signal_mark(gave_up, signal_abort));
 }
 
-// The entry's second part, this block's: every peer's entry mark and record, then the verdict of
-// judge(); true when the rank gives up (the verdict is not `go`, or a wait failed), the same
-// answer for every thread of the block.
-// `on_entry(q)`: run by the thread that read peer q's record, once it has (the pull form reads
-// q's input place there). `before`: whether the rank had given up when the kernel began (the pull
-// form reads it once); -1: unknown, read here.
-struct ipc_no_entry_work {
-  __device__ void operator()(std::uint32_t) const {}
-};
-template <int Block, class OnEntry = ipc_no_entry_work>
-__device__ inline bool ipc_judge_entries(const ipc_env& env, std::uint64_t call,
-                                         std::uint32_t& give_up, ipc_entry_shared& shared,
-                                         OnEntry on_entry = {}, int before = -1) {
-  const std::uint32_t me = env.rank, parity = static_cast<std::uint32_t>(call & 1);
-  // Each peer's record is read by the thread that saw its mark; this rank's own is its env's.
-  entry_record* records = shared.records();
-  __shared__ std::uint32_t missing;  // some wait failed
-  if (threadIdx.x == 0) missing = 0;
-  __syncthreads();
-  for (std::uint32_t q = threadIdx.x; q < env.ranks; q += Block) {
-    if (q == me) {
-      records[q] = env.record;
-      records[q].sequence = call;
-      continue;
-    }
-    if (before > 0) continue;
-    ipc_wait w;
-    w.peer = q;
-    if (!ipc_wait_for(env, w, call)) {
-      missing = 1;
-      continue;
-    }
-    ipc_copy(&records[q], &env.me->entries[parity][q]);
-    on_entry(q);
-  }
-  __syncthreads();
+// The verdict of every rank's record (`records`, shared, indexed by rank), judged by thread 0 of
+// the block once every thread has stored its part: true when the rank gives up (`stopped`: a wait
+// of the block failed or the rank had given up; else the verdict is not `go`), the same answer for
+// every thread of the block. The first block to reach a verdict other than `go` gives up for the
+// rank and writes the report.
+__device__ inline bool ipc_decide(const ipc_env& env, std::uint64_t call, std::uint32_t& give_up,
+                                  const entry_record* records, bool stopped) {
   if (threadIdx.x == 0) {
-    const bool stopped = before > 0 || missing != 0 || (before < 0 && ipc_aborted(env) != 0);
+    const std::uint32_t me = env.rank;
     if (!stopped) {
       const verdict v = judge(records, static_cast<int>(env.ranks), static_cast<int>(me));
       if (v.kind != verdict_kind::go &&
@@ -460,6 +424,36 @@ __device__ inline bool ipc_judge_entries(const ipc_env& env, std::uint64_t call,
   }
   __syncthreads();
   return give_up != 0;
+}
+
+// The entry's second part, this block's: every peer's entry mark and record, then the verdict of
+// judge(); true when the rank gives up (the verdict is not `go`, or a wait failed), the same
+// answer for every thread of the block.
+template <int Block>
+__device__ inline bool ipc_judge_entries(const ipc_env& env, std::uint64_t call,
+                                         std::uint32_t& give_up, ipc_entry_shared& shared) {
+  const std::uint32_t me = env.rank, parity = static_cast<std::uint32_t>(call & 1);
+  // Each peer's record is read by the thread that saw its mark; this rank's own is its env's.
+  entry_record* records = shared.records();
+  __shared__ std::uint32_t missing;  // some wait failed
+  if (threadIdx.x == 0) missing = 0;
+  __syncthreads();
+  for (std::uint32_t q = threadIdx.x; q < env.ranks; q += Block) {
+    if (q == me) {
+      records[q] = env.record;
+      records[q].sequence = call;
+      continue;
+    }
+    ipc_wait w;
+    w.peer = q;
+    if (!ipc_wait_for(env, w, call)) {
+      missing = 1;
+      continue;
+    }
+    ipc_copy(&records[q], &env.me->entries[parity][q]);
+  }
+  __syncthreads();
+  return ipc_decide(env, call, give_up, records, missing != 0 || ipc_aborted(env) != 0);
 }
 
 // The entry's agreement (see the top), this block's part: true when the rank gives up.

@@ -1,13 +1,15 @@
 // The ipc transport's pull form (the rules: transport/ipc/pull_plan.hpp): a small allreduce in one
 // kernel, whose blocks, each on its own,
 //   1. enter: every block copies its tiles of the input into the staged input where the input
-//      is not read in place; block 0 then announces the call (its record and its input's place
-//      into every rank's control block, then its entry mark: the agreement of kernels.hpp), which
-//      also says its own tiles are ready; every other block that copied tells each reader of this
-//      rank's input that block b's part is ready (its flag in that reader's control block);
-//   2. judge: every block waits for every peer's entry mark, reads its record and input place, and
-//      judges all records, so nothing is read or written before every rank agreed (a refusing
-//      rank, or one with another plan, never raises the flags waited for next);
+//      is not read in place; block 0 then announces the call: its entry (record and input place)
+//      as self-identifying words into every peer's control block (transport/ipc/pull_entry.hpp),
+//      which also say that its own tiles are ready; every other block that copied tells each
+//      reader of this rank's input that block b's part is ready (its flag in that reader's
+//      control block);
+//   2. judge: every block polls every peer's entry words until they name this call, and judges
+//      all records with the agreement's rule (kernels.hpp), so nothing is read or written before
+//      every rank agreed (a refusing rank, or one with another plan, never raises the flags
+//      waited for next);
 //   3. wait for the ready flags of every member that staged its input (blocks 1.. of its grid: a
 //      copy's tiles need not be a read's); a registered input was ready before the call began;
 //   4. sum its tiles of the members' inputs, read where each member keeps it, into this rank's
@@ -17,6 +19,9 @@
 //      reads it once this kernel has ended (the next call's copy in, or the caller's stream).
 // Per-block flags, no grid barrier: a call is two device-side round trips and the work. The call
 // counter is advanced by block 0 once every block has read it (counted in at the start).
+//
+// The pull form raises no entry mark (nothing waits for one: its waits are on words and flags);
+// a rank that gave up raises its abort mark as every kernel does.
 //
 // Failures as in kernels.hpp: every flag wait also scans every peer's signal word, this rank's
 // host flag and its deadline, and gives up the same way (a peer's abort or dead mark ends it).
@@ -31,9 +36,13 @@
 
 #include "relay/gpu/kernels.hpp"
 #include "relay/transport/ipc/kernels.hpp"
+#include "relay/transport/ipc/pull_entry.hpp"
 #include "relay/transport/ipc/pull_plan.hpp"
 
 namespace relay::gpu {
+
+// The entry words carry a registration slot + 1 in 8 bits.
+static_assert(ipc::max_registrations + 1 <= ipc::pull_entry_max_slot);
 
 // A rank's pull program, passed by value with every launch (built once per plan).
 struct ipc_pull {
@@ -96,6 +105,48 @@ __device__ inline void ipc_pull_tell(const ipc_env& env, std::uint64_t mask, int
   }
 }
 
+// Step 1's announcement, by block 0's thread q for peer q (not this rank): the reason text where
+// this rank refuses, then, after a fence where something written before must be seen with them
+// (that text, or block 0's staged tiles), the entry words.
+__device__ inline void ipc_pull_announce(const ipc_env& env, std::uint32_t q, std::uint64_t call,
+                                         bool fence) {
+  ipc_control* c = env.controls[q];
+  if (env.record.code != 0) ipc_copy_text(c->texts[env.rank], env.host->own_text);
+  ipc::pull_entry e;
+  e.record = env.record;
+  e.in_slot = env.in_slot;
+  e.in_offset = env.in_offset;
+  std::uint64_t words[ipc::pull_entry_words];
+  ipc::pull_entry_encode(call, e, words);
+  if (fence) signal_fence(env.system != 0);
+  volatile std::uint64_t* w = c->pull_entries[call & 1][env.rank];
+#pragma unroll
+  for (int i = 0; i < ipc::pull_entry_words; ++i)
+    w[i] = words[i];
+}
+
+// Step 2, by the thread of peer q: polls q's entry words until all name `call` (true; `e` is what
+// they say). Its failures are ipc_wait_for's; q's own abort or dead mark is seen by the scan of
+// every peer's word (a rank that has given up writes no words). A timeout names q and "enter call
+// #n".
+__device__ inline bool ipc_pull_wait_entry(const ipc_env& env, std::uint32_t q, std::uint64_t call,
+                                           ipc::pull_entry& e) {
+  const volatile std::uint64_t* w = env.me->pull_entries[call & 1][q];
+  ipc_wait wait;
+  wait.peer = q;
+  std::uint64_t start = 0, scan = 0, host = 0;
+  std::uint32_t spins = 0;
+  for (;;) {
+    std::uint64_t words[ipc::pull_entry_words];
+#pragma unroll
+    for (int i = 0; i < ipc::pull_entry_words; ++i)
+      words[i] = w[i];
+    if (ipc::pull_entry_decode(call, words, e)) return true;
+    if (++spins % ipc_spins_per_look != 0) continue;
+    if (ipc_aborted(env) != 0 || ipc_wait_tick(env, wait, call, start, scan, host)) return false;
+  }
+}
+
 // Step 4: this block's part of the sum, members in order, with the arithmetic of
 // core/reduction.hpp (one rounding). `delta`: per member, then the output's. Vectors of 16 bytes
 // where every delta is a multiple of 16 (the staged places are 256-byte aligned), else element
@@ -115,17 +166,23 @@ __device__ inline void ipc_pull_sum(const ipc_pull& pl, const std::int64_t* delt
     constexpr int E = 16 / sizeof(T);
     const std::uint64_t vectors = pl.count / E;
     for (std::uint64_t v = first; v < vectors; v += stride) {
+      // Every member's vector loaded before any is summed: the loads are in flight together
+      // (a loop over `members` would wait for each in turn).
+      detail::vec16 x[max_reduce_inputs];
+#pragma unroll
+      for (std::uint32_t k = 0; k < max_reduce_inputs; ++k)
+        if (k < pl.members) x[k] = reinterpret_cast<const detail::vec16*>(source(k))[v];
       A acc[E];
       {
-        const detail::vec16 x = reinterpret_cast<const detail::vec16*>(source(0))[v];
-        const T* t = reinterpret_cast<const T*>(&x);
+        const T* t = reinterpret_cast<const T*>(&x[0]);
 #pragma unroll
         for (int i = 0; i < E; ++i)
           acc[i] = R::load(t[i]);
       }
-      for (std::uint32_t k = 1; k < pl.members; ++k) {
-        const detail::vec16 x = reinterpret_cast<const detail::vec16*>(source(k))[v];
-        const T* t = reinterpret_cast<const T*>(&x);
+#pragma unroll
+      for (std::uint32_t k = 1; k < max_reduce_inputs; ++k) {
+        if (k >= pl.members) break;
+        const T* t = reinterpret_cast<const T*>(&x[k]);
 #pragma unroll
         for (int i = 0; i < E; ++i)
           acc[i] = R::add(acc[i], t[i]);
@@ -150,20 +207,20 @@ __device__ inline void ipc_pull_sum(const ipc_pull& pl, const std::int64_t* delt
 }  // namespace detail
 
 template <class T>
-__global__ void __launch_bounds__(ipc::pull_block_threads)
+__global__ void __launch_bounds__(ipc::pull_block_threads, 1)
     ipc_pull_kernel(ipc_pull pl, ipc_peers peers, copy_desc in, std::uint64_t in_tiles,
                     ipc_env env) {
   constexpr int Block = ipc::pull_block_threads;
   __shared__ std::uint32_t give_up;
   __shared__ std::int64_t delta[max_reduce_inputs + 1];  // per member, then the output's
-  __shared__ std::uint64_t places[max_ranks][2];         // each peer's input place
+  __shared__ std::uint8_t staged[max_ranks];             // each peer's input is its staged copy
   __shared__ std::uint64_t registered[max_reduce_inputs][ipc::max_registrations];  // members'
   __shared__ std::int32_t index_of[max_ranks];  // a rank's index among the members, or -1
   __shared__ ipc_control* controls[max_ranks];
   __shared__ std::uint64_t* outbox[max_ranks];
   __shared__ detail::ipc_entry_shared entry;
   __shared__ std::uint64_t gave_up_in;  // this rank's sticky word when the kernel began
-  __shared__ std::uint32_t missing;     // a wait of this block for a ready flag failed
+  __shared__ std::uint32_t missing;     // a wait of this block failed
   __shared__ std::uint64_t stamps[ipc::trace_points];
   for (std::uint32_t q = threadIdx.x; q < env.ranks; q += Block) {
     controls[q] = peers.controls[q];
@@ -182,6 +239,10 @@ __global__ void __launch_bounds__(ipc::pull_block_threads)
     give_up = gave_up_in != 0 ? 1u : 0u;
     missing = 0;
     if (gridDim.x > 1) atomicAdd(&env.me->arrived, 1u);
+    if (pl.members > 0) {
+      delta[pl.mine] = env.in_delta;
+      delta[pl.members] = env.out_delta;
+    }
   }
   const std::uint64_t call = *static_cast<volatile std::uint64_t*>(&env.me->call) + 1;
   __syncthreads();
@@ -190,39 +251,55 @@ __global__ void __launch_bounds__(ipc::pull_block_threads)
   env.outbox = outbox;
   const std::uint64_t self = env.in_place != 0 ? std::uint64_t{1} << env.rank : 0;
   // 1. This block's part of the input staged (where it is), then ready for its readers: block
-  // 0's part by its entry mark (its announcement comes after the copy; the block barrier and the
-  // announcement's fence order it), every other block's by its flag. In place, this rank waits for
-  // its own copy too (every block's flag, block 0's included).
+  // 0's part by its entry words (written after the block barrier and a fence), every other
+  // block's by its flag. In place, this rank waits for its own copy too (every block's flag,
+  // block 0's included).
   if (give_up == 0)  // the same answer for every thread of the block (its barriers)
     for (std::uint64_t t = blockIdx.x; t < in_tiles; t += gridDim.x)
       copy_desc_tile<Block, 1, false>(in, t);
   if (blockIdx.x == 0) {
     __syncthreads();
-    if (threadIdx.x == 0) detail::ipc_announce(env, call, gave_up_in);
-    if (give_up == 0 && in_tiles > 0 && self != 0) detail::ipc_pull_tell(env, self, 0, call);
+    if (give_up == 0) {
+      const std::uint32_t q = threadIdx.x;
+      if (q < env.ranks && q != env.rank)
+        detail::ipc_pull_announce(env, q, call, in_tiles > 0 || env.record.code != 0);
+      if (in_tiles > 0 && self != 0) detail::ipc_pull_tell(env, self, 0, call);
+    } else if (threadIdx.x == 0) {
+      detail::ipc_raise_all(env, signal_mark(gave_up_in, signal_abort));
+    }
   } else if (give_up == 0 && in_tiles > 0) {
     detail::ipc_pull_tell(env, pl.readers | self, 0, call);
   }
-  detail::ipc_pull_trace(stamps, 1);  // announced and (the same point) its part told
-  detail::ipc_pull_trace(stamps, 2);
-  // 2. The agreement; each member's input place read with its record, and the sum's operands
-  // moved to where this call's buffers are (delta: per member, then the output's).
-  if (threadIdx.x == 0 && pl.members > 0) {
-    delta[pl.mine] = env.in_delta;
-    delta[pl.members] = env.out_delta;
+  detail::ipc_pull_trace(stamps, 1);
+  // 2. The agreement: every peer's entry, its record judged and its input place turned into the
+  // sum's operand (delta: per member, then the output's).
+  entry_record* records = entry.records();
+  for (std::uint32_t q = threadIdx.x; q < env.ranks; q += Block) {
+    if (q == env.rank) {
+      records[q] = env.record;
+      records[q].sequence = call;
+      continue;
+    }
+    if (give_up != 0) continue;
+    ipc::pull_entry e;
+    if (!detail::ipc_pull_wait_entry(env, q, call, e)) {
+      missing = 1;
+      continue;
+    }
+    records[q] = e.record;
+    staged[q] = e.in_slot == 0 ? 1 : 0;
+    // A staged input (block 0's part) or a reason text was written before the words: this
+    // thread's later loads, and after the barrier its block's, are ordered after them.
+    if (e.in_slot == 0 || e.record.code != 0) signal_acquire(env.system != 0);
+    if (const int k = index_of[q]; k >= 0)
+      delta[k] = e.in_slot == 0
+                     ? 0
+                     : static_cast<std::int64_t>(registered[k][e.in_slot - 1] + e.in_offset -
+                                                 reinterpret_cast<std::uintptr_t>(pl.src[k]));
   }
-  auto place_of = [&](std::uint32_t q) {
-    const int k = index_of[q];
-    if (k < 0) return;
-    const volatile std::uint64_t* place = env.me->input_places[q];
-    const std::uint64_t slot = place[0], offset = place[1];
-    places[q][0] = slot;
-    delta[k] = slot == 0 ? 0
-                         : static_cast<std::int64_t>(registered[k][slot - 1] + offset -
-                                                     reinterpret_cast<std::uintptr_t>(pl.src[k]));
-  };
-  bool stop = detail::ipc_judge_entries<Block>(env, call, give_up, entry, place_of,
-                                               gave_up_in != 0 ? 1 : 0);
+  detail::ipc_pull_trace(stamps, 2);
+  __syncthreads();
+  bool stop = detail::ipc_decide(env, call, give_up, records, give_up != 0 || missing != 0);
   detail::ipc_pull_trace(stamps, 3);
   // 3. The ready flags of every member that staged its input (this rank's own where its output
   // overwrites its input).
@@ -231,9 +308,9 @@ __global__ void __launch_bounds__(ipc::pull_block_threads)
     for (std::uint32_t i = threadIdx.x; i < waits; i += Block) {
       const std::uint32_t k = i / pl.grid, b = i % pl.grid;
       const std::uint32_t q = pl.member[k];
-      const bool staged =
-          q == env.rank ? env.in_place != 0 && in_tiles > 0 : places[q][0] == 0 && b > 0;
-      if (!staged) continue;
+      const bool ready_flag =
+          q == env.rank ? env.in_place != 0 && in_tiles > 0 : staged[q] != 0 && b > 0;
+      if (!ready_flag) continue;
       ipc_wait w;
       w.peer = q;
       if (!detail::ipc_wait_flag(env, &env.me->pull_flags[0][b][q], w, call)) missing = 1;
@@ -263,7 +340,7 @@ __global__ void __launch_bounds__(ipc::pull_block_threads)
     }
   }
   // The end: block 0 advances the call counter once every block has read it, and publishes this
-  // rank's abort mark where it gave up in this call (its entry mark went out at the start).
+  // rank's abort mark where it gave up in this call.
   __syncthreads();
   detail::ipc_pull_trace(stamps, 7);
   if (blockIdx.x == 0 && threadIdx.x == 0) {

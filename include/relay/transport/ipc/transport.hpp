@@ -482,7 +482,6 @@ class ipc_transport final : public transport {
       return static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(user) -
                                        reinterpret_cast<std::uintptr_t>(staged));
     };
-    env.pull = 1;
     env.in_place = call.placement == placement::in_place ? 1 : 0;
     if (in_bytes > 0) env.in_delta = delta(call.send.data, mine + at.input);
     if (out_bytes > 0) env.out_delta = delta(call.recv.data, mine + at.output);

@@ -955,7 +955,7 @@ int trace(communicator& comm, int argc, char** argv) {
       std::sort(v.begin(), v.end());
       return v[v.size() / 2];
     };
-    static const char* names[ipc::trace_points] = {"start",     "announced",    "input told",
+    static const char* names[ipc::trace_points] = {"start",     "announced",    "entries read",
                                                    "judged",    "inputs ready", "summed",
                                                    "done told", "readers done", "end"};
     std::string line;
