@@ -181,11 +181,13 @@ __device__ inline void ipc_pull_sum(const ipc_pull& pl, const std::int64_t* delt
       }
 #pragma unroll
       for (std::uint32_t k = 1; k < max_reduce_inputs; ++k) {
-        if (k >= pl.members) break;
-        const T* t = reinterpret_cast<const T*>(&x[k]);
+        // A guard, not a break: clang unrolls no loop with an exit in it.
+        if (k < pl.members) {
+          const T* t = reinterpret_cast<const T*>(&x[k]);
 #pragma unroll
-        for (int i = 0; i < E; ++i)
-          acc[i] = R::add(acc[i], t[i]);
+          for (int i = 0; i < E; ++i)
+            acc[i] = R::add(acc[i], t[i]);
+        }
       }
       detail::vec16 y;
       T* t = reinterpret_cast<T*>(&y);
