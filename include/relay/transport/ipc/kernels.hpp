@@ -11,8 +11,10 @@
 //   1. block 0 writes this rank's entry record (transport/agreement.hpp) into every rank's
 //      control block, in the slot of the call's parity (a rank one call ahead writes the other
 //      slot, so no record a peer still reads is overwritten), with its reason text when it
-//      refuses, and where its output is; then it raises its entry mark in every peer;
-//   2. every block waits for every peer's entry mark of the call;
+//      refuses, and where its output is; then it raises its entry mark in every peer, and
+//      writes its entry as the pull form's words into every peer (for peers in that form, which
+//      read no record and raise no mark: a refusal runs this entry, whatever its peers' form);
+//   2. every block waits for every peer's entry mark of the call, or its words;
 //   3. every block judges all records with judge(): the same records everywhere, so the same
 //      verdict everywhere. Anything but `go` makes the rank give up (the report says which
 //      verdict) before any data moves or any user memory is touched, on every rank alike.
@@ -375,9 +377,29 @@ struct ipc_entry_shared {
   __device__ entry_record* records() { return reinterpret_cast<entry_record*>(bytes); }
 };
 
+// This rank's entry of `call` as self-identifying words (transport/ipc/pull_entry.hpp) into peer
+// q's control block, in the slot of the call's parity: its record and where its input is. Whatever
+// must be seen with them (a reason text, the output's place) is the caller's to fence before.
+__device__ inline void ipc_write_entry_words(const ipc_env& env, std::uint32_t q,
+                                             std::uint64_t call) {
+  ipc::pull_entry e;
+  e.record = env.record;
+  e.in_slot = env.in_slot;
+  e.in_offset = env.in_offset;
+  std::uint64_t words[ipc::pull_entry_words];
+  ipc::pull_entry_encode(call, e, words);
+  volatile std::uint64_t* w = env.controls[q]->pull_entries[call & 1][env.rank];
+#pragma unroll
+  for (int i = 0; i < ipc::pull_entry_words; ++i)
+    w[i] = words[i];
+}
+
 // The entry's first part (see the top), by one thread of the rank: this rank's record (and
 // reason text when it refuses) into every rank's control block, and where its output is; then its
-// entry mark to every peer (its abort mark once it has given up).
+// entry mark to every peer (its abort mark once it has given up); then its entry words to every
+// peer, after the mark's fence. The words are for peers in the pull form, which raises no entry
+// mark and reads no record: without them a rank that refuses (its refusal runs this entry) or
+// calls with another plan would leave such peers waiting until the timeout instead of telling them.
 // `gave_up`: this rank's sticky word as the caller read it (0: it has not given up).
 __device__ inline void ipc_announce(const ipc_env& env, std::uint64_t call, std::uint64_t gave_up) {
   const std::uint32_t me = env.rank, parity = static_cast<std::uint32_t>(call & 1);
@@ -392,6 +414,57 @@ __device__ inline void ipc_announce(const ipc_env& env, std::uint64_t call, std:
     *static_cast<volatile std::uint64_t*>(&env.me->out_offset) = env.out_offset;
   }
   ipc_raise_all(env, gave_up == 0 ? signal_mark(call, 0) : signal_mark(gave_up, signal_abort));
+  if (gave_up == 0)
+    for (std::uint32_t q = 0; q < env.ranks; ++q)
+      if (q != me) ipc_write_entry_words(env, q, call);
+}
+
+// The entry wait of the plan's kernels for peer q: its entry mark, then its record from its slot,
+// or its entry words naming this call, which are all a peer in the pull form writes (then the
+// record is theirs). A peer whose words are seen entered even if its mark says it gave up since
+// (on its verdict). Its failures are ipc_wait_for's. True when q entered; `record` is its record.
+__device__ inline bool ipc_wait_entry(const ipc_env& env, std::uint32_t q, std::uint64_t call,
+                                      entry_record& record) {
+  const std::uint64_t* word = &env.me->signal[q];
+  const volatile std::uint64_t* sequence = &env.me->entries[call & 1][q].sequence;
+  const volatile std::uint64_t* announced = env.me->pull_entries[call & 1][q];
+  ipc_wait w;
+  w.peer = q;
+  auto words_name_call = [&]() {
+    std::uint64_t x[ipc::pull_entry_words];
+#pragma unroll
+    for (int i = 0; i < ipc::pull_entry_words; ++i)
+      x[i] = announced[i];
+    ipc::pull_entry e;
+    if (!ipc::pull_entry_decode(call, x, e)) return false;
+    signal_acquire(env.system != 0);  // what q wrote before them (its reason text)
+    record = e.record;
+    return true;
+  };
+  std::uint64_t start = 0, scan = 0, host = 0;
+  std::uint32_t spins = 0;
+  for (;;) {
+    const std::uint64_t v = signal_peek(word);
+    bool entered = false;
+    if (signal_aborted(v) && signal_call(v) == call) {
+      signal_acquire(env.system != 0);  // its record or words, written before the mark
+      entered = *sequence == call;
+      if (!entered && words_name_call()) return true;
+    }
+    const mark_reading m = read_mark(v, call, 0, entered);
+    if (m != mark_reading::waiting) signal_acquire(env.system != 0);
+    if (m == mark_reading::reached) {
+      ipc_copy(&record, &env.me->entries[call & 1][q]);
+      return true;
+    }
+    if (m == mark_reading::failed) {
+      ipc_peer_failed(env, q, call);
+      return false;
+    }
+    if (words_name_call()) return true;
+    if (++spins % ipc_spins_per_look != 0) continue;
+    if (ipc_aborted(env) != 0 || ipc_wait_tick(env, w, call, start, scan, host)) return false;
+  }
 }
 
 // The verdict of every rank's record (`records`, shared, indexed by rank), judged by thread 0 of
@@ -426,14 +499,15 @@ __device__ inline bool ipc_decide(const ipc_env& env, std::uint64_t call, std::u
   return give_up != 0;
 }
 
-// The entry's second part, this block's: every peer's entry mark and record, then the verdict of
+// The entry's second part, this block's: every peer's entry (ipc_wait_entry), then the verdict of
 // judge(); true when the rank gives up (the verdict is not `go`, or a wait failed), the same
 // answer for every thread of the block.
 template <int Block>
 __device__ inline bool ipc_judge_entries(const ipc_env& env, std::uint64_t call,
                                          std::uint32_t& give_up, ipc_entry_shared& shared) {
-  const std::uint32_t me = env.rank, parity = static_cast<std::uint32_t>(call & 1);
-  // Each peer's record is read by the thread that saw its mark; this rank's own is its env's.
+  const std::uint32_t me = env.rank;
+  // Each peer's record is read by the thread that saw its mark or its words; this rank's own is
+  // its env's.
   entry_record* records = shared.records();
   __shared__ std::uint32_t missing;  // some wait failed
   if (threadIdx.x == 0) missing = 0;
@@ -444,13 +518,7 @@ __device__ inline bool ipc_judge_entries(const ipc_env& env, std::uint64_t call,
       records[q].sequence = call;
       continue;
     }
-    ipc_wait w;
-    w.peer = q;
-    if (!ipc_wait_for(env, w, call)) {
-      missing = 1;
-      continue;
-    }
-    ipc_copy(&records[q], &env.me->entries[parity][q]);
+    if (!ipc_wait_entry(env, q, call, records[q])) missing = 1;
   }
   __syncthreads();
   return ipc_decide(env, call, give_up, records, missing != 0 || ipc_aborted(env) != 0);

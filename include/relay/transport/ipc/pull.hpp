@@ -5,7 +5,9 @@
 //      as self-identifying words into every peer's control block (transport/ipc/pull_entry.hpp),
 //      which also say that its own tiles are ready; every other block that copied tells each
 //      reader of this rank's input that block b's part is ready (its flag in that reader's
-//      control block);
+//      control block). (Announcing first, so that the copy overlaps the peers' judging, was
+//      measured slower: block 0's tiles then need a flag of their own, and its wait costs more
+//      than the copy it hides; bench/results/2026-12-02-h200-ipc-refusal-words.)
 //   2. judge: every block polls every peer's entry words until they name this call, and judges
 //      all records with the agreement's rule (kernels.hpp), so nothing is read or written before
 //      every rank agreed (a refusing rank, or one with another plan, never raises the flags
@@ -110,19 +112,9 @@ __device__ inline void ipc_pull_tell(const ipc_env& env, std::uint64_t mask, int
 // (that text, or block 0's staged tiles), the entry words.
 __device__ inline void ipc_pull_announce(const ipc_env& env, std::uint32_t q, std::uint64_t call,
                                          bool fence) {
-  ipc_control* c = env.controls[q];
-  if (env.record.code != 0) ipc_copy_text(c->texts[env.rank], env.host->own_text);
-  ipc::pull_entry e;
-  e.record = env.record;
-  e.in_slot = env.in_slot;
-  e.in_offset = env.in_offset;
-  std::uint64_t words[ipc::pull_entry_words];
-  ipc::pull_entry_encode(call, e, words);
+  if (env.record.code != 0) ipc_copy_text(env.controls[q]->texts[env.rank], env.host->own_text);
   if (fence) signal_fence(env.system != 0);
-  volatile std::uint64_t* w = c->pull_entries[call & 1][env.rank];
-#pragma unroll
-  for (int i = 0; i < ipc::pull_entry_words; ++i)
-    w[i] = words[i];
+  ipc_write_entry_words(env, q, call);
 }
 
 // Step 2, by the thread of peer q: polls q's entry words until all name `call` (true; `e` is what
