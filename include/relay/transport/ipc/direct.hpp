@@ -101,4 +101,18 @@ inline direct_choice choose_direct(bool plan_ok, placement where, buffer_view se
   return c;
 }
 
+// The pull form's choice for this rank's input (ipc/pull.hpp), made per call like choose_direct:
+// the registration slot its peers read it from where the caller keeps it, or -1 (the kernel
+// stages it). In place only where it lies in one registration (which every peer has opened), is
+// aligned as above (the sum's vectors), and is not also the output: in place, peers would read
+// what this rank overwrites, so the staged copy is read. Peers address it by the registration's
+// allocation and an offset, which must fit the entry's words (pull_entry.hpp): the caller checks
+// that.
+inline int choose_pull_input(placement where, buffer_view send, std::uint64_t in_bytes,
+                             std::span<const registration> slots) {
+  if (in_bytes == 0 || where == placement::in_place) return -1;
+  if (reinterpret_cast<std::uintptr_t>(send.data) % direct_alignment != 0) return -1;
+  return find_registration(slots, send.data, in_bytes);
+}
+
 }  // namespace relay::ipc

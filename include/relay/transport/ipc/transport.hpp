@@ -207,18 +207,14 @@ class ipc_transport final : public transport {
     const int me = call.slice->rank;
     const auto r = static_cast<std::size_t>(me);
     const area_layout at = layout_of(p, r);
+    if (prog->pull) return run_pull(call, *prog, at, env, stream);
     unsigned char* mine = area_.data(me);
     // Where this call's input and output are: the caller's buffers where they may be used there
     // (ipc/direct.hpp), else staged through the area by the entry's and the exit's copies.
     const std::uint64_t in_bytes = p.input_bytes[r], out_bytes = p.output_bytes[r];
-    if (prog->pull) return run_pull(call, *prog, at, env, stream);
     const ipc::direct_choice direct = ipc::choose_direct(
         prog->direct, call.placement, call.send, in_bytes, call.recv, out_bytes,
         out_bytes > 0 ? ipc::find_registration(area_.registered(), call.recv.data, out_bytes) : -1);
-    auto delta = [](const void* user, const unsigned char* staged) {
-      return static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(user) -
-                                       reinterpret_cast<std::uintptr_t>(staged));
-    };
     if (direct.input) env.in_delta = delta(call.send.data, mine + at.input);
     if (direct.output) {
       env.out_delta = delta(call.recv.data, mine + at.output);
@@ -246,6 +242,12 @@ class ipc_transport final : public transport {
   }
 
  private:
+  // What the kernels move a staged place by to reach the caller's buffer (ipc_env's deltas).
+  static std::int64_t delta(const void* user, const unsigned char* staged) {
+    return static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(user) -
+                                     reinterpret_cast<std::uintptr_t>(staged));
+  }
+
   // A stage in device memory and its tile count (for the grid).
   struct stage_ref {
     const gpu::ipc_stage* device = nullptr;
@@ -478,24 +480,22 @@ class ipc_transport final : public transport {
     const auto r = static_cast<std::size_t>(call.slice->rank);
     unsigned char* mine = area_.data(call.slice->rank);
     const std::uint64_t in_bytes = p.input_bytes[r], out_bytes = p.output_bytes[r];
-    auto delta = [](const void* user, const unsigned char* staged) {
-      return static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(user) -
-                                       reinterpret_cast<std::uintptr_t>(staged));
-    };
     env.in_place = call.placement == placement::in_place ? 1 : 0;
     if (in_bytes > 0) env.in_delta = delta(call.send.data, mine + at.input);
     if (out_bytes > 0) env.out_delta = delta(call.recv.data, mine + at.output);
-    const int slot = in_bytes > 0 && env.in_place == 0
-                         ? ipc::find_registration(area_.registered(), call.send.data, in_bytes)
-                         : -1;
-    const bool in_direct =
-        slot >= 0 && reinterpret_cast<std::uintptr_t>(call.send.data) % ipc::direct_alignment == 0;
+    const int slot =
+        ipc::choose_pull_input(call.placement, call.send, in_bytes, area_.registered());
+    // Its offset in the registration's allocation, as the entry words carry it (56 bits: no
+    // allocation comes near; beyond, the input is staged, with the same result).
+    const std::uint64_t offset =
+        slot < 0 ? 0
+                 : reinterpret_cast<std::uintptr_t>(call.send.data) - area_.registered_start(slot);
+    const bool in_direct = slot >= 0 && offset <= ipc::pull_entry_max_offset;
     gpu::copy_desc in{};
     std::uint64_t in_tiles = 0;
     if (in_direct) {
       env.in_slot = static_cast<std::uint64_t>(slot) + 1;
-      env.in_offset =
-          reinterpret_cast<std::uintptr_t>(call.send.data) - area_.registered_start(slot);
+      env.in_offset = offset;
     } else if (in_bytes > 0 && prog.pull_args.readers != 0) {
       in = gpu::make_copy(call.send.data, mine + at.input, in_bytes);
       in_tiles = gpu::tiles_for(in.units, ipc::pull_block_threads);

@@ -108,3 +108,23 @@ TEST_CASE("this rank's choice: direct where it may be, staged otherwise", "[tran
   CHECK_FALSE(c.input);
   CHECK_FALSE(c.output);
 }
+
+TEST_CASE(
+    "the pull form reads an input in place only where it is registered, aligned and not "
+    "overwritten",
+    "[transport][ipc]") {
+  alignas(16) std::byte memory[512];
+  const auto base = reinterpret_cast<std::uintptr_t>(memory);
+  // Slot 1 holds the first 256 bytes, slot 3 the rest; slot 0 and 2 are empty.
+  const std::vector<registration> slots{{}, {base, base + 256}, {}, {base + 256, base + 512}};
+  const buffer_view first{memory, 64}, second{memory + 320, 64}, odd{memory + 8, 64};
+  CHECK(choose_pull_input(placement::out_of_place, first, 64, slots) == 1);
+  CHECK(choose_pull_input(placement::out_of_place, second, 64, slots) == 3);
+  // Across the two registrations: no one registration holds it.
+  CHECK(choose_pull_input(placement::out_of_place, {memory + 224, 64}, 64, slots) == -1);
+  // Misaligned by 8 bytes, in place (the output overwrites it), no bytes, nothing registered.
+  CHECK(choose_pull_input(placement::out_of_place, odd, 64, slots) == -1);
+  CHECK(choose_pull_input(placement::in_place, first, 64, slots) == -1);
+  CHECK(choose_pull_input(placement::helper, {}, 0, slots) == -1);
+  CHECK(choose_pull_input(placement::out_of_place, first, 64, {}) == -1);
+}
