@@ -64,6 +64,7 @@ else
 fi
 
 status=0
+failed_steps=()
 step() {  # step NAME LIMIT COMMAND...: runs it, logs to $OUT/NAME.log, prints its tail and time
   local name=$1 limit=$2
   shift 2
@@ -72,7 +73,7 @@ step() {  # step NAME LIMIT COMMAND...: runs it, logs to $OUT/NAME.log, prints i
   echo "== $name: $*"
   timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
   local rc=$?
-  ((rc != 0)) && status=1
+  ((rc != 0)) && status=1 && failed_steps+=("$name")
   tail -${TAILN:-4} "$OUT/$name.log"
   echo "-- $name: exit $rc, $((SECONDS - t0)) s"
 }
@@ -183,4 +184,6 @@ unset RELAY_TIMEOUT
 # (SOAK_S seconds; the stall was seen after about 20,000 calls, some 90 s).
 RELAY_TIMEOUT=10 TAILN=14 step soak $((${SOAK_S:-80} + 30)) "$RUN" -n 2 --timeout $((${SOAK_S:-80} + 25)) -- \
   "$T" soak $((64 << 20)) "${SOAK_S:-80}"
+# One line that says whether every step passed (the steps' tails scroll past it).
+if ((status == 0)); then echo "== every step passed"; else echo "== FAILED steps: ${failed_steps[*]}"; fi
 exit $status
