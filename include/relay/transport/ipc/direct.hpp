@@ -37,6 +37,9 @@ inline constexpr int max_registrations = 16;
 // descriptors' vector widths were chosen for, only when it is a multiple of 16: the staged places
 // are 256-byte aligned, so a user buffer qualifies when its address is 16-byte aligned.
 inline constexpr std::uintptr_t direct_alignment = 16;
+inline bool direct_aligned(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % direct_alignment == 0;
+}
 
 // What an operand of a descriptor is moved by at run time: nothing (scratch, or a peer's memory
 // other than its output), this rank's input or output delta, or peer q's output delta.
@@ -92,12 +95,10 @@ inline direct_choice choose_direct(bool plan_ok, placement where, buffer_view se
                                    std::uint64_t out_bytes, int output_slot) {
   direct_choice c;
   if (!plan_ok) return c;
-  auto aligned = [](const void* p) {
-    return reinterpret_cast<std::uintptr_t>(p) % direct_alignment == 0;
-  };
-  c.output = out_bytes > 0 && output_slot >= 0 && aligned(recv.data);
+  c.output = out_bytes > 0 && output_slot >= 0 && direct_aligned(recv.data);
   c.slot = c.output ? output_slot : -1;
-  c.input = in_bytes > 0 && aligned(send.data) && !(c.output && where == placement::in_place);
+  c.input =
+      in_bytes > 0 && direct_aligned(send.data) && !(c.output && where == placement::in_place);
   return c;
 }
 
@@ -111,7 +112,7 @@ inline direct_choice choose_direct(bool plan_ok, placement where, buffer_view se
 inline int choose_pull_input(placement where, buffer_view send, std::uint64_t in_bytes,
                              std::span<const registration> slots) {
   if (in_bytes == 0 || where == placement::in_place) return -1;
-  if (reinterpret_cast<std::uintptr_t>(send.data) % direct_alignment != 0) return -1;
+  if (!direct_aligned(send.data)) return -1;
   return find_registration(slots, send.data, in_bytes);
 }
 

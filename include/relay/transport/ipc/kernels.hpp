@@ -394,6 +394,18 @@ __device__ inline void ipc_write_entry_words(const ipc_env& env, std::uint32_t q
     w[i] = words[i];
 }
 
+// Whether peer q's entry words in this rank's control block all name `call` (one poll, no
+// ordering); then `e` is the entry they carry. The reader of both forms' entry waits.
+__device__ inline bool ipc_read_entry_words(const ipc_env& env, std::uint32_t q, std::uint64_t call,
+                                            ipc::pull_entry& e) {
+  const volatile std::uint64_t* w = env.me->pull_entries[call & 1][q];
+  std::uint64_t words[ipc::pull_entry_words];
+#pragma unroll
+  for (int i = 0; i < ipc::pull_entry_words; ++i)
+    words[i] = w[i];
+  return ipc::pull_entry_decode(call, words, e);
+}
+
 // The entry's first part (see the top), by one thread of the rank: this rank's record (and
 // reason text when it refuses) into every rank's control block, and where its output is; then its
 // entry mark to every peer (its abort mark once it has given up); then its entry words to every
@@ -427,16 +439,11 @@ __device__ inline bool ipc_wait_entry(const ipc_env& env, std::uint32_t q, std::
                                       entry_record& record) {
   const std::uint64_t* word = &env.me->signal[q];
   const volatile std::uint64_t* sequence = &env.me->entries[call & 1][q].sequence;
-  const volatile std::uint64_t* announced = env.me->pull_entries[call & 1][q];
   ipc_wait w;
   w.peer = q;
   auto words_name_call = [&]() {
-    std::uint64_t x[ipc::pull_entry_words];
-#pragma unroll
-    for (int i = 0; i < ipc::pull_entry_words; ++i)
-      x[i] = announced[i];
     ipc::pull_entry e;
-    if (!ipc::pull_entry_decode(call, x, e)) return false;
+    if (!ipc_read_entry_words(env, q, call, e)) return false;
     signal_acquire(env.system != 0);  // what q wrote before them (its reason text)
     record = e.record;
     return true;

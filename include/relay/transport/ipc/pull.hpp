@@ -123,17 +123,12 @@ __device__ inline void ipc_pull_announce(const ipc_env& env, std::uint32_t q, st
 // #n".
 __device__ inline bool ipc_pull_wait_entry(const ipc_env& env, std::uint32_t q, std::uint64_t call,
                                            ipc::pull_entry& e) {
-  const volatile std::uint64_t* w = env.me->pull_entries[call & 1][q];
   ipc_wait wait;
   wait.peer = q;
   std::uint64_t start = 0, scan = 0, host = 0;
   std::uint32_t spins = 0;
   for (;;) {
-    std::uint64_t words[ipc::pull_entry_words];
-#pragma unroll
-    for (int i = 0; i < ipc::pull_entry_words; ++i)
-      words[i] = w[i];
-    if (ipc::pull_entry_decode(call, words, e)) return true;
+    if (ipc_read_entry_words(env, q, call, e)) return true;
     if (++spins % ipc_spins_per_look != 0) continue;
     if (ipc_aborted(env) != 0 || ipc_wait_tick(env, wait, call, start, scan, host)) return false;
   }
