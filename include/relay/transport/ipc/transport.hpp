@@ -54,6 +54,7 @@
 #include "relay/transport/ipc/direct.hpp"
 #include "relay/transport/ipc/form.hpp"
 #include "relay/transport/ipc/kernels.hpp"
+#include "relay/transport/ipc/launch.hpp"
 #include "relay/transport/ipc/memory.hpp"
 #include "relay/transport/ipc/options.hpp"
 #include "relay/transport/ipc/pull.hpp"
@@ -307,9 +308,9 @@ class ipc_transport final : public transport {
     env.record.code = static_cast<std::uint8_t>(why.code());
     area_.set_own_text(why.message());
     if (refusal_.ok()) refusal_ = why;
-    const gpu::rt::error_t e = gpu::rt::launch(
-        gpu::ipc_step_kernel<float>, 1, gpu::default_block, stream,
-        static_cast<const gpu::ipc_stage*>(bare_entry_), gpu::copy_desc{}, std::uint64_t{0}, env);
+    const gpu::rt::error_t e =
+        gpu::launch_ipc_step(dtype::float32, false, 1, stream,
+                             static_cast<const gpu::ipc_stage*>(bare_entry_), {}, 0, env);
     if (e != gpu::rt::success)
       return fail(gpu::failure("launching the ipc entry kernel", device_, e));
     if (broken_.ok()) broken_ = why;  // its peers learn of it from its record
@@ -367,22 +368,7 @@ class ipc_transport final : public transport {
     int sms = 0, resident = 0;
     if (gpu::rt::error_t e = gpu::rt::sm_count(&sms, device_); e != gpu::rt::success)
       return gpu::failure("counting the multiprocessors", device_, e);
-    gpu::rt::error_t e = gpu::rt::success;
-    auto fewest = [&](auto kernel) {
-      int blocks = 0;
-      if (e == gpu::rt::success)
-        e = gpu::resident_blocks(&blocks, kernel, gpu::default_block, device_);
-      if (blocks > 0 && (resident == 0 || blocks < resident)) resident = blocks;
-    };
-    for (dtype type : all_dtypes)
-      visit_dtype(type, [&](auto x) {
-        using T = decltype(x);
-        fewest(gpu::ipc_step_kernel<T>);
-        fewest(gpu::ipc_one_shot_kernel<T>);
-        if constexpr (fp8_wire_type<T>)
-          fewest(gpu::ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, true>);
-      });
-    if (e != gpu::rt::success)
+    if (gpu::rt::error_t e = gpu::ipc_resident_blocks(&resident, device_); e != gpu::rt::success)
       return gpu::failure("querying the ipc kernels' occupancy", device_, e);
     ipc_device mine;
     mine.sms = sms;
@@ -436,16 +422,8 @@ class ipc_transport final : public transport {
     const std::uint64_t tiles = std::max<std::uint64_t>(1, st.tiles + user_tiles);
     const auto most = static_cast<std::uint64_t>(std::max(1, max_grid_));
     const auto grid = static_cast<unsigned>(std::min(tiles, most));
-    const gpu::rt::error_t e = visit_dtype(type, [&](auto x) {
-      using T = decltype(x);
-      if constexpr (fp8_wire_type<T>)
-        if (st.fp8)
-          return gpu::rt::launch(
-              gpu::ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, true>, grid,
-              gpu::default_block, stream, st.device, user, user_tiles, env);
-      return gpu::rt::launch(gpu::ipc_step_kernel<T>, grid, gpu::default_block, stream, st.device,
-                             user, user_tiles, env);
-    });
+    const gpu::rt::error_t e =
+        gpu::launch_ipc_step(type, st.fp8, grid, stream, st.device, user, user_tiles, env);
     if (e != gpu::rt::success)
       return fail(gpu::failure("launching the ipc step kernel", device_, e));
     return {};
@@ -460,11 +438,8 @@ class ipc_transport final : public transport {
         one_shot_grid_, std::max<std::uint64_t>({1, prog.most_tiles, prog.entry.tiles + in_tiles,
                                                  prog.exit.tiles + out_tiles})));
     const auto count = static_cast<std::uint32_t>(prog.phases.size() + 2);
-    const gpu::rt::error_t e = visit_dtype(type, [&](auto x) {
-      using T = decltype(x);
-      return gpu::rt::launch(gpu::ipc_one_shot_kernel<T>, grid, gpu::default_block, stream,
-                             prog.entry.device, count, in, in_tiles, out, out_tiles, env);
-    });
+    const gpu::rt::error_t e = gpu::launch_ipc_one_shot(type, grid, stream, prog.entry.device,
+                                                        count, in, in_tiles, out, out_tiles, env);
     if (e != gpu::rt::success)
       return fail(gpu::failure("launching the ipc one-shot kernel", device_, e));
     return {};
@@ -505,11 +480,8 @@ class ipc_transport final : public transport {
     ++counts_.pull;
     counts_.inputs += in_direct ? 1 : 0;
     counts_.outputs += out_bytes > 0 ? 1 : 0;
-    const gpu::rt::error_t e = visit_dtype(p.type, [&](auto x) {
-      using T = decltype(x);
-      return gpu::rt::launch(gpu::ipc_pull_kernel<T>, prog.pull_args.grid, ipc::pull_block_threads,
-                             stream, prog.pull_args, peers_, in, in_tiles, env);
-    });
+    const gpu::rt::error_t e =
+        gpu::launch_ipc_pull(p.type, stream, prog.pull_args, peers_, in, in_tiles, env);
     if (e != gpu::rt::success)
       return fail(gpu::failure("launching the ipc pull kernel", device_, e));
     return {};

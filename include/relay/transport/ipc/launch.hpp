@@ -1,0 +1,58 @@
+// The ipc transport's kernel launches, one function each, by element type at run time: the
+// transport (ipc/transport.hpp) launches its kernels through these only, never naming a kernel
+// template, so that where they are compiled is a choice of the program's:
+//   - by default (header-only) every unit that includes the transport compiles them inline;
+//   - with RELAY_IPC_SEPARATE_KERNELS defined, this header only declares them and the program
+//     compiles them once, in one nvcc or hipcc unit that includes ipc/launch_impl.hpp (the
+//     project's own binaries do: src/transport/ipc/kernels.cpp). The kernels are most of an
+//     including unit's compile time (cicc and ptxas: about 95 of 115 s), and a program with
+//     several such units paid it in each.
+// Every function returns the launch's error (none goes unchecked: gpu/runtime.hpp's launch).
+//
+// Only code compiled by nvcc or hipcc may include this header.
+#pragma once
+
+#include <cstdint>
+
+#include "relay/core/dtype.hpp"
+#include "relay/gpu/copy_desc.hpp"
+#include "relay/gpu/runtime.hpp"
+#include "relay/transport/ipc/kernels.hpp"
+#include "relay/transport/ipc/pull.hpp"
+
+#if defined(RELAY_IPC_SEPARATE_KERNELS)
+#define RELAY_IPC_LAUNCH_LINKAGE
+#else
+#define RELAY_IPC_LAUNCH_LINKAGE inline
+#endif
+
+namespace relay::gpu {
+
+// One stage of the stepped form (ipc_step_kernel): `fp8` picks the form with fp8 ends (a stage of
+// an fp8 wire; ignored for other types). With a bare entry stage it is a refusal's entry.
+RELAY_IPC_LAUNCH_LINKAGE rt::error_t launch_ipc_step(dtype type, bool fp8, unsigned grid,
+                                                     rt::stream_t stream, const ipc_stage* stage,
+                                                     const copy_desc& user,
+                                                     std::uint64_t user_tiles, const ipc_env& env);
+
+// A whole call of the one-shot form (ipc_one_shot_kernel): `count` stages from `stages`.
+RELAY_IPC_LAUNCH_LINKAGE rt::error_t launch_ipc_one_shot(
+    dtype type, unsigned grid, rt::stream_t stream, const ipc_stage* stages, std::uint32_t count,
+    const copy_desc& in, std::uint64_t in_tiles, const copy_desc& out, std::uint64_t out_tiles,
+    const ipc_env& env);
+
+// A whole call of the pull form (ipc_pull_kernel), pl.grid blocks.
+RELAY_IPC_LAUNCH_LINKAGE rt::error_t launch_ipc_pull(dtype type, rt::stream_t stream,
+                                                     const ipc_pull& pl, const ipc_peers& peers,
+                                                     const copy_desc& in, std::uint64_t in_tiles,
+                                                     const ipc_env& env);
+
+// The fewest blocks the device holds resident at once of any stepped or one-shot kernel, for any
+// type (their grids' bound: the one-shot form's blocks must all be resident).
+RELAY_IPC_LAUNCH_LINKAGE rt::error_t ipc_resident_blocks(int* fewest, int device);
+
+}  // namespace relay::gpu
+
+#if !defined(RELAY_IPC_SEPARATE_KERNELS)
+#include "relay/transport/ipc/launch_impl.hpp"
+#endif
