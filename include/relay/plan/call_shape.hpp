@@ -160,7 +160,11 @@ inline void assign_call(call_shape& s, collective c, const group_list& groups, i
   s.mode = groups.size() == 1 ? mode::single : mode::fused;
   s.ranks = ranks;
   s.groups = groups;
-  s.counts.assign(counts.begin(), counts.end());
+  // Element by element, not assign(): g++ 13 sees assign's memmove of a span of unknown length
+  // as out of bounds (-Warray-bounds, a false positive) where this is inlined. A call has a few
+  // counts; the storage is reused all the same.
+  s.counts.clear();
+  for (std::int64_t n : counts) s.counts.push_back(n);
   s.type = type;
   s.op = reduces(c) ? op : reduce_op::sum;
   s.in_place = false;
