@@ -164,7 +164,8 @@ inline void assign_call(call_shape& s, collective c, const group_list& groups, i
   // as out of bounds (-Warray-bounds, a false positive) where this is inlined. A call has a few
   // counts; the storage is reused all the same.
   s.counts.clear();
-  for (std::int64_t n : counts) s.counts.push_back(n);
+  for (std::int64_t n : counts)
+    s.counts.push_back(n);
   s.type = type;
   s.op = reduces(c) ? op : reduce_op::sum;
   s.in_place = false;
