@@ -740,6 +740,20 @@ relay_status relay_comm_deregister(relay_comm* c, void* data) {
     return h->comm->deregister_buffer(data);
   });
 }
+relay_status relay_comm_register_graph_inputs(relay_comm* c) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    return h->comm->register_graph_inputs();
+  });
+}
+relay_status relay_comm_deregister_graph_inputs(relay_comm* c) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    return h->comm->deregister_graph_inputs();
+  });
+}
 
 void relay_options_init(relay_options* o) {
   if (o == nullptr) return;

@@ -125,6 +125,8 @@ _FUNCTIONS = {
     "relay_comm_refuse": (c_int, [_P, c_int32, c_char_p, _P]),
     "relay_comm_register": (c_int, [_P, _P, c_size_t]),
     "relay_comm_deregister": (c_int, [_P, _P]),
+    "relay_comm_register_graph_inputs": (c_int, [_P]),
+    "relay_comm_deregister_graph_inputs": (c_int, [_P]),
     "relay_options_init": (None, [POINTER(Options)]),
 }
 _COLLECTIVES = {

@@ -330,6 +330,8 @@ static void expect_bad_handle(relay_comm* comm, const char* what) {
   EXPECT_STATUS(relay_comm_refuse(comm, RELAY_INVALID_BUFFER, "x", NULL), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_register(comm, data, sizeof data), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_deregister(comm, data), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_register_graph_inputs(comm), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_deregister_graph_inputs(comm), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_abort(comm), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_allreduce(comm, data, 4, data, 4, ranks, sizes, 1, counts, RELAY_INT32,
                                 RELAY_SUM, NULL, NULL),
@@ -452,6 +454,9 @@ static void test_handles(void) {
   EXPECT_STATUS(relay_comm_register(comm, data, sizeof data), RELAY_OK);
   EXPECT_STATUS(relay_comm_deregister(comm, data), RELAY_OK);
   EXPECT_STATUS(relay_comm_register(comm, NULL, 0), RELAY_OK);
+  /* Nothing captured, and the host transport stages nothing: accepted, nothing done. */
+  EXPECT_STATUS(relay_comm_register_graph_inputs(comm), RELAY_OK);
+  EXPECT_STATUS(relay_comm_deregister_graph_inputs(comm), RELAY_OK);
   EXPECT_STATUS(relay_comm_refuse(comm, RELAY_OK, "x", NULL), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_refuse(comm, 99, "x", NULL), RELAY_INVALID_ARGUMENT);
 

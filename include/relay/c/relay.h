@@ -239,6 +239,13 @@ RELAY_C_API relay_status relay_comm_refuse(relay_comm* comm, int32_t why, const 
  * accept them and do nothing. Not during graph capture. */
 RELAY_C_API relay_status relay_comm_register(relay_comm* comm, void* data, size_t bytes);
 RELAY_C_API relay_status relay_comm_deregister(relay_comm* comm, void* data);
+/* After capturing calls into a graph: registers the memory their inputs lie in, so that replays
+ * read those inputs in place instead of staging them (the ipc transport; vLLM's
+ * register_graph_buffers). Collective; not during capture; replays are right before and after.
+ * The graphs' buffers must stay allocated until relay_comm_deregister_graph_inputs, which ends
+ * every such registration (replays then stage again). The other transports do nothing. */
+RELAY_C_API relay_status relay_comm_register_graph_inputs(relay_comm* comm);
+RELAY_C_API relay_status relay_comm_deregister_graph_inputs(relay_comm* comm);
 
 /* ---- the collectives -------------------------------------------------------------------- */
 

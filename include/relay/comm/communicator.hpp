@@ -94,6 +94,15 @@ class communicator {
   // time). No call in flight or captured graph may use the buffer afterwards.
   status deregister_buffer(void* p) { return link_->deregister_buffer(p, config_.timeout); }
 
+  // After capturing calls into a graph: registers the memory their inputs lie in, so that the
+  // graph's replays read those inputs where they are instead of staging them (the ipc transport
+  // copies a staged input of a small call first; see docs/ipc-transport.md, "Graphs"), as vLLM's
+  // register_graph_buffers. Collective; not during capture. The replays are right before and
+  // after; memory that cannot be registered stays staged. The graphs' buffers must stay allocated
+  // until deregister_graph_inputs, which ends every such registration (replays then stage again).
+  status register_graph_inputs() { return link_->register_graph_inputs(config_.timeout); }
+  status deregister_graph_inputs() { return link_->deregister_graph_inputs(config_.timeout); }
+
   // This rank refuses the call its peers are making now (its own checks failed, say, before it
   // had arguments to pass): it takes part in that call's agreement as a refusal, so every peer
   // returns errc::peer_error naming this rank at once instead of waiting out the timeout.

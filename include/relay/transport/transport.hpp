@@ -103,6 +103,11 @@ class transport : no_copy {
   virtual status deregister_buffer(void* /*p*/, std::chrono::milliseconds /*timeout*/) {
     return {};
   }
+  // The inputs of calls captured into graphs so far, registered after capture so that replays
+  // read them in place (communicator::register_graph_inputs), and those registrations ended:
+  // collective. A transport with no staging to save accepts them and does nothing.
+  virtual status register_graph_inputs(std::chrono::milliseconds /*timeout*/) { return {}; }
+  virtual status deregister_graph_inputs(std::chrono::milliseconds /*timeout*/) { return {}; }
 };
 
 }  // namespace relay

@@ -219,12 +219,15 @@ class Communicator:
         self._lib.check(self._lib.comm_deregister(self._h(), ptr))
 
     @contextlib.contextmanager
-    def capture(self, graph=None, **graph_kwargs):
+    def capture(self, graph=None, register_inputs=True, **graph_kwargs):
         """CUDA graph capture of relay calls (the ipc transport: a call is kernel launches on the
         current stream). Make every call shape once before capturing it (its first call builds
         and uploads its plan), and the fused helpers' buffers with it; inside, nothing registers
         or grows. With `graph` (a torch.cuda.CUDAGraph), this enters torch.cuda.graph(graph,
-        **graph_kwargs) too."""
+        **graph_kwargs) too.
+
+        When the block ends, the captured calls' inputs are registered (collective; see
+        register_graph_inputs) unless `register_inputs` is False."""
         if self.transport != "ipc":
             raise ValueError(
                 f"graph capture runs relay's ipc transport; this communicator uses {self.transport}"
@@ -238,6 +241,20 @@ class Communicator:
                     yield graph
         finally:
             self._capturing = False
+        if register_inputs:
+            self.register_graph_inputs()
+
+    def register_graph_inputs(self):
+        """Registers the memory the inputs of the calls captured so far lie in, so that replays
+        read them in place instead of staging them (collective; not during capture; replays are
+        right before and after). Those tensors must stay allocated until
+        deregister_graph_inputs()."""
+        self._lib.check(self._lib.comm_register_graph_inputs(self._h()))
+
+    def deregister_graph_inputs(self):
+        """Ends every registration register_graph_inputs made (collective); replays stage their
+        inputs again, and the graphs' tensors may be freed."""
+        self._lib.check(self._lib.comm_deregister_graph_inputs(self._h()))
 
     # ---- the collectives -----------------------------------------------------------------------
 

@@ -46,7 +46,8 @@ class cuda_ipc_rank final : public stream_rank {
     std::ostringstream text;
     text << "relay's ipc transport, rank " << rank() << " on device " << device() << " (" << name
          << "), " << (link().bytes_per_rank() >> 20) << " MiB registered"
-         << (register_memory_ ? ", user buffers registered" : "");
+         << (register_memory_ ? ", user buffers registered" : "")
+         << (replays_graphs() && graph_inputs_ ? ", graph inputs registered after capture" : "");
     return text.str();
   }
   bool vendor_supports(const rank_collective& c) const override {

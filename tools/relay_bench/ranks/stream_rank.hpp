@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,8 +21,13 @@ namespace relay::bench {
 class stream_rank : public gpu_rank {
  public:
   // graph_calls > 0: timed relay runs replay a graph of that many captured calls.
+  // RELAY_BENCH_GRAPH_INPUTS=0: a graph's staged inputs stay staged; otherwise they are
+  // registered after capture (communicator::register_graph_inputs), as a user would.
   stream_rank(std::unique_ptr<communicator> comm, int device, int graph_calls = 0)
-      : comm_(std::move(comm)), device_(device), graph_calls_(graph_calls) {}
+      : comm_(std::move(comm)), device_(device), graph_calls_(graph_calls) {
+    const char* v = std::getenv("RELAY_BENCH_GRAPH_INPUTS");
+    graph_inputs_ = v == nullptr || std::string(v) != "0";
+  }
   ~stream_rank() override {
     (void)gpu::rt::set_device(device_);
     if (stream_ != nullptr) (void)gpu::rt::stream_synchronize(stream_);
@@ -110,6 +116,9 @@ class stream_rank : public gpu_rank {
     }
     const gpu::rt::error_t synced = gpu::rt::stream_synchronize(stream_);
     if (exec != nullptr) (void)gpu::rt::graph_exec_destroy(exec);
+    // Before the memory can be reallocated for the next row (collective, as the capture was).
+    if (replay && !vendor && graph_inputs_)
+      if (status s = comm_->deregister_graph_inputs(); !s) return s;
     if (!issued) return issued;
     if (synced != gpu::rt::success) return gpu::failure("running the calls", device_, synced);
     if (status s = after_calls(); !s) return s;
@@ -143,6 +152,9 @@ class stream_rank : public gpu_rank {
   virtual bool vendor_graphs() const { return false; }
   // Register the device memory with the communicator (see device_memory).
   bool register_memory_ = false;
+  // Register a graph's inputs after capture (see the constructor).
+  bool graph_inputs_ = true;
+  bool replays_graphs() const { return graph_calls_ > 0; }
   // The transport's verdict once the stream is idle (asynchronous errors).
   virtual status after_calls() = 0;
 
@@ -172,6 +184,8 @@ class stream_rank : public gpu_rank {
     const gpu::rt::error_t made = gpu::rt::graph_instantiate(&exec, graph);
     (void)gpu::rt::graph_destroy(graph);
     if (made != gpu::rt::success) return gpu::failure("instantiating the graph", device_, made);
+    if (!vendor && graph_inputs_)
+      if (status s = comm_->register_graph_inputs(); !s) return s;
     return {};
   }
 

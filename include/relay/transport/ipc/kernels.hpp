@@ -164,6 +164,10 @@ struct ipc_env {
   // slot + 1 (0: staged) and offset; in_place: the caller's input and output overlap, so the
   // staged input is read by the peers and this rank waits for its own copy.
   std::uint64_t in_slot = 0, in_offset = 0;
+  // A captured call's input place, read at each replay (transport/ipc/graph_inputs.hpp): where
+  // its word names a registration, in_slot and in_offset become that and nothing is staged; null
+  // for every call not captured with a staged input.
+  const std::uint64_t* in_word = nullptr;
   std::uint32_t in_place = 0;
   entry_record record;  // this rank's word in the call's agreement (sequence: set by the entry)
   // 1: some rank is on another device, so marks are ordered at system scope; 0: every rank

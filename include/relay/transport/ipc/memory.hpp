@@ -169,10 +169,11 @@ class area : no_copy {
   // exported it already. A registration is kept only if every peer mapped it. The status is this
   // rank's own: ok when its buffer is registered (or it passed none), else why not, with nothing
   // kept; a peer's refusal is that peer's (its buffer stays unregistered). Synchronizes the device:
-  // not during graph capture.
+  // not during graph capture. `used`: the slot this rank's buffer was kept in, or -1.
   status register_buffer(bootstrap& boot, void* p, std::size_t bytes,
-                         std::chrono::milliseconds timeout) {
+                         std::chrono::milliseconds timeout, int* used = nullptr) {
     in_step_ = false;
+    if (used != nullptr) *used = -1;
     const gpu::device_guard keep;
     if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
       return gpu::failure("selecting the device", device_, e);
@@ -234,6 +235,7 @@ class area : no_copy {
           ranges_[static_cast<std::size_t>(r.slot)] = {a, a + bytes};
           starts_[static_cast<std::size_t>(r.slot)] = r.start;
           table_[at] = r.start;
+          if (used != nullptr) *used = r.slot;
         }
         continue;
       }
@@ -261,7 +263,9 @@ class area : no_copy {
 
   // Collective: ends this rank's registration that begins at `p` (null: none this time) and every
   // peer's of the same round, after every rank's device is idle (no call in flight uses them).
-  status deregister_buffer(bootstrap& boot, void* p, std::chrono::milliseconds timeout) {
+  // `hidden`: slots (bit k) that are not looked at for `p`.
+  status deregister_buffer(bootstrap& boot, void* p, std::chrono::milliseconds timeout,
+                           std::uint32_t hidden = 0) {
     in_step_ = false;
     const gpu::device_guard keep;
     if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
@@ -270,7 +274,8 @@ class area : no_copy {
     std::int32_t slot = -1;
     const auto a = reinterpret_cast<std::uintptr_t>(p);
     for (std::size_t i = 0; i < ranges_.size() && p != nullptr; ++i)
-      if (ranges_[i].end > ranges_[i].begin && ranges_[i].begin == a) slot = static_cast<int>(i);
+      if (ranges_[i].end > ranges_[i].begin && ranges_[i].begin == a && ((hidden >> i) & 1) == 0)
+        slot = static_cast<int>(i);
     if (p != nullptr && slot < 0)
       mine = {errc::invalid_argument,
               "memory at " + std::to_string(a) + " is not a registered buffer of this rank"};

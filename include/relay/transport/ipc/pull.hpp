@@ -211,6 +211,10 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   __shared__ std::uint64_t gave_up_in;  // this rank's sticky word when the kernel began
   __shared__ std::uint32_t missing;     // a wait of this block failed
   __shared__ std::uint64_t stamps[ipc::trace_points];
+  // A captured call's input place (ipc/graph_inputs.hpp), loaded first so that the load overlaps
+  // the set-up below; the same word for every thread and block.
+  const std::uint64_t in_word =
+      env.in_word != nullptr ? *static_cast<const volatile std::uint64_t*>(env.in_word) : 0;
   for (std::uint32_t q = threadIdx.x; q < env.ranks; q += Block) {
     controls[q] = peers.controls[q];
     outbox[q] = q == env.rank ? nullptr : &peers.controls[q]->signal[env.rank];
@@ -238,6 +242,11 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   if (threadIdx.x < pl.members) index_of[pl.member[threadIdx.x]] = static_cast<int>(threadIdx.x);
   env.controls = controls;
   env.outbox = outbox;
+  if (ipc::graph_input_slot(in_word) != 0) {  // registered since capture: read in place
+    env.in_slot = ipc::graph_input_slot(in_word);
+    env.in_offset = ipc::graph_input_offset(in_word);
+    in_tiles = 0;
+  }
   const std::uint64_t self = env.in_place != 0 ? std::uint64_t{1} << env.rank : 0;
   // 1. This block's part of the input staged (where it is), then ready for its readers: block
   // 0's part by its entry words (written after the block barrier and a fence), every other

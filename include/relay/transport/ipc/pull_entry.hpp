@@ -71,4 +71,19 @@ RELAY_HOST_DEVICE constexpr bool pull_entry_decode(std::uint64_t call, const std
   return true;
 }
 
+// A captured input's place (transport/ipc/graph_inputs.hpp): one word of device memory that a
+// replayed pull kernel reads instead of a fixed place: 0 while the input is staged, else the
+// registration slot + 1 in the upper 8 bits and the offset from that allocation's start in the
+// lower 56, as the entry words carry them.
+RELAY_HOST_DEVICE constexpr std::uint64_t graph_input_word(std::uint64_t slot,
+                                                           std::uint64_t offset) {
+  return (slot + 1) << 56 | (offset & pull_entry_max_offset);
+}
+RELAY_HOST_DEVICE constexpr std::uint64_t graph_input_slot(std::uint64_t word) {
+  return word >> 56;  // slot + 1; 0: staged
+}
+RELAY_HOST_DEVICE constexpr std::uint64_t graph_input_offset(std::uint64_t word) {
+  return word & pull_entry_max_offset;
+}
+
 }  // namespace relay::ipc

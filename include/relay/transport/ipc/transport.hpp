@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -53,6 +54,7 @@
 #include "relay/plan/validate.hpp"
 #include "relay/transport/ipc/direct.hpp"
 #include "relay/transport/ipc/form.hpp"
+#include "relay/transport/ipc/graph_inputs.hpp"
 #include "relay/transport/ipc/kernels.hpp"
 #include "relay/transport/ipc/launch.hpp"
 #include "relay/transport/ipc/memory.hpp"
@@ -86,6 +88,7 @@ class ipc_transport final : public transport {
     if (gpu::rt::error_t e = gpu::rt::upload(t->bare_entry_, &bare, sizeof bare);
         e != gpu::rt::success)
       return gpu::failure("uploading the entry stage", device, e);
+    if (status s = t->graph_inputs_.open(device); !s) return s;
     for (int q = 0; q < t->area_.ranks(); ++q)
       t->peers_.controls[q] = t->area_.control_of(q);
     t->ready_ = true;
@@ -109,6 +112,7 @@ class ipc_transport final : public transport {
     for (program& p : programs_)
       (void)gpu::rt::free(p.device);
     if (bare_entry_ != nullptr) (void)gpu::rt::free(bare_entry_);
+    graph_inputs_.close();
     area_.close();
   }
 
@@ -120,12 +124,88 @@ class ipc_transport final : public transport {
   status register_buffer(void* p, std::size_t bytes, std::chrono::milliseconds timeout) override {
     if (status s = current(); !s) return s;
     status s = area_.register_buffer(*boot_, p, bytes, timeout);
+    sort_registrations();
     return area_.in_step() ? s : fail(s);
   }
   status deregister_buffer(void* p, std::chrono::milliseconds timeout) override {
     if (status s = current(); !s) return s;
-    status s = area_.deregister_buffer(*boot_, p, timeout);
+    status s = area_.deregister_buffer(*boot_, p, timeout, graph_slots_);  // not a graph's
+    sort_registrations();
     return area_.in_step() ? s : fail(s);
+  }
+
+  // The inputs of the pull form's calls captured with their input staged since the last time
+  // (ipc/graph_inputs.hpp): their allocations registered, collectively (as many rounds as the
+  // rank with the most), and their words written, so that replays read them in place. An
+  // allocation that cannot be registered (no slot left, not exportable, a peer cannot map it)
+  // leaves its inputs staged, right either way. Not during capture; synchronizes the device.
+  status register_graph_inputs(std::chrono::milliseconds timeout) override {
+    if (status s = current(); !s) return s;
+    const gpu::device_guard keep;
+    if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
+      return fail(gpu::failure("selecting the device", device_, e));
+    std::vector<std::pair<void*, std::size_t>> todo;  // allocations, each once
+    for (const ipc::graph_inputs::pending_input& in : graph_inputs_.pending()) {
+      if (ipc::find_registration(graph_ranges_, in.data, in.bytes) >= 0) continue;
+      void* base = nullptr;
+      std::size_t size = 0;
+      if (gpu::rt::address_range(&base, &size, in.data) != gpu::rt::success) {
+        (void)gpu::rt::get_last_error();  // not exportable: it stays staged
+        continue;
+      }
+      if (std::find(todo.begin(), todo.end(), std::pair{base, size}) == todo.end())
+        todo.emplace_back(base, size);
+    }
+    std::uint64_t rounds = 0;
+    if (status s = most_of_all(todo.size(), rounds, timeout); !s) return fail(s);
+    for (std::uint64_t i = 0; i < rounds; ++i) {
+      const bool mine = i < todo.size();
+      int slot = -1;
+      const status s = area_.register_buffer(*boot_, mine ? todo[i].first : nullptr,
+                                             mine ? todo[i].second : 0, timeout, &slot);
+      if (!area_.in_step()) return fail(s);
+      if (slot >= 0) graph_slots_ |= std::uint32_t{1} << slot;
+    }
+    sort_registrations();
+    std::size_t in_place = 0;
+    const auto place = [&](const void* p, std::size_t bytes) -> std::uint64_t {
+      const int slot = ipc::find_registration(graph_ranges_, p, bytes);
+      if (slot < 0) return 0;
+      const std::uint64_t offset =
+          reinterpret_cast<std::uintptr_t>(p) - area_.registered_start(slot);
+      return offset <= ipc::pull_entry_max_offset
+                 ? ipc::graph_input_word(static_cast<std::uint64_t>(slot), offset)
+                 : 0;
+    };
+    if (status s = graph_inputs_.resolve(place, device_, in_place); !s) return fail(s);
+    counts_.graph_inputs += in_place;
+    return {};
+  }
+  // Every captured input staged again (its word 0, once the device is idle), then the graphs'
+  // registrations ended, collectively: after it, graphs still replay right (staged), and their
+  // buffers may be freed.
+  status deregister_graph_inputs(std::chrono::milliseconds timeout) override {
+    if (status s = current(); !s) return s;
+    const gpu::device_guard keep;
+    if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
+      return fail(gpu::failure("selecting the device", device_, e));
+    if (gpu::rt::error_t e = gpu::rt::device_synchronize(); e != gpu::rt::success)
+      return fail(gpu::failure("waiting before the graphs' deregistration", device_, e));
+    if (status s = graph_inputs_.clear(device_); !s) return fail(s);
+    std::vector<void*> mine;
+    for (int k = 0; k < ipc::max_registrations; ++k)
+      if (((graph_slots_ >> k) & 1) != 0)
+        mine.push_back(reinterpret_cast<void*>(graph_ranges_[static_cast<std::size_t>(k)].begin));
+    std::uint64_t rounds = 0;
+    if (status s = most_of_all(mine.size(), rounds, timeout); !s) return fail(s);
+    for (std::uint64_t i = 0; i < rounds; ++i) {
+      const status s = area_.deregister_buffer(*boot_, i < mine.size() ? mine[i] : nullptr, timeout,
+                                               ~graph_slots_);
+      if (!area_.in_step()) return fail(s);
+    }
+    graph_slots_ = 0;
+    sort_registrations();
+    return {};
   }
   // Calls of this rank so far whose input was read from, and whose output written to, the
   // caller's buffers (no copy in, no copy out); tests check that registration took effect.
@@ -133,6 +213,9 @@ class ipc_transport final : public transport {
     std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0;
     std::uint64_t pull = 0;     // of the one-shot calls, those of the pull form (ipc/pull.hpp)
     std::uint64_t entries = 0;  // calls entered, refused ones too (the device's call counter)
+    // Pull calls captured with a staged input (each given a word), and of those the inputs that
+    // register_graph_inputs let replays read in place (ipc/graph_inputs.hpp).
+    std::uint64_t captured_inputs = 0, graph_inputs = 0;
   };
   const direct_counts& counts() const { return counts_; }
   // The pull form's per-phase device times of its last ipc::trace_calls calls, block 0's wall
@@ -215,7 +298,7 @@ class ipc_transport final : public transport {
     const std::uint64_t in_bytes = p.input_bytes[r], out_bytes = p.output_bytes[r];
     const ipc::direct_choice direct = ipc::choose_direct(
         prog->direct, call.placement, call.send, in_bytes, call.recv, out_bytes,
-        out_bytes > 0 ? ipc::find_registration(area_.registered(), call.recv.data, out_bytes) : -1);
+        out_bytes > 0 ? ipc::find_registration(eager_ranges_, call.recv.data, out_bytes) : -1);
     if (direct.input) env.in_delta = delta(call.send.data, mine + at.input);
     if (direct.output) {
       env.out_delta = delta(call.recv.data, mine + at.output);
@@ -243,6 +326,31 @@ class ipc_transport final : public transport {
   }
 
  private:
+  // The registrations as the calls look them up: the caller's (eager_ranges_, what register_buffer
+  // made) apart from the graphs' (graph_ranges_, register_graph_inputs'), after any change.
+  void sort_registrations() {
+    const std::span<const ipc::registration> all = area_.registered();
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      const bool graph = ((graph_slots_ >> k) & 1) != 0;
+      eager_ranges_[k] = graph ? ipc::registration{} : all[k];
+      graph_ranges_[k] = graph ? all[k] : ipc::registration{};
+    }
+  }
+
+  // The largest `n` of any rank (collective).
+  status most_of_all(std::uint64_t n, std::uint64_t& most, std::chrono::milliseconds timeout) {
+    std::vector<std::vector<std::byte>> all;
+    if (status s = boot_->all_gather(std::as_bytes(std::span(&n, 1)), all, timeout); !s) return s;
+    most = 0;
+    for (const auto& a : all) {
+      std::uint64_t v = 0;
+      if (a.size() != sizeof v) return {errc::mismatch, "a malformed count of registrations"};
+      std::memcpy(&v, a.data(), sizeof v);
+      most = std::max(most, v);
+    }
+    return {};
+  }
+
   // What the kernels move a staged place by to reach the caller's buffer (ipc_env's deltas).
   static std::int64_t delta(const void* user, const unsigned char* staged) {
     return static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(user) -
@@ -458,8 +566,7 @@ class ipc_transport final : public transport {
     env.in_place = call.placement == placement::in_place ? 1 : 0;
     if (in_bytes > 0) env.in_delta = delta(call.send.data, mine + at.input);
     if (out_bytes > 0) env.out_delta = delta(call.recv.data, mine + at.output);
-    const int slot =
-        ipc::choose_pull_input(call.placement, call.send, in_bytes, area_.registered());
+    const int slot = ipc::choose_pull_input(call.placement, call.send, in_bytes, eager_ranges_);
     // Its offset in the registration's allocation, as the entry words carry it (56 bits: no
     // allocation comes near; beyond, the input is staged, with the same result).
     const std::uint64_t offset =
@@ -474,6 +581,13 @@ class ipc_transport final : public transport {
     } else if (in_bytes > 0 && prog.pull_args.readers != 0) {
       in = gpu::make_copy(call.send.data, mine + at.input, in_bytes);
       in_tiles = gpu::tiles_for(in.units, ipc::pull_block_threads);
+      // Captured: a word that register_graph_inputs may point at the input where it is (on the
+      // terms choose_pull_input sets for a registered one).
+      if (call.placement != placement::in_place && ipc::direct_aligned(call.send.data) &&
+          capturing(stream)) {
+        env.in_word = graph_inputs_.take(call.send.data, in_bytes);
+        counts_.captured_inputs += env.in_word != nullptr ? 1 : 0;
+      }
     }
     ++counts_.calls;
     ++counts_.one_shot;
@@ -797,6 +911,9 @@ class ipc_transport final : public transport {
   status aborted_;              // why abort() was called
   void* bare_entry_ = nullptr;  // a gpu::ipc_stage: the entry alone (refuse)
   gpu::ipc_peers peers_{};      // every rank's control block here (the pull kernel's argument)
+  ipc::graph_inputs graph_inputs_;  // captured inputs' words (ipc/graph_inputs.hpp)
+  std::uint32_t graph_slots_ = 0;   // bit k: registration slot k is a graph's
+  std::array<ipc::registration, ipc::max_registrations> eager_ranges_{}, graph_ranges_{};
   // The watchdog (watch_peers) and the flag it shares with abort(): the first to raise wins.
   std::thread watchdog_;
   std::atomic<bool> stop_watching_{false}, raised_{false};

@@ -135,6 +135,9 @@ TAILN=14 step bench2_mps 60 "$RUN" -n 2 --timeout 55 -- "$BENCH" -x ipc -N 2 -m 
   -A 2 "${small[@]}"
 TAILN=14 step bench2_graph_mps 60 "$RUN" -n 2 --timeout 55 -- "$BENCH" -x ipc -N 2 -m single \
   -r direct -A 2 --graph 20 "${small[@]}"
+# The same with the graph's inputs left staged (not registered after capture).
+RELAY_BENCH_GRAPH_INPUTS=0 TAILN=14 step bench2_graph_staged_mps 60 "$RUN" -n 2 --timeout 55 -- \
+  "$BENCH" -x ipc -N 2 -m single -r direct -A 2 --graph 20 "${small[@]}"
 RELAY_BENCH_REGISTER=1 TAILN=14 step bench2_registered_mps 60 "$RUN" -n 2 --timeout 55 -- \
   "$BENCH" -x ipc -N 2 -m single -r direct -A 2 "${small[@]}"
 RELAY_BENCH_REGISTER=1 TAILN=14 step bench2_registered_graph_mps 60 "$RUN" -n 2 --timeout 55 -- \
@@ -179,6 +182,9 @@ sanitized='case $RELAY_RANK in 0|3) exec compute-sanitizer --tool "$1" --error-e
 export RELAY_TIMEOUT=120  # sanitized ranks are slow; their peers wait for them
 TAILN=6 step memcheck 150 "$RUN" -n 8 --timeout 140 -- bash -c "$sanitized" "$T" memcheck 40
 TAILN=6 step racecheck 100 "$RUN" -n 8 --timeout 90 -- bash -c "$sanitized" "$T" racecheck 10
+# The graph test (4 calls captured, 7 replays: staged, registered after capture, staged again).
+TAILN=6 step memcheck_graph 200 "$RUN" -n 8 --timeout 190 -- bash -c "$sanitized" "$T" memcheck 4 \
+  graph
 unset RELAY_TIMEOUT
 # Defect 7's run: 2 processes time-slicing the GPU, 64 MB eager back to back, RELAY_TIMEOUT=10
 # (SOAK_S seconds; the stall was seen after about 20,000 calls, some 90 s).

@@ -11,7 +11,10 @@
 //                                                               replayed; every output exact
 //                                                               against the eager run's bits and
 //                                                               the naive reference (the fp8
-//                                                               shape: within its bound)
+//                                                               shape: within its bound); half
+//                                                               the replays after
+//                                                               register_graph_inputs, one after
+//                                                               deregister_graph_inputs
 //   relay-run -n 8 -- relay_ipc_tests stall                     rank 3 never calls: the others
 //                                                               report it, nothing hangs
 //   relay-run -n 8 -- relay_ipc_tests refused                   rank 5 passes a null buffer
@@ -385,7 +388,16 @@ int graph_case(communicator& comm, property_case c, int K, int replays, std::uin
   }
   IPC_CHECK(gpu::rt::graph_instantiate(&exec, graph));
   int wrong = 0;
-  for (int r = 0; r < replays && wrong == 0; ++r) {
+  // Staged buffers: the first half of the replays stage the inputs as captured, the second half
+  // read them in place once register_graph_inputs has registered them, and one more after
+  // deregister_graph_inputs stages them again; every one must be the eager run's bits.
+  for (int r = 0; r < replays + (registered ? 0 : 1) && wrong == 0; ++r) {
+    if (!registered && r == replays / 2)
+      if (status s = comm.register_graph_inputs(); !s)
+        return failed("registering the graph's inputs: " + s.to_string());
+    if (!registered && r == replays)
+      if (status s = comm.deregister_graph_inputs(); !s)
+        return failed("ending the graph's inputs' registrations: " + s.to_string());
     if (upload() != 0) return 1;
     IPC_CHECK(gpu::rt::graph_launch(exec, d.stream));
     if (status s = finish(comm, d, {}); !s)
@@ -414,6 +426,30 @@ int graph(communicator& comm, int argc, char** argv, bool registered) {
     if (int w = graph_case(comm, c, K, replays, seed, registered); w != 0)
       return failed("graph test, seed " + std::to_string(seed) + ": " + c.describe());
   const std::string which = registered ? "graph test (registered buffers)" : "graph test";
+  // Staged: some captured inputs were read in place after register_graph_inputs (the pull form's
+  // shapes of graph_shapes), counted on every rank.
+  if (!registered) {
+    const ipc_transport::direct_counts& c = link_of(comm).counts();
+    const std::uint64_t mine[2] = {c.captured_inputs, c.graph_inputs};
+    std::vector<std::vector<std::byte>> all;
+    if (status s =
+            comm.boot().all_gather(std::as_bytes(std::span(mine)), all, std::chrono::seconds(60));
+        !s)
+      return failed(s.to_string());
+    std::uint64_t captured = 0, in_place = 0;
+    for (const auto& a : all) {
+      std::uint64_t v[2] = {};
+      if (a.size() == sizeof v) std::memcpy(v, a.data(), sizeof v);
+      captured += v[0], in_place += v[1];
+    }
+    if (comm.rank() == 0)
+      std::printf(
+          "%s: %llu rank-calls captured with a staged input, %llu of them read in place "
+          "after register_graph_inputs\n",
+          which.c_str(), static_cast<unsigned long long>(captured),
+          static_cast<unsigned long long>(in_place));
+    if (in_place == 0) return failed("no captured input was read in place after registration");
+  }
   if (comm.rank() == 0)
     std::printf(
         "%s: %zu shapes, %d calls captured, %d replays each, every output right (exact; "

@@ -45,6 +45,13 @@ static_assert(pull_word(3, 0xFFFF'FFFF'1234'5678ull) == 0x0000'0003'1234'5678ull
 static_assert(pull_word_is(pull_word(1ull << 32 | 9, 1), 9));  // the lower half names the call
 static_assert(!pull_word_is(0, 1));                            // cleared memory is no call's
 
+// A captured input's word (by hand): slot 3 (+ 1 in the top byte), offset 0x12345; zero: staged.
+static_assert(graph_input_word(3, 0x12345) == 0x0400'0000'0001'2345ull);
+static_assert(graph_input_slot(0x0400'0000'0001'2345ull) == 4);
+static_assert(graph_input_offset(0x0400'0000'0001'2345ull) == 0x12345);
+static_assert(graph_input_slot(0) == 0);  // a word cleared (or never written) stages the input
+static_assert(graph_input_word(15, pull_entry_max_offset) == 0x10FF'FFFF'FFFF'FFFFull);
+
 }  // namespace
 
 TEST_CASE("pull entry: the words of a call, by hand", "[transport][ipc]") {
