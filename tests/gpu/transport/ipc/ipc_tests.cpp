@@ -49,7 +49,8 @@
 //                                                back in batches of BATCH (default 100; none
 //                                                waited for within a batch), A=2 allreduce bf16
 //                                                4-64 KB, staged and registered, and the heap
-//                                                allocations they make (0 expected)
+//                                                allocations they make (0 expected); beside
+//                                                them, a bare launch's host time
 //
 // Without a GPU every rank exits 77 (skipped). Each failure prints the seed, the call and the
 // case.
@@ -887,6 +888,40 @@ status pair_allreduce(communicator& comm, device_side& d, const group_list& pair
 // never blocks a launch: ranks time-slicing one GPU would keep it full otherwise); the mean and
 // the median of single calls, and the heap allocations they made. Staged buffers first, then
 // registered ones (outputs in user memory).
+// A launch and nothing else, for hostpath's comparison: a kernel that does nothing with arguments
+// of `Bytes` (the pull kernel's argument bytes, or one word).
+template <std::size_t Bytes>
+struct bare_args {
+  unsigned char bytes[Bytes];
+};
+template <std::size_t Bytes>
+__global__ void bare_kernel(bare_args<Bytes> a) {
+  if (a.bytes[0] == 0xA5 && threadIdx.x == 1024) a.bytes[1] = 0;  // never: an empty body
+}
+inline constexpr std::size_t pull_argument_bytes = sizeof(gpu::ipc_pull) + sizeof(gpu::ipc_peers) +
+                                                   sizeof(gpu::copy_desc) + sizeof(std::uint64_t) +
+                                                   sizeof(gpu::ipc_env);
+
+// The host time of `calls` bare launches on `stream` (batches of `batch`, as hostpath's calls),
+// a mean per launch in us.
+template <std::size_t Bytes>
+double bare_launch_us(gpu::rt::stream_t stream, int calls, int batch, int grid) {
+  bare_args<Bytes> a{};
+  double total = 0;
+  for (int first = 0; first < calls; first += batch) {
+    const int last = std::min(calls, first + batch);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = first; i < last; ++i)
+      if (gpu::rt::launch(bare_kernel<Bytes>, static_cast<unsigned>(grid), 512, stream, a) !=
+          gpu::rt::success)
+        return -1;
+    total +=
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    if (gpu::rt::stream_synchronize(stream) != gpu::rt::success) return -1;
+  }
+  return total / calls;
+}
+
 int hostpath(communicator& comm, int argc, char** argv) {
   const int calls = argc > 2 ? std::max(1, std::atoi(argv[2])) : 1000;
   const int batch = argc > 3 ? std::max(1, std::atoi(argv[3])) : 100;
@@ -946,6 +981,14 @@ int hostpath(communicator& comm, int argc, char** argv) {
     if (registered)
       if (status s = comm.deregister_buffer(base); !s) return failed(s.to_string());
   }
+  // What a launch alone costs here, beside the calls: the pull kernel's argument bytes, one word.
+  const double pull_like = bare_launch_us<pull_argument_bytes>(d.stream, calls, batch, 1);
+  const double word = bare_launch_us<8>(d.stream, calls, batch, 1);
+  if (pull_like < 0 || word < 0) return failed("a bare launch failed");
+  std::printf(
+      "rank %d: a bare launch of an empty kernel: %.2f us with the pull kernel's %zu "
+      "argument bytes, %.2f us with 8 (mean of %d, batches of %d)\n",
+      me, pull_like, pull_argument_bytes, word, calls, batch);
   return allocated ? failed("a repeated call allocated") : 0;
 }
 
