@@ -20,7 +20,8 @@
 //      block b to say the same of this rank's, so that no input is written while a peer still
 //      reads it once this kernel has ended (the next call's copy in, or the caller's stream).
 // Per-block flags, no grid barrier: a call is two device-side round trips and the work. The call
-// counter is advanced by block 0 once every block has read it (counted in at the start).
+// counter is advanced by block 0 once every block has read it (each counts itself in after the
+// verdict).
 //
 // The pull form raises no entry mark (nothing waits for one: its waits are on words and flags);
 // a rank that gave up raises its abort mark as every kernel does.
@@ -211,8 +212,11 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   __shared__ std::uint64_t gave_up_in;  // this rank's sticky word when the kernel began
   __shared__ std::uint32_t missing;     // a wait of this block failed
   __shared__ std::uint64_t stamps[ipc::trace_points];
-  // A captured call's input place (ipc/graph_inputs.hpp), loaded first so that the load overlaps
-  // the set-up below; the same word for every thread and block.
+  // The loads of this rank's own words first, all in flight together (each is a trip to memory
+  // that nothing before needs): the call counter, this rank's sticky word (thread 0), and a
+  // captured call's input place (ipc/graph_inputs.hpp; the same word for every thread and block).
+  const std::uint64_t call = *static_cast<volatile std::uint64_t*>(&env.me->call) + 1;
+  const std::uint64_t aborted = threadIdx.x == 0 ? detail::ipc_aborted(env) : 0;
   const std::uint64_t in_word =
       env.in_word != nullptr ? *static_cast<const volatile std::uint64_t*>(env.in_word) : 0;
   for (std::uint32_t q = threadIdx.x; q < env.ranks; q += Block) {
@@ -228,16 +232,14 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   }
   if (threadIdx.x == 0) {
     detail::ipc_pull_trace(stamps, 0);
-    gave_up_in = detail::ipc_aborted(env);
+    gave_up_in = aborted;
     give_up = gave_up_in != 0 ? 1u : 0u;
     missing = 0;
-    if (gridDim.x > 1) atomicAdd(&env.me->arrived, 1u);
     if (pl.members > 0) {
       delta[pl.mine] = env.in_delta;
       delta[pl.members] = env.out_delta;
     }
   }
-  const std::uint64_t call = *static_cast<volatile std::uint64_t*>(&env.me->call) + 1;
   __syncthreads();
   if (threadIdx.x < pl.members) index_of[pl.member[threadIdx.x]] = static_cast<int>(threadIdx.x);
   env.controls = controls;
@@ -298,6 +300,10 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   detail::ipc_pull_trace(stamps, 2);
   __syncthreads();
   bool stop = detail::ipc_decide(env, call, give_up, records, give_up != 0 || missing != 0);
+  // Counted in once every thread of the block has used the call counter (its entry words, the
+  // verdict), which block 0 advances at its end once every block is counted; off the path to the
+  // announcement.
+  if (threadIdx.x == 0 && gridDim.x > 1) atomicAdd(&env.me->arrived, 1u);
   detail::ipc_pull_trace(stamps, 3);
   // 3. The ready flags of every member that staged its input (this rank's own where its output
   // overwrites its input).
