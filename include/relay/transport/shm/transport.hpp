@@ -121,28 +121,37 @@ class transport final : public relay::transport {
   // and a rank that gave up may have exited since.
   status trouble_while(const awaited& a, std::uint64_t sequence) const {
     auto call = [&] { return " call #" + std::to_string(sequence); };
-    for (int q = 0; q < seg_.ranks(); ++q) {
-      if (q == rank_) continue;
-      const control& c = seg_.control_of(q);
-      const std::uint32_t broken =
-          std::atomic_ref<const std::uint32_t>(c.broken).load(std::memory_order_acquire);
-      if (broken != 0)
-        return {
-            static_cast<errc>(broken),
-            "rank " + std::to_string(q) + " gave up (" +
-                std::string(c.broken_reason, ::strnlen(c.broken_reason, sizeof c.broken_reason)) +
-                ") while this rank waited for rank " + std::to_string(a.peer) + " to " +
-                a.verb(false) + call()};
-    }
+    auto gave_up = [&]() -> status {
+      for (int q = 0; q < seg_.ranks(); ++q) {
+        if (q == rank_) continue;
+        const control& c = seg_.control_of(q);
+        const std::uint32_t broken =
+            std::atomic_ref<const std::uint32_t>(c.broken).load(std::memory_order_acquire);
+        if (broken != 0)
+          return {
+              static_cast<errc>(broken),
+              "rank " + std::to_string(q) + " gave up (" +
+                  std::string(c.broken_reason, ::strnlen(c.broken_reason, sizeof c.broken_reason)) +
+                  ") while this rank waited for rank " + std::to_string(a.peer) + " to " +
+                  a.verb(false) + call()};
+      }
+      return {};
+    };
+    if (status s = gave_up(); !s) return s;
     for (int q = 0; q < seg_.ranks(); ++q) {
       if (q == rank_) continue;
       const control& c = seg_.control_of(q);
       const bool left =
           std::atomic_ref<const std::uint32_t>(c.left).load(std::memory_order_acquire) != 0;
+      if (!left && !process_exited(c.pid)) continue;
+      // A rank gone or closed may have given up after the scan above (it raises its flag before
+      // it exits): its reason, which names the first failure, is the one to report. Seen once:
+      // rank 2 gave up on a killed rank 3 and exited, and rank 4 named rank 2's exit instead.
+      if (status s = gave_up(); !s) return s;
       if (q == a.peer && left)
         return {errc::timeout, "rank " + std::to_string(q) + " closed its communicator before it " +
                                    a.verb(true) + call()};
-      if (left || !process_exited(c.pid)) continue;
+      if (left) continue;
       if (q == a.peer)
         return {errc::timeout, "rank " + std::to_string(q) + " (pid " + std::to_string(c.pid) +
                                    ") exited before it " + a.verb(true) + call()};
