@@ -24,7 +24,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "relay/core/status.hpp"
@@ -72,9 +71,8 @@ class graph_inputs {
     return words_ + next_++;
   }
 
-  // Inputs captured since the last resolve, and the words taken ever.
+  // Inputs captured since the last resolve.
   const std::vector<pending_input>& pending() const { return pending_; }
-  std::size_t taken() const { return next_; }
 
   // Writes each pending input's word: `place(data, bytes)` gives it (0: stays staged), all in
   // one upload (the pending words are consecutive: taken in order since the last resolve).

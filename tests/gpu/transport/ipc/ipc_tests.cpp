@@ -152,12 +152,14 @@ int property(communicator& comm, int argc, char** argv, bool fp8) {
 // The calls that ran on user memory (ipc_transport::direct_counts), summed over the ranks.
 struct direct_sums {
   std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0, pull = 0;
+  std::uint64_t captured_inputs = 0, graph_inputs = 0;  // ipc_transport::direct_counts'
 };
 
 // Gathers every rank's counts into `sums` (every rank gets them); rank 0 prints them after `what`.
 int direct_totals(communicator& comm, const std::string& what, direct_sums& sums) {
   const ipc_transport::direct_counts& c = link_of(comm).counts();
-  const std::uint64_t mine[5] = {c.calls, c.inputs, c.outputs, c.one_shot, c.pull};
+  const std::uint64_t mine[7] = {c.calls, c.inputs,          c.outputs,     c.one_shot,
+                                 c.pull,  c.captured_inputs, c.graph_inputs};
   std::vector<std::vector<std::byte>> all;
   if (status s =
           comm.boot().all_gather(std::as_bytes(std::span(mine)), all, std::chrono::seconds(60));
@@ -165,10 +167,10 @@ int direct_totals(communicator& comm, const std::string& what, direct_sums& sums
     return failed(s.to_string());
   sums = {};
   for (const auto& a : all) {
-    std::uint64_t v[5] = {};
+    std::uint64_t v[7] = {};
     if (a.size() == sizeof v) std::memcpy(v, a.data(), sizeof v);
     sums.calls += v[0], sums.inputs += v[1], sums.outputs += v[2], sums.one_shot += v[3];
-    sums.pull += v[4];
+    sums.pull += v[4], sums.captured_inputs += v[5], sums.graph_inputs += v[6];
   }
   if (comm.rank() == 0)
     std::printf(
@@ -427,30 +429,6 @@ int graph(communicator& comm, int argc, char** argv, bool registered) {
     if (int w = graph_case(comm, c, K, replays, seed, registered); w != 0)
       return failed("graph test, seed " + std::to_string(seed) + ": " + c.describe());
   const std::string which = registered ? "graph test (registered buffers)" : "graph test";
-  // Staged: some captured inputs were read in place after register_graph_inputs (the pull form's
-  // shapes of graph_shapes), counted on every rank.
-  if (!registered) {
-    const ipc_transport::direct_counts& c = link_of(comm).counts();
-    const std::uint64_t mine[2] = {c.captured_inputs, c.graph_inputs};
-    std::vector<std::vector<std::byte>> all;
-    if (status s =
-            comm.boot().all_gather(std::as_bytes(std::span(mine)), all, std::chrono::seconds(60));
-        !s)
-      return failed(s.to_string());
-    std::uint64_t captured = 0, in_place = 0;
-    for (const auto& a : all) {
-      std::uint64_t v[2] = {};
-      if (a.size() == sizeof v) std::memcpy(v, a.data(), sizeof v);
-      captured += v[0], in_place += v[1];
-    }
-    if (comm.rank() == 0)
-      std::printf(
-          "%s: %llu rank-calls captured with a staged input, %llu of them read in place "
-          "after register_graph_inputs\n",
-          which.c_str(), static_cast<unsigned long long>(captured),
-          static_cast<unsigned long long>(in_place));
-    if (in_place == 0) return failed("no captured input was read in place after registration");
-  }
   if (comm.rank() == 0)
     std::printf(
         "%s: %zu shapes, %d calls captured, %d replays each, every output right (exact; "
@@ -460,6 +438,18 @@ int graph(communicator& comm, int argc, char** argv, bool registered) {
   direct_sums sums;
   if (int r = direct_totals(comm, which + ", eager calls", sums); r != 0) return r;
   if (registered && sums.outputs == 0) return failed("no call wrote its output in user memory");
+  // Staged: some captured inputs were read in place after register_graph_inputs (the pull form's
+  // shapes of graph_shapes).
+  if (!registered) {
+    if (comm.rank() == 0)
+      std::printf(
+          "%s: %llu rank-calls captured with a staged input, %llu of them read in place "
+          "after register_graph_inputs\n",
+          which.c_str(), static_cast<unsigned long long>(sums.captured_inputs),
+          static_cast<unsigned long long>(sums.graph_inputs));
+    if (sums.graph_inputs == 0)
+      return failed("no captured input was read in place after registration");
+  }
   return 0;
 }
 
