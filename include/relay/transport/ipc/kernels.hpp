@@ -175,6 +175,20 @@ struct ipc_env {
   std::uint32_t system = 1;
 };
 
+// A wait's rare paths (its look at the clock, the peers' words and the host's flag; every way of
+// giving up; a verdict other than `go`) are compiled once, out of line, rather than into each of a
+// kernel's waits: inlined, they made the pull kernel 160 KB of code around a few hot instructions
+// (79 KB now, a pair's own sum included; bench/results/2026-12-03-h200-pair-sum). Their
+// `const ipc_env&` names the kernel's own argument, which must not be copied to the stack for it
+// (every later read of a modified copy went through local memory): kernels take their env as a
+// grid constant (CUDA; HIP's kernel arguments are in memory already), read in place.
+#define RELAY_IPC_COLD __attribute__((noinline))
+#if defined(RELAY_GPU_HIP)
+#define RELAY_IPC_GRID_CONSTANT
+#else
+#define RELAY_IPC_GRID_CONSTANT __grid_constant__
+#endif
+
 namespace detail {
 
 // Word-wise copies through volatile pointers: the structs cross to peers' memory and to mapped
@@ -208,9 +222,9 @@ __device__ inline void ipc_raise_all(const ipc_env& env, std::uint64_t mark) {
 // Gives up in `call`: the first caller wins, tells every peer (its alarm where `first` names a
 // failure, then its abort mark), then writes the report; later callers only find `aborted` set.
 // `text` (may be null): the reason text the report carries.
-__device__ inline void ipc_give_up(const ipc_env& env, std::uint32_t code,
-                                   const ipc::alarm_record& first, std::uint32_t via,
-                                   std::uint64_t call, const volatile char* text) {
+RELAY_IPC_COLD __device__ inline void ipc_give_up(const ipc_env& env, std::uint32_t code,
+                                                  const ipc::alarm_record& first, std::uint32_t via,
+                                                  std::uint64_t call, const volatile char* text) {
   if (atomicCAS(reinterpret_cast<unsigned long long*>(&env.me->aborted), 0ull,
                 static_cast<unsigned long long>(call)) != 0ull)
     return;
@@ -244,7 +258,8 @@ __device__ inline ipc::alarm_record ipc_alarm_of(const ipc_env& env, std::uint32
 
 // Peer q gave up (its abort or dead mark): this rank gives up too and passes q's alarm on, so
 // that every rank names the rank that failed first.
-__device__ inline void ipc_peer_failed(const ipc_env& env, std::uint32_t q, std::uint64_t call) {
+RELAY_IPC_COLD __device__ inline void ipc_peer_failed(const ipc_env& env, std::uint32_t q,
+                                                      std::uint64_t call) {
   ipc::alarm_record first;
   ipc_copy(&first, &env.me->alarms[q]);
   const bool named = first.code != ipc::report_ok;  // else its alarm has not landed: its mark alone
@@ -272,7 +287,8 @@ __device__ inline bool ipc_peers_gave_up(const ipc_env& env, std::uint64_t call)
 
 // While waiting for `w`: whether this rank's host raised its flag (a peer process is gone, or
 // abort()); if so this rank gives up (true). Host memory: read less often than the peers' words.
-__device__ inline bool ipc_host_raised(const ipc_env& env, const ipc_wait& w, std::uint64_t call) {
+RELAY_IPC_COLD __device__ inline bool ipc_host_raised(const ipc_env& env, const ipc_wait& w,
+                                                      std::uint64_t call) {
   volatile ipc::alarm_record* raised = &env.host->raised;
   if (raised->code == ipc::report_ok) return false;
   __threadfence_system();
@@ -295,9 +311,9 @@ inline constexpr std::uint32_t ipc_spins_per_look = 16;
 // A wait's look beyond its own word, every scan_ticks (`start`: 0 before the first): whether
 // another peer gave up, this rank's host raised its flag, or the wait timed out; if so this rank
 // gives up (true).
-__device__ inline bool ipc_wait_tick(const ipc_env& env, const ipc_wait& w, std::uint64_t call,
-                                     std::uint64_t& start, std::uint64_t& scan,
-                                     std::uint64_t& host) {
+RELAY_IPC_COLD __device__ inline bool ipc_wait_tick(const ipc_env& env, const ipc_wait& w,
+                                                    std::uint64_t call, std::uint64_t& start,
+                                                    std::uint64_t& scan, std::uint64_t& host) {
   const std::uint64_t now = wall_clock();
   if (start == 0) {
     start = now;
@@ -478,6 +494,24 @@ __device__ inline bool ipc_wait_entry(const ipc_env& env, std::uint32_t q, std::
   }
 }
 
+// A verdict other than `go`: the first block to reach it gives up for the rank and writes the
+// report (out of line: no call that goes on runs it).
+RELAY_IPC_COLD __device__ inline void ipc_give_up_on(const ipc_env& env, std::uint64_t call,
+                                                     const verdict& v,
+                                                     const entry_record* records) {
+  if (atomicCAS(reinterpret_cast<unsigned long long*>(&env.me->aborted), 0ull,
+                static_cast<unsigned long long>(call)) != 0ull)
+    return;
+  // No alarm: every rank reaches this verdict alone, from the same records.
+  ipc_raise_all(env, signal_mark(call, signal_abort));
+  volatile ipc::report* r = &env.host->rep;
+  r->call = call;
+  ipc::note_verdict(r->verdict, v, records, static_cast<int>(env.ranks));
+  if (v.kind == verdict_kind::refused_by_peer) ipc_copy_text(r->text, env.me->texts[v.rank]);
+  __threadfence_system();
+  r->code = ipc::report_verdict;
+}
+
 // The verdict of every rank's record (`records`, shared, indexed by rank), judged by thread 0 of
 // the block once every thread has stored its part: true when the rank gives up (`stopped`: a wait
 // of the block failed or the rank had given up; else the verdict is not `go`), the same answer for
@@ -489,18 +523,7 @@ __device__ inline bool ipc_decide(const ipc_env& env, std::uint64_t call, std::u
     const std::uint32_t me = env.rank;
     if (!stopped) {
       const verdict v = judge(records, static_cast<int>(env.ranks), static_cast<int>(me));
-      if (v.kind != verdict_kind::go &&
-          atomicCAS(reinterpret_cast<unsigned long long*>(&env.me->aborted), 0ull,
-                    static_cast<unsigned long long>(call)) == 0ull) {
-        // No alarm: every rank reaches this verdict alone, from the same records.
-        ipc_raise_all(env, signal_mark(call, signal_abort));
-        volatile ipc::report* r = &env.host->rep;
-        r->call = call;
-        ipc::note_verdict(r->verdict, v, records, static_cast<int>(env.ranks));
-        if (v.kind == verdict_kind::refused_by_peer) ipc_copy_text(r->text, env.me->texts[v.rank]);
-        __threadfence_system();
-        r->code = ipc::report_verdict;
-      }
+      if (v.kind != verdict_kind::go) ipc_give_up_on(env, call, v, records);
       give_up = v.kind != verdict_kind::go ? 1u : 0u;
     } else {
       give_up = 1;
@@ -692,7 +715,8 @@ __device__ inline void ipc_publish(const ipc_env& env, const ipc_stage& s, std::
 // fp8 ends (launched for T of an fp8 wire only).
 template <class T, int Block = default_block, int Unroll = default_unroll, bool Fp8 = false>
 __global__ void __launch_bounds__(Block)
-    ipc_step_kernel(const ipc_stage* stage, copy_desc user, std::uint64_t user_tiles, ipc_env env) {
+    ipc_step_kernel(const ipc_stage* stage, copy_desc user, std::uint64_t user_tiles,
+                    const RELAY_IPC_GRID_CONSTANT ipc_env env) {
   __shared__ std::uint32_t give_up;
   __shared__ std::int64_t delta[ipc_delta_count];
   __shared__ detail::ipc_entry_shared entry;  // the entry's only
@@ -721,7 +745,7 @@ template <class T, int Block = default_block, int Unroll = default_unroll>
 __global__ void __launch_bounds__(Block)
     ipc_one_shot_kernel(const ipc_stage* stages, std::uint32_t count, copy_desc in,
                         std::uint64_t in_tiles, copy_desc out, std::uint64_t out_tiles,
-                        ipc_env env) {
+                        const RELAY_IPC_GRID_CONSTANT ipc_env env) {
   __shared__ std::uint32_t give_up;
   __shared__ std::int64_t delta[ipc_delta_count];
   __shared__ detail::ipc_entry_shared entry;

@@ -138,8 +138,9 @@ __device__ inline bool ipc_pull_wait_entry(const ipc_env& env, std::uint32_t q, 
 // Step 4: this block's part of the sum, members in order, with the arithmetic of
 // core/reduction.hpp (one rounding). `delta`: per member, then the output's. Vectors of 16 bytes
 // where every delta is a multiple of 16 (the staged places are 256-byte aligned), else element
-// by element.
-template <class T, int Block>
+// by element. Most: the members the vector loop is unrolled for (pl.members <= Most), so that a
+// pair's sum runs a loop of its own size rather than one guarded for eight.
+template <class T, int Block, std::uint32_t Most = max_reduce_inputs>
 __device__ inline void ipc_pull_sum(const ipc_pull& pl, const std::int64_t* delta, bool vector) {
   using R = reduction_traits<T>;
   using A = typename R::accumulator;
@@ -156,9 +157,9 @@ __device__ inline void ipc_pull_sum(const ipc_pull& pl, const std::int64_t* delt
     for (std::uint64_t v = first; v < vectors; v += stride) {
       // Every member's vector loaded before any is summed: the loads are in flight together
       // (a loop over `members` would wait for each in turn).
-      detail::vec16 x[max_reduce_inputs];
+      detail::vec16 x[Most];
 #pragma unroll
-      for (std::uint32_t k = 0; k < max_reduce_inputs; ++k)
+      for (std::uint32_t k = 0; k < Most; ++k)
         if (k < pl.members) x[k] = reinterpret_cast<const detail::vec16*>(source(k))[v];
       A acc[E];
       {
@@ -168,7 +169,7 @@ __device__ inline void ipc_pull_sum(const ipc_pull& pl, const std::int64_t* delt
           acc[i] = R::load(t[i]);
       }
 #pragma unroll
-      for (std::uint32_t k = 1; k < max_reduce_inputs; ++k) {
+      for (std::uint32_t k = 1; k < Most; ++k) {
         // A guard, not a break: clang unrolls no loop with an exit in it.
         if (k < pl.members) {
           const T* t = reinterpret_cast<const T*>(&x[k]);
@@ -199,7 +200,7 @@ __device__ inline void ipc_pull_sum(const ipc_pull& pl, const std::int64_t* delt
 template <class T>
 __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
     ipc_pull_kernel(ipc_pull pl, ipc_peers peers, copy_desc in, std::uint64_t in_tiles,
-                    ipc_env env) {
+                    const RELAY_IPC_GRID_CONSTANT ipc_env env) {
   constexpr int Block = ipc::pull_block_threads;
   __shared__ std::uint32_t give_up;
   __shared__ std::int64_t delta[max_reduce_inputs + 1];  // per member, then the output's
@@ -242,11 +243,16 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   }
   __syncthreads();
   if (threadIdx.x < pl.members) index_of[pl.member[threadIdx.x]] = static_cast<int>(threadIdx.x);
-  env.controls = controls;
-  env.outbox = outbox;
+  // What the stores to peers use: the control pointers from shared memory, and this call's input
+  // place. The waits keep `env` itself, the kernel's argument read in place, which their
+  // out-of-line paths take by reference (a modified env passed there would be copied to the stack,
+  // and every read of it would go through memory).
+  ipc_env sender = env;
+  sender.controls = controls;
+  sender.outbox = outbox;
   if (ipc::graph_input_slot(in_word) != 0) {  // registered since capture: read in place
-    env.in_slot = ipc::graph_input_slot(in_word);
-    env.in_offset = ipc::graph_input_offset(in_word);
+    sender.in_slot = ipc::graph_input_slot(in_word);
+    sender.in_offset = ipc::graph_input_offset(in_word);
     in_tiles = 0;
   }
   const std::uint64_t self = env.in_place != 0 ? std::uint64_t{1} << env.rank : 0;
@@ -262,13 +268,13 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
     if (give_up == 0) {
       const std::uint32_t q = threadIdx.x;
       if (q < env.ranks && q != env.rank)
-        detail::ipc_pull_announce(env, q, call, in_tiles > 0 || env.record.code != 0);
-      if (in_tiles > 0 && self != 0) detail::ipc_pull_tell(env, self, 0, call);
+        detail::ipc_pull_announce(sender, q, call, in_tiles > 0 || env.record.code != 0);
+      if (in_tiles > 0 && self != 0) detail::ipc_pull_tell(sender, self, 0, call);
     } else if (threadIdx.x == 0) {
-      detail::ipc_raise_all(env, signal_mark(gave_up_in, signal_abort));
+      detail::ipc_raise_all(sender, signal_mark(gave_up_in, signal_abort));
     }
   } else if (give_up == 0 && in_tiles > 0) {
-    detail::ipc_pull_tell(env, pl.readers | self, 0, call);
+    detail::ipc_pull_tell(sender, pl.readers | self, 0, call);
   }
   detail::ipc_pull_trace(stamps, 1);
   // 2. The agreement: every peer's entry, its record judged and its input place turned into the
@@ -328,12 +334,17 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
     bool vector = true;
     for (std::uint32_t k = 0; k <= pl.members; ++k)
       vector = vector && delta[k] % 16 == 0;
-    detail::ipc_pull_sum<T, Block>(pl, delta, vector);
+    // A pair, the common group, runs a loop of its own size: the one guarded for eight members
+    // cost a replayed 2-process call about 1 us (bench/results/2026-12-03-h200-pair-sum).
+    if (pl.members == 2)
+      detail::ipc_pull_sum<T, Block, 2>(pl, delta, vector);
+    else
+      detail::ipc_pull_sum<T, Block>(pl, delta, vector);
     detail::ipc_pull_trace(stamps, 5);
     std::uint64_t read = 0;
     for (std::uint32_t k = 0; k < pl.members; ++k)
       if (k != pl.mine) read |= std::uint64_t{1} << pl.member[k];
-    detail::ipc_pull_tell(env, read, 1, call);
+    detail::ipc_pull_tell(sender, read, 1, call);
     detail::ipc_pull_trace(stamps, 6);
     if (threadIdx.x < env.ranks && ((pl.readers >> threadIdx.x) & 1) != 0) {
       ipc_wait w;
@@ -358,7 +369,7 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
     // before and its announcement raised them); once more, as the plan's kernels do.
     if (stop)
       if (const std::uint64_t gave_up = detail::ipc_aborted(env); gave_up != 0)
-        detail::ipc_raise_all(env, signal_mark(gave_up, signal_abort));
+        detail::ipc_raise_all(sender, signal_mark(gave_up, signal_abort));
   }
   detail::ipc_pull_trace(stamps, 8);
   detail::ipc_pull_trace_flush(env, call, stamps);
