@@ -203,6 +203,31 @@ int main(int argc, char** argv) {
         FLOOR_CHECK(gpu::rt::event_elapsed_ms(&ms, events[2 * i], events[2 * i + 1]));
         replay[static_cast<std::size_t>(i)] = ms * 1e3 / o.graph;
       }
+#if defined(FLOOR_TRACE) && FLOOR_TRACE
+      if (me < 2) {  // block 0 of the last replayed calls: us since its start, and start to start
+        std::uint64_t t[bench::floor::trace_calls][bench::floor::trace_points];
+        FLOOR_CHECK(fl.trace(t));
+        std::vector<double> at[bench::floor::trace_points], gaps;
+        std::vector<std::uint64_t> starts;
+        for (const auto& c : t) {
+          starts.push_back(c[0]);
+          for (int i = 1; i < bench::floor::trace_points; ++i)
+            at[i].push_back(static_cast<double>(c[i] - c[0]) / 1e3);
+        }
+        std::sort(starts.begin(), starts.end());
+        for (std::size_t i = 1; i < starts.size(); ++i)
+          gaps.push_back(static_cast<double>(starts[i] - starts[i - 1]) / 1e3);
+        auto mid = [](std::vector<double> v) {
+          std::sort(v.begin(), v.end());
+          return v[v.size() / 2];
+        };
+        std::printf(
+            "# trace rank %d, %llu B, graph replay: entered %.2f summed %.2f end %.2f; "
+            "start to start %.2f us\n",
+            me, static_cast<unsigned long long>(bytes), mid(at[1]), mid(at[2]), mid(at[3]),
+            mid(gaps));
+      }
+#endif
       FLOOR_CHECK(gpu::rt::graph_exec_destroy(exec));
       FLOOR_CHECK(gpu::rt::graph_destroy(graph));
     }

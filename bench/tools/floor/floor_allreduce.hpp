@@ -14,6 +14,10 @@
 // the device (their blocks spin on each other: every block of every rank must be resident).
 // Every wait has a deadline: past it the kernel says so in host memory and run() fails.
 //
+// Built with -DFLOOR_TRACE=1, block 0 stamps its wall clock at the start, after each barrier and
+// after its sum (flag_area::trace, the last trace_calls calls): the floor's phases beside relay's
+// own trace (RELAY_IPC_TRACE), for issue 25's accounting.
+//
 // Only for relay's own benchmarks: no fp8, out of place only, inputs and outputs 16-byte aligned
 // and a multiple of 16 bytes, and every member's input at the same offset in the memory it mapped
 // (map()), as relay-bench's frames are.
@@ -45,12 +49,14 @@ namespace relay::bench::floor {
 inline constexpr int max_members = 8;
 inline constexpr int max_blocks = 256;
 inline constexpr int block_threads = 512;
+inline constexpr int trace_calls = 16, trace_points = 4;  // start, entered, summed, end
 
 // A rank's flag area: flags[phase][block][member], written by that member; then the epochs of
 // this rank's blocks (calls each has run), then the host-visible error word is elsewhere.
 struct flag_area {
   std::uint64_t flags[2][max_blocks][max_members];
   std::uint64_t epochs[max_blocks];
+  std::uint64_t trace[trace_calls][trace_points];  // FLOOR_TRACE only
 };
 
 struct args {
@@ -64,6 +70,15 @@ struct args {
 };
 
 namespace detail {
+
+__device__ inline void stamp(std::uint64_t* stamps, int point) {
+#if defined(FLOOR_TRACE) && FLOOR_TRACE
+  if (blockIdx.x == 0 && threadIdx.x == 0) stamps[point] = gpu::wall_clock();
+#else
+  (void)stamps;
+  (void)point;
+#endif
+}
 
 __device__ inline void barrier(const args& a, int phase, std::uint64_t epoch) {
   __syncthreads();  // every thread of the block is done with the step before
@@ -88,12 +103,15 @@ __device__ inline void barrier(const args& a, int phase, std::uint64_t epoch) {
 template <class T>
 __global__ void __launch_bounds__(block_threads) floor_kernel(args a) {
   __shared__ std::uint64_t epoch;
+  __shared__ std::uint64_t stamps[trace_points];
+  detail::stamp(stamps, 0);
   flag_area* mine = a.areas[a.me];
   if (threadIdx.x == 0)
     epoch = *static_cast<volatile std::uint64_t*>(&mine->epochs[blockIdx.x]) + 1;
   __syncthreads();
   const std::uint64_t e = epoch;
   detail::barrier(a, 0, e);
+  detail::stamp(stamps, 1);
   using R = reduction_traits<T>;
   constexpr int E = 16 / sizeof(T);
   const std::uint64_t vectors = a.bytes / 16;
@@ -123,8 +141,15 @@ __global__ void __launch_bounds__(block_threads) floor_kernel(args a) {
       t[i] = R::store(acc[i], 1);
     reinterpret_cast<uint4*>(a.out)[v] = y;
   }
+  detail::stamp(stamps, 2);
   detail::barrier(a, 1, e);
   if (threadIdx.x == 0) *static_cast<volatile std::uint64_t*>(&mine->epochs[blockIdx.x]) = e;
+  detail::stamp(stamps, 3);
+#if defined(FLOOR_TRACE) && FLOOR_TRACE
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    for (int i = 0; i < trace_points; ++i)
+      mine->trace[e % trace_calls][i] = stamps[i];
+#endif
 }
 
 // The element types the floor sums (sum only).
@@ -329,6 +354,10 @@ class floor_allreduce : relay::no_copy {
   }
   int grid() const {
     return grid_;
+  }
+  // Block 0's stamps of the last trace_calls calls (FLOOR_TRACE), once the device is idle.
+  gpu::rt::error_t trace(std::uint64_t (&out)[trace_calls][trace_points]) const {
+    return gpu::rt::memcpy(out, flags_->trace, sizeof out);
   }
 
  private:
