@@ -7,7 +7,10 @@
 // Rank 0 prints the table; every rank exits 1 when any element anywhere was wrong.
 //
 //   nvcc -O3 -std=c++20 -arch=sm_90 -Iinclude bench/tools/floor/floor.cu -o floor
-//   relay-run -n 2 -- ./floor [-A 2] [-b 4K] [-e 1M] [-d bfloat16] [-n 100] [-g 20]
+//   relay-run -n 2 -- ./floor [-A 2] [-b 4K] [-e 1M] [-d bfloat16] [-n 100] [-g 20] [-W 1] [-P 1]
+//
+// -W 1: each call's entry meets every rank of the job, as one relay call over all the groups
+// (fused) agrees; -P 1: launches carry relay's pull kernel's argument bytes (floor_options).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -31,6 +34,7 @@ struct settings {
   std::uint64_t min_bytes = 4096, max_bytes = 1 << 20;
   dtype type = dtype::bfloat16;
   int iterations = 100, graph = 20;
+  bench::floor::floor_options how;
 };
 
 std::uint64_t parse_size(const char* s) {
@@ -103,6 +107,10 @@ int main(int argc, char** argv) {
       o.iterations = std::max(1, std::atoi(argv[i + 1]));
     else if (f == "-g")
       o.graph = std::max(0, std::atoi(argv[i + 1]));
+    else if (f == "-W")
+      o.how.whole_job_entry = std::atoi(argv[i + 1]) != 0;
+    else if (f == "-P")
+      o.how.relay_sized_arguments = std::atoi(argv[i + 1]) != 0;
     else if (f == "-d") {
       const std::string t = argv[i + 1];
       o.type = t == "float32"   ? dtype::float32
@@ -142,10 +150,14 @@ int main(int argc, char** argv) {
     FLOOR_CHECK(gpu::rt::event_create(&e, true));
   if (me == 0)
     std::printf(
-        "# floor: one-shot allreduce, %d processes, groups of %d, %s, grid %d x %d\n"
+        "# floor: one-shot allreduce, %d processes, groups of %d, %s, grid %d x %d; entry meets "
+        "%s; %zu argument bytes\n"
         "# %10s %12s %12s %8s\n",
         env.size, o.active, std::string(name(o.type)).c_str(), fl.grid(),
-        bench::floor::block_threads, "bytes", "eager_us", "graph_us", "#wrong");
+        bench::floor::block_threads, o.how.whole_job_entry ? "every rank" : "the group",
+        o.how.relay_sized_arguments ? sizeof(bench::floor::padded_args)
+                                    : sizeof(bench::floor::args),
+        "bytes", "eager_us", "graph_us", "#wrong");
   long long wrong_total = 0;
   for (std::uint64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 2) {
     const std::uint64_t n = bytes / es;
@@ -160,7 +172,9 @@ int main(int argc, char** argv) {
       }
     });
     FLOOR_CHECK(gpu::rt::upload(in, host.data(), bytes));
-    auto call = [&]() { return fl.run(members, in, out, bytes, o.type, env.timeout, stream); };
+    auto call = [&]() {
+      return fl.run(members, in, out, bytes, o.type, env.timeout, stream, o.how);
+    };
     for (int w = 0; w < 5; ++w)
       if (status s = call(); !s) return die(s.to_string());
     FLOOR_CHECK(gpu::rt::stream_synchronize(stream));

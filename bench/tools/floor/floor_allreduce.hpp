@@ -14,6 +14,12 @@
 // the device (their blocks spin on each other: every block of every rank must be resident).
 // Every wait has a deadline: past it the kernel says so in host memory and run() fails.
 //
+// Two variants for issue 25's accounting, chosen per call (floor_options), neither the default:
+//   - whole_job_entry: step 1 meets every rank of the job, not only the group, as the agreement
+//     of one relay call over several groups (a fused call) does; step 3 stays the group's;
+//   - relay_sized_arguments: the launch carries as many argument bytes as relay's pull kernel
+//     (unused padding), to tell a launch's size from its work.
+//
 // Built with -DFLOOR_TRACE=1, block 0 stamps its wall clock at the start, after each barrier and
 // after its sum (flag_area::trace, the last trace_calls calls): the floor's phases beside relay's
 // own trace (RELAY_IPC_TRACE), for issue 25's accounting.
@@ -51,22 +57,38 @@ inline constexpr int max_blocks = 256;
 inline constexpr int block_threads = 512;
 inline constexpr int trace_calls = 16, trace_points = 4;  // start, entered, summed, end
 
-// A rank's flag area: flags[phase][block][member], written by that member; then the epochs of
+// A rank's flag area: flags[phase][block][rank], written by that rank; then the epochs of
 // this rank's blocks (calls each has run), then the host-visible error word is elsewhere.
 struct flag_area {
-  std::uint64_t flags[2][max_blocks][max_members];
+  std::uint64_t flags[2][max_blocks][max_members];  // the job has at most max_members ranks
   std::uint64_t epochs[max_blocks];
   std::uint64_t trace[trace_calls][trace_points];  // FLOOR_TRACE only
 };
 
 struct args {
   const unsigned char* inputs[max_members] = {};  // member k's input, as this process maps it
-  flag_area* areas[max_members] = {};             // member k's flag area, likewise
+  flag_area* areas[max_members] = {};             // rank q's flag area, likewise
   unsigned char* out = nullptr;
-  std::uint64_t bytes = 0;  // of each input and the output
-  std::uint32_t members = 0, me = 0;
+  std::uint64_t bytes = 0;             // of each input and the output
+  std::uint32_t members = 0, me = 0;   // me: this rank's index among the members
+  std::uint8_t member[max_members]{};  // member k's rank
+  std::uint32_t rank = 0;              // this rank
+  std::uint32_t entry_ranks = 0;       // 0: step 1 meets the members; else ranks 0..entry_ranks-1
   std::uint64_t timeout_ticks = 0;
   std::uint32_t* error = nullptr;  // mapped host memory: non-zero once a wait timed out
+};
+
+// The arguments padded to relay's pull kernel's size (floor_options::relay_sized_arguments).
+inline constexpr std::size_t relay_argument_bytes = 936;
+struct padded_args {
+  args a;
+  unsigned char padding[relay_argument_bytes - sizeof(args)];
+};
+static_assert(sizeof(padded_args) == relay_argument_bytes);
+
+struct floor_options {
+  bool whole_job_entry = false;
+  bool relay_sized_arguments = false;
 };
 
 namespace detail {
@@ -80,13 +102,15 @@ __device__ inline void stamp(std::uint64_t* stamps, int point) {
 #endif
 }
 
+// Block b of every rank met: the members, or at the entry of a whole_job_entry call every rank.
 __device__ inline void barrier(const args& a, int phase, std::uint64_t epoch) {
   __syncthreads();  // every thread of the block is done with the step before
-  if (threadIdx.x < a.members) {
-    const unsigned k = threadIdx.x, b = blockIdx.x;
+  const bool job = phase == 0 && a.entry_ranks != 0;
+  if (threadIdx.x < (job ? a.entry_ranks : a.members)) {
+    const unsigned q = job ? threadIdx.x : a.member[threadIdx.x], b = blockIdx.x;
     __threadfence_system();
-    *static_cast<volatile std::uint64_t*>(&a.areas[k]->flags[phase][b][a.me]) = epoch;
-    const volatile std::uint64_t* mine = &a.areas[a.me]->flags[phase][b][k];
+    *static_cast<volatile std::uint64_t*>(&a.areas[q]->flags[phase][b][a.rank]) = epoch;
+    const volatile std::uint64_t* mine = &a.areas[a.rank]->flags[phase][b][q];
     const std::uint64_t start = gpu::wall_clock();
     while (*mine < epoch)
       if (gpu::wall_clock() - start > a.timeout_ticks) {
@@ -101,11 +125,11 @@ __device__ inline void barrier(const args& a, int phase, std::uint64_t epoch) {
 }  // namespace detail
 
 template <class T>
-__global__ void __launch_bounds__(block_threads) floor_kernel(args a) {
+__device__ __forceinline__ void floor_body(const args& a) {
   __shared__ std::uint64_t epoch;
   __shared__ std::uint64_t stamps[trace_points];
   detail::stamp(stamps, 0);
-  flag_area* mine = a.areas[a.me];
+  flag_area* mine = a.areas[a.rank];
   if (threadIdx.x == 0)
     epoch = *static_cast<volatile std::uint64_t*>(&mine->epochs[blockIdx.x]) + 1;
   __syncthreads();
@@ -152,6 +176,15 @@ __global__ void __launch_bounds__(block_threads) floor_kernel(args a) {
 #endif
 }
 
+template <class T>
+__global__ void __launch_bounds__(block_threads) floor_kernel(args a) {
+  floor_body<T>(a);
+}
+template <class T>
+__global__ void __launch_bounds__(block_threads) floor_kernel_padded(padded_args p) {
+  floor_body<T>(p.a);
+}
+
 // The element types the floor sums (sum only).
 template <class T>
 inline constexpr bool is_summed = std::is_same_v<T, float> || std::is_same_v<T, bfloat16> ||
@@ -164,11 +197,15 @@ class floor_allreduce : relay::no_copy {
  public:
   ~floor_allreduce() { close(); }
 
-  // Collective over `boot`: this rank's flag area, exported, and every peer's, mapped.
+  // Collective over `boot` (2 to max_members ranks): this rank's flag area, exported, and every
+  // peer's, mapped.
   status open(bootstrap& boot, int device, std::chrono::milliseconds timeout) {
     device_ = device;
     me_ = boot.rank();
     ranks_ = boot.size();
+    if (ranks_ > max_members)
+      return {errc::unsupported,
+              "the floor runs jobs of at most 8 ranks, not " + std::to_string(ranks_)};
     const gpu::device_guard keep;
     if (gpu::rt::error_t e = gpu::rt::set_device(device); e != gpu::rt::success)
       return gpu::failure("selecting the device", device, e);
@@ -310,9 +347,12 @@ class floor_allreduce : relay::no_copy {
   }
 
   // One allreduce (sum) among `group` (this rank in it), out of place: `send` and `recv` lie in
-  // the mapped memory, `send` at the same offset on every member. Enqueued on `stream`.
+  // the mapped memory, `send` at the same offset on every member. Enqueued on `stream`. With
+  // `how.whole_job_entry` every rank of the job must call with the same `bytes` (block b meets
+  // block b of every rank).
   status run(std::span<const int> group, const void* send, void* recv, std::uint64_t bytes,
-             dtype type, std::chrono::milliseconds timeout, gpu::rt::stream_t stream) {
+             dtype type, std::chrono::milliseconds timeout, gpu::rt::stream_t stream,
+             floor_options how = {}) {
     if (status s = error(); !s) return s;
     if (memory_ == nullptr) return {errc::invalid_argument, "the floor has no mapped memory"};
     if (!supports(type) || group.size() < 2 || group.size() > max_members || bytes % 16 != 0 ||
@@ -327,8 +367,12 @@ class floor_allreduce : relay::no_copy {
       const auto q = static_cast<std::size_t>(group[k]);
       if (group[k] == me_) a.me = static_cast<std::uint32_t>(k);
       a.inputs[k] = static_cast<const unsigned char*>(inputs_[q]) + offset;
-      a.areas[k] = areas_[q];
+      a.member[k] = static_cast<std::uint8_t>(q);
     }
+    for (std::size_t q = 0; q < areas_.size(); ++q)
+      a.areas[q] = areas_[q];
+    a.rank = static_cast<std::uint32_t>(me_);
+    a.entry_ranks = how.whole_job_entry ? static_cast<std::uint32_t>(ranks_) : 0;
     a.out = static_cast<unsigned char*>(recv);
     a.bytes = bytes;
     a.timeout_ticks = static_cast<std::uint64_t>(timeout.count()) * ticks_per_ms_;
@@ -337,9 +381,13 @@ class floor_allreduce : relay::no_copy {
         (bytes / 16 + block_threads - 1) / block_threads, 1, static_cast<std::uint64_t>(grid_)));
     const gpu::rt::error_t e = visit_dtype(type, [&](auto x) {
       using T = decltype(x);
-      if constexpr (is_summed<T>)
-        return gpu::rt::launch(floor_kernel<T>, grid, block_threads, stream, a);
-      else
+      if constexpr (is_summed<T>) {
+        if (!how.relay_sized_arguments)
+          return gpu::rt::launch(floor_kernel<T>, grid, block_threads, stream, a);
+        padded_args p{};
+        p.a = a;
+        return gpu::rt::launch(floor_kernel_padded<T>, grid, block_threads, stream, p);
+      } else
         return gpu::rt::error_t{};
     });
     if (e != gpu::rt::success) return gpu::failure("launching the floor kernel", device_, e);
