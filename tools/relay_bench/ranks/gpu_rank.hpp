@@ -55,9 +55,11 @@ class gpu_rank {
 // `why` where it cannot start (no launcher, no GPU, the transport refused).
 std::unique_ptr<gpu_rank> make_nccl_rank(std::string& why);
 // bytes_per_rank: the ipc transport's registered data area. graph_calls > 0: timed runs replay
-// a captured graph of that many calls. floor: the vendor's collective is the floor
-// (bench/tools/floor/floor_allreduce.hpp), replayed from graphs like relay's.
-std::unique_ptr<gpu_rank> make_ipc_rank(std::size_t bytes_per_rank, int graph_calls, bool floor,
-                                        std::string& why);
+// a captured graph of that many calls. floor other than none: the vendor's collective is the
+// floor (bench/tools/floor/floor_allreduce.hpp), replayed from graphs like relay's, its entry
+// meeting each group's ranks or every rank.
+enum class floor_entry : unsigned char { none, group, job };
+std::unique_ptr<gpu_rank> make_ipc_rank(std::size_t bytes_per_rank, int graph_calls,
+                                        floor_entry floor, std::string& why);
 
 }  // namespace relay::bench

@@ -26,11 +26,12 @@ class cuda_ipc_rank final : public stream_rank {
  public:
   // RELAY_BENCH_REGISTER=1: the rank's buffers are registered, so calls run on them without
   // staging where they may (docs/ipc-transport.md).
-  cuda_ipc_rank(std::unique_ptr<communicator> comm, int device, int graph_calls, bool floor)
+  cuda_ipc_rank(std::unique_ptr<communicator> comm, int device, int graph_calls, floor_entry floor)
       : stream_rank(std::move(comm), device, graph_calls) {
     const char* v = std::getenv("RELAY_BENCH_REGISTER");
     register_memory_ = v != nullptr && std::string(v) == "1";
-    if (floor) {  // collective, as the communicator was
+    if (floor != floor_entry::none) {  // collective, as the communicator was
+      floor_how_.whole_job_entry = floor == floor_entry::job;
       floor_ = std::make_unique<bench::floor::floor_allreduce>();
       floor_status_ = floor_->open(boot(), device, timeout());
     }
@@ -75,19 +76,23 @@ class cuda_ipc_rank final : public stream_rank {
     for (const auto& g : c.groups)
       for (int r : g)
         if (r == rank())
-          return floor_->run(g, c.send.data, c.recv.data, c.send.bytes, c.type, timeout(),
-                             stream());
-    return {};  // not in any group: nothing to do
+          return floor_->run(g, c.send.data, c.recv.data, c.send.bytes, c.type, timeout(), stream(),
+                             floor_how_);
+    // Not in any group: nothing to do, unless the entry meets every rank.
+    if (floor_how_.whole_job_entry)
+      return {errc::unsupported, "--baseline floor-job needs every rank in a group"};
+    return {};
   }
 
   std::unique_ptr<bench::floor::floor_allreduce> floor_;
+  bench::floor::floor_options floor_how_;
   status floor_status_;
 };
 
 }  // namespace
 
-std::unique_ptr<gpu_rank> make_ipc_rank(std::size_t bytes_per_rank, int graph_calls, bool floor,
-                                        std::string& why) {
+std::unique_ptr<gpu_rank> make_ipc_rank(std::size_t bytes_per_rank, int graph_calls,
+                                        floor_entry floor, std::string& why) {
   ipc_options o;
   o.bytes_per_rank = bytes_per_rank;
   return make_stream_rank<cuda_ipc_rank>(

@@ -158,7 +158,10 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
   std::string why;
   std::unique_ptr<gpu_rank> me =
       ipc ? make_ipc_rank(staging_bytes(o, shapes, sizes.empty() ? 0 : sizes.back()), o.graph_calls,
-                          o.baseline == baseline_kind::floor, why)
+                          o.baseline == baseline_kind::floor       ? floor_entry::group
+                          : o.baseline == baseline_kind::floor_job ? floor_entry::job
+                                                                   : floor_entry::none,
+                          why)
           : make_nccl_rank(why);
   if (!me) {
     fmt::print(stderr, "relay-bench: {}: {}\n", executor, why);
@@ -166,10 +169,13 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
   }
   if (int refused = refuse_rank_job(executor, o, shapes, me->size())) return refused;
   const bool lead = me->rank() == 0;
-  const bool floor = ipc && o.baseline == baseline_kind::floor;
+  const bool floor = ipc && is_floor(o.baseline);
   const std::string vendor =
-      floor ? "the floor: a single-kernel one-shot allreduce reading every member's input in "
-              "place (bench/tools/floor; allreduce sum, out of place)"
+      floor ? std::string(
+                  "the floor: a single-kernel one-shot allreduce reading every member's "
+                  "input in place, its entry meeting ") +
+                  (o.baseline == baseline_kind::floor_job ? "every rank" : "each group's ranks") +
+                  " (bench/tools/floor; allreduce sum, out of place)"
       : ipc ? "none (NCCL allows one rank per device; these ranks may share one)"
             : "NCCL's own collectives on the transport's communicator (" + me->description() + ")";
   const std::string how =

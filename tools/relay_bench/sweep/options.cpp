@@ -20,7 +20,8 @@ constexpr name_table<run_mode, 3> run_mode_names{{"fused", "parallel", "single"}
 constexpr name_table<executor_kind, 5> executor_names{{"cpu", "gpu", "shm", "nccl", "ipc"}};
 constexpr name_table<route_choice, 5> route_names{
     {"auto", "relay", "direct", "legacy", "pipelined"}};
-constexpr name_table<baseline_kind, 5> baseline_names{{"auto", "nccl", "direct", "none", "floor"}};
+constexpr name_table<baseline_kind, 6> baseline_names{
+    {"auto", "nccl", "direct", "none", "floor", "floor-job"}};
 }  // namespace
 
 std::string_view name(run_mode m) {
@@ -135,9 +136,11 @@ where
                           switched:GBPS[:US[:OPUS[:MEM]]] (MEM: GB/s of a
                           device memory, read + written)
                           (gpu_calibrate prints one; default mi300x)
-      --baseline B        auto, nccl, direct, none, floor (default auto: NCCL/RCCL where it can
-                          run these ranks, else relay's direct route on this executor;
-                          floor, -x ipc allreduce only: a single-kernel one-shot allreduce)
+      --baseline B        auto, nccl, direct, none, floor, floor-job (default auto: NCCL/RCCL
+                          where it can run these ranks, else relay's direct route on this
+                          executor; floor, -x ipc allreduce only: a single-kernel one-shot
+                          allreduce whose entry meets each group; floor-job: the same kernel
+                          whose entry meets every rank, as one relay call's agreement does)
 
 output
       --csv FILE          one row per size and form (FILE - : standard output)
@@ -322,7 +325,8 @@ parse_outcome parse_options(int argc, const char* const* argv) {
          return {};  // checked once N is known
        }},
       {nullptr, "--baseline",
-       one_of(o.baseline, parse_name(baseline_names), "auto, nccl, direct, none, floor")},
+       one_of(o.baseline, parse_name(baseline_names),
+              "auto, nccl, direct, none, floor, floor-job")},
       {nullptr, "--csv",
        [&](std::string_view v) -> std::string {
          o.csv_path = v;
@@ -496,8 +500,8 @@ parse_outcome parse_options(int argc, const char* const* argv) {
                 std::to_string(o.ranks) + " ranks; give one per rank";
     return out;
   }
-  if (o.baseline == baseline_kind::floor && o.executor != executor_kind::ipc) {
-    out.error = "--baseline floor runs beside -x ipc only";
+  if (is_floor(o.baseline) && o.executor != executor_kind::ipc) {
+    out.error = "--baseline " + std::string(name(o.baseline)) + " runs beside -x ipc only";
     return out;
   }
   if (o.csv_path == "-" && o.json_path == "-") {

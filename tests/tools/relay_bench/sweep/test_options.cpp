@@ -214,6 +214,9 @@ TEST_CASE("options: --emulate-mesh and --in-place", "[bench]") {
   CHECK(parse({"-x", "gpu", "--baseline", "floor"}).error ==
         "--baseline floor runs beside -x ipc only");
   CHECK(parse({"-x", "ipc", "--baseline", "floor"}).error == "");
+  CHECK(parse({"-x", "gpu", "--baseline", "floor-job"}).error ==
+        "--baseline floor-job runs beside -x ipc only");
+  CHECK(parse({"-x", "ipc", "--baseline", "floor-job"}).opts.baseline == baseline_kind::floor_job);
   CHECK(parse({"-x", "gpu", "--emulate-mesh", "0"}).error ==
         "--emulate-mesh: '0' is not a link rate above 0 (GB/s, or bytes/s from 1e6)");
   CHECK(parse({"-x", "gpu", "--emulate-mesh", "fast"}).error ==
