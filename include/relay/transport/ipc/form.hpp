@@ -1,17 +1,19 @@
-// The ipc transport's choice between its two forms (ipc/transport.hpp), priced by a model:
+// The ipc transport's choice of a call's form (ipc/transport.hpp):
 //
 //   stepped   one launch per stage: S launches, each stage's tiles spread over the step kernel's
 //             resident grid (G_s blocks);
 //   one-shot  one launch; its blocks meet at a grid barrier between stages (S - 1 barriers), and
 //             its grid is at most one block per multiprocessor (every block must be resident), so
-//             a stage of more tiles than that runs in rounds.
-//
+//             a stage of more tiles than that runs in rounds;
 //   pull      (allreduce only) one launch whose blocks read the group's inputs in place and sum
 //             them: two round trips whatever the plan (transport/ipc/pull.hpp).
 //
+// The pull form is not priced (choose_ipc_form): on a direct route it does the plan's work and
+// no more, so it is taken wherever it applies and fits; on a relay route it is never taken by
+// itself. Between the plan's two forms a model chooses:
+//
 //   T_stepped  = S * launch + sum over stages of ceil(tiles_s / G_s) * tile
 //   T_one_shot = launch + (S - 1) * signal + sum over stages of ceil(tiles_s / G_1) * tile
-//   T_pull     = launch + 2 * signal + ceil(A * output tiles / G_p) * tile
 //
 // `launch` is the time from one kernel's end to the next one's start on a stream when the host
 // issues them back to back (bounded below by the launch latency), `signal` one device-side round
@@ -36,6 +38,11 @@
 #include "relay/plan/plan.hpp"
 
 namespace relay {
+
+// automatic: the model's choice (choose_ipc_form); one_shot, stepped, pull: always that form (the
+// one-shot and pull forms within one_shot_tiles; pull where the call is an allreduce, else the
+// one-shot form). Every rank must run with the same form (the transport checks at creation).
+enum class ipc_form : unsigned char { automatic, one_shot, stepped, pull };
 
 // Fitted on one H200 under MPS, 2 processes, A=2 allreduce bf16, both forms forced side by side
 // (bench/results/2026-12-01-h200-ipc-agreement): the stepped form's 3 extra launches cost 6.6 us
@@ -104,12 +111,44 @@ inline ipc_form_prices price_ipc_forms(const std::vector<std::uint64_t>& stages,
   return p;
 }
 
-// The pull form (transport/ipc/pull.hpp, an allreduce's one kernel): one launch, two round
-// trips (the inputs ready, the reads done), and `tiles` (pull_stage_tiles: each output tile reads
-// A members' tiles) in rounds of its grid.
-inline double price_pull_form(std::uint64_t tiles, const ipc_form_costs& c, std::uint64_t grid) {
-  const std::uint64_t g = std::max<std::uint64_t>(1, grid);
-  return c.launch + 2 * c.signal + static_cast<double>((tiles + g - 1) / g) * c.tile;
+// Which form runs a call (ipc_options::form, RELAY_IPC_FORM). automatic, the model's choice:
+//   - the pull form wherever it applies (an allreduce on the native wire, ipc/pull_plan.hpp) and
+//     fits (one_shot_tiles), on a direct route. It reads each member's input once, in place, and
+//     writes each output once, in one launch with two round trips; the plan's forms of the same
+//     route do that work and stage it besides (copies in and out, more launches or barriers).
+//     Measured on one H200 under MPS, replayed (bench/results/2026-12-02-h200-ipc-pull,
+//     2026-12-04-h200-eager-agreement): faster than both plan forms at every size to its cap,
+//     1 to 32 MB with 2 processes and A=2 (32 MB: pull 68 us, stepped 199), 4 KB to 16 MB with
+//     8 processes and A=4 (16 MB: 239 against 296). It was priced once, as
+//     launch + 2 signal + ceil(A * output tiles / G_p) * tile: rounds of at most 64 blocks priced
+//     as the stepped form's rounds of 528, which put the switch to the stepped form at 1-4 MB
+//     (A=4) and 16-32 MB (A=2), where the pull was 1.2-2.9x faster.
+//   - never on a relay route: it would read from the group's members over their own links and
+//     leave idle the helpers' links the route was chosen for (the plan's forms carry the route).
+//     (RELAY_IPC_FORM=pull forces it on any route.)
+//   - otherwise the one-shot form where it fits and the model prices it below the stepped one.
+// one_shot, stepped, pull: that form (pull falls back to the one-shot form where it does not
+// apply, and both to the stepped form where they do not fit).
+struct ipc_form_choice {
+  bool pull = false;      // the pull kernel runs the call
+  bool one_shot = false;  // one launch (the pull's, or the plan's one-shot kernel)
+};
+inline ipc_form_choice choose_ipc_form(ipc_form form, bool one_shot_fits, bool pull_fits,
+                                       bool direct_route, const ipc_form_prices& prices) {
+  ipc_form_choice c;
+  switch (form) {
+    case ipc_form::automatic:
+      c.pull = pull_fits && direct_route;
+      c.one_shot = c.pull || (one_shot_fits && prices.one_shot_wins());
+      break;
+    case ipc_form::pull:
+      c.pull = pull_fits;
+      c.one_shot = one_shot_fits;
+      break;
+    case ipc_form::one_shot: c.one_shot = one_shot_fits; break;
+    case ipc_form::stepped: break;
+  }
+  return c;
 }
 
 // One rank's device as the ipc transport sizes its grids: its multiprocessors, the fewest blocks

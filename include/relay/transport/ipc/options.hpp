@@ -12,11 +12,6 @@
 
 namespace relay {
 
-// automatic: the model's choice (ipc/form.hpp); one_shot, stepped, pull: always that form (the
-// one-shot and pull forms within one_shot_tiles; pull where the call is an allreduce, else the
-// one-shot form). Every rank must run with the same form (the transport checks at creation).
-enum class ipc_form : unsigned char { automatic, one_shot, stepped, pull };
-
 struct ipc_options {
   // Bytes of data area per rank: a call needs its input, output and scratch there (a larger
   // call fails on every rank with errc::out_of_memory naming the size). RELAY_IPC_BYTES

@@ -740,22 +740,11 @@ class ipc_transport final : public transport {
     const bool one_shot_fits = !fp8 && one_shot_tiles_ > 0 && largest <= one_shot_tiles_;
     const std::uint64_t pull_tiles = ipc::pull_stage_tiles(p, tile_units * 16);
     const bool pull_fits = one_shot_fits && ipc::pull_applies(p) && pull_tiles <= one_shot_tiles_;
-    const ipc_form_prices prices =
-        price_ipc_forms(priced, costs_, priced_one_shot_grid_, priced_stepped_grid_);
-    const double pull_price =
-        price_pull_form(pull_tiles, costs_, ipc::pull_grid(p, priced_one_shot_grid_));
-    switch (form_) {
-      case ipc_form::automatic:
-        out.pull = pull_fits && pull_price < std::min(prices.stepped, prices.one_shot);
-        out.one_shot = out.pull || (one_shot_fits && prices.one_shot_wins());
-        break;
-      case ipc_form::pull:
-        out.pull = pull_fits;
-        out.one_shot = one_shot_fits;
-        break;
-      case ipc_form::one_shot: out.one_shot = one_shot_fits; break;
-      case ipc_form::stepped: break;
-    }
+    const ipc_form_choice form = choose_ipc_form(
+        form_, one_shot_fits, pull_fits, p.spec.route == route::direct,
+        price_ipc_forms(priced, costs_, priced_one_shot_grid_, priced_stepped_grid_));
+    out.pull = form.pull;
+    out.one_shot = form.one_shot;
     if (out.pull) out.pull_args = pull_program(p, me);
     std::vector<host_stage> stages;
     host_stage entry;

@@ -2,6 +2,7 @@
 #include "relay/transport/ipc/form.hpp"
 
 #include <catch2/catch.hpp>
+#include <string_view>
 
 #include "relay/cost/choose.hpp"
 #include "support/plan_builder.hpp"
@@ -113,4 +114,46 @@ TEST_CASE("the fitted constants choose the form where the measured crossover was
   CHECK(at8.stepped == Approx(16.0e-6));
   CHECK(at8.one_shot == Approx(17.8e-6));
   CHECK_FALSE(priced(std::int64_t{16} << 20).one_shot_wins());
+}
+
+TEST_CASE("the form chosen: the pull on a direct route where it fits, not on a relay route",
+          "[cost][ipc]") {
+  // The plan's forms priced so that the stepped one wins, and so that the one-shot one does.
+  ipc_form_prices stepped_wins, one_shot_wins;
+  stepped_wins.stepped = 10e-6, stepped_wins.one_shot = 20e-6;
+  one_shot_wins.stepped = 20e-6, one_shot_wins.one_shot = 10e-6;
+  struct row {
+    ipc_form form;
+    bool one_shot_fits, pull_fits, direct;
+    const ipc_form_prices* prices;
+    std::string_view expected;
+  };
+  const row rows[] = {
+      // Automatic, direct route: the pull wherever it fits, whatever the plan's prices (its work
+      // is the plan's without the staging: measured faster at every size to its cap).
+      {ipc_form::automatic, true, true, true, &stepped_wins, "pull"},
+      {ipc_form::automatic, true, true, true, &one_shot_wins, "pull"},
+      // Where the pull does not fit or apply, the plan's forms by price.
+      {ipc_form::automatic, true, false, true, &stepped_wins, "stepped"},
+      {ipc_form::automatic, true, false, true, &one_shot_wins, "one-shot"},
+      {ipc_form::automatic, false, false, true, &one_shot_wins, "stepped"},
+      // A relay route keeps the plan's forms: the pull would leave the helpers' links idle.
+      {ipc_form::automatic, true, true, false, &one_shot_wins, "one-shot"},
+      {ipc_form::automatic, true, true, false, &stepped_wins, "stepped"},
+      // Forced: that form where it can run, on any route.
+      {ipc_form::pull, true, true, false, &stepped_wins, "pull"},
+      {ipc_form::pull, true, false, true, &stepped_wins, "one-shot"},
+      {ipc_form::pull, false, false, true, &one_shot_wins, "stepped"},
+      {ipc_form::one_shot, true, true, true, &stepped_wins, "one-shot"},
+      {ipc_form::one_shot, false, false, true, &one_shot_wins, "stepped"},
+      {ipc_form::stepped, true, true, true, &one_shot_wins, "stepped"},
+  };
+  for (const row& r : rows) {
+    const ipc_form_choice c =
+        choose_ipc_form(r.form, r.one_shot_fits, r.pull_fits, r.direct, *r.prices);
+    const std::string_view got = c.pull ? "pull" : c.one_shot ? "one-shot" : "stepped";
+    INFO("form " << static_cast<int>(r.form) << ", one-shot fits " << r.one_shot_fits
+                 << ", pull fits " << r.pull_fits << ", direct route " << r.direct);
+    CHECK(got == r.expected);
+  }
 }
