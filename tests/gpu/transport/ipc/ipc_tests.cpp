@@ -241,8 +241,16 @@ std::vector<property_case> graph_shapes() {
   property_case fp8 = shape(collective::reduce_scatter, 4, mode::fused, dtype::bfloat16, 4133);
   fp8.wire = wire_format::fp8_e4m3;
   fp8.wire_data = 1;  // a wide dynamic range in every block
+  // The allreduces on both routes: the pull form runs a direct route's (ipc/form.hpp), the
+  // plan's one-shot form a relay route's.
+  auto direct = [](property_case c) {
+    c.route = route::direct;
+    return c;
+  };
   return {shape(collective::allreduce, 2, mode::fused, dtype::int32, 3001),
+          direct(shape(collective::allreduce, 2, mode::fused, dtype::int32, 3001)),
           shape(collective::allreduce, 2, mode::single, dtype::bfloat16, 4096),
+          direct(shape(collective::allreduce, 2, mode::single, dtype::bfloat16, 4096)),
           shape(collective::reduce_scatter, 4, mode::fused, dtype::float32, 1027),
           shape(collective::all_gather, 4, mode::single, dtype::int64, 777),
           shape(collective::all_to_all, 2, mode::fused, dtype::uint8, 4099),
@@ -438,6 +446,7 @@ int graph(communicator& comm, int argc, char** argv, bool registered) {
   direct_sums sums;
   if (int r = direct_totals(comm, which + ", eager calls", sums); r != 0) return r;
   if (registered && sums.outputs == 0) return failed("no call wrote its output in user memory");
+  if (sums.pull == 0) return failed("no call ran in the pull form (the direct allreduces)");
   // Staged: some captured inputs were read in place after register_graph_inputs (the pull form's
   // shapes of graph_shapes).
   if (!registered) {
