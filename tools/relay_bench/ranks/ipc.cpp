@@ -78,7 +78,7 @@ class cuda_ipc_rank final : public stream_rank {
         if (r == rank())
           return floor_->run(g, c.send.data, c.recv.data, c.send.bytes, c.type, timeout(), stream(),
                              floor_how_);
-    // Not in any group: nothing to do, unless the entry meets every rank.
+    // Not in any group: nothing to do (floor-job is not run where a rank is in none: rank_bench).
     if (floor_how_.whole_job_entry)
       return {errc::unsupported, "--baseline floor-job needs every rank in a group"};
     return {};

@@ -194,7 +194,15 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
   job.baseline = "none";
   job.vendor = vendor;
   job.with_vendor = [&](const call_shape& s) {
-    if (floor) return s.coll == collective::allreduce && o.op == reduce_op::sum;
+    if (floor) {
+      if (s.coll != collective::allreduce || o.op != reduce_op::sum) return false;
+      if (o.baseline != baseline_kind::floor_job) return true;
+      // floor-job: its entry meets every rank, so every rank must be in a group (no helpers).
+      std::size_t members = 0;
+      for (const std::vector<int>& g : call_groups(s))
+        members += g.size();
+      return members == static_cast<std::size_t>(s.ranks);
+    }
     return !ipc && o.baseline != baseline_kind::none && s.active == s.ranks &&
            s.mode == run_mode::single;
   };
