@@ -191,7 +191,12 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
   rank_job job;
   job.lead = lead;
   job.who = fmt::format("rank {}: ", me->rank());
-  job.baseline = "none";
+  // Where the floor is asked for but cannot run, the table says why instead of a bare "none".
+  job.baseline = !floor ? "none"
+                 : o.baseline == baseline_kind::floor_job
+                     ? "none (the floor-job runs an allreduce sum only, and only where every "
+                       "rank is in a group: its entry meets every rank)"
+                     : "none (the floor runs an allreduce sum only)";
   job.vendor = vendor;
   job.with_vendor = [&](const call_shape& s) {
     if (floor) {
