@@ -43,3 +43,32 @@ gpu_build() {
     ${lib:+-DRELAY_NCCL_LIBRARY=$lib} >"$out/build.log" 2>&1 &&
     cmake --build "$dir" -j"$(nproc)" --target "$@" >>"$out/build.log" 2>&1
 }
+
+# floor_build OUTDIR BINARY [NVCC-FLAGS...]: the floor program (bench/tools/floor) built by nvcc
+# on its own (it is no CMake target: it needs nothing of the library's build), the output
+# appended to OUTDIR/build.log. Its status is the build's.
+floor_build() {
+  local out=$1 binary=$2
+  shift 2
+  nvcc -O3 -std=c++20 -arch=sm_90 -diag-suppress=2810 -Iinclude "$@" bench/tools/floor/floor.cu \
+    -o "$binary" >>"$out/build.log" 2>&1
+}
+
+# mps on|off: the MPS daemon, where the machine has one, with no SM share set (every size must
+# complete without one: issue 25). Idempotent; a caller that turns it on sets `trap 'mps off'
+# EXIT`, so that the daemon never outlives the script.
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
+mps_on=0
+mps() {
+  command -v nvidia-cuda-mps-control >/dev/null || return 0
+  if [[ $1 == on && $mps_on == 0 ]]; then
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    unset CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+    nvidia-cuda-mps-control -d && mps_on=1 && echo "== MPS on"
+  elif [[ $1 == off && $mps_on == 1 ]]; then
+    echo quit | nvidia-cuda-mps-control
+    sleep 1  # the daemon's clients are gone before the next step starts
+    mps_on=0
+    echo "== MPS off"
+  fi
+}

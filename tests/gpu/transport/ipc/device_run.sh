@@ -22,6 +22,7 @@
 # (BUILD_TARGETS narrows the build).
 set -uo pipefail
 cd "$(dirname "$0")/../../../.."
+source bench/common.sh  # mps, floor_build
 OUT=${OUT:-$PWD/gpu-run}
 mkdir -p "$OUT"
 CALLS=${1:-500} K=${2:-100} REPLAYS=${3:-100} STEPS=${4:-.}
@@ -58,8 +59,7 @@ else
     ${lib:+-DRELAY_NCCL_LIBRARY=$lib} >"$OUT/build.log" 2>&1 &&
     cmake --build build -j"$(nproc)" --target ${BUILD_TARGETS:-relay_ipc_tests relay_bench relay_run} \
       >>"$OUT/build.log" 2>&1 &&
-    nvcc -O3 -std=c++20 -arch=sm_90 -diag-suppress=2810 -Iinclude bench/tools/floor/floor.cu \
-      -o "$FLOOR" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+    floor_build "$OUT" "$FLOOR" || { tail -40 "$OUT/build.log"; exit 1; }
   echo "built in $((SECONDS - start)) s"
 fi
 
@@ -78,21 +78,6 @@ step() {  # step NAME LIMIT COMMAND...: runs it, logs to $OUT/NAME.log, prints i
   echo "-- $name: exit $rc, $((SECONDS - t0)) s"
 }
 
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
-mps_on=0
-mps() {  # mps on|off: the MPS daemon (where the machine has one), no SM share set
-  command -v nvidia-cuda-mps-control >/dev/null || return 0
-  if [[ $1 == on && $mps_on == 0 ]]; then
-    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-    unset CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
-    nvidia-cuda-mps-control -d && mps_on=1 && echo "== MPS on"
-  elif [[ $1 == off && $mps_on == 1 ]]; then
-    echo quit | nvidia-cuda-mps-control
-    sleep 1
-    mps_on=0
-    echo "== MPS off"
-  fi
-}
 trap 'mps off' EXIT
 trap 'exit 143' TERM
 
