@@ -25,17 +25,10 @@
 #include "multiprocess/mp_support.hpp"
 
 using namespace relay;
+using relay::testing::expect;
+using relay::testing::failures;
 
 namespace {
-
-int failures = 0;
-
-void expect(bool ok, const std::string& what) {
-  if (!ok) {
-    std::fprintf(stderr, "FAILED: %s\n", what.c_str());
-    ++failures;
-  }
-}
 
 // This rank's int32 buffers for a fused A=2 allreduce over every rank: input[i] = 1000*rank + i,
 // output poisoned with 0x7f7f7f7f.

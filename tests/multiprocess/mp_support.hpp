@@ -30,6 +30,16 @@ inline std::unique_ptr<communicator> connect_or_exit(
   return comm;
 }
 
+// A scenario's checks: each that fails is said on stderr and counted; the scenario's rank exits
+// non-zero when any failed.
+inline int failures = 0;
+inline void expect(bool ok, const std::string& what) {
+  if (!ok) {
+    std::fprintf(stderr, "FAILED: %s\n", what.c_str());
+    ++failures;
+  }
+}
+
 // Every rank's input bytes for case `c`, as run_case draws them (one stream, group by group).
 inline std::vector<std::vector<std::byte>> all_inputs(const property_case& c) {
   const auto es = static_cast<std::size_t>(size_of(c.type));

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "relay/core/status.hpp"
@@ -33,6 +34,10 @@ class bootstrap {
                             std::vector<std::vector<std::byte>>& all, milliseconds timeout) = 0;
   // Returns once every rank has entered it (or fails naming a rank that did not).
   virtual status barrier(milliseconds timeout) = 0;
+  // A numeric address at which the job's other processes can reach this one (where a split's
+  // store listens: bootstrap/split.hpp). A bootstrap that does not know says loopback, so a
+  // split over it joins the ranks of one host only.
+  virtual std::string address() const { return "127.0.0.1"; }
 };
 
 }  // namespace relay

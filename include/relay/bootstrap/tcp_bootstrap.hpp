@@ -131,11 +131,14 @@ inline std::string rank_list(const std::vector<int>& ranks) {
 
 class tcp_bootstrap final : public bootstrap {
  public:
-  tcp_bootstrap(int rank, int size, std::vector<unique_fd> peers)
-      : rank_(rank), size_(size), peers_(std::move(peers)) {}
+  tcp_bootstrap(int rank, int size, std::vector<unique_fd> peers, std::string address)
+      : rank_(rank), size_(size), peers_(std::move(peers)), address_(std::move(address)) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  // Rank 0: the store's address as configured; the others: the local end of their connection
+  // to it.
+  std::string address() const override { return address_; }
 
   status all_gather(std::span<const std::byte> mine, std::vector<std::vector<std::byte>>& all,
                     milliseconds timeout) override {
@@ -256,6 +259,7 @@ class tcp_bootstrap final : public bootstrap {
 
   int rank_, size_;
   std::vector<unique_fd> peers_;  // rank 0: one per rank (peers_[0] unused); others: peers_[0]
+  std::string address_;
   std::uint64_t calls_ = 0;
   status broken_;
 };
@@ -418,28 +422,46 @@ inline status free_loopback_port(int& port) {
   return {};
 }
 
-// Connects the job (collective: every rank calls it). Fails, naming the ranks that did not
-// arrive, when the job is not complete within env.timeout.
-inline status make_tcp_bootstrap(const environment& env, std::unique_ptr<bootstrap>& out) {
-  using namespace detail;
-  if (env.size < 1 || env.rank < 0 || env.rank >= env.size)
-    return {errc::invalid_argument, "rank " + std::to_string(env.rank) + " of " +
-                                        std::to_string(env.size) + " is not a place in a job"};
-  const auto start = steady::now();
+namespace detail {
+
+// A store's listening socket at `addr` (its port 0: one the kernel picks, read back into `port`),
+// for `size` ranks. `who` and `where` name the listener and the place in an error.
+inline status listen_at(sockaddr_in addr, int size, const std::string& who,
+                        const std::string& where, unique_fd& out, int& port) {
+  unique_fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (listener.get() < 0) return socket_error("socket");
+  const int one = 1;
+  ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
+    return socket_error(who + " cannot listen at " + where);
+  if (::listen(listener.get(), size) != 0) return socket_error("listen at " + where);
+  socklen_t len = sizeof addr;
+  if (::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    return socket_error("reading the port of " + where);
+  port = ntohs(addr.sin_port);
+  out = std::move(listener);
+  return {};
+}
+
+// The numeric address of this end of a connected socket: where the store (and so, likely, the
+// job's other hosts) reached this process.
+inline std::string local_address(int fd) {
+  sockaddr_in self{};
+  socklen_t len = sizeof self;
+  char text[INET_ADDRSTRLEN] = {};
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len) != 0 ||
+      ::inet_ntop(AF_INET, &self.sin_addr, text, sizeof text) == nullptr)
+    return "127.0.0.1";
+  return text;
+}
+
+// Connects the job once rank 0 listens (`listener`, rank 0 only) or where the others reach it
+// (`addr`): rank 0 takes every rank's hello, the others connect and say theirs, then a barrier.
+inline status join_job(const environment& env, unique_fd listener, const sockaddr_in& addr,
+                       steady::time_point start, std::unique_ptr<bootstrap>& out) {
   const auto deadline = start + env.timeout;
-  sockaddr_in addr{};
-  if (status s = resolve(env, addr, deadline); !s) return s;
-  const std::string store = env.store_addr + ":" + std::to_string(env.store_port);
   std::vector<unique_fd> peers(static_cast<std::size_t>(env.rank == 0 ? env.size : 1));
   if (env.rank == 0) {
-    unique_fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (listener.get() < 0) return socket_error("socket");
-    const int one = 1;
-    ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
-      return socket_error("rank 0 cannot listen at " + store +
-                          " (another job's store there, or a second rank 0?)");
-    if (::listen(listener.get(), env.size) != 0) return socket_error("listen at " + store);
     if (status s = accept_ranks(env, listener.get(), deadline, peers); !s) return s;
   } else {
     if (status s = connect_to_store(env, addr, start, deadline, peers[0]); !s) return s;
@@ -454,11 +476,38 @@ inline status make_tcp_bootstrap(const environment& env, std::unique_ptr<bootstr
       const int one = 1;
       ::setsockopt(p.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
-  auto b = std::make_unique<tcp_bootstrap>(env.rank, env.size, std::move(peers));
+  std::string address = env.rank == 0 ? env.store_addr : local_address(peers[0].get());
+  auto b =
+      std::make_unique<tcp_bootstrap>(env.rank, env.size, std::move(peers), std::move(address));
   // Everyone is connected when this returns on every rank.
   if (status s = b->barrier(env.timeout); !s) return s;
   out = std::move(b);
   return {};
+}
+
+}  // namespace detail
+
+// Connects the job (collective: every rank calls it). Fails, naming the ranks that did not
+// arrive, when the job is not complete within env.timeout.
+inline status make_tcp_bootstrap(const environment& env, std::unique_ptr<bootstrap>& out) {
+  using namespace detail;
+  if (env.size < 1 || env.rank < 0 || env.rank >= env.size)
+    return {errc::invalid_argument, "rank " + std::to_string(env.rank) + " of " +
+                                        std::to_string(env.size) + " is not a place in a job"};
+  const auto start = steady::now();
+  sockaddr_in addr{};
+  if (status s = resolve(env, addr, start + env.timeout); !s) return s;
+  unique_fd listener;
+  if (env.rank == 0) {
+    int port = 0;
+    const std::string store = env.store_addr + ":" + std::to_string(env.store_port);
+    if (status s =
+            listen_at(addr, env.size, "rank 0",
+                      store + " (another job's store there, or a second rank 0?)", listener, port);
+        !s)
+      return s;
+  }
+  return join_job(env, std::move(listener), addr, start, out);
 }
 
 }  // namespace relay

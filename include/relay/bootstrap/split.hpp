@@ -1,0 +1,167 @@
+// Splitting a job into disjoint sub-jobs, as MPI_Comm_split and ncclCommSplit: every rank of the
+// parent calls split_bootstrap with a color and a key; the ranks of one color become a job of
+// their own, ranked by (key, parent rank), with a bootstrap of its own that its members alone
+// use. Its first member listens for the others on a port the kernel picks, at the address its
+// parent bootstrap knows it by (bootstrap::address), so the parent's store gets no traffic
+// after the split.
+//
+// Why a separate job and not a view of the parent's: everything a communicator agrees on, it
+// agrees on over its whole bootstrap (every call's verdict, docs/multiprocess.md). Groups that
+// never exchange data but share one communicator therefore wait for each other every call; on
+// their own sub-jobs they wait for their own members only.
+//
+// The split is collective over the parent and all or nothing: it returns ok on every rank or an
+// error on every rank (a bad color, a store that could not listen, a member that did not connect,
+// named), and the parent stays usable either way.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "relay/bootstrap/tcp_bootstrap.hpp"
+
+namespace relay {
+
+// The color of a rank that joins no sub-job (MPI_UNDEFINED, NCCL_SPLIT_NOCOLOR): it takes part
+// in the split and gets none.
+inline constexpr int no_color = -1;
+
+namespace detail {
+
+// After a collective step over `parent`: every rank's outcome to every rank, so that the step
+// fails everywhere where it failed anywhere. A rank's own error comes back as it was; the others
+// get errc::peer_error naming the rank whose error is the cause (the lowest rank whose error is
+// not a timeout or a peer's: a member that waited for a failed one times out, and that is not
+// why) and what it was.
+inline status agree_on_outcome(bootstrap& parent, const status& mine, milliseconds timeout,
+                               const std::string& what) {
+  std::string word(1, static_cast<char>(mine.code()));
+  word += mine.message();
+  std::vector<std::vector<std::byte>> all;
+  if (status s = parent.all_gather(std::as_bytes(std::span(word)), all, timeout); !s) return s;
+  if (!mine) return mine;
+  auto failed = [&](std::size_t r) { return !all[r].empty() && all[r][0] != std::byte{0}; };
+  auto consequence = [&](std::size_t r) {
+    const auto code = static_cast<errc>(all[r][0]);
+    return code == errc::timeout || code == errc::peer_error;
+  };
+  std::size_t cause = all.size();
+  for (std::size_t r = all.size(); r-- > 0;)  // the lowest cause, else the lowest failure
+    if (failed(r) && (!consequence(r) || cause == all.size() || consequence(cause))) cause = r;
+  if (cause == all.size()) return {};
+  return {errc::peer_error, "rank " + std::to_string(cause) + "'s " + what + " failed: " +
+                                std::string(reinterpret_cast<const char*>(all[cause].data()) + 1,
+                                            all[cause].size() - 1)};
+}
+
+// One rank's word in the split's exchange.
+struct split_word {
+  std::int32_t color = no_color, key = 0, port = 0;
+  std::string address, refusal;  // the store it offers (a member); why it refuses the split
+
+  std::vector<std::byte> bytes() const {
+    std::vector<std::byte> b(12 + 4 + address.size() + refusal.size());
+    const std::int32_t fixed[4] = {color, key, port, static_cast<std::int32_t>(address.size())};
+    std::memcpy(b.data(), fixed, 16);
+    std::memcpy(b.data() + 16, address.data(), address.size());
+    std::memcpy(b.data() + 16 + address.size(), refusal.data(), refusal.size());
+    return b;
+  }
+  static bool parse(const std::vector<std::byte>& b, split_word& w) {
+    std::int32_t fixed[4];
+    if (b.size() < 16) return false;
+    std::memcpy(fixed, b.data(), 16);
+    if (fixed[3] < 0 || b.size() < 16 + static_cast<std::size_t>(fixed[3])) return false;
+    const auto* text = reinterpret_cast<const char*>(b.data());
+    w.color = fixed[0], w.key = fixed[1], w.port = fixed[2];
+    w.address.assign(text + 16, static_cast<std::size_t>(fixed[3]));
+    w.refusal.assign(text + 16 + fixed[3], b.size() - 16 - static_cast<std::size_t>(fixed[3]));
+    return true;
+  }
+};
+
+// The sub-job of `color`: its members' parent ranks in their new order, (key, parent rank).
+inline std::vector<int> members_of(const std::vector<split_word>& words, int color) {
+  std::vector<int> members;
+  for (std::size_t r = 0; r < words.size(); ++r)
+    if (words[r].color == color) members.push_back(static_cast<int>(r));
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
+    return words[static_cast<std::size_t>(a)].key < words[static_cast<std::size_t>(b)].key;
+  });
+  return members;
+}
+
+}  // namespace detail
+
+// Collective over `parent`: this rank's bootstrap in the sub-job of `color` (ranked by `key`,
+// ties by parent rank) into `out`, or nullptr for no_color. Any other negative color is refused
+// (errc::invalid_argument here, errc::peer_error naming this rank elsewhere). Every wait has
+// `timeout`.
+inline status split_bootstrap(bootstrap& parent, int color, int key, milliseconds timeout,
+                              std::unique_ptr<bootstrap>& out) {
+  using namespace detail;
+  out.reset();
+  split_word mine;
+  mine.color = color < 0 ? no_color : color;
+  mine.key = key;
+  unique_fd listener;
+  if (color < 0 && color != no_color)
+    mine.refusal = "color " + std::to_string(color) + " is neither >= 0 nor relay::no_color (-1)";
+  // Every rank of a color offers a store, so the split needs one exchange; all but each color's
+  // first member close theirs unused.
+  sockaddr_in at{};
+  if (mine.refusal.empty() && color >= 0) {
+    environment here;
+    here.store_addr = parent.address();
+    here.timeout = timeout;
+    if (status s = resolve(here, at, steady::now() + timeout); !s)
+      mine.refusal = s.message();
+    else if (status l = listen_at(at, parent.size(), "the split's store",
+                                  here.store_addr + " (this rank's address in the parent job)",
+                                  listener, mine.port);
+             !l)
+      mine.refusal = l.message();
+    mine.address = here.store_addr;
+  }
+  std::vector<std::vector<std::byte>> all;
+  if (status s = parent.all_gather(mine.bytes(), all, timeout); !s) return s;
+  std::vector<split_word> words(all.size());
+  for (std::size_t r = 0; r < all.size(); ++r)
+    if (!split_word::parse(all[r], words[r]))
+      return {errc::system_error, "rank " + std::to_string(r) + "'s split word is malformed"};
+  if (!mine.refusal.empty()) return {errc::invalid_argument, mine.refusal};
+  for (std::size_t r = 0; r < words.size(); ++r)
+    if (!words[r].refusal.empty())
+      return {errc::peer_error,
+              "rank " + std::to_string(r) + " refused the split: " + words[r].refusal};
+  status joined;
+  if (color >= 0) {
+    const std::vector<int> members = members_of(words, color);
+    const auto me = std::find(members.begin(), members.end(), parent.rank()) - members.begin();
+    const split_word& first = words[static_cast<std::size_t>(members[0])];
+    environment e;
+    e.rank = static_cast<int>(me);
+    e.size = static_cast<int>(members.size());
+    e.store_addr = first.address;
+    e.store_port = first.port;
+    e.timeout = timeout;
+    if (e.rank != 0) listener = unique_fd();
+    const auto start = steady::now();
+    sockaddr_in store{};
+    joined = resolve(e, store, start + timeout);
+    if (joined) joined = join_job(e, std::move(listener), store, start, out);
+    if (!joined)
+      joined = status(joined.code(), "color " + std::to_string(color) + ": " + joined.message());
+  }
+  if (status s = agree_on_outcome(parent, joined, timeout, "split"); !s) {
+    out.reset();
+    return s;
+  }
+  return {};
+}
+
+}  // namespace relay

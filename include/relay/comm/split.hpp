@@ -1,0 +1,57 @@
+// A communicator split from another, as ncclCommSplit: the ranks that pass one color get a
+// communicator of their own (bootstrap/split.hpp), ranked by key, over the transport `make`
+// builds, on the parent's device with the parent's timeout.
+//
+//   std::unique_ptr<relay::communicator> pair;
+//   relay::split_communicator(*comm, comm->rank() / 2, comm->rank(), relay::shm_factory(), pair);
+//
+// Why split: one call of a communicator agrees across all of its ranks before any output is
+// written (docs/multiprocess.md), so groups that share one communicator wait for each other on
+// every call, even groups of a fused call that exchange no data. Groups that run apart, each on
+// a communicator of its own, agree among their own members only (docs/ipc-transport.md measures
+// what that is worth with 8 processes on one GPU).
+//
+// Collective over the parent and all or nothing: ok on every rank, or an error on every rank
+// (naming the rank that failed and why) with no communicator made anywhere. The parent stays
+// usable either way, and the two are independent afterwards: either may be destroyed first.
+#pragma once
+
+#include <memory>
+
+#include "relay/bootstrap/split.hpp"
+#include "relay/comm/from_environment.hpp"
+
+namespace relay {
+
+inline status split_communicator(communicator& parent, int color, int key,
+                                 const transport_factory& make,
+                                 std::unique_ptr<communicator>& out) {
+  out.reset();
+  const auto timeout = parent.config().timeout;
+  std::unique_ptr<bootstrap> boot;
+  if (status s = split_bootstrap(parent.boot(), color, key, timeout, boot); !s) return s;
+  status made;
+  std::unique_ptr<communicator> child;
+  if (boot) {
+    environment env;
+    env.rank = env.local_rank = boot->rank();
+    env.size = boot->size();
+    env.device = parent.device();
+    env.timeout = timeout;
+    std::shared_ptr<bootstrap> shared(std::move(boot));
+    std::unique_ptr<transport> link;
+    made = make(*shared, env, link);
+    if (made) {
+      comm_config config = parent.config();
+      child = std::make_unique<communicator>(shared, std::move(link), config);
+    }
+  }
+  // A member whose transport failed fails the split on every rank, so that no rank holds a
+  // communicator whose peers have none.
+  if (status s = detail::agree_on_outcome(parent.boot(), made, timeout, "split communicator"); !s)
+    return s;
+  out = std::move(child);
+  return {};
+}
+
+}  // namespace relay
