@@ -57,9 +57,10 @@ std::unique_ptr<gpu_rank> make_nccl_rank(std::string& why);
 // bytes_per_rank: the ipc transport's registered data area. graph_calls > 0: timed runs replay
 // a captured graph of that many calls. floor other than none: the vendor's collective is the
 // floor (bench/tools/floor/floor_allreduce.hpp), replayed from graphs like relay's, its entry
-// meeting each group's ranks or every rank.
+// meeting each group's ranks or every rank. split: relay's calls run on a communicator of the
+// rank's group, split from the job's (--split).
 enum class floor_entry : unsigned char { none, group, job };
 std::unique_ptr<gpu_rank> make_ipc_rank(std::size_t bytes_per_rank, int graph_calls,
-                                        floor_entry floor, std::string& why);
+                                        floor_entry floor, bool split, std::string& why);
 
 }  // namespace relay::bench

@@ -26,8 +26,12 @@ class cuda_ipc_rank final : public stream_rank {
  public:
   // RELAY_BENCH_REGISTER=1: the rank's buffers are registered, so calls run on them without
   // staging where they may (docs/ipc-transport.md).
-  cuda_ipc_rank(std::unique_ptr<communicator> comm, int device, int graph_calls, floor_entry floor)
+  // split: relay's calls run on a communicator of the rank's group, over an ipc transport of
+  // options `o`, as the job's.
+  cuda_ipc_rank(std::unique_ptr<communicator> comm, int device, int graph_calls, floor_entry floor,
+                bool split, ipc_options o)
       : stream_rank(std::move(comm), device, graph_calls) {
+    if (split) split_groups(ipc_factory(o));
     const char* v = std::getenv("RELAY_BENCH_REGISTER");
     register_memory_ = v != nullptr && std::string(v) == "1";
     if (floor != floor_entry::none) {  // collective, as the communicator was
@@ -66,6 +70,8 @@ class cuda_ipc_rank final : public stream_rank {
   const ipc_transport& link() const { return static_cast<const ipc_transport&>(comm().link()); }
   status after_calls() override {
     if (status s = link().device_status(); !s) return s;
+    if (const communicator* g = group_communicator())
+      if (status s = static_cast<const ipc_transport&>(g->link()).device_status(); !s) return s;
     return floor_ ? floor_->error() : status{};
   }
   bool vendor_graphs() const override { return true; }
@@ -92,13 +98,13 @@ class cuda_ipc_rank final : public stream_rank {
 }  // namespace
 
 std::unique_ptr<gpu_rank> make_ipc_rank(std::size_t bytes_per_rank, int graph_calls,
-                                        floor_entry floor, std::string& why) {
+                                        floor_entry floor, bool split, std::string& why) {
   ipc_options o;
   o.bytes_per_rank = bytes_per_rank;
   return make_stream_rank<cuda_ipc_rank>(
       ipc_factory(o),
       [](communicator& c) { return static_cast<ipc_transport&>(c.link()).device(); }, why,
-      graph_calls, floor);
+      graph_calls, floor, split, o);
 }
 
 }  // namespace relay::bench

@@ -161,7 +161,7 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
                           o.baseline == baseline_kind::floor       ? floor_entry::group
                           : o.baseline == baseline_kind::floor_job ? floor_entry::job
                                                                    : floor_entry::none,
-                          why)
+                          o.split, why)
           : make_nccl_rank(why);
   if (!me) {
     fmt::print(stderr, "relay-bench: {}: {}\n", executor, why);
@@ -179,11 +179,14 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
       : ipc ? "none (NCCL allows one rank per device; these ranks may share one)"
             : "NCCL's own collectives on the transport's communicator (" + me->description() + ")";
   const std::string how =
-      ipc ? fmt::format("ipc: {} processes, one rank each ({}); {}", o.ranks, me->description(),
+      ipc ? fmt::format("ipc: {} processes, one rank each ({}); {}{}", o.ranks, me->description(),
                         o.graph_calls > 0
                             ? fmt::format("times from replays of a graph of {} captured calls",
                                           o.graph_calls)
-                            : std::string("eager calls"))
+                            : std::string("eager calls"),
+                        o.split ? "; each group's calls on a communicator of its own, split "
+                                  "from the job's (--split)"
+                                : "")
           : fmt::format("nccl: {} processes, one rank and one device each, relay's nccl transport",
                         o.ranks);
   const run_info info = describe_run(o, how, vendor);

@@ -1,7 +1,9 @@
 // What relay-bench's GPU ranks share (GPU code: nccl_rank.cpp, ipc_rank.cpp): the communicator,
 // this rank's stream, its timing events, its device memory, and the timed loop, eager or (for
 // transports whose calls can be captured) replaying a graph of captured calls. Subclasses say
-// how the vendor's collective runs, if there is one.
+// how the vendor's collective runs, if there is one. With split_groups (--split), relay's calls
+// run on a communicator of the rank's group only, split from the job's; the job's communicator
+// keeps the bench's own exchanges (barriers, timings, the checks' notes) and the vendor's.
 #pragma once
 
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include "ranks/gpu_rank.hpp"
 #include "relay/comm/collectives.hpp"
 #include "relay/comm/from_environment.hpp"
+#include "relay/comm/split.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/runtime.hpp"
 
@@ -33,8 +36,10 @@ class stream_rank : public gpu_rank {
     if (stream_ != nullptr) (void)gpu::rt::stream_synchronize(stream_);
     for (gpu::rt::event_t e : events_)
       (void)gpu::rt::event_destroy(e);
-    if (register_memory_ && memory_ != nullptr) (void)comm_->deregister_buffer(memory_);
+    if (communicator* holder = registrant(); register_memory_ && holder && memory_ != nullptr)
+      (void)holder->deregister_buffer(memory_);
     if (memory_ != nullptr) (void)gpu::rt::free(memory_);
+    group_comm_.reset();
     comm_.reset();
     if (stream_ != nullptr) (void)gpu::rt::stream_destroy(stream_);
   }
@@ -47,17 +52,23 @@ class stream_rank : public gpu_rank {
     return {};
   }
 
+  // Relay's calls from here on each run on a communicator of the rank's group, split from the
+  // job's over the transport `make` builds (collective: at the first call of a shape whose
+  // groups are new, every rank takes part).
+  void split_groups(transport_factory make) { split_ = std::move(make); }
+
   int rank() const override { return comm_->rank(); }
   int size() const override { return comm_->size(); }
   std::chrono::milliseconds timeout() const override { return comm_->config().timeout; }
   bootstrap& boot() override { return comm_->boot(); }
 
-  // Grow-only. With register_memory_ the memory is registered with the communicator
-  // (register_buffer); registration is collective, so every rank takes part on every call, with
-  // its new memory or none.
+  // Grow-only. With register_memory_ the memory is registered with the communicator relay's
+  // calls run on (register_buffer); registration is collective, so every rank takes part on
+  // every call, with its new memory or none.
   void* device_memory(std::size_t bytes) override {
     const bool grow = bytes > capacity_;
-    if (register_memory_) report(comm_->deregister_buffer(grow ? memory_ : nullptr));
+    communicator* holder = register_memory_ ? registrant() : nullptr;
+    if (holder) report(holder->deregister_buffer(grow ? memory_ : nullptr));
     if (grow) {
       (void)gpu::rt::stream_synchronize(stream_);
       if (memory_ != nullptr) (void)gpu::rt::free(memory_);
@@ -70,8 +81,7 @@ class stream_rank : public gpu_rank {
         capacity_ = bytes;
       }
     }
-    if (register_memory_)
-      report(comm_->register_buffer(grow ? memory_ : nullptr, grow ? capacity_ : 0));
+    if (holder) report(holder->register_buffer(grow ? memory_ : nullptr, grow ? capacity_ : 0));
     return memory_;
   }
   status upload(void* dst, const void* src, std::size_t bytes) override {
@@ -87,6 +97,8 @@ class stream_rank : public gpu_rank {
 
   status run(const rank_collective& c, bool vendor, int iterations,
              std::vector<double>* seconds) override {
+    if (split_)
+      if (status s = split_for(c.groups); !s) return s;
     while (events_.size() < 2 * static_cast<std::size_t>(iterations)) {
       gpu::rt::event_t e = nullptr;
       if (gpu::rt::error_t x = gpu::rt::event_create(&e, true); x != gpu::rt::success)
@@ -117,8 +129,8 @@ class stream_rank : public gpu_rank {
     const gpu::rt::error_t synced = gpu::rt::stream_synchronize(stream_);
     if (exec != nullptr) (void)gpu::rt::graph_exec_destroy(exec);
     // Before the memory can be reallocated for the next row (collective, as the capture was).
-    if (replay && !vendor && graph_inputs_)
-      if (status s = comm_->deregister_graph_inputs(); !s) return s;
+    if (communicator* calls = relays_on(); replay && !vendor && graph_inputs_ && calls)
+      if (status s = calls->deregister_graph_inputs(); !s) return s;
     if (!issued) return issued;
     if (synced != gpu::rt::success) return gpu::failure("running the calls", device_, synced);
     if (status s = after_calls(); !s) return s;
@@ -143,9 +155,20 @@ class stream_rank : public gpu_rank {
   int device() const { return device_; }
   gpu::rt::stream_t stream() const { return stream_; }
 
+  // The communicator of this rank's group where the groups run apart (null: the rank is in no
+  // group), else null.
+  const communicator* group_communicator() const { return group_comm_.get(); }
+
   status relay_call(const rank_collective& c) {
-    return run_collective(*comm_, c.coll, c.groups, c.send, c.recv, c.counts, c.type, c.op, c.opt,
-                          stream_);
+    if (!split_)
+      return run_collective(*comm_, c.coll, c.groups, c.send, c.recv, c.counts, c.type, c.op, c.opt,
+                            stream_);
+    if (!group_comm_) return {};  // in no group: nothing to run
+    // The group alone, ranked by its position in the job's group (the split's key).
+    const group_list mine{split_members_};
+    const std::int64_t count = c.counts[static_cast<std::size_t>(split_group_)];
+    return run_collective(*group_comm_, c.coll, mine, c.send, c.recv, std::span(&count, 1), c.type,
+                          c.op, c.opt, stream_);
   }
   virtual status vendor_call(const rank_collective& c) = 0;
   // Whether the vendor's calls replay from a captured graph like relay's (with --graph).
@@ -159,6 +182,39 @@ class stream_rank : public gpu_rank {
   virtual status after_calls() = 0;
 
  private:
+  // The communicator relay's calls run on: the group's where the groups run apart (null where
+  // the rank is in none), else the job's.
+  communicator* relays_on() { return split_ ? group_comm_.get() : comm_.get(); }
+  communicator* registrant() { return relays_on(); }
+
+  // A communicator per group of `groups` (color: the group's index, key: the rank's position in
+  // it), unless the last split made these already. The old one goes first, with its
+  // registration; the memory is registered with the new one.
+  status split_for(const group_list& groups) {
+    if (split_made_ && groups == split_of_) return {};
+    if (gpu::rt::error_t e = gpu::rt::stream_synchronize(stream_); e != gpu::rt::success)
+      return gpu::failure("finishing the calls before a split", device_, e);
+    if (group_comm_ && register_memory_ && memory_ != nullptr)
+      (void)group_comm_->deregister_buffer(memory_);
+    group_comm_.reset();
+    split_made_ = false;
+    int color = no_color, key = 0;
+    for (std::size_t g = 0; g < groups.size(); ++g)
+      for (std::size_t k = 0; k < groups[g].size(); ++k)
+        if (groups[g][k] == rank()) color = static_cast<int>(g), key = static_cast<int>(k);
+    if (status s = split_communicator(*comm_, color, key, split_, group_comm_); !s) return s;
+    split_of_ = groups;
+    split_made_ = true;
+    split_group_ = color;
+    split_members_.clear();
+    if (group_comm_)
+      for (int r = 0; r < group_comm_->size(); ++r)
+        split_members_.push_back(r);
+    if (group_comm_ && register_memory_)
+      report(group_comm_->register_buffer(memory_, memory_ != nullptr ? capacity_ : 0));
+    return {};
+  }
+
   // A registration that failed: the calls stage their buffers, still right; said once.
   void report(const status& s) {
     if (!s && !reported_)
@@ -184,12 +240,20 @@ class stream_rank : public gpu_rank {
     const gpu::rt::error_t made = gpu::rt::graph_instantiate(&exec, graph);
     (void)gpu::rt::graph_destroy(graph);
     if (made != gpu::rt::success) return gpu::failure("instantiating the graph", device_, made);
-    if (!vendor && graph_inputs_)
-      if (status s = comm_->register_graph_inputs(); !s) return s;
+    if (communicator* calls = relays_on(); !vendor && graph_inputs_ && calls)
+      if (status s = calls->register_graph_inputs(); !s) return s;
     return {};
   }
 
   std::unique_ptr<communicator> comm_;
+  // --split: how a group's communicator is made, the groups it was made for, the rank's group
+  // (its index) and the group's ranks on it.
+  transport_factory split_;
+  std::unique_ptr<communicator> group_comm_;
+  group_list split_of_;
+  bool split_made_ = false;
+  int split_group_ = -1;
+  std::vector<int> split_members_;
   int device_ = 0;
   int graph_calls_ = 0;
   gpu::rt::stream_t stream_ = nullptr;

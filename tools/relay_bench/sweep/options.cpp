@@ -116,6 +116,9 @@ measurement
       --seed S            input data seed (default 1)
       --graph K           -x ipc: capture K calls into a graph and time its replays (the
                           time per call is a replay's over K); the check runs eagerly
+      --split 0|1         -x ipc with -r direct: each group's calls on a communicator of
+                          its own, split from the job's (relay::split_communicator), so
+                          groups agree among their own ranks only (default 0)
 
 where
   -x, --executor E        cpu, gpu, shm, nccl or ipc (default cpu); shm: one rank per
@@ -297,6 +300,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
       {"-w", "--warmup_iters", int_into(o.warmup, {0, 1000000})},
       {"-c", "--check", switch_into(o.check)},
       {nullptr, "--in-place", switch_into(o.in_place)},
+      {nullptr, "--split", switch_into(o.split)},
       {nullptr, "--graph", int_into(o.graph_calls, {1, 100000})},
       {nullptr, "--rotate", bytes_into(o.rotate_bytes)},
       {nullptr, "--seed",
@@ -503,6 +507,20 @@ parse_outcome parse_options(int argc, const char* const* argv) {
   if (is_floor(o.baseline) && o.executor != executor_kind::ipc) {
     out.error = "--baseline " + std::string(name(o.baseline)) + " runs beside -x ipc only";
     return out;
+  }
+  if (o.split) {
+    // A child communicator holds one group's ranks and nothing else: no helper to relay
+    // through, so the direct route is the only one it can run.
+    if (o.executor != executor_kind::ipc) {
+      out.error = "--split runs each group on a communicator of its own: it needs -x ipc";
+      return out;
+    }
+    if (o.route != route_choice::direct) {
+      out.error =
+          "--split: a group's own communicator has no helpers, so its calls take the direct "
+          "route; pass -r direct";
+      return out;
+    }
   }
   if (o.csv_path == "-" && o.json_path == "-") {
     out.error = "--csv - and --json - both want standard output; send one to a file";

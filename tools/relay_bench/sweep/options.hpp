@@ -69,6 +69,9 @@ struct options {
   bool check = true;
   bool in_place = true;  // measure the in-place form too, where the collective has one
   int graph_calls = 0;   // > 0 (-x ipc): time replays of a graph of this many captured calls
+  // -x ipc: each group's calls on a communicator split from the job's, one per group, so a
+  // group's entry meets its own ranks only (relay/comm/split.hpp).
+  bool split = false;
   std::int64_t rotate_bytes = -1;  // -1: twice the executor's cache; 0: never rotate
   std::uint64_t seed = 1;
   // Where it runs.

@@ -217,6 +217,17 @@ TEST_CASE("options: --emulate-mesh and --in-place", "[bench]") {
   CHECK(parse({"-x", "gpu", "--baseline", "floor-job"}).error ==
         "--baseline floor-job runs beside -x ipc only");
   CHECK(parse({"-x", "ipc", "--baseline", "floor-job"}).opts.baseline == baseline_kind::floor_job);
+  CHECK_FALSE(parse({"-x", "ipc"}).opts.split);
+  CHECK(parse({"-x", "ipc", "-r", "direct", "--split", "1"}).error == "");
+  CHECK(parse({"-x", "ipc", "-r", "direct", "--split", "1"}).opts.split);
+  CHECK(parse({"-x", "shm", "-r", "direct", "--split", "1"}).error ==
+        "--split runs each group on a communicator of its own: it needs -x ipc");
+  CHECK(parse({"-x", "ipc", "--split", "1"}).error ==
+        "--split: a group's own communicator has no helpers, so its calls take the direct "
+        "route; pass -r direct");
+  CHECK(parse({"-x", "ipc", "-r", "relay", "--split", "1"}).error ==
+        "--split: a group's own communicator has no helpers, so its calls take the direct "
+        "route; pass -r direct");
   CHECK(parse({"-x", "gpu", "--emulate-mesh", "0"}).error ==
         "--emulate-mesh: '0' is not a link rate above 0 (GB/s, or bytes/s from 1e6)");
   CHECK(parse({"-x", "gpu", "--emulate-mesh", "fast"}).error ==
