@@ -19,6 +19,7 @@
 #include "relay/bootstrap/callback_bootstrap.hpp"
 #include "relay/bootstrap/tcp_bootstrap.hpp"
 #include "relay/comm/collectives.hpp"
+#include "relay/comm/split.hpp"
 #include "relay/core/wire.hpp"
 #include "transport_choice.hpp"
 #include "transports.hpp"
@@ -35,7 +36,8 @@ struct relay_bootstrap_result {
 struct relay_comm {
   std::unique_ptr<relay::communicator> comm;
   std::string transport;
-  relay::status aborted;  // set by relay_comm_abort: every later call fails with it
+  std::size_t transport_bytes = 0;  // as created (0: the transport's default), for its splits
+  relay::status aborted;            // set by relay_comm_abort: every later call fails with it
   static constexpr std::size_t group_slots = 8;
   std::array<relay::group_list, group_slots> groups;
   std::size_t next_slot = 0;
@@ -61,6 +63,7 @@ static_assert(RELAY_ROUTE_AUTOMATIC == static_cast<int>(route::automatic) &&
               RELAY_ROUTE_PIPELINED == static_cast<int>(route::pipelined));
 static_assert(RELAY_WIRE_FP8_E4M3_FNUZ == static_cast<int>(wire_format::fp8_e4m3_fnuz));
 static_assert(RELAY_NATIVE_PARTIALS == static_cast<int>(precision::native_partials));
+static_assert(RELAY_NO_COLOR == no_color);
 
 namespace {
 
@@ -299,6 +302,7 @@ status make_comm(std::shared_ptr<bootstrap> boot, const environment& env, const 
   auto h = std::make_unique<relay_comm>();
   h->comm = std::make_unique<communicator>(std::move(boot), std::move(link), config);
   h->transport = chosen;
+  h->transport_bytes = bytes;
   {
     const std::lock_guard<std::mutex> lock(registry_mutex());
     registry().insert(h.get());
@@ -658,6 +662,36 @@ relay_status relay_comm_destroy(relay_comm* c) {
       if (registry().erase(c) == 0) return bad_handle(c);
     }
     delete c;
+    return {};
+  });
+}
+
+relay_status relay_comm_split(relay_comm* parent, int32_t color, int32_t key, relay_comm** out) {
+  return guarded([&]() -> status {
+    if (out == nullptr) return null_argument("out");
+    *out = nullptr;
+    relay_comm* h = nullptr;
+    if (status s = live(parent, h); !s) return s;
+    // The parent's transport, with the parent's data area: every rank of the parent chose it, so
+    // the members of each color agree on it without asking.
+    const std::string name = h->transport;
+    const std::size_t bytes = h->transport_bytes;
+    const transport_factory make = [&name, bytes](bootstrap& boot, const environment& env,
+                                                  std::unique_ptr<transport>& link) {
+      return make_transport(name, boot, env, bytes, link);
+    };
+    std::unique_ptr<communicator> child;
+    if (status s = split_communicator(*h->comm, color, key, make, child); !s) return s;
+    if (!child) return {};  // RELAY_NO_COLOR: *out stays NULL
+    auto made = std::make_unique<relay_comm>();
+    made->comm = std::move(child);
+    made->transport = name;
+    made->transport_bytes = bytes;
+    {
+      const std::lock_guard<std::mutex> lock(registry_mutex());
+      registry().insert(made.get());
+    }
+    *out = made.release();
     return {};
   });
 }

@@ -1,7 +1,7 @@
 /* The C ABI from C (compiled as C99): every function of include/relay/c/relay.h, with bad handles
- * and null pointers, then real collectives across forked processes (a callback bootstrap over
- * shared memory, and the environment's TCP store), each output checked against values worked out
- * by hand, and a repeated call checked to allocate nothing.
+ * and null pointers, then real collectives and splits across forked processes (a callback bootstrap
+ * over shared memory, and the environment's TCP store), each output checked against values worked
+ * out by hand, and a repeated call checked to allocate nothing.
  *
  *   test_relay_c            every part; exit status 0 when all checks hold
  *
@@ -333,6 +333,9 @@ static void expect_bad_handle(relay_comm* comm, const char* what) {
   EXPECT_STATUS(relay_comm_register_graph_inputs(comm), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_deregister_graph_inputs(comm), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_abort(comm), RELAY_INVALID_ARGUMENT);
+  relay_comm* child = (relay_comm*)&i; /* not NULL: a failed split sets it so */
+  EXPECT_STATUS(relay_comm_split(comm, 0, 0, &child), RELAY_INVALID_ARGUMENT);
+  CHECK(child == NULL, "a failed split left its out pointer set");
   EXPECT_STATUS(relay_allreduce(comm, data, 4, data, 4, ranks, sizes, 1, counts, RELAY_INT32,
                                 RELAY_SUM, NULL, NULL),
                 RELAY_INVALID_ARGUMENT);
@@ -459,6 +462,27 @@ static void test_handles(void) {
   EXPECT_STATUS(relay_comm_deregister_graph_inputs(comm), RELAY_OK);
   EXPECT_STATUS(relay_comm_refuse(comm, RELAY_OK, "x", NULL), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_refuse(comm, 99, "x", NULL), RELAY_INVALID_ARGUMENT);
+
+  /* Splits of one rank: a communicator of its own (size 1, the parent's transport), none for
+   * RELAY_NO_COLOR, a refused color, and no out pointer. */
+  relay_comm* child = NULL;
+  EXPECT_STATUS(relay_comm_split(comm, 5, 0, &child), RELAY_OK);
+  CHECK(child != NULL && child != comm, "the split made no communicator");
+  if (child != NULL) {
+    EXPECT_STATUS(relay_comm_size(child, &i), RELAY_OK);
+    CHECK(i == 1, "the child's size is %d", i);
+    EXPECT_STATUS(relay_comm_transport(child, &name), RELAY_OK);
+    CHECK(name != NULL && strcmp(name, "shm") == 0, "the child took %s", name);
+    EXPECT_STATUS(relay_comm_destroy(child), RELAY_OK);
+  }
+  child = comm;
+  EXPECT_STATUS(relay_comm_split(comm, RELAY_NO_COLOR, 0, &child), RELAY_OK);
+  CHECK(child == NULL, "RELAY_NO_COLOR got a communicator");
+  EXPECT_STATUS(relay_comm_split(comm, -2, 0, &child), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("color -2 is neither >= 0 nor relay::no_color (-1)");
+  CHECK(child == NULL, "a refused split made a communicator");
+  EXPECT_STATUS(relay_comm_split(comm, 0, 0, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_rank(comm, &i), RELAY_OK); /* the parent is untouched */
 
   const int32_t ranks[] = {0}, sizes[] = {1};
   const int64_t counts[] = {2};
@@ -690,6 +714,89 @@ static void run_collectives(relay_comm* comm, int me) {
   CHECK(out[0] == input_of(2 * g, 0) + input_of(2 * g + 1, 0), "rank %d: wrong after", me);
 }
 
+/* Splits of 4 ranks, each output against its value by hand: the even and the odd ranks, keys
+ * reversing their order ({2, 0} and {3, 1}); ranks 0-2 with rank 3 in none (0 then helps the
+ * pair {1, 2} on the relay route); a color refused on
+ * rank 2 fails the split on every rank naming it. The parent keeps working after each. */
+static void run_split(relay_comm* comm, int me) {
+  enum { n = 19 };
+  int32_t in[n], out[n];
+  const int32_t pair[] = {0, 1}, pair_size[] = {2}, last_two[] = {1, 2};
+  const int64_t count[] = {n};
+  relay_options o;
+  relay_options_init(&o);
+  o.route = RELAY_ROUTE_DIRECT; /* a communicator of one group has no helper to relay through */
+  for (int i = 0; i < n; ++i)
+    in[i] = input_of(me, i);
+
+  part = "split by parity";
+  relay_comm* half = NULL;
+  EXPECT_STATUS(relay_comm_split(comm, me % 2, -me, &half), RELAY_OK);
+  if (half == NULL) return;
+  int32_t rank = -1, size = -1;
+  EXPECT_STATUS(relay_comm_rank(half, &rank), RELAY_OK);
+  EXPECT_STATUS(relay_comm_size(half, &size), RELAY_OK);
+  CHECK(size == 2 && rank == (me < 2 ? 1 : 0), "rank %d is rank %d of %d", me, rank, size);
+  poison(out, n);
+  EXPECT_STATUS(relay_allreduce(half, in, sizeof in, out, sizeof out, pair, pair_size, 1, count,
+                                RELAY_INT32, RELAY_SUM, &o, NULL),
+                RELAY_OK);
+  for (int i = 0; i < n; ++i)
+    CHECK(out[i] == input_of(me % 2, i) + input_of(me % 2 + 2, i), "rank %d out[%d] = %d", me, i,
+          out[i]);
+  /* Ranked by key: the child's rank 0 (parent rank 2 or 3) gathers first. */
+  int32_t gathered[2 * n];
+  poison(gathered, 2 * n);
+  const int64_t one[] = {n};
+  EXPECT_STATUS(relay_all_gather(half, in, sizeof in, gathered, sizeof gathered, pair, pair_size, 1,
+                                 one, RELAY_INT32, &o, NULL),
+                RELAY_OK);
+  for (int i = 0; i < n; ++i)
+    CHECK(gathered[i] == input_of(me % 2 + 2, i) && gathered[n + i] == input_of(me % 2, i),
+          "rank %d gathered[%d] = %d, [%d] = %d", me, i, gathered[i], n + i, gathered[n + i]);
+  EXPECT_STATUS(relay_comm_destroy(half), RELAY_OK);
+
+  part = "split with one rank in none";
+  relay_comm* first = comm;
+  EXPECT_STATUS(relay_comm_split(comm, me == 3 ? RELAY_NO_COLOR : 7, me, &first), RELAY_OK);
+  CHECK((first == NULL) == (me == 3), "rank %d: %s", me, first ? "a communicator" : "none");
+  if (first != NULL) {
+    const int active = me != 0;
+    poison(out, n);
+    EXPECT_STATUS(relay_allreduce(first, active ? in : NULL, active ? sizeof in : 0,
+                                  active ? out : NULL, active ? sizeof out : 0, last_two, pair_size,
+                                  1, count, RELAY_INT32, RELAY_SUM, NULL, NULL),
+                  RELAY_OK);
+    for (int i = 0; i < n; ++i)
+      CHECK(out[i] == (active ? input_of(1, i) + input_of(2, i) : (int32_t)0x7f7f7f7f),
+            "rank %d out[%d] = %d", me, i, out[i]);
+    EXPECT_STATUS(relay_comm_destroy(first), RELAY_OK);
+  }
+
+  part = "a split refused on rank 2";
+  relay_comm* refused = comm;
+  const int st = relay_comm_split(comm, me == 2 ? -5 : 0, me, &refused);
+  if (me == 2) {
+    CHECK(st == RELAY_INVALID_ARGUMENT, "rank 2: %s", relay_status_name(st));
+  } else {
+    CHECK(st != RELAY_OK && relay_last_error_peer() == 2, "rank %d: %s naming %d (%s)", me,
+          relay_status_name(st), relay_last_error_peer(), relay_last_error());
+  }
+  CHECK(refused == NULL, "rank %d: a failed split made a communicator", me);
+
+  part = "the parent after its splits";
+  const int32_t fused[] = {0, 1, 2, 3}, fused_sizes[] = {2, 2};
+  const int64_t counts[] = {n, n};
+  poison(out, n);
+  EXPECT_STATUS(relay_allreduce(comm, in, sizeof in, out, sizeof out, fused, fused_sizes, 2, counts,
+                                RELAY_INT32, RELAY_SUM, NULL, NULL),
+                RELAY_OK);
+  const int g = me / 2;
+  for (int i = 0; i < n; ++i)
+    CHECK(out[i] == input_of(2 * g, i) + input_of(2 * g + 1, i), "rank %d out[%d] = %d", me, i,
+          out[i]);
+}
+
 /* Rank 1 aborts: every other rank's next call fails at once naming it. */
 static void run_abort(relay_comm* comm, int me) {
   part = "abort";
@@ -757,6 +864,7 @@ static void callback_rank(int me, void* arg) {
   EXPECT_STATUS(relay_comm_rank(comm, &rank), RELAY_OK);
   CHECK(rank == me, "rank %d says %d", me, rank);
   run_collectives(comm, me);
+  run_split(comm, me);
   run_abort(comm, me);
   EXPECT_STATUS(relay_comm_destroy(comm), RELAY_OK);
 }
@@ -775,6 +883,7 @@ static void environment_rank(int me, void* arg) {
   EXPECT_STATUS(relay_comm_create_from_environment(NULL, RELAY_MEMORY_HOST, &comm), RELAY_OK);
   if (comm == NULL) return;
   run_collectives(comm, me);
+  run_split(comm, me);
   EXPECT_STATUS(relay_comm_destroy(comm), RELAY_OK);
 }
 

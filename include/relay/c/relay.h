@@ -216,6 +216,17 @@ RELAY_C_API relay_status relay_comm_create_from_environment(const char* transpor
                                                             relay_comm** out);
 /* Collective (the transports' teardown meets the peers; bounded). NULL is accepted. */
 RELAY_C_API relay_status relay_comm_destroy(relay_comm* comm);
+/* As ncclCommSplit: collective over `parent`. The ranks that pass one color (>= 0) get a
+ * communicator of their own in *out, ranked by `key` (ties by parent rank), over the parent's
+ * transport, device and timeout; RELAY_NO_COLOR takes part and gets NULL. All or nothing: ok on
+ * every rank, or an error on every rank naming the rank that failed, with *out NULL everywhere.
+ * The parent stays usable, and either may be destroyed first. Why: one call agrees across every
+ * rank of its communicator, so groups that need not fail together run faster apart
+ * (docs/multiprocess.md, "Split communicators"). A parent made from callbacks joins its split
+ * ranks over loopback: they must share one host. */
+#define RELAY_NO_COLOR (-1)
+RELAY_C_API relay_status relay_comm_split(relay_comm* parent, int32_t color, int32_t key,
+                                          relay_comm** out);
 /* This rank is gone: its peers fail at once instead of waiting out their timeout; the
  * communicator is unusable afterwards (destroy it). */
 RELAY_C_API relay_status relay_comm_abort(relay_comm* comm);
