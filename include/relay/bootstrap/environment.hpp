@@ -28,6 +28,11 @@ inline constexpr std::chrono::milliseconds default_peer_timeout{30'000};
 
 struct environment {
   int rank = 0, size = 1, local_rank = 0, device = 0;
+  // The ranks of the job that drive this rank's device, itself included, where more are known
+  // than the communicator being made has: split_communicator passes its parent's
+  // (transport::device_share), so that a transport that divides a device among its ranks (ipc)
+  // leaves room for the other communicators' ranks there.
+  int device_share = 1;
   std::string store_addr = "127.0.0.1";
   int store_port = 0;
   std::chrono::milliseconds timeout = default_peer_timeout;

@@ -38,6 +38,9 @@ inline status split_communicator(communicator& parent, int color, int key,
     env.size = boot->size();
     env.device = parent.device();
     env.timeout = timeout;
+    // The parent's ranks on this device go on driving it: a transport that divides the device
+    // among its ranks (ipc) must count them, or the child's spinning kernels could fill it.
+    env.device_share = parent.link().device_share();
     std::shared_ptr<bootstrap> shared(std::move(boot));
     std::unique_ptr<transport> link;
     made = make(*shared, env, link);

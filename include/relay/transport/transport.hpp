@@ -88,6 +88,9 @@ class transport : no_copy {
   // Whether run() returns the call's verdict itself (host transports), so that every rank has it
   // when run() returns; false where the device judges and reports later (ipc).
   virtual bool judges_on_host() const { return true; }
+  // The ranks that drive this rank's device, itself included, as the transport counts them for
+  // dividing the device (environment::device_share); 1 for a transport that does not divide it.
+  virtual int device_share() const { return 1; }
   // What is known of earlier calls now, without waiting: a stream transport's failure found on
   // the device after run() returned, or the broken state; ok otherwise.
   virtual status async_status() const { return {}; }

@@ -5,6 +5,7 @@
 //   relay::status s = relay::communicator_from_environment(relay::ipc_factory(), comm);
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -34,6 +35,8 @@ inline auto ipc_factory(ipc_options o = {}) {
   return [o](bootstrap& boot, const environment& env, std::unique_ptr<transport>& out) {
     ipc_options sized = o;
     if (status s = ipc_options_from_environment(sized); !s) return s;
+    // A split communicator's ranks share the device with their parent's others.
+    sized.device_share = std::max(sized.device_share, env.device_share);
     int devices = 0;
     if (gpu::rt::error_t e = gpu::rt::device_count(&devices); e != gpu::rt::success)
       return gpu::failure("counting the devices", env.device, e);

@@ -25,6 +25,12 @@ struct ipc_options {
   // A cap on top of the model: the one-shot form only where no stage of the plan has more tiles
   // (16 KiB of work each) than this; 0: never (RELAY_IPC_ONE_SHOT_TILES).
   int one_shot_tiles = 4096;
+  // The ranks that drive this device at least, the communicator's own included: its kernels'
+  // grids divide the device among the larger of this and the communicator's ranks there, so
+  // that communicators sharing a device cannot starve each other's spinning kernels. A split
+  // communicator's is its parent's (ipc_factory takes environment::device_share);
+  // RELAY_IPC_DEVICE_SHARE sets it for separate jobs that share a device.
+  int device_share = 1;
 };
 
 namespace detail {
@@ -54,6 +60,12 @@ inline status ipc_options_from_environment(ipc_options& o) {
   if (tiles != static_cast<int>(tiles))
     return {errc::invalid_argument, "RELAY_IPC_ONE_SHOT_TILES must be a whole tile count"};
   o.one_shot_tiles = static_cast<int>(tiles);
+  double share = o.device_share;
+  if (status s = detail::number_from_environment("RELAY_IPC_DEVICE_SHARE", 1, 1024, share); !s)
+    return s;
+  if (share != static_cast<int>(share))
+    return {errc::invalid_argument, "RELAY_IPC_DEVICE_SHARE must be a whole number of ranks"};
+  o.device_share = static_cast<int>(share);
   struct constant {
     const char* var;
     double* seconds;

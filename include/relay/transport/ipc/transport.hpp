@@ -75,6 +75,7 @@ class ipc_transport final : public transport {
     t->form_ = o.form;
     t->costs_ = o.costs;
     t->one_shot_tiles_ = static_cast<std::uint64_t>(std::max(0, o.one_shot_tiles));
+    t->device_share_ = std::max(1, o.device_share);
     if (status s = t->area_.open(boot, device, o.bytes_per_rank, timeout); !s) return s;
     if (gpu::rt::error_t e = gpu::ticks_per_ms(&t->ticks_per_ms_, device); e != gpu::rt::success)
       return gpu::failure("reading the device clock's rate", device, e);
@@ -230,6 +231,9 @@ class ipc_transport final : public transport {
   std::uint64_t one_shot_grid() const { return one_shot_grid_; }
   std::uint64_t stepped_grid() const { return static_cast<std::uint64_t>(max_grid_); }
   int ranks_per_device() const { return share_; }
+  // The ranks the device's blocks are divided among: this communicator's there, or the more that
+  // ipc_options::device_share names (a split communicator's parent's).
+  int device_share() const override { return divided_; }
   bool judges_on_host() const override { return false; }
   bool broken() const override { return !current().ok(); }
   status async_status() const override { return current(); }
@@ -486,6 +490,7 @@ class ipc_transport final : public transport {
     mine.launch = costs_.launch;
     mine.signal = costs_.signal;
     mine.tile = costs_.tile;
+    mine.share_at_least = device_share_;
 #if defined(RELAY_GPU_HIP)
     const gpu::rt::error_t placed = hipDeviceGetPCIBusId(mine.place.data(), 31, device_);
 #else
@@ -510,6 +515,7 @@ class ipc_transport final : public transport {
                     "RELAY_IPC_SIGNAL_US, RELAY_IPC_TILE_US): every rank must set them alike"};
     const ipc_grids grids = ipc_grids_of(devices, boot.rank());
     share_ = grids.share;
+    divided_ = grids.divided;
     max_grid_ = static_cast<int>(grids.stepped);
     one_shot_grid_ = grids.one_shot;
     priced_one_shot_grid_ = grids.priced_one_shot;
@@ -891,6 +897,8 @@ class ipc_transport final : public transport {
   ipc_form_costs costs_{};
   std::uint64_t one_shot_tiles_ = 0;
   int share_ = 1;                    // ranks on this device
+  int device_share_ = 1;             // ipc_options::device_share
+  int divided_ = 1;                  // the ranks the grids divide the device among
   std::uint64_t one_shot_grid_ = 1;  // this rank's one-shot launch grid (max_grid_: stepped)
   std::uint64_t priced_one_shot_grid_ = 1, priced_stepped_grid_ = 1;  // the smallest of all ranks'
   direct_counts counts_;

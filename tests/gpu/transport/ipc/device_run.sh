@@ -13,10 +13,11 @@
 #      anyway), its steps named *_mps: the failure scenarios again, the property suites, the graph
 #      tests, registration, the host issue time, and the benchmarks: the floor program
 #      (bench/tools/floor) and relay-bench -x ipc --baseline floor side by side, 2 and 8
-#      processes, eager and replayed, staged and registered, each form forced (pull, one-shot,
-#      stepped), every size from 4 KB to 1 GiB;
-#   3. without MPS again: compute-sanitizer memcheck and racecheck on reduced property runs, and
-#      the long eager run of issue 22's defect 7 (soak: 2 processes, 64 MB, RELAY_TIMEOUT=10).
+#      processes, eager and replayed, staged and registered, the groups on split communicators
+#      (--split), each form forced (pull, one-shot, stepped), every size from 4 KB to 1 GiB;
+#   3. without MPS again: compute-sanitizer memcheck and racecheck on reduced property runs,
+#      memcheck on relay-bench over split communicators, and the long eager run of issue 22's
+#      defect 7 (soak: 2 processes, 64 MB, RELAY_TIMEOUT=10).
 # MPS is always stopped at the end. Built binaries in $BIN (relay_ipc_tests, relay-run,
 # relay-bench, floor) are used as they are where they run here; otherwise everything is built
 # (BUILD_TARGETS narrows the build).
@@ -135,12 +136,22 @@ TAILN=14 step bench8_a4_mps 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 
   "${small[@]}"
 TAILN=14 step bench8_a4_graph_mps 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 -m fused \
   -A 4 --graph 20 "${small[@]}"
+# The same groups, each on a communicator split from the job's (relay-bench --split): a group's
+# entry meets its own members only.
+RELAY_BENCH_REGISTER=1 TAILN=14 step bench8_split_mps 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" \
+  -x ipc -N 8 -m fused -A 2 -r direct --split 1 "${small[@]}"
+TAILN=14 step bench8_split_graph_mps 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 \
+  -m fused -A 4 -r direct --split 1 --graph 20 "${small[@]}"
 # Every size from 4 KB to 1 GiB completes, no SM share set (the area sized by relay-bench).
 sizes=(-C allreduce -A 2 -d bfloat16 -b 4K -e 1G -f 4 -n 3 -w 1 -t switched:363.3:13.59:0.00)
 TAILN=14 step sizes2_mps 150 "$RUN" -n 2 --timeout 145 -- "$BENCH" -x ipc -N 2 -m single -r direct \
   "${sizes[@]}"
 TAILN=14 step sizes8_mps 200 "$RUN" -n 8 --timeout 190 -- "$BENCH" -x ipc -N 8 -m fused \
   "${sizes[@]}"
+# The same on split communicators: 4 pairs of one job, each dividing the device as the job's 8
+# ranks do (environment::device_share), so that no pair's spinning kernel starves another's.
+TAILN=14 step sizes8_split_mps 200 "$RUN" -n 8 --timeout 190 -- "$BENCH" -x ipc -N 8 -m fused \
+  -r direct --split 1 "${sizes[@]}"
 # Both forms forced, side by side with the floor (the model's constants are fitted from these).
 forms=(-N 2 -m single -r direct -C allreduce -A 2 -d bfloat16 -b 4K -e 32M -f 2 -n 50 -w 5
   --baseline floor -t switched:363.3:13.59:0.00)
@@ -170,6 +181,12 @@ TAILN=6 step racecheck 100 "$RUN" -n 8 --timeout 90 -- bash -c "$sanitized" "$T"
 # The graph test (4 calls captured, 7 replays: staged, registered after capture, staged again).
 TAILN=6 step memcheck_graph 200 "$RUN" -n 8 --timeout 190 -- bash -c "$sanitized" "$T" memcheck 4 \
   graph
+# relay-bench over split communicators, ranks 0 and 3 sanitized: the groups' transports made,
+# registered, run and torn down beside the job's (A=2: 4 pairs; 4 KB-64 KB, one checked call).
+split_sanitized='case $RELAY_RANK in 0|3) exec compute-sanitizer --tool memcheck --error-exitcode 9 "$@";; *) exec "$@";; esac'
+RELAY_BENCH_REGISTER=1 TAILN=8 step memcheck_split 200 "$RUN" -n 8 --timeout 190 -- bash -c \
+  "$split_sanitized" _ "$BENCH" -x ipc -N 8 -m fused -A 2 -r direct --split 1 -C allreduce \
+  -d bfloat16 -b 4K -e 64K -f 4 -n 3 -w 1 -t switched:363.3:13.59:0.00
 unset RELAY_TIMEOUT
 # Defect 7's run: 2 processes time-slicing the GPU, 64 MB eager back to back, RELAY_TIMEOUT=10
 # (SOAK_S seconds; the stall was seen after about 20,000 calls, some 90 s).

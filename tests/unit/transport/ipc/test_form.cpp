@@ -87,6 +87,34 @@ TEST_CASE("ranks that share a device divide its grids", "[cost][ipc]") {
   CHECK(g.share == 3);
   CHECK(g.one_shot == 44);
   CHECK(g.stepped == 352);
+  // A pair split from a job of 8 on the device (share_at_least 8, the parent's count): the pair
+  // divides the device as the 8 did, 16 and 132 blocks, so that the job's 4 pairs fit at once.
+  // Its own count stays 2 (the ranks of this communicator there).
+  std::vector<ipc_device> pair(2, device(132, 1056, "0000:3b:00.0"));
+  for (ipc_device& d : pair)
+    d.share_at_least = 8;
+  g = ipc_grids_of(pair, 1);
+  CHECK(g.share == 2);
+  CHECK(g.divided == 8);
+  CHECK(g.one_shot == 16);
+  CHECK(g.stepped == 132);
+  CHECK(g.priced_one_shot == 16);
+  CHECK(g.priced_stepped == 132);
+  // A floor below the communicator's own count changes nothing: 3 ranks there divide by 3.
+  for (ipc_device& d : mixed)
+    d.share_at_least = 2;
+  g = ipc_grids_of(mixed, 0);
+  CHECK(g.divided == 3);
+  CHECK(g.one_shot == 44);
+  // Only the rank's own device's floor sizes its launch; every rank prices with the smallest.
+  mixed[3].share_at_least = 4;
+  g = ipc_grids_of(mixed, 3);
+  CHECK(g.share == 1);
+  CHECK(g.divided == 4);
+  CHECK(g.one_shot == 33);
+  CHECK(g.stepped == 75);
+  CHECK(g.priced_one_shot == 33);
+  CHECK(g.priced_stepped == 75);
   // More ranks than multiprocessors: one block each still.
   std::vector<ipc_device> crowded(4, device(2, 3, "x"));
   g = ipc_grids_of(crowded, 0);

@@ -35,10 +35,12 @@ TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
     CHECK(o.costs.launch == 3.7e-6);
     CHECK(o.costs.signal == 1.5e-6);
     CHECK(o.costs.tile == 0.3e-6);
+    CHECK(o.device_share == 1);
   }
   const scoped_env env{{"RELAY_IPC_BYTES", "8M"},         {"RELAY_IPC_FORM", "stepped"},
                        {"RELAY_IPC_ONE_SHOT_TILES", "0"}, {"RELAY_IPC_LAUNCH_US", "2.5"},
-                       {"RELAY_IPC_SIGNAL_US", "0.75"},   {"RELAY_IPC_TILE_US", "1"}};
+                       {"RELAY_IPC_SIGNAL_US", "0.75"},   {"RELAY_IPC_TILE_US", "1"},
+                       {"RELAY_IPC_DEVICE_SHARE", "8"}};
   ipc_options o;
   REQUIRE(ipc_options_from_environment(o));
   CHECK(o.bytes_per_rank == std::size_t{8} << 20);
@@ -47,6 +49,7 @@ TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
   CHECK(o.costs.launch == Approx(2.5e-6));
   CHECK(o.costs.signal == Approx(0.75e-6));
   CHECK(o.costs.tile == Approx(1e-6));
+  CHECK(o.device_share == 8);
   const scoped_env pull{{"RELAY_IPC_FORM", "pull"}};
   ipc_options forced;
   REQUIRE(ipc_options_from_environment(forced));
@@ -68,6 +71,10 @@ TEST_CASE("ipc options: a malformed variable is named", "[transport][ipc]") {
   CHECK(s.message() == "RELAY_IPC_ONE_SHOT_TILES must be a whole tile count");
   s = refused("RELAY_IPC_LAUNCH_US", "-1");
   CHECK(s.message().find("RELAY_IPC_LAUNCH_US must be a number") == 0);
+  s = refused("RELAY_IPC_DEVICE_SHARE", "0");
+  CHECK(s.message().find("RELAY_IPC_DEVICE_SHARE must be a number from 1") == 0);
+  s = refused("RELAY_IPC_DEVICE_SHARE", "1.5");
+  CHECK(s.message() == "RELAY_IPC_DEVICE_SHARE must be a whole number of ranks");
   s = refused("RELAY_IPC_SIGNAL_US", "1us");
   CHECK(s.message().find("not '1us'") != std::string::npos);
 }
