@@ -1,6 +1,7 @@
 // The ipc transport's form model (transport/ipc/form.hpp): hand-worked prices and a plan's stages.
 #include "relay/transport/ipc/form.hpp"
 
+#include <array>
 #include <catch2/catch.hpp>
 #include <string_view>
 
@@ -87,39 +88,47 @@ TEST_CASE("ranks that share a device divide its grids", "[cost][ipc]") {
   CHECK(g.share == 3);
   CHECK(g.one_shot == 44);
   CHECK(g.stepped == 352);
-  // A pair split from a job of 8 on the device (share_at_least 8, the parent's count): the pair
-  // divides the device as the 8 did, 16 and 132 blocks, so that the job's 4 pairs fit at once.
-  // Its own count stays 2 (the ranks of this communicator there).
-  std::vector<ipc_device> pair(2, device(132, 1056, "0000:3b:00.0"));
-  for (ipc_device& d : pair)
-    d.share_at_least = 8;
-  g = ipc_grids_of(pair, 1);
-  CHECK(g.share == 2);
-  CHECK(g.divided == 8);
-  CHECK(g.one_shot == 16);
-  CHECK(g.stepped == 132);
-  CHECK(g.priced_one_shot == 16);
-  CHECK(g.priced_stepped == 132);
-  // A floor below the communicator's own count changes nothing: 3 ranks there divide by 3.
-  for (ipc_device& d : mixed)
-    d.share_at_least = 2;
-  g = ipc_grids_of(mixed, 0);
-  CHECK(g.divided == 3);
-  CHECK(g.one_shot == 44);
-  // Only the rank's own device's floor sizes its launch; every rank prices with the smallest.
-  mixed[3].share_at_least = 4;
-  g = ipc_grids_of(mixed, 3);
-  CHECK(g.share == 1);
-  CHECK(g.divided == 4);
-  CHECK(g.one_shot == 33);
-  CHECK(g.stepped == 75);
-  CHECK(g.priced_one_shot == 33);
-  CHECK(g.priced_stepped == 75);
   // More ranks than multiprocessors: one block each still.
   std::vector<ipc_device> crowded(4, device(2, 3, "x"));
   g = ipc_grids_of(crowded, 0);
   CHECK(g.one_shot == 1);
   CHECK(g.stepped == 1);
+}
+
+TEST_CASE("communicators split from one job divide a device among all of its ranks there",
+          "[cost][ipc]") {
+  auto device = [](std::int64_t sms, std::int64_t resident, const char* place, int at_least) {
+    ipc_device d;
+    d.sms = sms;
+    d.resident = resident;
+    for (std::size_t i = 0; place[i] != '\0'; ++i)
+      d.place[i] = place[i];
+    d.share_at_least = at_least;
+    return d;
+  };
+  // {share, divided, one_shot, stepped, priced_one_shot, priced_stepped}, worked out by hand.
+  using grids = std::array<std::uint64_t, 6>;
+  auto of = [](const std::vector<ipc_device>& all, int me) {
+    const ipc_grids g = ipc_grids_of(all, me);
+    return grids{static_cast<std::uint64_t>(g.share),
+                 static_cast<std::uint64_t>(g.divided),
+                 g.one_shot,
+                 g.stepped,
+                 g.priced_one_shot,
+                 g.priced_stepped};
+  };
+  // A pair split from a job of 8 ranks on one H200 (the parent's count, 8): the pair divides the
+  // device as the 8 do, 132 / 8 = 16 and 1056 / 8 = 132 blocks, so that the job's 4 pairs fit at
+  // once. Its own count stays 2 (the ranks of this communicator there).
+  const std::vector<ipc_device> pair(2, device(132, 1056, "0000:3b:00.0", 8));
+  CHECK(of(pair, 1) == grids{2, 8, 16, 132, 16, 132});
+  // A floor below the communicator's own count changes nothing: 3 ranks there divide by 3.
+  std::vector<ipc_device> mixed(3, device(132, 1056, "0000:3b:00.0", 2));
+  mixed.push_back(device(132, 300, "0000:5d:00.0", 4));
+  CHECK(of(mixed, 0) == grids{3, 3, 44, 352, 33, 75});
+  // Rank 3's own device is divided by its floor, 4: 132 / 4 = 33 and 300 / 4 = 75; every rank
+  // prices with the smallest grids of all.
+  CHECK(of(mixed, 3) == grids{1, 4, 33, 75, 33, 75});
 }
 
 TEST_CASE("the fitted constants choose the form where the measured crossover was", "[cost][ipc]") {
