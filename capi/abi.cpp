@@ -519,11 +519,12 @@ relay_status relay_rank_layout_of(int32_t coll, int32_t ranks, const int32_t* gr
     fill_groups(groups, group_ranks, group_sizes, num_groups);
     const auto c = static_cast<collective>(coll);
     const std::span<const std::int64_t> n(counts, static_cast<std::size_t>(num_groups));
-    // The call's own checks, on arguments every rank passes alike.
+    // The call's own checks, on arguments every rank passes alike, on the direct route: it exists
+    // for every shape the others do, and the sizes do not depend on the route. A route's own
+    // limits (a relay needs a helper: A < N) are the call's to report, on every rank alike.
     const plan_request request =
         call_request(c, groups, ranks, n, dtype::float32, reduce_op::sum, options{});
-    const call_choice as_asked{request.route, request.permille, request.tiles, {}};
-    if (status s = validate_shape(request, as_asked); !s) return s;
+    if (status s = validate_shape(request, call_choice{route::direct, 0, 0, {}}); !s) return s;
     relay_rank_layout l{};
     l.group = -1;
     l.active_index = -1;

@@ -252,6 +252,15 @@ static void test_library(void) {
   EXPECT_STATUS(
       relay_rank_layout_of(RELAY_ALLREDUCE, 4, fused_ranks, pair_sizes, 2, negative, 0, &l),
       RELAY_INVALID_COUNT);
+  /* A = N, one group of every rank: its sizes exist (the direct route runs it); that the relay
+   * route needs a helper is the call's to say. */
+  const int32_t both[] = {1, 0}, both_size[] = {2};
+  const int64_t six[] = {6};
+  EXPECT_STATUS(relay_rank_layout_of(RELAY_ALL_GATHER, 2, both, both_size, 1, six, 0, &l),
+                RELAY_OK);
+  CHECK(l.group == 0 && l.active_index == 1 && l.input_elements == 6 && l.output_elements == 12,
+        "A = N all-gather: group %d index %d in %lld out %lld", l.group, l.active_index,
+        (long long)l.input_elements, (long long)l.output_elements);
   const int32_t three_of_eight[] = {0, 1, 2}, size3[] = {3};
   EXPECT_STATUS(relay_rank_layout_of(RELAY_ALLREDUCE, 8, three_of_eight, size3, 1, three, 0, &l),
                 RELAY_INVALID_SCHEDULE);

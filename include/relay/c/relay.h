@@ -154,8 +154,9 @@ typedef struct relay_rank_layout {
   int64_t in_place_input_offset, in_place_output_offset;
   int32_t has_in_place; /* 0 for all-to-all */
 } relay_rank_layout;
-/* Checks the groups and counts as a call would (RELAY_INVALID_GROUP, _COUNT, _SCHEDULE with the
- * call's message) and fills *out for `rank` of `ranks`. */
+/* Checks the groups and counts as a call on the direct route would (RELAY_INVALID_GROUP, _COUNT,
+ * _SCHEDULE with the call's message) and fills *out for `rank` of `ranks`. The sizes are the same
+ * on every route; a route's own limits (the relay route needs a helper, A < N) are the call's. */
 RELAY_C_API relay_status relay_rank_layout_of(int32_t collective, int32_t ranks,
                                               const int32_t* group_ranks,
                                               const int32_t* group_sizes, int32_t num_groups,

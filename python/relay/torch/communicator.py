@@ -32,6 +32,7 @@ from ._flat import FlatBuffers
 from ._store import StoreBootstrap, next_prefix
 
 _INVALID_BUFFER, _INVALID_ARGUMENT, _UNSUPPORTED, _SYSTEM_ERROR = 4, 5, 6, 12
+_NO_COLOR = -1  # RELAY_NO_COLOR
 
 _ids = itertools.count(1)
 _live = weakref.WeakValueDictionary()  # id -> Communicator, for the torch.library ops
@@ -130,8 +131,17 @@ class Communicator:
         cfg.timeout_ms = int(timeout * 1000) if timeout else 0
         cfg.transport_bytes = int(transport_bytes)
         cfg.all_gather = self._boot.all_gather
-        self._handle = c_void_p()
-        self._lib.check(self._lib.comm_create(byref(cfg), byref(self._handle)))
+        handle = c_void_p()
+        self._lib.check(self._lib.comm_create(byref(cfg), byref(handle)))
+        self._adopt(handle)
+
+    def _adopt(self, handle):
+        """Takes on the library's communicator `handle` (this object destroys it)."""
+        self._handle = handle
+        rank, size = c_int32(), c_int32()
+        self._lib.check(self._lib.comm_rank(handle, byref(rank)))
+        self._lib.check(self._lib.comm_size(handle, byref(size)))
+        self.rank, self.size = rank.value, size.value
         name = c_char_p()
         self._lib.check(self._lib.comm_transport(self._handle, byref(name)))
         self.transport = name.value.decode()
@@ -162,6 +172,32 @@ class Communicator:
 
     def __exit__(self, *exc):
         self.close()
+
+    def split(self, color, key=None):
+        """As ncclCommSplit (relay_comm_split): collective over this communicator. The ranks
+        that pass one color (an int >= 0) get a Communicator of their own, ranked by `key`
+        (default: their rank here; ties by rank here), on this one's transport, device and
+        timeout; color None takes part and gets None. It succeeds on every rank or raises on
+        every rank (naming the rank that failed). This communicator stays usable.
+
+        Why: a call agrees across every rank of its communicator, so groups that need not fail
+        together run faster apart (docs/multiprocess.md, "Split communicators"). Prefer it to a
+        Communicator over a torch subgroup where ranks share a GPU: a split's ipc transport
+        divides the device among all of this communicator's ranks there."""
+        if color is not None and (not isinstance(color, int) or isinstance(color, bool)):
+            raise TypeError(f"split: color must be an int or None, not {type(color).__name__}")
+        c = _NO_COLOR if color is None else color
+        k = self.rank if key is None else int(key)
+        handle = c_void_p()
+        self._lib.check(self._lib.comm_split(self._h(), c, k, byref(handle)))
+        if not handle:
+            return None
+        child = Communicator.__new__(Communicator)
+        child.group = None  # no torch.distributed group has exactly these ranks
+        child.device = self.device
+        child._lib = self._lib
+        child._adopt(handle)
+        return child
 
     def _h(self):
         if not self._handle:
