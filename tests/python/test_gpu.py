@@ -9,6 +9,9 @@ tests/python/gpu_run.sh runs it on a GPU machine.
   compile        a function with torch.ops.relay.all_reduce under torch.compile (fullgraph)
                  gives the eager result
   stream         a call on a non-default current stream runs after that stream's earlier work
+  split          four pairs split from the 8 (comm.split), each pair's allreduce at 4 KB-4 MB
+                 against the sum of the two inputs made here, with no MPS SM share set: the
+                 pairs' kernels divide the GPU among all 8 ranks on it, so none starves another
 """
 
 import os
@@ -179,3 +182,35 @@ def test_a_non_default_current_stream_is_respected():
     results = assert_all_ok(run_world(8, _stream, (), timeout=300, env=ENV))
     for r, (ok, first) in sorted(results.items()):
         assert ok, f"rank {r}: got {first}: the call did not wait for its stream's earlier work"
+
+
+def _split(rank, size):
+    import relay.torch as rt
+
+    d = _device(rank)
+    comm = rt.Communicator(device=d, timeout=60, transport_bytes=16 << 20)
+    pair = comm.split(rank // 2)
+    direct = rt.Options(route="direct")
+    bad = []
+    for n in (2 << 10, 32 << 10, 128 << 10, 512 << 10, 2 << 20):  # bfloat16: 4 KB .. 4 MB
+        mine, other = (
+            ref.make_input(torch.bfloat16, n, torch.Generator().manual_seed(1000 * r + n))
+            for r in (rank, rank ^ 1)
+        )
+        x = mine.to(d)
+        pair.all_reduce(x, [[0, 1]], options=direct)
+        torch.cuda.synchronize(d)
+        if not torch.equal(x.cpu(), mine + other):
+            bad.append(f"rank {rank}: {2 * n} bytes: {x[:4].tolist()}")
+    share = pair.size
+    pair.close()
+    comm.close()
+    return bad, share
+
+
+def test_split_pairs_share_the_gpu_at_every_size():
+    env = dict(ENV, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="100")  # no SM share: issue 25's rule
+    results = assert_all_ok(run_world(8, _split, (), timeout=300, env=env))
+    for r, (bad, size) in sorted(results.items()):
+        assert size == 2, (r, size)
+        assert not bad, bad
