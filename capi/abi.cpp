@@ -287,6 +287,20 @@ status read_memory(std::int32_t memory, memory_kind& out) {
   return {};
 }
 
+// A new handle for `comm`, registered as live, into *out.
+void publish(std::unique_ptr<communicator> comm, std::string transport, std::size_t bytes,
+             relay_comm** out) {
+  auto h = std::make_unique<relay_comm>();
+  h->comm = std::move(comm);
+  h->transport = std::move(transport);
+  h->transport_bytes = bytes;
+  {
+    const std::lock_guard<std::mutex> lock(registry_mutex());
+    registry().insert(h.get());
+  }
+  *out = h.release();
+}
+
 status make_comm(std::shared_ptr<bootstrap> boot, const environment& env, const char* requested,
                  memory_kind memory, std::size_t bytes, relay_comm** out) {
   std::string chosen;
@@ -299,15 +313,8 @@ status make_comm(std::shared_ptr<bootstrap> boot, const environment& env, const 
   comm_config config;
   config.device = env.device;
   config.timeout = env.timeout;
-  auto h = std::make_unique<relay_comm>();
-  h->comm = std::make_unique<communicator>(std::move(boot), std::move(link), config);
-  h->transport = chosen;
-  h->transport_bytes = bytes;
-  {
-    const std::lock_guard<std::mutex> lock(registry_mutex());
-    registry().insert(h.get());
-  }
-  *out = h.release();
+  publish(std::make_unique<communicator>(std::move(boot), std::move(link), config), chosen, bytes,
+          out);
   return {};
 }
 
@@ -683,16 +690,7 @@ relay_status relay_comm_split(relay_comm* parent, int32_t color, int32_t key, re
     };
     std::unique_ptr<communicator> child;
     if (status s = split_communicator(*h->comm, color, key, make, child); !s) return s;
-    if (!child) return {};  // RELAY_NO_COLOR: *out stays NULL
-    auto made = std::make_unique<relay_comm>();
-    made->comm = std::move(child);
-    made->transport = name;
-    made->transport_bytes = bytes;
-    {
-      const std::lock_guard<std::mutex> lock(registry_mutex());
-      registry().insert(made.get());
-    }
-    *out = made.release();
+    if (child) publish(std::move(child), name, bytes, out);  // RELAY_NO_COLOR: *out stays NULL
     return {};
   });
 }

@@ -36,7 +36,7 @@ class stream_rank : public gpu_rank {
     if (stream_ != nullptr) (void)gpu::rt::stream_synchronize(stream_);
     for (gpu::rt::event_t e : events_)
       (void)gpu::rt::event_destroy(e);
-    if (communicator* holder = registrant(); register_memory_ && holder && memory_ != nullptr)
+    if (communicator* holder = relays_on(); register_memory_ && holder && memory_ != nullptr)
       (void)holder->deregister_buffer(memory_);
     if (memory_ != nullptr) (void)gpu::rt::free(memory_);
     group_comm_.reset();
@@ -67,7 +67,7 @@ class stream_rank : public gpu_rank {
   // every call, with its new memory or none.
   void* device_memory(std::size_t bytes) override {
     const bool grow = bytes > capacity_;
-    communicator* holder = register_memory_ ? registrant() : nullptr;
+    communicator* holder = register_memory_ ? relays_on() : nullptr;
     if (holder) report(holder->deregister_buffer(grow ? memory_ : nullptr));
     if (grow) {
       (void)gpu::rt::stream_synchronize(stream_);
@@ -164,11 +164,9 @@ class stream_rank : public gpu_rank {
       return run_collective(*comm_, c.coll, c.groups, c.send, c.recv, c.counts, c.type, c.op, c.opt,
                             stream_);
     if (!group_comm_) return {};  // in no group: nothing to run
-    // The group alone, ranked by its position in the job's group (the split's key).
-    const group_list mine{split_members_};
     const std::int64_t count = c.counts[static_cast<std::size_t>(split_group_)];
-    return run_collective(*group_comm_, c.coll, mine, c.send, c.recv, std::span(&count, 1), c.type,
-                          c.op, c.opt, stream_);
+    return run_collective(*group_comm_, c.coll, split_call_, c.send, c.recv, std::span(&count, 1),
+                          c.type, c.op, c.opt, stream_);
   }
   virtual status vendor_call(const rank_collective& c) = 0;
   // Whether the vendor's calls replay from a captured graph like relay's (with --graph).
@@ -185,7 +183,6 @@ class stream_rank : public gpu_rank {
   // The communicator relay's calls run on: the group's where the groups run apart (null where
   // the rank is in none), else the job's.
   communicator* relays_on() { return split_ ? group_comm_.get() : comm_.get(); }
-  communicator* registrant() { return relays_on(); }
 
   // A communicator per group of `groups` (color: the group's index, key: the rank's position in
   // it), unless the last split made these already. The old one goes first, with its
@@ -206,10 +203,10 @@ class stream_rank : public gpu_rank {
     split_of_ = groups;
     split_made_ = true;
     split_group_ = color;
-    split_members_.clear();
-    if (group_comm_)
-      for (int r = 0; r < group_comm_->size(); ++r)
-        split_members_.push_back(r);
+    // The group alone, ranked by its position in the job's group (the split's key).
+    split_call_.assign(1, {});
+    for (int r = 0; group_comm_ && r < group_comm_->size(); ++r)
+      split_call_[0].push_back(r);
     if (group_comm_ && register_memory_)
       report(group_comm_->register_buffer(memory_, memory_ != nullptr ? capacity_ : 0));
     return {};
@@ -247,13 +244,13 @@ class stream_rank : public gpu_rank {
 
   std::unique_ptr<communicator> comm_;
   // --split: how a group's communicator is made, the groups it was made for, the rank's group
-  // (its index) and the group's ranks on it.
+  // (its index) and the groups its calls pass (the group's ranks on it), built once per split.
   transport_factory split_;
   std::unique_ptr<communicator> group_comm_;
   group_list split_of_;
   bool split_made_ = false;
   int split_group_ = -1;
-  std::vector<int> split_members_;
+  group_list split_call_;
   int device_ = 0;
   int graph_calls_ = 0;
   gpu::rt::stream_t stream_ = nullptr;

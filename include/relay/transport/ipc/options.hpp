@@ -49,23 +49,31 @@ inline status number_from_environment(const char* var, double lo, double hi, dou
   return {};
 }
 
+// A whole number of `var` within [lo, hi] into `out`, where set; `whole` names what a fraction is
+// not ("a whole tile count").
+inline status whole_from_environment(const char* var, double lo, double hi, const char* whole,
+                                     int& out) {
+  double x = out;
+  if (status s = number_from_environment(var, lo, hi, x); !s) return s;
+  if (x != static_cast<int>(x))
+    return {errc::invalid_argument, std::string(var) + " must be " + whole};
+  out = static_cast<int>(x);
+  return {};
+}
+
 }  // namespace detail
 
 // The variables above into `o`, where set; a malformed one is an error naming it.
 inline status ipc_options_from_environment(ipc_options& o) {
   if (status s = size_from_environment("RELAY_IPC_BYTES", o.bytes_per_rank); !s) return s;
-  double tiles = o.one_shot_tiles;
-  if (status s = detail::number_from_environment("RELAY_IPC_ONE_SHOT_TILES", 0, 4096, tiles); !s)
+  if (status s = detail::whole_from_environment("RELAY_IPC_ONE_SHOT_TILES", 0, 4096,
+                                                "a whole tile count", o.one_shot_tiles);
+      !s)
     return s;
-  if (tiles != static_cast<int>(tiles))
-    return {errc::invalid_argument, "RELAY_IPC_ONE_SHOT_TILES must be a whole tile count"};
-  o.one_shot_tiles = static_cast<int>(tiles);
-  double share = o.device_share;
-  if (status s = detail::number_from_environment("RELAY_IPC_DEVICE_SHARE", 1, 1024, share); !s)
+  if (status s = detail::whole_from_environment("RELAY_IPC_DEVICE_SHARE", 1, 1024,
+                                                "a whole number of ranks", o.device_share);
+      !s)
     return s;
-  if (share != static_cast<int>(share))
-    return {errc::invalid_argument, "RELAY_IPC_DEVICE_SHARE must be a whole number of ranks"};
-  o.device_share = static_cast<int>(share);
   struct constant {
     const char* var;
     double* seconds;
