@@ -4,6 +4,7 @@
 #include "relay/c/relay.h"
 
 #include <array>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -208,10 +209,16 @@ const group_list& groups_of(relay_comm& h, const std::int32_t* ranks, const std:
   return list;
 }
 
-status read_options(const relay_options* o, std::int32_t groups, options& out) {
+// `out` from the caller's options; where they ask for a report, `out` writes the library's
+// choice to `chosen` and `report` is where it goes.
+status read_options(const relay_options* o, std::int32_t groups, options& out, wire_choice& chosen,
+                    relay_wire_report*& report) {
   out = {};
+  report = nullptr;
   if (o == nullptr) return {};
-  if (o->struct_size < sizeof(relay_options))
+  // An older header's options end before wire_report; any other size was never initialized.
+  constexpr std::size_t before_report = offsetof(relay_options, wire_report);
+  if (o->struct_size != sizeof(relay_options) && o->struct_size != before_report)
     return {errc::invalid_argument,
             "relay_options.struct_size is " + std::to_string(o->struct_size) + ", not " +
                 std::to_string(sizeof(relay_options)) + " (call relay_options_init first)"};
@@ -236,6 +243,10 @@ status read_options(const relay_options* o, std::int32_t groups, options& out) {
   out.tiles = o->tiles;
   out.alignment = o->alignment == 0 ? default_alignment : o->alignment;
   out.wire_threshold = o->wire_threshold;
+  if (o->struct_size == sizeof(relay_options) && o->wire_report != nullptr) {
+    report = o->wire_report;
+    out.wire_report = &chosen;
+  }
   return {};
 }
 
@@ -375,12 +386,18 @@ status run_call(relay_comm* c, collective coll, const void* send, std::size_t se
   if (op != RELAY_SUM && op != RELAY_AVG)
     return {errc::unsupported, "op " + std::to_string(op) + " is not a relay_op (sum or avg)"};
   options opt;
-  if (status s = read_options(o, n, opt); !s) return s;
-  return run_collective(*h->comm, coll, groups_of(*h, ranks, sizes, n),
-                        {const_cast<void*>(send), send == nullptr ? 0 : send_bytes},
-                        {recv, recv == nullptr ? 0 : recv_bytes},
-                        std::span<const std::int64_t>(counts, static_cast<std::size_t>(n)),
-                        static_cast<dtype>(type), static_cast<reduce_op>(op), opt, stream);
+  wire_choice chosen;
+  relay_wire_report* report = nullptr;
+  if (status s = read_options(o, n, opt, chosen, report); !s) return s;
+  status s = run_collective(*h->comm, coll, groups_of(*h, ranks, sizes, n),
+                            {const_cast<void*>(send), send == nullptr ? 0 : send_bytes},
+                            {recv, recv == nullptr ? 0 : recv_bytes},
+                            std::span<const std::int64_t>(counts, static_cast<std::size_t>(n)),
+                            static_cast<dtype>(type), static_cast<reduce_op>(op), opt, stream);
+  if (s && report != nullptr)
+    *report = {static_cast<std::int32_t>(chosen.requested), static_cast<std::int32_t>(chosen.taken),
+               chosen.bytes, chosen.threshold_bytes};
+  return s;
 }
 
 // Static, NUL-terminated names per vocabulary (string_views over literals).
@@ -801,6 +818,14 @@ void relay_options_init(relay_options* o) {
   o->tiles = defaults.tiles;
   o->alignment = defaults.alignment;
   o->wire_threshold = defaults.wire_threshold;
+  o->wire_report = nullptr;
+}
+
+int32_t relay_wire_carries(int32_t wire, int32_t type) {
+  if (type < 0 || static_cast<std::size_t>(type) >= all_dtypes.size()) return 0;
+  if (wire == RELAY_WIRE_NATIVE) return 1;
+  if (wire < 0 || wire > RELAY_WIRE_FP8_E4M3_FNUZ) return 0;
+  return fp8_wire_dtype(static_cast<dtype>(type)) ? 1 : 0;
 }
 
 relay_status relay_allreduce(relay_comm* c, const void* send, size_t send_bytes, void* recv,

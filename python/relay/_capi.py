@@ -77,6 +77,15 @@ class CommConfig(Structure):
     ]
 
 
+class WireReport(Structure):
+    _fields_ = [
+        ("requested", c_int32),
+        ("taken", c_int32),
+        ("bytes", c_uint64),
+        ("threshold_bytes", c_uint64),
+    ]
+
+
 class Options(Structure):
     _fields_ = [
         ("struct_size", c_size_t),
@@ -88,6 +97,7 @@ class Options(Structure):
         ("tiles", c_int32),
         ("alignment", c_int64),
         ("wire_threshold", c_int64),
+        ("wire_report", POINTER(WireReport)),
     ]
 
 
@@ -129,6 +139,7 @@ _FUNCTIONS = {
     "relay_comm_register_graph_inputs": (c_int, [_P]),
     "relay_comm_deregister_graph_inputs": (c_int, [_P]),
     "relay_options_init": (None, [POINTER(Options)]),
+    "relay_wire_carries": (c_int32, [c_int32, c_int32]),
 }
 _COLLECTIVES = {
     "relay_allreduce": True,  # takes an op

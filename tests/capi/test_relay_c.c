@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,9 +308,23 @@ static void test_library(void) {
   relay_options_init(&o);
   CHECK(o.struct_size == sizeof o && o.mode == RELAY_MODE_GROUPS && o.route == RELAY_ROUTE_RELAY &&
             o.wire == RELAY_WIRE_NATIVE && o.precision == RELAY_FP32_PARTIALS && o.permille == 0 &&
-            o.tiles == 0 && o.alignment > 0 && o.wire_threshold == -1,
+            o.tiles == 0 && o.alignment > 0 && o.wire_threshold == -1 && o.wire_report == NULL,
         "options defaults");
   relay_options_init(NULL);
+  /* The wires' dtypes: native carries every one, fp8 the three floating types below 64 bits. */
+  CHECK(relay_wire_carries(RELAY_WIRE_NATIVE, RELAY_INT32) == 1 &&
+            relay_wire_carries(RELAY_WIRE_NATIVE, RELAY_FLOAT64) == 1 &&
+            relay_wire_carries(RELAY_WIRE_FP8, RELAY_FLOAT32) == 1 &&
+            relay_wire_carries(RELAY_WIRE_FP8_E4M3, RELAY_BFLOAT16) == 1 &&
+            relay_wire_carries(RELAY_WIRE_FP8_E4M3_FNUZ, RELAY_FLOAT16) == 1 &&
+            relay_wire_carries(RELAY_WIRE_FP8, RELAY_INT32) == 0 &&
+            relay_wire_carries(RELAY_WIRE_FP8, RELAY_UINT8) == 0 &&
+            relay_wire_carries(RELAY_WIRE_FP8, RELAY_FLOAT64) == 0 &&
+            relay_wire_carries(4, RELAY_FLOAT32) == 0 &&
+            relay_wire_carries(-1, RELAY_FLOAT32) == 0 &&
+            relay_wire_carries(RELAY_WIRE_NATIVE, 10) == 0 &&
+            relay_wire_carries(RELAY_WIRE_NATIVE, -1) == 0,
+        "relay_wire_carries");
   relay_comm_config c;
   memset(&c, 0x5a, sizeof c);
   relay_comm_config_init(&c);
@@ -621,6 +636,47 @@ static void run_collectives(relay_comm* comm, int me) {
     const float want = active ? (float)(1 * 4 + i + 3 * 4 + i) / 2 : (float)(me * 4 + i);
     CHECK(f[i] == want, "rank %d avg[%d] = %g, not %g", me, i, f[i], want);
   }
+
+  part = "the wire report";
+  /* fp8 with threshold 0 takes the machine's encoding (mi300x: e4m3 fnuz) at any size; the
+   * report names it with the bytes compared (n floats) on every rank, helpers too. */
+  relay_wire_report report;
+  memset(&report, 0x5a, sizeof report);
+  o.wire = RELAY_WIRE_FP8;
+  o.wire_threshold = 0;
+  o.wire_report = &report;
+  EXPECT_STATUS(relay_allreduce(comm, active ? f : NULL, active ? sizeof f : 0, active ? f : NULL,
+                                active ? sizeof f : 0, single, single_size, 1, count, RELAY_FLOAT32,
+                                RELAY_SUM, &o, NULL),
+                RELAY_OK);
+  CHECK(report.requested == RELAY_WIRE_FP8_E4M3_FNUZ && report.taken == RELAY_WIRE_FP8_E4M3_FNUZ &&
+            report.bytes == sizeof f && report.threshold_bytes == 0,
+        "rank %d fp8 report: %d %d %llu %llu", me, report.requested, report.taken,
+        (unsigned long long)report.bytes, (unsigned long long)report.threshold_bytes);
+  /* Below a threshold of one byte more than the call, native, and the report says why. */
+  o.wire_threshold = (int64_t)sizeof f + 1;
+  EXPECT_STATUS(relay_allreduce(comm, active ? f : NULL, active ? sizeof f : 0, active ? f : NULL,
+                                active ? sizeof f : 0, single, single_size, 1, count, RELAY_FLOAT32,
+                                RELAY_SUM, &o, NULL),
+                RELAY_OK);
+  CHECK(report.requested == RELAY_WIRE_FP8_E4M3_FNUZ && report.taken == RELAY_WIRE_NATIVE &&
+            report.bytes == sizeof f && report.threshold_bytes == sizeof f + 1,
+        "rank %d report below the threshold: %d %d", me, report.requested, report.taken);
+  /* A refused call (fp8 on int32) leaves the report as it was. */
+  memset(&report, 0x5a, sizeof report);
+  EXPECT_STATUS(relay_allreduce(comm, active ? in : NULL, active ? sizeof(int32_t) * n : 0,
+                                active ? in : NULL, active ? sizeof(int32_t) * n : 0, single,
+                                single_size, 1, count, RELAY_INT32, RELAY_SUM, &o, NULL),
+                RELAY_UNSUPPORTED);
+  CHECK(report.requested == 0x5a5a5a5a, "rank %d: a refused call wrote the report", me);
+  /* Options of the header before wire_report (a smaller struct_size) are accepted. */
+  o.struct_size = offsetof(relay_options, wire_report);
+  o.wire = RELAY_WIRE_NATIVE;
+  EXPECT_STATUS(relay_allreduce(comm, active ? f : NULL, active ? sizeof f : 0, active ? f : NULL,
+                                active ? sizeof f : 0, single, single_size, 1, count, RELAY_FLOAT32,
+                                RELAY_SUM, &o, NULL),
+                RELAY_OK);
+  CHECK(report.requested == 0x5a5a5a5a, "rank %d: options without the field wrote it", me);
 
   part = "reduce-scatter";
   poison(out, 2 * n);

@@ -261,6 +261,16 @@ RELAY_C_API relay_status relay_comm_deregister_graph_inputs(relay_comm* comm);
 
 /* ---- the collectives -------------------------------------------------------------------- */
 
+/* The wire a call took and why (relay::wire_choice): what every rank of the call decided alike,
+ * from the call's arguments alone. */
+typedef struct relay_wire_report {
+  int32_t requested;        /* relay_wire as asked, RELAY_WIRE_FP8 made the machine's encoding */
+  int32_t taken;            /* RELAY_WIRE_NATIVE, RELAY_WIRE_FP8_E4M3 or RELAY_WIRE_FP8_E4M3_FNUZ */
+  uint64_t bytes;           /* what the threshold is compared with: largest count * dtype size */
+  uint64_t threshold_bytes; /* fp8 from this many bytes on; 0 where native was asked, UINT64_MAX
+                               where fp8 never pays */
+} relay_wire_report;
+
 typedef struct relay_options {
   size_t struct_size;     /* sizeof(relay_options); relay_options_init sets it */
   int32_t mode;           /* relay_mode */
@@ -271,10 +281,17 @@ typedef struct relay_options {
   int32_t tiles;          /* pipeline depth (pipelined route); 0: the default */
   int64_t alignment;      /* chunk alignment in elements; 0: the default */
   int64_t wire_threshold; /* fp8 below this many bytes runs natively; -1: the cost model's */
+  /* Where a call that returns RELAY_OK wrote the wire it took (every rank, helpers too); NULL:
+   * nowhere. Options of an older header, without this field (a smaller struct_size), are read
+   * as NULL here. */
+  relay_wire_report* wire_report;
 } relay_options;
 
 /* The defaults (NULL options mean them). */
 RELAY_C_API void relay_options_init(relay_options* options);
+/* 1 where `wire` carries `dtype` (every wire carries every dtype natively; the fp8 wires take
+ * float32, float16 and bfloat16), 0 where a call with both is refused. */
+RELAY_C_API int32_t relay_wire_carries(int32_t wire, int32_t dtype);
 
 /* send/recv: THIS rank's buffers and their sizes in bytes (NULL and 0 on a helper); in place is
  * recognized from the pointers as NCCL does (relay_rank_layout_of says where). counts: one per
