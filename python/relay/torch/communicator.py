@@ -20,7 +20,7 @@ import contextlib
 import itertools
 import threading
 import weakref
-from ctypes import byref, c_char_p, c_int32, c_void_p
+from ctypes import byref, c_char_p, c_int32, c_void_p, pointer
 
 import torch
 import torch.distributed as dist
@@ -30,6 +30,7 @@ from .._layout import Groups, count_of, layout
 from ..errors import RelayError
 from ._flat import FlatBuffers
 from ._store import StoreBootstrap, next_prefix
+from .work import Wire, launch
 
 _INVALID_BUFFER, _INVALID_ARGUMENT, _UNSUPPORTED, _SYSTEM_ERROR = 4, 5, 6, 12
 _NO_COLOR = -1  # RELAY_NO_COLOR
@@ -49,7 +50,10 @@ def lookup(comm_id):
 class Options:
     """A call's options by name: mode ("groups", "fused", "single"), route ("relay", "direct",
     "legacy", "pipelined", "automatic"), wire ("native", "fp8", ...), precision ("fp32_partials",
-    "native_partials"), permille, tiles, alignment, wire_threshold. The library parses them."""
+    "native_partials"), permille, tiles, alignment, wire_threshold. The library parses them.
+
+    Each call made with them reports the wire it took (the library's choice, alike on every
+    rank): wire_of(lib) after the call, or the Work of an async call (relay.torch.work)."""
 
     _named = ("mode", "route", "wire", "precision")
     _numbers = ("permille", "tiles", "alignment", "wire_threshold")
@@ -60,6 +64,7 @@ class Options:
             raise TypeError(f"unknown relay option(s) {sorted(unknown)}")
         self.values = kwargs
         self._structs = {}
+        self._report = _capi.WireReport()
 
     def struct(self, lib):
         s = self._structs.get(id(lib))
@@ -71,8 +76,13 @@ class Options:
                     setattr(s, k, lib.value_of(k, v))
                 else:
                     setattr(s, k, int(v))
+            s.wire_report = pointer(self._report)
             self._structs[id(lib)] = s
         return s
+
+    def wire_of(self, lib):
+        """The wire the last call made with these options took (a relay.torch.work.Wire)."""
+        return Wire.of(lib, self._report)
 
 
 def _dtype_name(dtype):
@@ -102,6 +112,30 @@ class Communicator:
         self.group = group if group is not None else dist.group.WORLD
         self.rank = dist.get_rank(self.group)
         self.size = dist.get_world_size(self.group)
+        self._set_device(device)
+        ranks = (
+            dist.get_process_group_ranks(self.group)
+            if hasattr(dist, "get_process_group_ranks") and group is not None
+            else list(range(dist.get_world_size()))
+        )
+        store = dist.PrefixStore(next_prefix(ranks), dist.distributed_c10d._get_default_store())
+        self._create(store, transport, timeout, transport_bytes)
+
+    @classmethod
+    def from_store(cls, store, rank, size, *, transport="auto", device=None, timeout=None,
+                   transport_bytes=0):
+        """A communicator of `size` ranks bootstrapped through `store` (a torch.distributed
+        Store that every rank reaches, and that no other communicator uses under the same
+        keys: give each a PrefixStore of its own), without torch.distributed's world. Every
+        rank calls it; the other arguments as in Communicator()."""
+        comm = cls.__new__(cls)
+        comm.group = None
+        comm.rank, comm.size = int(rank), int(size)
+        comm._set_device(device)
+        comm._create(store, transport, timeout, transport_bytes)
+        return comm
+
+    def _set_device(self, device):
         if device is None:
             device = (
                 torch.device("cuda", torch.cuda.current_device())
@@ -114,12 +148,8 @@ class Communicator:
         if self.device.type not in ("cpu", "cuda"):
             raise ValueError(f"relay moves CPU or CUDA tensors, not {self.device.type}")
         self._lib = _capi.library("cuda" if self.device.type == "cuda" else "host")
-        ranks = (
-            dist.get_process_group_ranks(self.group)
-            if hasattr(dist, "get_process_group_ranks") and group is not None
-            else list(range(dist.get_world_size()))
-        )
-        store = dist.PrefixStore(next_prefix(ranks), dist.distributed_c10d._get_default_store())
+
+    def _create(self, store, transport, timeout, transport_bytes):
         self._boot = StoreBootstrap(store, self.rank, self.size, self._lib)
         cfg = _capi.CommConfig()
         self._lib.comm_config_init(byref(cfg))
@@ -295,32 +325,36 @@ class Communicator:
     # ---- the collectives -----------------------------------------------------------------------
 
     def all_reduce(self, tensors, groups, op="sum", out=None, *, counts=None, dtype=None,
-                   options=None):
+                   options=None, async_op=False):
         """Allreduce within each group: this rank's tensor (in place, or into `out`); a helper
         passes None. `tensors` may also be the spec's list of one entry per group, where the
         entry of this rank's group is its tensor (the others are ignored: relay needs no helper
         scratch). counts: one per group (default: every group has this rank's); a helper passing
-        None gives counts and dtype. Returns the output (None on a helper)."""
-        return self._run("allreduce", tensors, out, groups, counts, op, options, "tensor", dtype)
+        None gives counts and dtype. Returns the output (None on a helper); with async_op, a
+        relay.torch.work.Work whose result it is (every call here takes async_op alike)."""
+        return self._run("allreduce", tensors, out, groups, counts, op, options, "tensor", dtype,
+                         async_op)
 
     def reduce_scatter(self, input, output, groups, op="sum", *, counts=None, dtype=None,
-                       options=None):
+                       options=None, async_op=False):
         """Reduce-scatter within each group: input holds A blocks of the group's count, output
         gets this rank's block of the sum. In place when output is input's own block."""
         return self._run("reduce-scatter", input, output, groups, counts, op, options, "input",
-                         dtype)
+                         dtype, async_op)
 
-    def all_gather(self, input, output, groups, *, counts=None, dtype=None, options=None):
+    def all_gather(self, input, output, groups, *, counts=None, dtype=None, options=None,
+                   async_op=False):
         """All-gather within each group: output gets the A inputs in active order. In place when
         input is output's own slot."""
         return self._run("all-gather", input, output, groups, counts, None, options, "input",
-                         dtype)
+                         dtype, async_op)
 
-    def all_to_all(self, input, output, groups, *, counts=None, dtype=None, options=None):
+    def all_to_all(self, input, output, groups, *, counts=None, dtype=None, options=None,
+                   async_op=False):
         """All-to-all within each group: segment j of the input goes to active rank j, whose
         output holds it at this rank's segment. Out of place only (as NCCL's)."""
         return self._run("all-to-all", input, output, groups, counts, None, options, "input",
-                         dtype)
+                         dtype, async_op)
 
     # ---- how a call is made --------------------------------------------------------------------
 
@@ -343,18 +377,23 @@ class Communicator:
         """This rank's relay.Layout of a call: the sizes its tensors must have."""
         return layout(collective, self.size, self.groups(groups), counts, self.rank, self._lib)
 
-    def _run(self, coll, inp, out, groups, counts, op, options, first_name, dtype):
-        try:
-            args = self._prepare(coll, inp, out, groups, counts, op, options, first_name, dtype)
-        except Exception as e:
-            raise self.refuse(e) from None
-        fn, call, result = args
-        status = fn(*call)
-        if status != 0:
-            error = self._lib.error(status)
-            error.settled = True  # every rank of the call returns an error: nothing to refuse
-            raise error
-        return result
+    def _run(self, coll, inp, out, groups, counts, op, options, first_name, dtype,
+             async_op=False):
+        def run():
+            try:
+                args = self._prepare(coll, inp, out, groups, counts, op, options, first_name,
+                                     dtype)
+            except Exception as e:
+                raise self.refuse(e) from None
+            fn, call, result = args
+            status = fn(*call)
+            if status != 0:
+                error = self._lib.error(status)
+                error.settled = True  # every rank of the call returns an error: nothing to refuse
+                raise error
+            return result
+
+        return launch(self, run, (inp, out), async_op, options)
 
     def _tensor_of(self, value, group, what, g):
         """This rank's tensor of an argument: a tensor, None, or the spec's per-group list."""

@@ -22,6 +22,8 @@ of every tensor goes to the flat buffer's block k.
 
 import torch
 
+from .work import launch
+
 __all__ = [
     "all_reduce_tensors",
     "reduce_scatter_tensors",
@@ -75,13 +77,19 @@ def _input_blocks(ins, idx, active):
     return blocks, sum(b.shape[1] for b in blocks)
 
 
-def _run_fused(comm, run):
-    """Runs a fused helper: an error of its own checks refuses the call the peers make now, so
-    they fail at once (Communicator.refuse leaves alone one refused or reported already)."""
-    try:
-        return run()
-    except Exception as e:
-        raise comm.refuse(e) from None
+def _run_fused(comm, run, async_op=False, tensors=()):
+    """Runs a fused helper (packing, the calls, unpacking; with async_op on the communicator's
+    operation stream, relay.torch.work): an error of its own checks refuses the call the peers
+    make now, so they fail at once (Communicator.refuse leaves alone one refused or reported
+    already)."""
+
+    def guarded():
+        try:
+            return run()
+        except Exception as e:
+            raise comm.refuse(e) from None
+
+    return launch(comm, guarded, tensors, async_op)
 
 
 def _active(comm, groups):
@@ -101,9 +109,10 @@ def _grow_all(comm, hold, wants):
     ]
 
 
-def all_reduce_tensors(comm, tensors, groups, op="sum", out=None):
+def all_reduce_tensors(comm, tensors, groups, op="sum", out=None, *, async_op=False):
     """Allreduce of every tensor of `tensors` (a list or a dict) within each group: in place, or
-    into `out` (the same structure). Returns what was written (`out` or `tensors`)."""
+    into `out` (the same structure). Returns what was written (`out` or `tensors`); with
+    async_op, a relay.torch.work.Work whose result that is (as for every helper here)."""
     keys, ins = _items(tensors, "tensors")
     outs = _items(out, "out")[1] if out is not None else None
     g, group, _ = _active(comm, groups)
@@ -128,10 +137,10 @@ def all_reduce_tensors(comm, tensors, groups, op="sum", out=None):
             _unpack(dst if dst is not None else flat, [(outs or ins)[i] for i in idx])
         return out if out is not None else tensors
 
-    return _run_fused(comm, run)
+    return _run_fused(comm, run, async_op, (ins, outs))
 
 
-def reduce_scatter_tensors(comm, inputs, outputs, groups, op="sum"):
+def reduce_scatter_tensors(comm, inputs, outputs, groups, op="sum", *, async_op=False):
     """Reduce-scatter of every input (A blocks each) into its output (one block) within each
     group. Returns `outputs`."""
     _, ins = _items(inputs, "inputs")
@@ -161,10 +170,10 @@ def reduce_scatter_tensors(comm, inputs, outputs, groups, op="sum"):
             _unpack(dst, [outs[i] for i in idx])
         return outputs
 
-    return _run_fused(comm, run)
+    return _run_fused(comm, run, async_op, (ins, outs))
 
 
-def all_gather_tensors(comm, inputs, outputs, groups, in_place=False):
+def all_gather_tensors(comm, inputs, outputs, groups, in_place=False, *, async_op=False):
     """All-gather of every input into its output (A blocks: block k from active rank k) within
     each group. in_place packs the inputs straight into this rank's block of the flat output
     (the kernel's in-place path). Returns `outputs`."""
@@ -205,10 +214,10 @@ def all_gather_tensors(comm, inputs, outputs, groups, in_place=False):
             _unpack_blocks(dst.view(active, total), blocks)
         return outputs
 
-    return _run_fused(comm, run)
+    return _run_fused(comm, run, async_op, (ins, outs))
 
 
-def all_to_all_tensors(comm, inputs, outputs, groups):
+def all_to_all_tensors(comm, inputs, outputs, groups, *, async_op=False):
     """All-to-all of every input (A segments: segment j to active rank j) into its output (A
     segments: segment j from active rank j) within each group; out of place. Returns
     `outputs`."""
@@ -242,7 +251,7 @@ def all_to_all_tensors(comm, inputs, outputs, groups):
             _unpack_blocks(dst.view(active, total), ob)
         return outputs
 
-    return _run_fused(comm, run)
+    return _run_fused(comm, run, async_op, (ins, outs))
 
 
 # ---- packing: one copy per tensor into views of the flat buffer ------------------------------
