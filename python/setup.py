@@ -59,5 +59,8 @@ setup(
     packages=find_packages(include=["relay", "relay.*"]),
     python_requires=">=3.8",
     cmdclass={"build_py": build_with_library},
+    # torchcomms.new_comm("relay", ...) loads relay.torchcomms through this entry point (its
+    # import registers the backend with torchcomms).
+    entry_points={"torchcomms.backends": ["relay = relay.torchcomms"]},
     zip_safe=False,
 )

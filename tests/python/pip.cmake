@@ -1,6 +1,7 @@
 # The README's install command in a fresh virtual environment over the system's packages (torch,
 # setuptools: nothing from PyPI), with the libraries this build made (RELAY_C_LIBRARY_DIR: setup.py
-# copies them instead of building them again), then relay.torch imported from outside the tree.
+# copies them instead of building them again), then relay.torch imported from outside the tree,
+# and the entry point torchcomms finds the backend by (group torchcomms.backends, name relay).
 file(REMOVE_RECURSE ${WORK})
 execute_process(COMMAND ${PYTHON} -m venv --system-site-packages ${WORK}/venv RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -20,4 +21,12 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=RELAY_C_LIBRARY_DIR --un
 message(STATUS "${out}")
 if(NOT rc EQUAL 0 OR NOT out MATCHES "${WORK}/venv/.*/relay/_lib/librelay_c.so")
   message(FATAL_ERROR "relay.torch did not import from the virtual environment")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=RELAY_C_LIBRARY_DIR --unset=PYTHONPATH
+                        ${WORK}/venv/bin/python -c
+                        "from importlib.metadata import entry_points; import relay.torchrec; print([e.load().__name__ for e in entry_points(group='torchcomms.backends') if e.name == 'relay'])"
+                WORKING_DIRECTORY ${WORK} RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+message(STATUS "${out}")
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\\['relay.torchcomms'\\]")
+  message(FATAL_ERROR "the entry point torchcomms.backends: relay = relay.torchcomms is missing")
 endif()

@@ -70,6 +70,17 @@ class Work:
         self._event = event
         self._comm = comm
 
+    @classmethod
+    def done(cls, comm, result, wire=None):
+        """The work of a call made without async_op, for APIs that return one anyway: on CUDA
+        its event marks the call's end on the current stream (is_completed asks the device)."""
+        if comm.device.type != "cuda":
+            return cls(result, wire)
+        stream = torch.cuda.current_stream(comm.device)
+        event = torch.cuda.Event()
+        event.record(stream)
+        return cls(result, wire, stream, event, comm)
+
     def wait(self, timeout=None):
         """Orders the current stream after the call (CUDA; the host does not block), then raises
         what the communicator's device work reported so far, if anything. Returns True, as

@@ -1,0 +1,400 @@
+"""TorchCommRelay: relay as a torchcomms backend, with RCCLX's four sharded_relay_multi_group_*
+calls (their names, positional order, keywords and defaults) and the rest of torchcomms'
+TorchCommBackend interface.
+
+    comm = torchcomms.new_comm("relay", device, name="sharded_relay", store=store)
+    relay = comm.get_backend_impl()                     # this class
+    work = relay.sharded_relay_multi_group_all_reduce(
+        tensors, ReduceOp.AVG, [[0, 1], [2, 3], [4, 5], [6, 7]], counts, async_op=True)
+    work.wait()
+
+or without torchcomms: TorchCommRelay.from_group() (a torch.distributed group) or
+TorchCommRelay.from_environment(device, name, store=...) (as new_comm makes one).
+
+Every call is a relay.torch call on the cost model's route ("automatic": small calls take the
+direct exchange). A helper's entries (a rank active in no group, and a group of count 0) are
+never read or written: relay needs no helper scratch. low_precision asks for relay's fp8 wire,
+which the library takes or not (the dtype, then the threshold) alike on every rank; the work's
+`wire` and `low_precision` say which, and so does a debug line on the "relay.torchcomms" logger.
+A rank's own argument errors refuse the call through the library, so every peer fails at once.
+"""
+
+import logging
+
+import torch
+
+from ..errors import RelayError
+from ..torch.communicator import Communicator, Options
+from ..torch.work import Work, launch
+from . import _environment as env
+from ._base import TorchCommBackend
+
+log = logging.getLogger("relay.torchcomms")
+
+_NOT_RELAY = (
+    "relay runs all-reduce, all-gather, reduce-scatter and all-to-all (and barrier as an "
+    "all-reduce of one element)"
+)
+
+
+def reduce_op_name(op):
+    """relay's name of a reduction: torchcomms' ReduceOp (.type), torch.distributed's ReduceOp
+    (.op) or its RedOpType, or a name ("sum", "avg"). The library parses the name, so an
+    operator relay lacks fails there, naming the ones it has."""
+    if isinstance(op, str):
+        return op.lower()
+    for attr in ("type", "op"):
+        inner = getattr(op, attr, None)
+        if inner is not None and hasattr(inner, "name"):
+            op = inner
+            break
+    name = getattr(op, "name", None)
+    if not isinstance(name, str):
+        raise TypeError(f"op must be a ReduceOp (SUM or AVG) or a name, not {op!r}")
+    return name.lower()
+
+
+class TorchCommRelay(TorchCommBackend):
+    """A relay communicator (relay.torch.Communicator) behind torchcomms' backend interface."""
+
+    def __init__(self):
+        super().__init__()
+        self._comm = None
+        self._name = ""
+        self._opts = {}
+
+    # ---- creation ------------------------------------------------------------------------------
+
+    def init(self, device, name, options):
+        """torchcomms' init: the rank and size from the environment (TORCHCOMM_RANK,
+        TORCHCOMM_SIZE, ...), the store from `options` (CommOptions: store, timeout, hints;
+        hints "relay.transport" and "relay.transport_bytes")."""
+        rank, size = env.rank_and_size()
+        timeout = env.seconds(getattr(options, "timeout", None))
+        hints = dict(getattr(options, "hints", None) or {})
+        store = env.store_for(name, getattr(options, "store", None), rank, size, timeout)
+        comm = Communicator.from_store(
+            store, rank, size, device=device, timeout=timeout,
+            transport=hints.get(env.HINT_TRANSPORT, "auto"),
+            transport_bytes=env.byte_count(hints.get(env.HINT_TRANSPORT_BYTES, "0")),
+        )
+        self._adopt(comm, name)
+
+    @classmethod
+    def from_environment(cls, device, name, store=None, timeout=None, hints=None):
+        """As torchcomms.new_comm("relay", device, name=..., store=...) makes one, without
+        torchcomms."""
+        options = _CommOptions(store, timeout, hints)
+        backend = cls()
+        backend.init(torch.device(device), name, options)
+        return backend
+
+    @classmethod
+    def from_group(cls, group=None, *, device=None, name=None, timeout=None, transport="auto",
+                   transport_bytes=0):
+        """Over the ranks of a torch.distributed group (default: the world), bootstrapped
+        through the default group's store."""
+        comm = Communicator(group, device=device, timeout=timeout, transport=transport,
+                            transport_bytes=transport_bytes)
+        return cls.from_communicator(comm, name or f"relay_{comm.id}")
+
+    @classmethod
+    def from_communicator(cls, comm, name):
+        """Over a relay.torch.Communicator (this backend closes it in finalize)."""
+        backend = cls()
+        backend._adopt(comm, name)
+        return backend
+
+    def _adopt(self, comm, name):
+        self._comm = comm
+        self._name = name
+        self._all = [list(range(comm.size))]
+        # route "automatic": the cost model's route per call shape (direct for small calls).
+        self._opts = {wire: Options(route="automatic", wire=wire) for wire in ("native", "fp8")}
+
+    @property
+    def communicator(self):
+        """The relay.torch.Communicator underneath (graph capture, split, ...)."""
+        if self._comm is None:
+            raise RuntimeError("this relay torchcomms backend is not initialized (or finalized)")
+        return self._comm
+
+    def finalize(self):
+        """Destroys the communicator (collective: every rank finalizes)."""
+        comm, self._comm = self._comm, None
+        if comm is not None:
+            comm.close()
+
+    def get_rank(self):
+        return self.communicator.rank
+
+    def get_size(self):
+        return self.communicator.size
+
+    def get_backend_name(self):
+        return "relay"
+
+    def get_comm_name(self):
+        return self._name
+
+    def get_device(self):
+        return self.communicator.device
+
+    # ---- the four sharded relay calls (TorchCommRCCLX's) -------------------------------------
+
+    def sharded_relay_multi_group_all_reduce(self, tensors, op, all_active_ranks,
+                                             per_group_counts, async_op=False,
+                                             output_tensors=None, low_precision=False):
+        """Allreduce within each group (one entry per group in every list): in place, or into
+        output_tensors. op: SUM or AVG."""
+        outs = output_tensors if output_tensors else None
+        return self._sharded("sharded_relay_multi_group_all_reduce", "allreduce", tensors, outs,
+                             op, all_active_ranks, per_group_counts, async_op, low_precision)
+
+    def sharded_relay_multi_group_reduce_scatter(self, input_tensors, output_tensors, op,
+                                                 all_active_ranks, per_group_recv_counts,
+                                                 async_op=False, low_precision=False):
+        """Reduce-scatter within each group: an active input holds A x recv count elements, its
+        output one block; in place where the output is the input's own block."""
+        return self._sharded("sharded_relay_multi_group_reduce_scatter", "reduce-scatter",
+                             input_tensors, output_tensors, op, all_active_ranks,
+                             per_group_recv_counts, async_op, low_precision)
+
+    def sharded_relay_multi_group_all_to_all(self, input_tensors, output_tensors,
+                                             all_active_ranks, per_group_segment_counts,
+                                             async_op=False, low_precision=False):
+        """All-to-all within each group: A segments in and out; out of place only."""
+        return self._sharded("sharded_relay_multi_group_all_to_all", "all-to-all",
+                             input_tensors, output_tensors, None, all_active_ranks,
+                             per_group_segment_counts, async_op, low_precision)
+
+    def sharded_relay_multi_group_all_gather(self, input_tensors, output_tensors,
+                                             all_active_ranks, per_group_send_counts,
+                                             async_op=False, low_precision=False):
+        """All-gather within each group: the send count in, A of them out; in place where the
+        input is output + my index x send count."""
+        return self._sharded("sharded_relay_multi_group_all_gather", "all-gather",
+                             input_tensors, output_tensors, None, all_active_ranks,
+                             per_group_send_counts, async_op, low_precision)
+
+    def _sharded(self, what, coll, ins, outs, op, groups, counts, async_op, low_precision):
+        comm = self.communicator
+        try:
+            groups, counts, x, y, dtype = self._arguments(what, coll, ins, outs, groups, counts)
+            opts = self._options(what, dtype, low_precision)
+            op_name = reduce_op_name(op) if coll in ("allreduce", "reduce-scatter") else None
+        except Exception as e:
+            raise comm.refuse(e) from None
+        kwargs = {"counts": counts, "dtype": dtype, "options": opts, "async_op": async_op}
+        if coll == "allreduce":
+            result = comm.all_reduce(x, groups, op_name, out=y, **kwargs)
+        elif coll == "reduce-scatter":
+            result = comm.reduce_scatter(x, y, groups, op_name, **kwargs)
+        elif coll == "all-gather":
+            result = comm.all_gather(x, y, groups, **kwargs)
+        else:
+            result = comm.all_to_all(x, y, groups, **kwargs)
+        work = result if async_op else Work.done(comm, result, opts.wire_of(comm._lib))
+        if low_precision:
+            log.debug("%s: low_precision: %s", what, work.wire)
+        return work
+
+    def _arguments(self, what, coll, ins, outs, groups, counts):
+        """(groups, counts, this rank's input and output, the call's dtype). An entry of a group
+        this rank helps in, or of a group of count 0, is not passed on: relay never touches it."""
+        groups = [[int(r) for r in g] for g in groups]
+        counts = [int(c) for c in counts]
+        ins = _tensor_list(what, "input tensors" if coll != "allreduce" else "tensors", ins)
+        outs = _tensor_list(what, "output_tensors", outs) if outs is not None else None
+        n = len(ins)
+        if n == 0:
+            raise ValueError(f"{what}: the tensor list is empty; give one tensor per group")
+        for name, values in (("all_active_ranks", groups), ("the counts", counts),
+                             ("output_tensors", outs)):
+            if values is not None and len(values) != n:
+                raise ValueError(f"{what}: {name} has {len(values)} entries for {n} groups")
+        me = self.communicator.rank
+        mine = next((g for g, members in enumerate(groups) if me in members), None)
+        # The call's dtype: this rank's group's, else the first group with data's (a count-0
+        # group's placeholder need not share it), as TorchCommRCCLX takes it.
+        with_data = [g for g in range(n) if counts[g] > 0]
+        typed = mine if mine is not None and counts[mine] > 0 else (with_data or [mine or 0])[0]
+        dtype = ins[typed].dtype
+        x = y = None
+        if mine is not None:
+            if counts[mine] > 0:
+                x = ins[mine]
+                y = outs[mine] if outs is not None else None
+            else:  # nothing to move: empty buffers of the call's dtype, the placeholder untouched
+                x = torch.empty(0, dtype=dtype, device=ins[mine].device)
+                y = x.new_empty(0) if coll != "allreduce" else None
+        return groups, counts, x, y, dtype
+
+    def _options(self, what, dtype, low_precision):
+        """The call's options: fp8 asked where low_precision is set and the library's fp8 wire
+        carries the dtype; the library then decides by the threshold (reported after the
+        call)."""
+        if not low_precision:
+            return self._opts["native"]
+        lib = self.communicator._lib
+        try:
+            code = lib.value_of("dtype", str(dtype).rsplit(".", 1)[-1])
+        except RelayError:
+            return self._opts["native"]  # the call itself refuses the dtype, naming it
+        if lib.wire_carries(lib.value_of("wire", "fp8"), code):
+            return self._opts["fp8"]
+        log.debug("%s: low_precision: %s does not travel on the fp8 wire; native", what, dtype)
+        return self._opts["native"]
+
+    # ---- torchcomms' collectives: relay calls of one group of every rank -------------------
+
+    def all_reduce(self, tensor, op, async_op):
+        return self._whole("allreduce", tensor, None, op, async_op)
+
+    def all_gather_single(self, output, input, async_op):
+        return self._whole("all-gather", input, output, None, async_op)
+
+    def all_gather(self, tensor_list, tensor, async_op):
+        flat = tensor.new_empty((self.get_size(),) + tuple(tensor.shape))
+        return self._whole("all-gather", tensor, flat, None, async_op,
+                           after=lambda: _unstack(flat, tensor_list), keep=(tensor_list,))
+
+    def all_gather_v(self, tensor_list, tensor, async_op):
+        if any(t.shape != tensor.shape for t in tensor_list):
+            raise NotImplementedError(f"all_gather_v of unequal sizes: {_NOT_RELAY}, of equal counts")
+        return self.all_gather(tensor_list, tensor, async_op)
+
+    def reduce_scatter_single(self, output, input, op, async_op):
+        return self._whole("reduce-scatter", input, output, op, async_op)
+
+    def reduce_scatter(self, output, input_list, op, async_op):
+        def run():
+            flat = torch.cat([t.reshape(-1) for t in input_list])
+            return self._whole("reduce-scatter", flat, output, op, False)
+
+        return self._launch(run, (output, input_list), async_op)
+
+    def reduce_scatter_v(self, output, input_list, op, async_op):
+        if any(t.numel() != output.numel() for t in input_list):
+            raise NotImplementedError(
+                f"reduce_scatter_v of unequal sizes: {_NOT_RELAY}, of equal counts")
+        return self.reduce_scatter(output, input_list, op, async_op)
+
+    def all_to_all_single(self, output, input, async_op):
+        return self._whole("all-to-all", input, output, None, async_op)
+
+    def all_to_all_v_single(self, output, input, output_splits, input_splits, async_op):
+        n = self.get_size()
+        for t, splits in ((input, input_splits), (output, output_splits)):
+            rows = t.shape[0] if t.dim() else 0
+            if rows % n or any(int(s) != rows // n for s in splits):
+                raise NotImplementedError(
+                    f"all_to_all_v_single of unequal splits: {_NOT_RELAY}, of equal counts")
+        return self.all_to_all_single(output, input, async_op)
+
+    def all_to_all(self, output_list, input_list, async_op):
+        def run():
+            flat_in = torch.cat([t.reshape(-1) for t in input_list])
+            flat_out = flat_in.new_empty(flat_in.numel())
+            self._whole("all-to-all", flat_in, flat_out, None, False)
+            _unstack(flat_out.view(len(output_list), -1), output_list)
+
+        return self._launch(run, (output_list, input_list), async_op)
+
+    def barrier(self, async_op):
+        """An all-reduce of one element among every rank: no rank leaves before all arrived."""
+        one = torch.zeros(1, dtype=torch.int32, device=self.get_device())
+        return self._whole("allreduce", one, None, "sum", async_op)
+
+    def _whole(self, coll, x, y, op, async_op, after=None, keep=()):
+        comm = self.communicator
+
+        def run():
+            result = getattr(comm, _METHODS[coll])(x, *_out_arg(coll, y), self._all,
+                                                   *(() if op is None else (reduce_op_name(op),)),
+                                                   options=self._opts["native"])
+            if after is not None:
+                after()
+            return result
+
+        return self._launch(run, (x, y) + tuple(keep), async_op)
+
+    def _launch(self, run, tensors, async_op):
+        work = launch(self.communicator, run, tensors, async_op)
+        return work if async_op else Work.done(self.communicator, work)
+
+    # ---- what relay does not run -----------------------------------------------------------
+
+    def send(self, tensor, dst, async_op):
+        raise NotImplementedError(f"relay.torchcomms: send: {_NOT_RELAY}")
+
+    def recv(self, tensor, src, async_op):
+        raise NotImplementedError(f"relay.torchcomms: recv: {_NOT_RELAY}")
+
+    def broadcast(self, tensor, root, async_op):
+        raise NotImplementedError(f"relay.torchcomms: broadcast: {_NOT_RELAY}")
+
+    def reduce(self, tensor, root, op, async_op):
+        raise NotImplementedError(f"relay.torchcomms: reduce: {_NOT_RELAY}")
+
+    def scatter(self, output, input_list, root, async_op):
+        raise NotImplementedError(f"relay.torchcomms: scatter: {_NOT_RELAY}")
+
+    def gather(self, output_list, input, root, async_op):
+        raise NotImplementedError(f"relay.torchcomms: gather: {_NOT_RELAY}")
+
+    def set_timeout(self, timeout):
+        raise NotImplementedError(
+            "relay.torchcomms: set_timeout: relay fixes a communicator's timeout when it is made "
+            "(new_comm's timeout=)")
+
+    # ---- split -----------------------------------------------------------------------------
+
+    def split(self, ranks, name, options=None):
+        """torchcomms' split: the ranks in `ranks` get a communicator of their own, ranked in
+        the list's order; an empty list takes part and gets None. Collective (relay_comm_split):
+        a rank that is not in its non-empty list fails the split on every rank."""
+        comm = self.communicator
+        ranks = [int(r) for r in ranks]
+        if not ranks:
+            comm.split(None)
+            return None
+        if comm.rank not in ranks:
+            error = RuntimeError(
+                f"relay.torchcomms: split: ranks {ranks} do not include this rank ({comm.rank})")
+            try:
+                comm.split(-2 - comm.rank)  # not a color: the library fails it on every rank
+            except RelayError as e:
+                raise error from e
+            raise error
+        child = comm.split(min(ranks), key=ranks.index(comm.rank))
+        return TorchCommRelay.from_communicator(child, name)
+
+
+_METHODS = {"allreduce": "all_reduce", "reduce-scatter": "reduce_scatter",
+            "all-gather": "all_gather", "all-to-all": "all_to_all"}
+
+
+def _out_arg(coll, y):
+    return () if coll == "allreduce" else (y,)
+
+
+def _unstack(flat, tensors):
+    for t, part in zip(tensors, flat):
+        t.copy_(part.view(t.shape))
+
+
+def _tensor_list(what, name, values):
+    if isinstance(values, torch.Tensor) or not isinstance(values, (list, tuple)):
+        raise TypeError(f"{what}: {name} must be a list of tensors, one per group")
+    for i, t in enumerate(values):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{what}: {name}[{i}] is {type(t).__name__}, not a tensor")
+    return list(values)
+
+
+class _CommOptions:
+    """torchcomms' CommOptions, for from_environment without torchcomms."""
+
+    def __init__(self, store=None, timeout=None, hints=None):
+        self.store, self.timeout, self.hints = store, timeout, dict(hints or {})
