@@ -3,6 +3,7 @@
 # the GPU under MPS, then relay.torch.bench on CUDA tensors. Logs go to $OUT (or /tmp/relay-gpu).
 #
 #   bash tests/python/gpu_run.sh [LIBDIR]
+#   RELAY_GPU_K=torchcomms bash tests/python/gpu_run.sh     # pytest -k: only the torchcomms tests
 #
 # LIBDIR: a folder holding a librelay_c_cuda.so built elsewhere; without one, or where it does not
 # load, the library is built here (build-gpu/, CMake and nvcc).
@@ -32,7 +33,8 @@ nvidia-cuda-mps-control -d && mps=1 || mps=0
 export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12
 echo "MPS: $mps" | tee -a "$out/machine.txt"
 rc=0
-timeout 330 python3 -m pytest -p no:cacheprovider -v -s -rs tests/python/test_gpu.py 2>&1 |
+timeout 600 python3 -m pytest -p no:cacheprovider -v -s -rs ${RELAY_GPU_K:+-k "$RELAY_GPU_K"} \
+  tests/python/test_gpu.py 2>&1 |
   tee "$out/test_gpu.log" || rc=1
 timeout 90 python3 -m torch.distributed.run --nproc-per-node 8 -m relay.torch.bench --device cuda \
   --backend gloo --transport-bytes 256M -C allreduce,all-gather -A 2,4 -b 256K -e 16M -f 4 \

@@ -12,6 +12,14 @@ tests/python/gpu_run.sh runs it on a GPU machine.
   split          four pairs split from the 8 (comm.split), each pair's allreduce at 4 KB-4 MB
                  against the sum of the two inputs made here, with no MPS SM share set: the
                  pairs' kernels divide the GPU among all 8 ranks on it, so none starves another
+  torchcomms     test_torchcomms.py's suite on CUDA tensors (the four sharded_relay calls in
+                 every form against gloo, the interface, 4 communicators with async calls in
+                 flight on their operation streams, torchrec's wrapper, low precision)
+  op stream      an async call runs on the communicator's operation stream after the current
+                 stream's earlier work, is not complete while that work runs, and wait() orders
+                 the current stream after it; a call without async_op right after waits for it
+  graph methods  each of the four sharded_relay calls captured into a CUDA graph (and again
+                 with async_op=True, waited inside the capture), replays bit-identical to eager
 """
 
 import os
@@ -214,3 +222,130 @@ def test_split_pairs_share_the_gpu_at_every_size():
     for r, (bad, size) in sorted(results.items()):
         assert size == 2, (r, size)
         assert not bad, bad
+
+
+def _torchcomms(rank, size, seed):
+    from test_torchcomms import _suite
+
+    return _suite(rank, size, seed, device="cuda")
+
+
+def test_torchcomms_suite_on_device_tensors():
+    from test_torchcomms import SEED as TC_SEED
+    from test_torchcomms import assert_suite
+
+    assert_suite(assert_all_ok(run_world(8, _torchcomms, (TC_SEED,), timeout=600, env=ENV)))
+
+
+def _fused_lists(rank, dev, n, dtype=torch.float32):
+    """FUSED's per-group lists: this rank's input and output, 1-element placeholders elsewhere."""
+    placeholder = torch.full((1,), -9, dtype=dtype, device=dev)
+    ins, outs = [placeholder] * 4, [placeholder] * 4
+    g = rank // 2
+    ins[g] = torch.zeros(n, dtype=dtype, device=dev)
+    outs[g] = torch.empty(n, dtype=dtype, device=dev)
+    return ins, outs, placeholder
+
+
+def _op_stream(rank, size):
+    from relay.torchcomms import TorchCommRelay
+
+    dev = _device(rank)
+    b = TorchCommRelay.from_group(device=dev, timeout=60, transport_bytes=16 << 20)
+    n = 1 << 16
+    ins, outs, placeholder = _fused_lists(rank, dev, n)
+    ins2, outs2, _ = _fused_lists(rank, dev, n)
+    g = rank // 2
+    x, out, out2 = ins[g], outs[g], outs2[g]
+    call = b.sharded_relay_multi_group_all_reduce
+    call(ins, "sum", FUSED, [n] * 4, async_op=True, output_tensors=outs).wait()  # plans, stream
+    call(ins2, "sum", FUSED, [n] * 4, output_tensors=outs2)
+    torch.cuda.synchronize()
+    current = torch.cuda.current_stream(dev)
+    torch.cuda._sleep(200_000_000)  # ~0.1 s on the current stream
+    x.fill_(float(rank + 1))  # written after the sleep
+    ins2[g].fill_(float(10 * (rank + 1)))
+    work = call(ins, "sum", FUSED, [n] * 4, async_op=True, output_tensors=outs)
+    seen = {"own stream": work.stream is not None and work.stream != current,
+            "in flight": not work.is_completed()}
+    call(ins2, "sum", FUSED, [n] * 4, output_tensors=outs2)  # no wait between: ordered after
+    work.wait()
+    y = out * 1  # on the current stream, after wait()
+    torch.cuda.synchronize()
+    seen["completed"] = work.is_completed()
+    want = float(2 * g + 1 + 2 * g + 2)
+    seen["result"] = bool((y == want).all())
+    seen["then"] = bool((out2 == 10 * want).all())
+    seen["placeholder"] = placeholder.item() == -9
+    b.finalize()
+    return seen
+
+
+def test_torchcomms_async_calls_run_on_the_operation_stream():
+    results = assert_all_ok(run_world(8, _op_stream, (), timeout=300, env=ENV))
+    for r, seen in sorted(results.items()):
+        assert all(seen.values()), (r, seen)
+
+
+def _graph_methods(rank, size):
+    """Static buffers for each of the four calls (fused A=2 and single A=4, four dtypes, out of
+    place), made once eagerly, then captured twice (without and with async_op) and replayed."""
+    from relay.torchcomms import TorchCommRelay
+
+    dev = _device(rank)
+    b = TorchCommRelay.from_group(device=dev, timeout=60, transport_bytes=16 << 20)
+    gen = torch.Generator().manual_seed(rank)
+    shapes = [("allreduce", FUSED, torch.bfloat16, 4099), ("reduce-scatter", SINGLE, torch.float32, 999),
+              ("all-gather", FUSED, torch.float16, 513), ("all-to-all", SINGLE, torch.int32, 77)]
+    calls, outputs, placeholders = [], [], []
+    for coll, groups, dtype, n in shapes:
+        placeholder = torch.full((1,), -9, dtype=dtype, device=dev)
+        placeholders.append(placeholder)
+        ins, outs = [placeholder] * len(groups), [placeholder] * len(groups)
+        me = next((g for g, m in enumerate(groups) if rank in m), None)
+        if me is not None:
+            in_el, out_el = ref.io_elements(coll, len(groups[me]), n)
+            ins[me] = ref.make_input(dtype, in_el, gen).to(dev)
+            outs[me] = torch.empty(out_el, dtype=dtype, device=dev)
+            outputs.append(outs[me])
+        counts = [n] * len(groups)
+        fn = {"allreduce": lambda i, o, g, c, a: b.sharded_relay_multi_group_all_reduce(
+                  i, "avg", g, c, async_op=a, output_tensors=o),
+              "reduce-scatter": lambda i, o, g, c, a: b.sharded_relay_multi_group_reduce_scatter(
+                  i, o, "sum", g, c, async_op=a),
+              "all-gather": lambda i, o, g, c, a: b.sharded_relay_multi_group_all_gather(
+                  i, o, g, c, async_op=a),
+              "all-to-all": lambda i, o, g, c, a: b.sharded_relay_multi_group_all_to_all(
+                  i, o, g, c, async_op=a)}[coll]
+        calls.append(lambda a, fn=fn, args=(ins, outs, groups, counts): fn(*args, a).wait())
+    for c in calls:  # eager: each shape's first call builds its plan; the operation stream
+        c(False)
+        c(True)
+    torch.cuda.synchronize()
+    eager = [o.clone() for o in outputs]
+    bad = []
+    for async_op in (False, True):
+        graph = torch.cuda.CUDAGraph()
+        with b.communicator.capture(graph, register_inputs=not async_op):
+            for c in calls:
+                c(async_op)
+        for replay in range(5):
+            for o in outputs:
+                o.fill_(-3)
+            graph.replay()
+            torch.cuda.synchronize()
+            b.communicator.async_status()
+            for i, (o, e) in enumerate(zip(outputs, eager)):
+                if not torch.equal(o, e):
+                    bad.append(f"rank {rank} async_op={async_op} replay {replay} output {i}")
+        if any(p.item() != -9 for p in placeholders):
+            bad.append(f"rank {rank} async_op={async_op}: a placeholder changed")
+    b.finalize()
+    return len(outputs), bad
+
+
+def test_torchcomms_each_method_captured_replays_bit_identical():
+    results = assert_all_ok(run_world(8, _graph_methods, (), timeout=300, env=ENV))
+    assert sum(n for n, _ in results.values()) == 2 * 8 + 2 * 4, results  # fused 8, single 4
+    bad = [x for r in sorted(results) for x in results[r][1]]
+    assert not bad, "\n".join(bad[:20])

@@ -24,7 +24,8 @@ every output against torch.distributed's gloo collective on the same processes (
                  the fp8 result within the wire's documented bound (docs/schedules.md) of gloo's
                  float64 sum, the others bit for bit
 and, on 2 processes, registration: a stand-in torchcomms (tests/python/standin) whose new_comm
-looks the name up reaches relay's class once relay.torchcomms is imported.
+looks the name up reaches relay's class once relay.torchcomms is imported, and
+docs/torchcomms.md's example runs as written.
 """
 
 import logging
@@ -51,8 +52,18 @@ DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.int32]
 POISON = {torch.int32: -12345}
 
 
+DEV = torch.device("cpu")  # where this process's tensors live (_suite sets it)
+
+
 def _poison(dtype, n=1):
-    return torch.full((n,), POISON.get(dtype, 1234.5), dtype=dtype)
+    return torch.full((n,), POISON.get(dtype, 1234.5), dtype=dtype, device=DEV)
+
+
+class DevChecker(Checker):
+    """Checker comparing on the CPU, wherever the tensors are."""
+
+    def equal(self, what, got, want):
+        super().equal(what, got.cpu(), want.cpu())
 
 
 def _ops():
@@ -149,13 +160,13 @@ def _place(case, coll, in_place, rank, gen):
     in_el, out_el = ref.io_elements(coll, a, n)
     saved = ref.make_input(dtype, in_el, gen)
     if coll == "allreduce":
-        case.ins[g] = saved.clone()
+        case.ins[g] = saved.to(DEV, copy=True)
         if in_place:
             return case.ins[g], saved
         case.outs[g] = _poison(dtype, out_el)
         return case.outs[g], saved
     if coll == "reduce-scatter" and in_place:
-        case.ins[g] = saved.clone()
+        case.ins[g] = saved.to(DEV, copy=True)
         case.outs[g] = case.ins[g][k * n : (k + 1) * n]
         return case.outs[g], saved
     if coll == "all-gather" and in_place:
@@ -163,7 +174,7 @@ def _place(case, coll, in_place, rank, gen):
         case.ins[g] = case.outs[g][k * n : (k + 1) * n]
         case.ins[g].copy_(saved)
         return case.outs[g], saved
-    case.ins[g] = saved.clone()
+    case.ins[g] = saved.to(DEV, copy=True)
     case.outs[g] = _poison(dtype, out_el)
     return case.outs[g], saved
 
@@ -175,33 +186,35 @@ def _interface(b, rank, size, pgs, check, gen):
     ops = _ops()
     world = list(range(size))
     x = ref.make_input(torch.float32, 12, gen)
-    t = x.clone()
+    xd = x.to(DEV)
+    t = x.to(DEV, copy=True)
     b.all_reduce(t, ops["avg"], False).wait()
     check.equal("all_reduce avg", t, ref.reference("allreduce", "avg", x, world, None, torch.float32))
     out = _poison(torch.float32, 12 * size)
-    b.all_gather_single(out, x, True).wait()
+    b.all_gather_single(out, xd, True).wait()
     check.equal("all_gather_single", out, ref.reference("all-gather", None, x, world, None, torch.float32))
     parts = [_poison(torch.float32, 12) for _ in world]
-    b.all_gather(parts, x, False).wait()
+    b.all_gather(parts, xd, False).wait()
     check.equal("all_gather", torch.cat(parts), out)
     big = ref.make_input(torch.bfloat16, 5 * size, gen)
     want = ref.reference("reduce-scatter", "sum", big, world, None, torch.bfloat16)
     got = _poison(torch.bfloat16, 5)
-    b.reduce_scatter_single(got, big, ops["sum"], False).wait()
+    b.reduce_scatter_single(got, big.to(DEV), ops["sum"], False).wait()
     check.equal("reduce_scatter_single", got, want)
     got = _poison(torch.bfloat16, 5)
-    b.reduce_scatter(got, list(big.view(size, 5)), ops["sum"], True).wait()
+    b.reduce_scatter(got, list(big.to(DEV).view(size, 5)), ops["sum"], True).wait()
     check.equal("reduce_scatter", got, want)
     seg = ref.make_input(torch.int32, 3 * size, gen)
     want = ref.reference("all-to-all", None, seg, world, None, torch.int32)
     got = _poison(torch.int32, 3 * size)
-    b.all_to_all_single(got, seg, False).wait()
+    segd = seg.to(DEV)
+    b.all_to_all_single(got, segd, False).wait()
     check.equal("all_to_all_single", got, want)
     got = _poison(torch.int32, 3 * size)
-    b.all_to_all_v_single(got, seg, [3] * size, [3] * size, False).wait()
+    b.all_to_all_v_single(got, segd, [3] * size, [3] * size, False).wait()
     check.equal("all_to_all_v_single of equal splits", got, want)
     lists = [_poison(torch.int32, 3) for _ in world]
-    b.all_to_all(lists, list(seg.view(size, 3)), True).wait()
+    b.all_to_all(lists, list(segd.view(size, 3)), True).wait()
     check.equal("all_to_all", torch.cat(lists), want)
     b.barrier(False).wait()
     for name, args in (("send", (x, 0, False)), ("recv", (x, 0, False)),
@@ -214,7 +227,7 @@ def _interface(b, rank, size, pgs, check, gen):
             if f": {name}:" not in str(e):
                 check.fail(f"{name}: the error does not name it: {e}")
     try:
-        b.all_to_all_v_single(got, seg, [2] * size, [4] * size, False)
+        b.all_to_all_v_single(got, segd, [2] * size, [4] * size, False)
         check.fail("all_to_all_v_single of unequal splits ran")
     except NotImplementedError as e:
         if "all_to_all_v_single" not in str(e):
@@ -224,7 +237,7 @@ def _interface(b, rank, size, pgs, check, gen):
     sub = b.split(mine, f"half{rank % 2}")
     check.equal("split: rank and size", torch.tensor([sub.get_rank(), sub.get_size()]),
                 torch.tensor([mine.index(rank), size // 2]))
-    t = torch.tensor([float(rank)])
+    t = torch.tensor([float(rank)], device=DEV)
     sub.all_reduce(t, ops["sum"], False)
     check.equal("split: the half's sum", t, torch.tensor([float(sum(mine))]))
     sub.finalize()
@@ -237,7 +250,7 @@ def _parallel(rank, size, pgs, check, gen):
     from relay.torchcomms import TorchCommRelay
 
     ops = _ops()
-    comms = [TorchCommRelay.from_group(device="cpu", timeout=30, transport_bytes=1 << 20)
+    comms = [TorchCommRelay.from_group(device=DEV, timeout=30, transport_bytes=1 << 20)
              for _ in range(4)]
     plan = [("allreduce", "sum"), ("reduce-scatter", "avg"), ("all-gather", None),
             ("all-to-all", None)]
@@ -248,8 +261,8 @@ def _parallel(rank, size, pgs, check, gen):
         cases.append((case, coll, op, got, saved))
         works.append(_call(b, coll, case, ops.get(op), False, "positional", True))
     # relay.torch's own fused helper takes async_op too.
-    x = [ref.make_input(torch.float32, 40, gen), ref.make_input(torch.int32, 9, gen)]
-    saved_x = [t.clone() for t in x]
+    saved_x = [ref.make_input(torch.float32, 40, gen), ref.make_input(torch.int32, 9, gen)]
+    x = [t.to(DEV, copy=True) for t in saved_x]
     helper_work = rt.all_reduce_tensors(comms[0].communicator, x, FUSED2, op="sum", async_op=True)
     for w in works + [helper_work]:
         w.wait()
@@ -293,7 +306,7 @@ def _wrapper(b, rank, pgs, check, gen):
         ins = [_poison(torch.float32) for _ in FUSED2]
         outs = list(ins)
         wrong = rank == bad_rank and not alias
-        ins[g] = ref.make_input(torch.float32, in_el + (3 if wrong else 0), gen)
+        ins[g] = ref.make_input(torch.float32, in_el + (3 if wrong else 0), gen).to(DEV)
         outs[g] = ins[g] if alias and rank == bad_rank else _poison(torch.float32, out_el)
         return ins, outs
 
@@ -345,7 +358,7 @@ def _wrapper(b, rank, pgs, check, gen):
     saved = None
     if counts[g]:
         saved = ref.make_input(torch.float32, n, gen)
-        ins[g] = saved.clone()
+        ins[g] = saved.to(DEV, copy=True)
     placeholders = [t for i, t in enumerate(ins) if i != g or not counts[g]]
     fused.allreduce_multi_group(tensors=ins, num_groups=4, per_group_sizes=counts,
                                 all_active_ranks=FUSED2, skip_validation=False).wait()
@@ -412,7 +425,7 @@ def _low_precision(b, rank, pgs, check, gen):
         x = (torch.randn(n, generator=gen) if dtype.is_floating_point
              else ref.make_input(dtype, n, gen))
         tensors = [_poison(dtype) for _ in FUSED2]
-        tensors[g] = x.clone()
+        tensors[g] = x.to(DEV, copy=True)
         del lines.lines[:]
         work = b.sharded_relay_multi_group_all_reduce(tensors, ops["sum"], FUSED2, [n] * 4,
                                                       low_precision=True)
@@ -422,12 +435,12 @@ def _low_precision(b, rank, pgs, check, gen):
             dist.all_gather(parts, x.double(), group=pg)
             exact = x.double()
             dist.all_reduce(exact, group=pg)
-            err = (tensors[g].double() - exact).abs()
+            err = (tensors[g].cpu().double() - exact).abs()
             bound = fp8_bound(torch.stack(parts), exact)
             if not bool((err <= bound).all()):
                 i = int((err - bound).argmax())
                 check.fail(f"fp8 call: element {i} off by {err[i].item()}, bound {bound[i].item()}")
-            if torch.equal(tensors[g], exact.float()):
+            if torch.equal(tensors[g].cpu(), exact.float()):
                 check.fail("fp8 call: the result is the native sum bit for bit (no fp8 crossed)")
         else:
             want = ref.reference("allreduce", "sum", x, FUSED2[g], pg, dtype)
@@ -436,18 +449,24 @@ def _low_precision(b, rank, pgs, check, gen):
     return seen
 
 
-def _suite(rank, size, seed):
+def _suite(rank, size, seed, device="cpu"):
+    """Everything above on this rank, its tensors on `device` ("cpu", or "cuda": its GPU)."""
     import torch.distributed as dist
     from relay.torchcomms import TorchCommRelay
 
+    global DEV
+    DEV = torch.device(device)
+    if DEV.type == "cuda":
+        DEV = torch.device("cuda", rank % torch.cuda.device_count())
+        torch.cuda.set_device(DEV)
     os.environ["TORCHCOMM_RANK"], os.environ["TORCHCOMM_SIZE"] = str(rank), str(size)
     store = dist.PrefixStore("tc", dist.distributed_c10d._get_default_store())
-    b = TorchCommRelay.from_environment("cpu", "sharded", store=store, timeout=30,
+    b = TorchCommRelay.from_environment(DEV, "sharded", store=store, timeout=30,
                                         hints={"relay.transport_bytes": "8M"})
     groupings = [groups for groups, _ in LAYOUTS]
     pgs = ref.subgroups(groupings)
     pgs[None] = None
-    check = Checker(rank, seed)
+    check = DevChecker(rank, seed)
     gen = torch.Generator().manual_seed(seed * 100 + rank)
     identity = (b.get_rank(), b.get_size(), b.get_backend_name(), b.get_comm_name())
     calls = _methods(b, rank, pgs, check, gen)
@@ -459,8 +478,8 @@ def _suite(rank, size, seed):
     return check.failures, calls, identity, seen
 
 
-def test_backend_wrapper_and_low_precision_on_8_processes():
-    results = assert_all_ok(run_world(8, _suite, (SEED,), timeout=300, env=ENV))
+def assert_suite(results):
+    """The 8 ranks' reports of _suite, checked."""
     failures = [f for r in sorted(results) for f in results[r][0]]
     assert not failures, f"seed {SEED}: {len(failures)} wrong:\n" + "\n".join(failures[:40])
     for rank, (_, calls, identity, seen) in results.items():
@@ -478,6 +497,10 @@ def test_backend_wrapper_and_low_precision_on_8_processes():
         assert "(fp8_e4m3_fnuz asked; below the threshold of" in small[2][0]
         assert not ints[0] and ints[1].requested == "native" and ints[1].taken == "native"
         assert "torch.int32 does not travel on the fp8 wire" in ints[2][0]
+
+
+def test_backend_wrapper_and_low_precision_on_8_processes():
+    assert_suite(assert_all_ok(run_world(8, _suite, (SEED,), timeout=300, env=ENV)))
 
 
 def _registration(rank, size):
@@ -508,7 +531,20 @@ def _registration(rank, size):
     work.wait()
     seen["sharded"] = tensors[0].tolist()
     comm.finalize()
+    # docs/torchcomms.md's example, as it is written there.
+    example = {}
+    exec(compile(_doc_example(), "docs/torchcomms.md", "exec"), example)
+    seen["example"] = example["flat"].unique().tolist()
+    example["comm"].finalize()
     return seen
+
+
+def _doc_example():
+    path = os.path.join(os.path.dirname(STANDIN), "..", "..", "docs", "torchcomms.md")
+    with open(path) as f:
+        text = f.read()
+    block = text[text.index("## A torchrec-shaped example"):]
+    return block[block.index("```python\n") + 10 : block.index("```\n", block.index("```python"))]
 
 
 def test_registration_reaches_relays_class():
@@ -519,3 +555,4 @@ def test_registration_reaches_relays_class():
         assert seen["identity"] == (rank, 2, "relay")
         assert seen["all_reduce"] == [3.0] * 3
         assert seen["sharded"] == [1.5] * 4
+        assert seen["example"] == [0.5]  # the pair's average of 0 and 1

@@ -13,6 +13,8 @@ Where a call runs:
   - CUDA, async_op=False: on the current stream, as before, after any async call of the same
     communicator not yet waited for: one communicator's calls never overlap each other (its
     transport's areas are shared by its calls), as NCCL orders one communicator's operations.
+  - In graph capture (Communicator.capture) both work as above within the capture; an async
+    call's wait() must come before the capture ends (CUDA's rule: every stream joins).
   - CPU (shm): the call completes before it returns; the work is complete at once.
 Communicators are independent: calls of several over the same ranks may be in flight together,
 each on its own operation stream (every rank issuing them in the same order).
@@ -145,7 +147,8 @@ def launch(comm, run, tensors, async_op, options=None):
     for t in _tensors(tensors):
         if t.is_cuda:
             t.record_stream(stream)
-    state.pending = event
+    if not comm._capturing:  # a captured call is joined inside its capture (its work's wait)
+        state.pending = event
     return Work(result, _wire(comm, options), stream, event, comm)
 
 
