@@ -18,17 +18,17 @@ round_robin() {
 }
 
 # gpu_build OUTDIR TARGETS...: the CUDA build of bench/mesh-emulate and bench/tools: finds NCCL
-# (libnccl.so.2, nccl.h) anywhere on the machine and puts its folder on LD_LIBRARY_PATH, with the
-# folder of .gpu-deps' libfmt where there is one (the programs load them at run time); configures
+# (libnccl.so.2) anywhere on the machine and puts its folder on LD_LIBRARY_PATH, with the folder
+# of .gpu-deps' libfmt where there is one (the programs load them at run time: NCCL when the nccl
+# transport or baseline is asked for, transport/nccl/library.hpp); configures
 # $GPU_BUILD_DIR, else build/ (Release, sm_90, no static tests, .gpu-deps as a prefix; CUDAFLAGS
 # as the caller's environment has them, at the first configure) and builds TARGETS there, the
 # output in OUTDIR/build.log. Run from the repository root; its status is the build's (the caller
 # says what a failure does).
 gpu_build() {
-  local out=$1 dir=${GPU_BUILD_DIR:-build} lib inc
+  local out=$1 dir=${GPU_BUILD_DIR:-build} lib
   shift
   lib=$(find / -name 'libnccl.so.2' -not -path '*/proc/*' 2>/dev/null | head -1)
-  inc=$(dirname "$(find / -name nccl.h -not -path '*/proc/*' 2>/dev/null | head -1)")
   if [[ -n "$lib" ]]; then
     LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export LD_LIBRARY_PATH
@@ -39,8 +39,7 @@ gpu_build() {
   fi
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRELAY_GPU=CUDA \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DRELAY_BUILD_STATIC_TESTS=OFF \
-    -DCMAKE_PREFIX_PATH="$PWD/.gpu-deps" -DRELAY_NCCL_INCLUDE_DIR="$inc" \
-    ${lib:+-DRELAY_NCCL_LIBRARY=$lib} >"$out/build.log" 2>&1 &&
+    -DCMAKE_PREFIX_PATH="$PWD/.gpu-deps" >"$out/build.log" 2>&1 &&
     cmake --build "$dir" -j"$(nproc)" --target "$@" >>"$out/build.log" 2>&1
 }
 

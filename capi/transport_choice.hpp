@@ -51,7 +51,8 @@ inline status choose_transport(std::string_view requested, memory_kind memory, b
   if (!have)
     return {errc::unsupported, "this library (transports " + std::string(compiled) +
                                    ") was built without '" + name +
-                                   "'; load librelay_c_cuda, built where nvcc is found"};
+                                   "'; load librelay_c_cuda (built where nvcc is found) or "
+                                   "librelay_c_hip (where a HIP compiler is)"};
   chosen = name;
   return {};
 }

@@ -176,16 +176,6 @@ if(RELAY_GPU MATCHES "^(AUTO|HIP|BOTH)$")
     set(RELAY_HAVE_HIP ON)
   endif()
 endif()
-# NCCL, for relay-bench's baseline and the nccl transport's tests and tools: its header and
-# library from the CUDA toolkit or the system (RELAY_NCCL_INCLUDE_DIR, RELAY_NCCL_LIBRARY; either
-# may be missing: a header-only machine still compiles what uses it).
-find_package(CUDAToolkit QUIET)
-if(CUDAToolkit_FOUND)
-  find_path(RELAY_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
-  find_library(RELAY_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR}
-                                             ${CUDAToolkit_LIBRARY_ROOT}/lib)
-endif()
-
 message(STATUS "relay GPU paths: CUDA ${RELAY_HAVE_CUDA} (${CMAKE_CUDA_ARCHITECTURES}), "
                "HIP: hipcc ${RELAY_HAVE_HIPCC} (${RELAY_HIP_ARCH}), "
                "clang ${RELAY_HIP_CLANG_BUILD} (${RELAY_HIP_CLANG_ARCHS})")

@@ -5,8 +5,9 @@
  *
  *   test_relay_c            every part; exit status 0 when all checks hold
  *
- * Linked against librelay_c or librelay_c_cuda (the same symbols); on the CUDA build the device
- * transports are only probed for their errors (no GPU is needed). */
+ * Linked against librelay_c, librelay_c_cuda or librelay_c_hip (the same symbols); on the GPU
+ * builds the device transports are only probed for their errors (no GPU is needed).
+ * RELAY_C_TEST_TRANSPORTS, where defined, is the exact list the library must report. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <netinet/in.h>
@@ -157,6 +158,10 @@ static void test_library(void) {
   CHECK(strcmp(relay_version(), "0.1.0") == 0, "version %s", relay_version());
   CHECK(relay_abi_version() == RELAY_C_ABI_VERSION, "abi %d", relay_abi_version());
   CHECK(strncmp(relay_transports(), "shm", 3) == 0, "transports %s", relay_transports());
+#ifdef RELAY_C_TEST_TRANSPORTS
+  CHECK(strcmp(relay_transports(), RELAY_C_TEST_TRANSPORTS) == 0, "transports %s, not %s",
+        relay_transports(), RELAY_C_TEST_TRANSPORTS);
+#endif
   CHECK(strcmp(relay_status_name(RELAY_OK), "ok") == 0, "ok");
   CHECK(strcmp(relay_status_name(RELAY_TIMEOUT), "timeout") == 0, "timeout");
   CHECK(strcmp(relay_status_name(RELAY_PEER_ERROR), "peer error") == 0, "peer error");
@@ -968,10 +973,35 @@ static int free_port(void) {
   return port;
 }
 
+/* The nccl transport finds NCCL (RCCL) only when it is asked for: the library loaded without it,
+ * and a communicator over it fails, naming the file the variable names, where that file does not
+ * exist (no GPU is needed: the library is looked for first). */
+static void test_nccl_library(void) {
+  part = "nccl library";
+  if (strstr(relay_transports(), "nccl") == NULL) return;
+  const char* absent = "/nonexistent/relay-test/libnccl.so.2";
+  setenv("RELAY_NCCL_LIBRARY", absent, 1);
+  setenv("RELAY_RCCL_LIBRARY", absent, 1);
+  relay_comm_config c;
+  relay_comm_config_init(&c);
+  c.size = 1;
+  c.all_gather = solo_all_gather;
+  c.transport = "nccl";
+  c.memory = RELAY_MEMORY_DEVICE;
+  relay_comm* comm = NULL;
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_UNSUPPORTED);
+  EXPECT_ERROR_TEXT(absent);
+  EXPECT_ERROR_TEXT("_LIBRARY");
+  CHECK(comm == NULL, "a failed create left a handle");
+  unsetenv("RELAY_NCCL_LIBRARY");
+  unsetenv("RELAY_RCCL_LIBRARY");
+}
+
 int main(void) {
   setvbuf(stderr, NULL, _IONBF, 0);
   test_library();
   test_handles();
+  test_nccl_library();
   if (failures > 0) {
     fprintf(stderr, "%d checks failed in one process\n", failures);
     return 1;

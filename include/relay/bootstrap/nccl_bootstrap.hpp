@@ -7,6 +7,9 @@
 // an NCCL collective a peer never joins) and fails with errc::timeout; the communicator is then
 // unusable, for relay and for its owner.
 //
+// NCCL is the process's (transport/nccl/library.hpp): the one that made the communicator. Where
+// it cannot be found, every all_gather and barrier returns that error.
+//
 // Only code compiled by nvcc or hipcc may include this header.
 #pragma once
 
@@ -21,21 +24,19 @@
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/runtime.hpp"
-
-#if defined(RELAY_GPU_HIP)
-#include <rccl/rccl.h>
-#else
-#include <nccl.h>
-#endif
+#include "relay/transport/nccl/transport.hpp"
 
 namespace relay {
 
 class nccl_bootstrap final : public bootstrap {
  public:
-  // `comm` stays the caller's; `device` is the device the communicator's rank uses.
-  nccl_bootstrap(ncclComm_t comm, int device) : comm_(comm), device_(device) {
-    (void)ncclCommUserRank(comm_, &rank_);
-    (void)ncclCommCount(comm_, &size_);
+  // `comm` stays the caller's (an ncclComm_t of nccl.h or rccl.h); `device` is the device the
+  // communicator's rank uses.
+  nccl_bootstrap(nccl_comm comm, int device) : comm_(comm), device_(device) {
+    (void)(loaded_ = gpu_nccl(nccl_));
+    if (!loaded_) return;
+    (void)nccl_->comm_user_rank(comm_, &rank_);
+    (void)nccl_->comm_count(comm_, &size_);
   }
   nccl_bootstrap(const nccl_bootstrap&) = delete;
   nccl_bootstrap& operator=(const nccl_bootstrap&) = delete;
@@ -54,6 +55,7 @@ class nccl_bootstrap final : public bootstrap {
 
   status all_gather(std::span<const std::byte> mine, std::vector<std::vector<std::byte>>& all,
                     milliseconds timeout) override {
+    if (!loaded_) return loaded_;
     if (aborted_) return {errc::timeout, "the NCCL communicator was aborted after a timeout"};
     const gpu::device_guard keep;
     if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
@@ -108,10 +110,10 @@ class nccl_bootstrap final : public bootstrap {
     unsigned char* recv = send + bytes;
     if (gpu::rt::error_t e = gpu::rt::memcpy_async(send, in, bytes, stream_); e != gpu::rt::success)
       return gpu::failure("staging the bootstrap's bytes", device_, e);
-    if (ncclResult_t r = ncclAllGather(send, recv, bytes, ncclUint8, comm_, stream_);
-        r != ncclSuccess)
+    if (nccl_result r = nccl_->all_gather(send, recv, bytes, nccl_type::uint8, comm_, stream_);
+        r != nccl_success)
       return {errc::gpu_error, std::string("ncclAllGather of the bootstrap's ") + what +
-                                   " failed: " + ncclGetErrorString(r)};
+                                   " failed: " + nccl_->get_error_string(r)};
     // Poll, so that a peer that never joins ends in a timeout rather than a hang; read the
     // result only then (a copy into pageable memory would block on the stream).
     for (;;) {
@@ -119,7 +121,7 @@ class nccl_bootstrap final : public bootstrap {
       if (e == gpu::rt::success) break;
       if (e != gpu::rt::not_ready) return gpu::failure("the bootstrap's all-gather", device_, e);
       if (std::chrono::steady_clock::now() > deadline) {
-        (void)ncclCommAbort(comm_);
+        (void)nccl_->comm_abort(comm_);
         aborted_ = true;
         return {errc::timeout, std::string("rank ") + std::to_string(rank_) +
                                    ": not every rank joined the bootstrap's all-gather of " + what +
@@ -133,7 +135,9 @@ class nccl_bootstrap final : public bootstrap {
     return {};
   }
 
-  ncclComm_t comm_ = nullptr;
+  const nccl_api* nccl_ = nullptr;
+  status loaded_;
+  nccl_comm comm_ = nullptr;
   int device_ = 0, rank_ = 0, size_ = 1;
   gpu::rt::stream_t stream_ = nullptr;
   void* buffer_ = nullptr;

@@ -49,7 +49,7 @@ class nccl_executor : public gpu::device_memory<nccl_executor> {
       for (gpu::rt::event_t e : {r.start, r.end})
         if (e != nullptr) (void)gpu::rt::event_destroy(e);
       if (r.stream != nullptr) (void)gpu::rt::stream_destroy(r.stream);
-      if (r.comm != nullptr) (void)ncclCommDestroy(r.comm);
+      if (r.comm != nullptr) (void)nccl_->comm_destroy(r.comm);
     }
   }
   nccl_executor(const nccl_executor&) = delete;
@@ -101,7 +101,7 @@ class nccl_executor : public gpu::device_memory<nccl_executor> {
  private:
   struct rank_state {
     int device = 0;
-    ncclComm_t comm = nullptr;
+    nccl_comm comm = nullptr;
     gpu::rt::stream_t stream = nullptr;
     gpu::rt::event_t start = nullptr, end = nullptr;
     std::unique_ptr<nccl_transport> link;
@@ -123,11 +123,12 @@ class nccl_executor : public gpu::device_memory<nccl_executor> {
                                            " share device " + std::to_string(device_of_[r]) +
                                            ": NCCL puts one rank per device"};
     }
+    if (status s = gpu_nccl(nccl_); !s) return s;
     const gpu::device_guard keep;
-    std::vector<ncclComm_t> comms(device_of_.size(), nullptr);
-    if (ncclResult_t e = ncclCommInitAll(comms.data(), ranks(), device_of_.data());
-        e != ncclSuccess)
-      return detail::nccl_failure("ncclCommInitAll", e);
+    std::vector<nccl_comm> comms(device_of_.size(), nullptr);
+    if (nccl_result e = nccl_->comm_init_all(comms.data(), ranks(), device_of_.data());
+        e != nccl_success)
+      return detail::nccl_failure(*nccl_, "ncclCommInitAll", e);
     ranks_.resize(device_of_.size());
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
       rank_state& s = ranks_[r];
@@ -140,7 +141,7 @@ class nccl_executor : public gpu::device_memory<nccl_executor> {
       for (gpu::rt::event_t* t : {&s.start, &s.end})
         if (gpu::rt::error_t e = gpu::rt::event_create(t, true); e != gpu::rt::success)
           return gpu::failure("creating a timing event", s.device, e);
-      s.link = nccl_transport::over(s.comm, s.device);
+      if (status o = nccl_transport::over(s.comm, s.device, s.link); !o) return o;
     }
     return {};
   }
@@ -203,6 +204,7 @@ class nccl_executor : public gpu::device_memory<nccl_executor> {
   friend class gpu::device_memory<nccl_executor>;
   status finish_issued() { return synchronize(); }
 
+  const nccl_api* nccl_ = nullptr;  // before init_, which initialize() sets
   nccl_executor_options options_;
   std::vector<rank_state> ranks_;
   plan last_, out_of_place_;

@@ -30,9 +30,10 @@ class nccl_backend : public device_backend<nccl_executor> {
   std::string description() const override {
     std::ostringstream text;
     int version = 0;
-    (void)ncclGetVersion(&version);
-    text << "nccl: relay's nccl transport over NCCL " << version / 10000 << "."
-         << version / 100 % 100 << "." << version % 100 << ", " << device_of().size()
+    const nccl_api* nccl = nullptr;
+    if (gpu_nccl(nccl).ok()) (void)nccl->get_version(&version);
+    text << "nccl: relay's nccl transport over " << gpu_nccl_search.name << " " << version / 10000
+         << "." << version / 100 % 100 << "." << version % 100 << ", " << device_of().size()
          << " ranks, a device and a thread each:";
     for (std::size_t r = 0; r < device_of().size(); ++r) {
       std::string name;
@@ -48,6 +49,12 @@ class nccl_backend : public device_backend<nccl_executor> {
 
 std::unique_ptr<backend> make_nccl_backend(int ranks, const std::vector<int>& devices,
                                            std::string& why) {
+  // The library first, so that a machine without it is told which it lacks.
+  const nccl_api* nccl = nullptr;
+  if (status s = gpu_nccl(nccl); !s) {
+    why = s.message();
+    return nullptr;
+  }
   std::vector<int> device_of = devices;
   if (device_of.empty()) {
     const int count = visible_devices(why);

@@ -1,16 +1,17 @@
-// The NCCL baseline: each group one communicator (ncclCommInitAll over its ranks' devices), every
-// group's collective issued in one NCCL group call from this thread, timed by CUDA events on each
-// rank's stream (a call lasts as long as its slowest rank). Same data, check and rotation rules
-// as relay's rows. No {fmt} here: this file is built against the CUDA and NCCL headers only.
-#include <cuda_runtime.h>
-#include <nccl.h>
-
+// The NCCL (RCCL) baseline: each group one communicator (ncclCommInitAll over its ranks'
+// devices), every group's collective issued in one NCCL group call from this thread, timed by
+// device events on each rank's stream (a call lasts as long as its slowest rank). Same data,
+// check and rotation rules as relay's rows. NCCL is the process's, found at run time
+// (transport/nccl/library.hpp). GPU code (gpu/runtime.hpp), so no {fmt} here.
 #include <algorithm>
 #include <cstdlib>
 #include <map>
 
-#include "baseline/nccl_types.hpp"
+#include "backends/device_timing.hpp"
+#include "baseline/nccl_collective.hpp"
 #include "baseline/vendor.hpp"
+#include "relay/gpu/runtime.hpp"
+#include "relay/transport/nccl/transport.hpp"
 #include "sweep/data.hpp"
 #include "sweep/measure.hpp"
 
@@ -18,27 +19,18 @@ namespace relay::bench {
 
 namespace {
 
-status cuda_failure(cudaError_t e, const char* what) {
-  return {errc::gpu_error, std::string(what) + ": " + cudaGetErrorString(e)};
-}
-status nccl_failure(ncclResult_t e, const char* what) {
-  return {errc::gpu_error, std::string(what) + ": " + ncclGetErrorString(e)};
-}
-#define RELAY_BENCH_CUDA(call)                                                      \
-  do {                                                                              \
-    if (cudaError_t e_ = (call); e_ != cudaSuccess) return cuda_failure(e_, #call); \
-  } while (0)
-#define RELAY_BENCH_NCCL(call)                                                       \
-  do {                                                                               \
-    if (ncclResult_t e_ = (call); e_ != ncclSuccess) return nccl_failure(e_, #call); \
+#define RELAY_BENCH_GPU(call)                                       \
+  do {                                                              \
+    if (gpu::rt::error_t e_ = (call); e_ != gpu::rt::success)       \
+      return {errc::gpu_error, #call ": " + gpu::rt::describe(e_)}; \
   } while (0)
 
 // One communicator per group of ranks, kept for the whole run.
 struct communicator {
   std::vector<int> devices;  // by comm rank (= active index)
-  std::vector<ncclComm_t> comms;
-  std::vector<cudaStream_t> streams;
-  std::vector<cudaEvent_t> starts, stops;
+  std::vector<nccl_comm> comms;
+  std::vector<gpu::rt::stream_t> streams;
+  std::vector<gpu::rt::event_t> starts, stops;
 };
 
 // One rank's buffers on its device: `sets` copies of its region (measure.hpp's layout).
@@ -56,26 +48,27 @@ struct rank_memory {
 
 class nccl_runner final : public nccl_baseline {
  public:
-  nccl_runner(std::vector<int> device_of, int device_count)
-      : device_of_(std::move(device_of)), device_count_(device_count) {}
+  nccl_runner(const nccl_api& nccl, std::vector<int> device_of, int device_count)
+      : nccl_(nccl), device_of_(std::move(device_of)), device_count_(device_count) {}
   ~nccl_runner() override {
     for (auto& [ranks, c] : comms_) {
       for (std::size_t i = 0; i < c.comms.size(); ++i) {
-        cudaSetDevice(c.devices[i]);
-        ncclCommDestroy(c.comms[i]);
-        cudaStreamDestroy(c.streams[i]);
-        cudaEventDestroy(c.starts[i]);
-        cudaEventDestroy(c.stops[i]);
+        (void)gpu::rt::set_device(c.devices[i]);
+        if (c.comms[i] != nullptr) (void)nccl_.comm_destroy(c.comms[i]);
+        if (i < c.streams.size()) (void)gpu::rt::stream_destroy(c.streams[i]);
+        if (i < c.starts.size()) (void)gpu::rt::event_destroy(c.starts[i]);
+        if (i < c.stops.size()) (void)gpu::rt::event_destroy(c.stops[i]);
       }
     }
   }
 
   std::string description() const override {
     int v = 0;
-    ncclGetVersion(&v);
+    (void)nccl_.get_version(&v);
     const int major = v / 10000, minor = (v / 100) % 100, patch = v % 100;
-    return "NCCL " + std::to_string(major) + "." + std::to_string(minor) + "." +
-           std::to_string(patch) + " over " + std::to_string(device_count_) + " devices";
+    return std::string(gpu_nccl_search.name) + " " + std::to_string(major) + "." +
+           std::to_string(minor) + "." + std::to_string(patch) + " over " +
+           std::to_string(device_count_) + " devices";
   }
 
   bool supports(const std::vector<std::vector<int>>& groups, std::string& why) const override {
@@ -111,22 +104,23 @@ class nccl_runner final : public nccl_baseline {
       memory.push_back({l, device_of_[static_cast<std::size_t>(l.rank)], nullptr});
       per_device_set = std::max(per_device_set, static_cast<std::int64_t>(l.region));
     }
-    int l2 = 0;
-    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, memory.front().device);
+    const int l2 = l2_bytes(memory.front().device);
     const int sets = rotation_sets(per_device_set, 2 * std::int64_t{l2}, settings.iterations);
     struct release {
       std::vector<rank_memory>& m;
       ~release() {
         for (rank_memory& x : m)
           if (x.base != nullptr) {
-            cudaSetDevice(x.device);
-            cudaFree(x.base);
+            (void)gpu::rt::set_device(x.device);
+            (void)gpu::rt::free(x.base);
           }
       }
     } guard{memory};
     for (rank_memory& m : memory) {
-      RELAY_BENCH_CUDA(cudaSetDevice(m.device));
-      RELAY_BENCH_CUDA(cudaMalloc(&m.base, std::max<std::size_t>(1, m.at.region * sets)));
+      RELAY_BENCH_GPU(gpu::rt::set_device(m.device));
+      void* base = nullptr;
+      RELAY_BENCH_GPU(gpu::rt::malloc(&base, std::max<std::size_t>(1, m.at.region * sets)));
+      m.base = static_cast<std::byte*>(base);
     }
 
     // Inputs everywhere; in the checked run's set, outputs poisoned first.
@@ -134,31 +128,37 @@ class nccl_runner final : public nccl_baseline {
     for (const rank_memory& m : memory) {
       if (settings.check && !(in_place && c != collective::all_gather)) {
         host.assign(m.at.out_bytes, std::byte{poison_byte});
-        RELAY_BENCH_CUDA(cudaMemcpy(m.output(0), host.data(), m.at.out_bytes, cudaMemcpyDefault));
+        RELAY_BENCH_GPU(gpu::rt::memcpy(m.output(0), host.data(), m.at.out_bytes));
       }
       host.resize(m.at.in_bytes);
       fill_input(type, settings.seed, m.at.rank, static_cast<std::int64_t>(m.at.in_bytes) / es,
                  host.data());
       for (int set = 0; set < sets; ++set)
-        RELAY_BENCH_CUDA(cudaMemcpy(m.input(set), host.data(), m.at.in_bytes, cudaMemcpyDefault));
+        RELAY_BENCH_GPU(gpu::rt::memcpy(m.input(set), host.data(), m.at.in_bytes));
     }
 
     auto call = [&](int set) -> status {
-      RELAY_BENCH_NCCL(ncclGroupStart());
-      for (const rank_memory& m : memory)
-        if (status s = issue(c, type, op, *comms[static_cast<std::size_t>(m.at.group)], m.at.index,
-                             A, n, m.input(set), m.output(set));
+      if (nccl_result e = nccl_.group_start(); e != nccl_success)
+        return detail::nccl_failure(nccl_, "ncclGroupStart", e);
+      for (const rank_memory& m : memory) {
+        const communicator& g = *comms[static_cast<std::size_t>(m.at.group)];
+        const auto k = static_cast<std::size_t>(m.at.index);
+        if (status s =
+                nccl_collective(nccl_, g.comms[k], A, c, type, op, static_cast<std::size_t>(n),
+                                m.input(set), m.output(set), g.streams[k]);
             !s) {
-          ncclGroupEnd();
+          (void)nccl_.group_end();
           return s;
         }
-      RELAY_BENCH_NCCL(ncclGroupEnd());
+      }
+      if (nccl_result e = nccl_.group_end(); e != nccl_success)
+        return detail::nccl_failure(nccl_, "ncclGroupEnd", e);
       return {};
     };
     auto synchronize = [&]() -> status {
       for (communicator* comm : comms)
-        for (cudaStream_t s : comm->streams)
-          RELAY_BENCH_CUDA(cudaStreamSynchronize(s));
+        for (gpu::rt::stream_t s : comm->streams)
+          RELAY_BENCH_GPU(gpu::rt::stream_synchronize(s));
       return {};
     };
 
@@ -169,7 +169,7 @@ class nccl_runner final : public nccl_baseline {
       out.wrong = 0;
       for (const rank_memory& m : memory) {
         host.resize(m.at.out_bytes);
-        RELAY_BENCH_CUDA(cudaMemcpy(host.data(), m.output(0), m.at.out_bytes, cudaMemcpyDefault));
+        RELAY_BENCH_GPU(gpu::rt::memcpy(host.data(), m.output(0), m.at.out_bytes));
         const check_result r =
             check_output(c, type, op, groups[static_cast<std::size_t>(m.at.group)], m.at.index, n,
                          settings.seed, host.data());
@@ -183,17 +183,17 @@ class nccl_runner final : public nccl_baseline {
     for (int it = 0; it < settings.iterations; ++it) {
       for (communicator* comm : comms)
         for (std::size_t k = 0; k < comm->streams.size(); ++k)
-          RELAY_BENCH_CUDA(cudaEventRecord(comm->starts[k], comm->streams[k]));
+          RELAY_BENCH_GPU(gpu::rt::event_record(comm->starts[k], comm->streams[k]));
       if (status s = call(it % sets); !s) return s;
       for (communicator* comm : comms)
         for (std::size_t k = 0; k < comm->streams.size(); ++k)
-          RELAY_BENCH_CUDA(cudaEventRecord(comm->stops[k], comm->streams[k]));
+          RELAY_BENCH_GPU(gpu::rt::event_record(comm->stops[k], comm->streams[k]));
       if (status s = synchronize(); !s) return s;
       float slowest = 0;
       for (communicator* comm : comms)
         for (std::size_t k = 0; k < comm->streams.size(); ++k) {
           float ms = 0;
-          RELAY_BENCH_CUDA(cudaEventElapsedTime(&ms, comm->starts[k], comm->stops[k]));
+          RELAY_BENCH_GPU(gpu::rt::event_elapsed_ms(&ms, comm->starts[k], comm->stops[k]));
           slowest = std::max(slowest, ms);
         }
       times.push_back(slowest * 1e-3);
@@ -213,49 +213,26 @@ class nccl_runner final : public nccl_baseline {
     for (int r : ranks)
       c.devices.push_back(device_of_[static_cast<std::size_t>(r)]);
     c.comms.assign(ranks.size(), nullptr);
-    RELAY_BENCH_NCCL(
-        ncclCommInitAll(c.comms.data(), static_cast<int>(ranks.size()), c.devices.data()));
-    for (int d : c.devices) {
-      RELAY_BENCH_CUDA(cudaSetDevice(d));
-      c.streams.emplace_back();
-      RELAY_BENCH_CUDA(cudaStreamCreateWithFlags(&c.streams.back(), cudaStreamNonBlocking));
-      c.starts.emplace_back();
-      c.stops.emplace_back();
-      RELAY_BENCH_CUDA(cudaEventCreate(&c.starts.back()));
-      RELAY_BENCH_CUDA(cudaEventCreate(&c.stops.back()));
+    if (nccl_result e =
+            nccl_.comm_init_all(c.comms.data(), static_cast<int>(ranks.size()), c.devices.data());
+        e != nccl_success)
+      return detail::nccl_failure(nccl_, "ncclCommInitAll", e);
+    // Kept before anything else can fail, so that the destructor frees what was made.
+    communicator& kept = comms_.emplace(ranks, std::move(c)).first->second;
+    for (int d : kept.devices) {
+      RELAY_BENCH_GPU(gpu::rt::set_device(d));
+      kept.streams.emplace_back();
+      RELAY_BENCH_GPU(gpu::rt::stream_create(&kept.streams.back()));
+      kept.starts.emplace_back();
+      RELAY_BENCH_GPU(gpu::rt::event_create(&kept.starts.back(), true));
+      kept.stops.emplace_back();
+      RELAY_BENCH_GPU(gpu::rt::event_create(&kept.stops.back(), true));
     }
-    out = &comms_.emplace(ranks, std::move(c)).first->second;
+    out = &kept;
     return {};
   }
 
-  // Comm rank k's part of the collective, inside the caller's NCCL group.
-  static status issue(collective c, dtype type, reduce_op op, const communicator& comm, int k,
-                      int A, std::int64_t n, const std::byte* in, std::byte* out) {
-    const ncclDataType_t t = nccl_type(type);
-    const ncclRedOp_t o = op == reduce_op::avg ? ncclAvg : ncclSum;
-    const auto count = static_cast<std::size_t>(n);
-    const auto bytes = count * static_cast<std::size_t>(size_of(type));
-    ncclComm_t cm = comm.comms[static_cast<std::size_t>(k)];
-    cudaStream_t s = comm.streams[static_cast<std::size_t>(k)];
-    switch (c) {
-      case collective::allreduce:
-        RELAY_BENCH_NCCL(ncclAllReduce(in, out, count, t, o, cm, s));
-        break;
-      case collective::reduce_scatter:
-        RELAY_BENCH_NCCL(ncclReduceScatter(in, out, count, t, o, cm, s));
-        break;
-      case collective::all_gather: RELAY_BENCH_NCCL(ncclAllGather(in, out, count, t, cm, s)); break;
-      case collective::all_to_all:  // point-to-point, which RCCL has too
-        for (int peer = 0; peer < A; ++peer) {
-          const auto at = static_cast<std::size_t>(peer) * bytes;
-          RELAY_BENCH_NCCL(ncclSend(in + at, count, t, peer, cm, s));
-          RELAY_BENCH_NCCL(ncclRecv(out + at, count, t, peer, cm, s));
-        }
-        break;
-    }
-    return {};
-  }
-
+  const nccl_api& nccl_;
   std::vector<int> device_of_;
   int device_count_;
   std::map<std::vector<int>, communicator> comms_;
@@ -265,12 +242,8 @@ class nccl_runner final : public nccl_baseline {
 
 std::unique_ptr<nccl_baseline> make_nccl_baseline(int ranks, const std::vector<int>& devices,
                                                   std::string& why) {
-  int count = 0;
-  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
-    why = e != cudaSuccess ? std::string("no CUDA device: ") + cudaGetErrorString(e)
-                           : std::string("no CUDA device");
-    return nullptr;
-  }
+  const int count = visible_devices(why);
+  if (count == 0) return nullptr;
   std::vector<int> device_of = devices;
   if (device_of.empty())
     for (int r = 0; r < ranks; ++r)
@@ -284,7 +257,12 @@ std::unique_ptr<nccl_baseline> make_nccl_baseline(int ranks, const std::vector<i
   // NVLink multicast (NVLS) stays off unless the caller turned it on: on shared hosts it can
   // take the GPUs out of service.
   setenv("NCCL_NVLS_ENABLE", "0", 0);
-  return std::make_unique<nccl_runner>(std::move(device_of), count);
+  const nccl_api* nccl = nullptr;
+  if (status s = gpu_nccl(nccl); !s) {
+    why = s.message();
+    return nullptr;
+  }
+  return std::make_unique<nccl_runner>(*nccl, std::move(device_of), count);
 }
 
 }  // namespace relay::bench

@@ -1,7 +1,8 @@
 // The nccl transport as code outside transport/nccl/ reaches it: nccl_config, the transport over
 // an existing NCCL communicator (nccl_transport::over, nccl_transport::create) and the factory
-// of a communicator made from the environment. Only code compiled by nvcc or hipcc may include
-// this header.
+// of a communicator made from the environment. NCCL (RCCL) is the process's, found when the
+// transport is made (nccl/library.hpp). Only code compiled by nvcc or hipcc may include this
+// header.
 #pragma once
 
 #include <functional>
@@ -24,6 +25,9 @@ nccl_factory(nccl_config config = {}) {
   return [config](bootstrap& boot, const environment& env, std::unique_ptr<transport>& out) {
     // The communicator owns the bootstrap and outlives its transport: a non-owning handle.
     std::shared_ptr<bootstrap> shared(&boot, [](bootstrap*) {});
+    // The library first: a machine without it is told which it lacks, GPU or not.
+    const nccl_api* nccl = nullptr;
+    if (status s = gpu_nccl(nccl); !s) return s;
     if (gpu::rt::error_t e = gpu::rt::set_device(env.device); e != gpu::rt::success)
       return gpu::failure("selecting the device", env.device, e);
     std::unique_ptr<nccl_transport> t;

@@ -49,6 +49,11 @@
 // already enqueued cannot time out from here: a peer that dies mid-call leaves them to NCCL's own
 // error handling (ncclCommGetAsyncError; broken() reports it).
 //
+// NCCL itself is found at run time (nccl/library.hpp: the copy already in the process, else
+// RELAY_NCCL_LIBRARY or libnccl.so.2; on AMD, RCCL: RELAY_RCCL_LIBRARY or librccl.so.1) and
+// called through its table (nccl/api.hpp); no NCCL header or library is needed to build. A
+// missing library or entry point is create's or over's error, naming it.
+//
 // Only code compiled by nvcc or hipcc may include this header.
 #pragma once
 
@@ -74,21 +79,32 @@
 #include "relay/plan/bind.hpp"
 #include "relay/plan/slice.hpp"
 #include "relay/plan/validate.hpp"
+#include "relay/transport/nccl/api.hpp"
+#include "relay/transport/nccl/library.hpp"
 #include "relay/transport/nccl/phase.hpp"
 #include "relay/transport/transport.hpp"
 
+namespace relay {
+
+// The library this build's nccl transport calls: RCCL on AMD, NCCL on NVIDIA.
 #if defined(RELAY_GPU_HIP)
-#include <rccl/rccl.h>
+inline constexpr const nccl_search& gpu_nccl_search = nccl_search_of_hip;
 #else
-#include <nccl.h>
+inline constexpr const nccl_search& gpu_nccl_search = nccl_search_of_cuda;
 #endif
 
-namespace relay {
+// The process's NCCL for this build (nccl/library.hpp), loaded on first use.
+inline status gpu_nccl(const nccl_api*& out) {
+  const nccl_library* lib = nullptr;
+  if (status s = process_nccl(gpu_nccl_search, lib); !s) return s;
+  out = &lib->api;
+  return {};
+}
 
 namespace detail {
 
-inline status nccl_failure(const char* what, ncclResult_t r) {
-  return {errc::gpu_error, std::string(what) + " failed: " + ncclGetErrorString(r)};
+inline status nccl_failure(const nccl_api& nccl, const char* what, nccl_result r) {
+  return {errc::gpu_error, std::string(what) + " failed: " + nccl.get_error_string(r)};
 }
 
 }  // namespace detail
@@ -101,14 +117,15 @@ struct nccl_config {
 class nccl_transport final : public transport {
  public:
   // Over an existing communicator of the node's ranks (relay rank r = NCCL rank r), which stays
-  // the caller's. `boot` serves the per-call check (nccl_bootstrap over the same communicator
-  // will do); null turns the check off.
-  static std::unique_ptr<nccl_transport> over(ncclComm_t comm, int device,
-                                              std::shared_ptr<bootstrap> boot = nullptr,
-                                              nccl_config config = {}) {
+  // the caller's (an ncclComm_t of nccl.h or rccl.h). `boot` serves the per-call check
+  // (nccl_bootstrap over the same communicator will do); null turns the check off.
+  static status over(nccl_comm comm, int device, std::unique_ptr<nccl_transport>& out,
+                     std::shared_ptr<bootstrap> boot = nullptr, nccl_config config = {}) {
+    const nccl_api* nccl = nullptr;
+    if (status s = gpu_nccl(nccl); !s) return s;
     if (!boot) config.check_every_call = false;
-    return std::unique_ptr<nccl_transport>(
-        new nccl_transport(comm, false, device, std::move(boot), config));
+    out.reset(new nccl_transport(*nccl, comm, false, device, std::move(boot), config));
+    return {};
   }
 
   // Creates a communicator of boot.size() ranks through the bootstrap: rank 0's unique id goes
@@ -116,10 +133,12 @@ class nccl_transport final : public transport {
   static status create(std::shared_ptr<bootstrap> boot, int device,
                        std::unique_ptr<nccl_transport>& out, nccl_config config = {},
                        milliseconds timeout = milliseconds{30'000}) {
-    ncclUniqueId id{};
+    const nccl_api* nccl = nullptr;
+    if (status s = gpu_nccl(nccl); !s) return s;
+    nccl_unique_id id{};
     if (boot->rank() == 0)
-      if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
-        return detail::nccl_failure("ncclGetUniqueId", r);
+      if (nccl_result r = nccl->get_unique_id(&id); r != nccl_success)
+        return detail::nccl_failure(*nccl, "ncclGetUniqueId", r);
     std::vector<std::vector<std::byte>> all;
     std::array<std::byte, sizeof(id)> mine{};
     std::memcpy(mine.data(), &id, sizeof(id));
@@ -131,10 +150,11 @@ class nccl_transport final : public transport {
     const gpu::device_guard keep;
     if (gpu::rt::error_t e = gpu::rt::set_device(device); e != gpu::rt::success)
       return gpu::failure("selecting the device", device, e);
-    ncclComm_t comm = nullptr;
-    if (ncclResult_t r = ncclCommInitRank(&comm, boot->size(), id, boot->rank()); r != ncclSuccess)
-      return detail::nccl_failure("ncclCommInitRank", r);
-    out.reset(new nccl_transport(comm, true, device, std::move(boot), config));
+    nccl_comm comm = nullptr;
+    if (nccl_result r = nccl->comm_init_rank(&comm, boot->size(), id, boot->rank());
+        r != nccl_success)
+      return detail::nccl_failure(*nccl, "ncclCommInitRank", r);
+    out.reset(new nccl_transport(*nccl, comm, true, device, std::move(boot), config));
     return {};
   }
 
@@ -143,17 +163,18 @@ class nccl_transport final : public transport {
     (void)gpu::rt::set_device(device_);
     (void)gpu::rt::device_synchronize();
     release();
-    if (owns_ && comm_ != nullptr) (void)ncclCommDestroy(comm_);
+    if (owns_ && comm_ != nullptr) (void)nccl_.comm_destroy(comm_);
   }
 
   std::string_view name() const override { return "nccl"; }
-  ncclComm_t comm() const { return comm_; }
+  nccl_comm comm() const { return comm_; }
+  const nccl_api& nccl() const { return nccl_; }
   int device() const { return device_; }
 
   bool broken() const override {
     if (broken_) return true;
-    ncclResult_t async = ncclSuccess;
-    return ncclCommGetAsyncError(comm_, &async) != ncclSuccess || async != ncclSuccess;
+    nccl_result async = nccl_success;
+    return nccl_.comm_get_async_error(comm_, &async) != nccl_success || async != nccl_success;
   }
 
   void abort(const status& /*why*/) override { broken_ = true; }
@@ -227,20 +248,23 @@ class nccl_transport final : public transport {
                                          p.type, format, stream);
             e != gpu::rt::success)
           return fail(gpu::failure("launching the fp8 quantize kernel", device_, e));
-      if (ncclResult_t e = ncclGroupStart(); e != ncclSuccess)
-        return fail(detail::nccl_failure("ncclGroupStart", e));
-      ncclResult_t first = ncclSuccess;
+      if (nccl_result e = nccl_.group_start(); e != nccl_success)
+        return fail(detail::nccl_failure(nccl_, "ncclGroupStart", e));
+      nccl_result first = nccl_success;
       for (const nccl_transfer& t : w.sends) {
-        const ncclResult_t e = ncclSend(address(t.at), t.bytes, ncclUint8, t.peer, comm_, stream);
-        if (first == ncclSuccess) first = e;
+        const nccl_result e =
+            nccl_.send(address(t.at), t.bytes, nccl_type::uint8, t.peer, comm_, stream);
+        if (first == nccl_success) first = e;
       }
       for (const nccl_transfer& t : w.receives) {
-        const ncclResult_t e = ncclRecv(address(t.at), t.bytes, ncclUint8, t.peer, comm_, stream);
-        if (first == ncclSuccess) first = e;
+        const nccl_result e =
+            nccl_.recv(address(t.at), t.bytes, nccl_type::uint8, t.peer, comm_, stream);
+        if (first == nccl_success) first = e;
       }
-      const ncclResult_t end = ncclGroupEnd();
-      if (first != ncclSuccess) return fail(detail::nccl_failure("ncclSend/ncclRecv", first));
-      if (end != ncclSuccess) return fail(detail::nccl_failure("ncclGroupEnd", end));
+      const nccl_result end = nccl_.group_end();
+      if (first != nccl_success)
+        return fail(detail::nccl_failure(nccl_, "ncclSend/ncclRecv", first));
+      if (end != nccl_success) return fail(detail::nccl_failure(nccl_, "ncclGroupEnd", end));
       for (const nccl_local_copy& c : w.copies) {
         const unsigned char* src = address(c.src);
         unsigned char* dst = address(c.dst);
@@ -291,9 +315,14 @@ class nccl_transport final : public transport {
   };
   static constexpr std::size_t cached_lists = 16;
 
-  nccl_transport(ncclComm_t comm, bool owns, int device, std::shared_ptr<bootstrap> boot,
-                 nccl_config config)
-      : comm_(comm), owns_(owns), device_(device), boot_(std::move(boot)), config_(config) {}
+  nccl_transport(const nccl_api& nccl, nccl_comm comm, bool owns, int device,
+                 std::shared_ptr<bootstrap> boot, nccl_config config)
+      : nccl_(nccl),
+        comm_(comm),
+        owns_(owns),
+        device_(device),
+        boot_(std::move(boot)),
+        config_(config) {}
 
   // One end of an fp8 copy: quantize `count` elements at `from` into the image at `to`, or
   // dequantize the image at `from` into elements at `to`; floats where `wide`, else the plan's
@@ -462,7 +491,8 @@ class nccl_transport final : public transport {
     return static_cast<unsigned>(tiles < r ? tiles : r);
   }
 
-  ncclComm_t comm_ = nullptr;
+  const nccl_api& nccl_;
+  nccl_comm comm_ = nullptr;
   bool owns_ = false;
   int device_ = 0;
   std::shared_ptr<bootstrap> boot_;

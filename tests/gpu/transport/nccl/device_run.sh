@@ -24,11 +24,9 @@ gpus=$(nvidia-smi -L | wc -l)
 if [[ -z "$BIN" ]] || ! "$BIN/relay_nccl_tests" --help >/dev/null 2>&1 ||
   ! "$BIN/relay-bench" --version >/dev/null 2>&1; then
   echo "== building here (carried binaries missing or not runnable)"
-  inc=$(dirname "$(find / -name nccl.h -not -path '*/proc/*' 2>/dev/null | head -1)")
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRELAY_GPU=CUDA \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DRELAY_BUILD_STATIC_TESTS=OFF \
-    -DCMAKE_PREFIX_PATH="$PWD/.gpu-deps" -DRELAY_NCCL_INCLUDE_DIR="$inc" \
-    ${lib:+-DRELAY_NCCL_LIBRARY=$lib} >"$OUT/build.log" 2>&1 &&
+    -DCMAKE_PREFIX_PATH="$PWD/.gpu-deps" >"$OUT/build.log" 2>&1 &&
     cmake --build build -j"$(nproc)" --target relay_gpu_tests relay_nccl_tests relay_bench \
       >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
   mkdir -p build/gpu-bin

@@ -174,8 +174,10 @@ TEST_CASE("nccl transport: a rank's invalid buffers or arguments fail every rank
   const std::vector<int> devices = all_devices();
   if (devices.size() < 2) return;
   const int N = static_cast<int>(devices.size());
-  std::vector<ncclComm_t> comms(devices.size());
-  REQUIRE(ncclCommInitAll(comms.data(), N, devices.data()) == ncclSuccess);
+  const nccl_api* nccl = nullptr;
+  REQUIRE(gpu_nccl(nccl).ok());
+  std::vector<nccl_comm> comms(devices.size());
+  REQUIRE(nccl->comm_init_all(comms.data(), N, devices.data()) == nccl_success);
   // An A = N direct allreduce of 1000 int32.
   plan_request req;
   req.coll = collective::allreduce;
@@ -209,7 +211,7 @@ TEST_CASE("nccl transport: a rank's invalid buffers or arguments fail every rank
     RELAY_GPU_REQUIRE(gpu::rt::memset(d.recv, 0xa5, bytes));
     RELAY_GPU_REQUIRE(gpu::rt::stream_create(&d.stream));
     d.boot = std::make_shared<nccl_bootstrap>(comms[static_cast<std::size_t>(r)], r);
-    d.link = nccl_transport::over(comms[static_cast<std::size_t>(r)], r, d.boot);
+    REQUIRE(nccl_transport::over(comms[static_cast<std::size_t>(r)], r, d.link, d.boot).ok());
     d.slice = slice_plan(p, r);
   }
   // Every rank runs one call; `local_error` ranks report bad buffers, `odd_fingerprint` one
@@ -286,7 +288,7 @@ TEST_CASE("nccl transport: a rank's invalid buffers or arguments fail every rank
     (void)gpu::rt::free(d.send);
     (void)gpu::rt::free(d.recv);
     (void)gpu::rt::stream_destroy(d.stream);
-    (void)ncclCommDestroy(comms[static_cast<std::size_t>(r)]);
+    (void)nccl->comm_destroy(comms[static_cast<std::size_t>(r)]);
   }
 }
 
@@ -294,8 +296,10 @@ TEST_CASE("the bootstrap over an NCCL communicator gathers bytes of any length",
   const std::vector<int> devices = all_devices();
   if (devices.size() < 2) return;
   const int N = static_cast<int>(devices.size());
-  std::vector<ncclComm_t> comms(devices.size());
-  REQUIRE(ncclCommInitAll(comms.data(), N, devices.data()) == ncclSuccess);
+  const nccl_api* nccl = nullptr;
+  REQUIRE(gpu_nccl(nccl).ok());
+  std::vector<nccl_comm> comms(devices.size());
+  REQUIRE(nccl->comm_init_all(comms.data(), N, devices.data()) == nccl_success);
   std::vector<std::vector<std::vector<std::byte>>> got(devices.size());
   std::vector<status> results(devices.size()), barriers(devices.size());
   std::vector<int> ranks(devices.size(), -1), sizes(devices.size(), -1);
@@ -327,6 +331,6 @@ TEST_CASE("the bootstrap over an NCCL communicator gathers bytes of any length",
             std::vector<std::byte>(static_cast<std::size_t>(q) * 3,
                                    static_cast<std::byte>(7 * q + 1)));
   }
-  for (ncclComm_t c : comms)
-    (void)ncclCommDestroy(c);
+  for (nccl_comm c : comms)
+    (void)nccl->comm_destroy(c);
 }

@@ -1,17 +1,17 @@
-// The CUDA build's transports: shm, ipc, and nccl where NCCL was found (RELAY_C_HAVE_NCCL).
-// Compiled by nvcc: the ipc and nccl transports hold kernels.
+// The GPU builds' transports (librelay_c_cuda, librelay_c_hip): shm, ipc and nccl. Compiled by
+// nvcc or a HIP compiler: the ipc and nccl transports hold kernels. The nccl transport finds
+// NCCL (RCCL on AMD) when it is asked for (transport/nccl/library.hpp), so the library loads,
+// and shm and ipc run, where there is none.
 #include "transports.hpp"
 
 #include "relay/transport/ipc/factory.hpp"
-#include "relay/transport/shm/factory.hpp"
-#if RELAY_C_HAVE_NCCL
 #include "relay/transport/nccl/factory.hpp"
-#endif
+#include "relay/transport/shm/factory.hpp"
 
 namespace relay::c_abi {
 
 const char* compiled_transports() {
-  return RELAY_C_HAVE_NCCL ? "shm,ipc,nccl" : "shm,ipc";
+  return "shm,ipc,nccl";
 }
 
 status make_transport(std::string_view name, bootstrap& boot, const environment& env,
@@ -28,9 +28,7 @@ status make_transport(std::string_view name, bootstrap& boot, const environment&
     if (bytes > 0) o.bytes_per_rank = bytes;
     return ipc_factory(o)(boot, env, out);
   }
-#if RELAY_C_HAVE_NCCL
   if (name == "nccl") return nccl_factory()(boot, env, out);
-#endif
   return {errc::unsupported, "this library was built without '" + std::string(name) + "'"};
 }
 
