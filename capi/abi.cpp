@@ -47,7 +47,8 @@ struct relay_comm {
 namespace relay::c_abi {
 
 // The header's constants are relay's enumerations, value for value.
-static_assert(RELAY_SYSTEM_ERROR == static_cast<int>(errc::system_error) &&
+static_assert(RELAY_PEER_LOST == static_cast<int>(errc::peer_lost) &&
+              RELAY_SYSTEM_ERROR == static_cast<int>(errc::system_error) &&
               RELAY_PEER_ERROR == static_cast<int>(errc::peer_error) &&
               RELAY_MISMATCH == static_cast<int>(errc::mismatch) &&
               RELAY_TIMEOUT == static_cast<int>(errc::timeout) &&
@@ -88,20 +89,14 @@ std::int32_t first_rank(std::string_view m) {
   return -1;
 }
 
-// The rank a failure names as its cause, for a timeout, peer error or mismatch (-1 for other
-// failures): the first rank its message names, except that "rank 0 gave up (rank 1 aborted)
-// while ..." names its cause inside, as deep as such reasons nest.
+// The rank a failure names as its root cause: the status carries it; a bootstrap callback's
+// failure, which is text only, names it first (relay.h, relay_bootstrap_fail).
 std::int32_t peer_named(const status& s) {
-  if (s.code() != errc::timeout && s.code() != errc::peer_error && s.code() != errc::mismatch)
+  if (s.peer() >= 0) return s.peer();
+  if (s.code() != errc::timeout && s.code() != errc::peer_error && s.code() != errc::mismatch &&
+      s.code() != errc::peer_lost)
     return -1;
-  std::string_view m = s.message();
-  std::int32_t peer = first_rank(m);
-  constexpr std::string_view gave_up = " gave up (";
-  for (std::size_t at = m.find(gave_up); at != std::string_view::npos; at = m.find(gave_up)) {
-    m = m.substr(at + gave_up.size());
-    if (const std::int32_t inner = first_rank(m.substr(0, m.find(')'))); inner >= 0) peer = inner;
-  }
-  return peer;
+  return first_rank(s.message());
 }
 
 relay_status finish(const status& s) {
@@ -209,11 +204,20 @@ const group_list& groups_of(relay_comm& h, const std::int32_t* ranks, const std:
   return list;
 }
 
+// The C ABI's defaults: the C++ options', but for the route, which is the cost model's choice
+// (route::automatic: a group of every rank takes the direct route, small calls the direct
+// exchange), as NCCL users expect of a library; C++ callers choose the route they name.
+options abi_defaults() {
+  options o;
+  o.route = route::automatic;
+  return o;
+}
+
 // `out` from the caller's options; where they ask for a report, `out` writes the library's
 // choice to `chosen` and `report` is where it goes.
 status read_options(const relay_options* o, std::int32_t groups, options& out, wire_choice& chosen,
                     relay_wire_report*& report) {
-  out = {};
+  out = abi_defaults();
   report = nullptr;
   if (o == nullptr) return {};
   // An older header's options end before wire_report; any other size was never initialized.
@@ -333,7 +337,7 @@ status make_comm(std::shared_ptr<bootstrap> boot, const environment& env, const 
 status from_callback(std::int32_t code, const relay_bootstrap_result& r, const char* what) {
   if (code == RELAY_OK) return {};
   if (!r.failure.ok()) return r.failure;
-  return {code > 0 && code <= RELAY_SYSTEM_ERROR ? static_cast<errc>(code) : errc::system_error,
+  return {code > 0 && code <= RELAY_PEER_LOST ? static_cast<errc>(code) : errc::system_error,
           std::string("the ") + what + " callback failed (status " + std::to_string(code) + ")"};
 }
 
@@ -374,21 +378,41 @@ status live(relay_comm* c, relay_comm*& out) {
   return out->aborted;
 }
 
+// A refusal's status from the C ABI's code and text: a failing relay_status, or why not.
+status refusal_of(std::int32_t why, const char* message, const char* otherwise, status& out) {
+  if (why <= RELAY_OK || why > RELAY_PEER_LOST)
+    return {errc::invalid_argument,
+            "a refusal needs a failing relay_status, not " + std::to_string(why)};
+  out = {static_cast<errc>(why), message != nullptr && *message != '\0' ? message : otherwise};
+  return {};
+}
+
+// What this rank alone finds wrong with a call's flat arguments, before they can be read as a
+// call: ok, or the refusal its peers learn of through the call's agreement.
+status check_call(const std::int32_t* ranks, const std::int32_t* sizes, std::int32_t n,
+                  const std::int64_t* counts, std::int32_t type, std::int32_t op,
+                  const relay_options* o, options& opt, wire_choice& chosen,
+                  relay_wire_report*& report) {
+  if (status s = check_flat_groups(ranks, sizes, n, counts); !s) return s;
+  if (type < 0 || static_cast<std::size_t>(type) >= all_dtypes.size())
+    return {errc::unsupported, "dtype " + std::to_string(type) + " is not a relay_dtype"};
+  if (op != RELAY_SUM && op != RELAY_AVG)
+    return {errc::unsupported, "op " + std::to_string(op) + " is not a relay_op (sum or avg)"};
+  return read_options(o, n, opt, chosen, report);
+}
+
 status run_call(relay_comm* c, collective coll, const void* send, std::size_t send_bytes,
                 void* recv, std::size_t recv_bytes, const std::int32_t* ranks,
                 const std::int32_t* sizes, std::int32_t n, const std::int64_t* counts,
                 std::int32_t type, std::int32_t op, const relay_options* o, void* stream) {
   relay_comm* h = nullptr;
   if (status s = live(c, h); !s) return s;
-  if (status s = check_flat_groups(ranks, sizes, n, counts); !s) return s;
-  if (type < 0 || static_cast<std::size_t>(type) >= all_dtypes.size())
-    return {errc::unsupported, "dtype " + std::to_string(type) + " is not a relay_dtype"};
-  if (op != RELAY_SUM && op != RELAY_AVG)
-    return {errc::unsupported, "op " + std::to_string(op) + " is not a relay_op (sum or avg)"};
+  // Refused through the library, so the peers fail at once naming this rank instead of waiting.
   options opt;
   wire_choice chosen;
   relay_wire_report* report = nullptr;
-  if (status s = read_options(o, n, opt, chosen, report); !s) return s;
+  if (status s = check_call(ranks, sizes, n, counts, type, op, o, opt, chosen, report); !s)
+    return h->comm->refuse(std::move(s), stream);
   status s = run_collective(*h->comm, coll, groups_of(*h, ranks, sizes, n),
                             {const_cast<void*>(send), send == nullptr ? 0 : send_bytes},
                             {recv, recv == nullptr ? 0 : recv_bytes},
@@ -485,22 +509,8 @@ int32_t relay_last_error_peer(void) {
   return last_peer;
 }
 const char* relay_status_name(int32_t s) {
-  static constexpr std::array<const char*, 13> names{"ok",
-                                                     "invalid schedule",
-                                                     "invalid group",
-                                                     "invalid count",
-                                                     "invalid buffer",
-                                                     "invalid argument",
-                                                     "unsupported",
-                                                     "gpu error",
-                                                     "out of memory",
-                                                     "timeout",
-                                                     "mismatch",
-                                                     "peer error",
-                                                     "system error"};
-  static_assert(names.size() == static_cast<std::size_t>(errc::system_error) + 1);
-  return s >= 0 && static_cast<std::size_t>(s) < names.size() ? names[static_cast<std::size_t>(s)]
-                                                              : "unknown";
+  // relay::name's text is a literal, so its view ends in a NUL.
+  return s >= 0 && s <= RELAY_PEER_LOST ? name(static_cast<errc>(s)).data() : "unknown";
 }
 
 relay_status relay_parse(int32_t vocabulary, const char* text, int32_t* value) {
@@ -619,7 +629,7 @@ relay_status relay_bootstrap_fail(relay_bootstrap_result* r, int32_t code, const
   return guarded([&]() -> status {
     if (r == nullptr) return null_argument("the result");
     const errc e =
-        code > 0 && code <= RELAY_SYSTEM_ERROR ? static_cast<errc>(code) : errc::system_error;
+        code > 0 && code <= RELAY_PEER_LOST ? static_cast<errc>(code) : errc::system_error;
     r->failure = {
         e, message != nullptr && *message != '\0' ? message : "the bootstrap callback failed"};
     return {};
@@ -712,6 +722,16 @@ relay_status relay_comm_split(relay_comm* parent, int32_t color, int32_t key, re
   });
 }
 
+relay_status relay_comm_split_refuse(relay_comm* parent, int32_t why, const char* message) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(parent, h); !s) return s;
+    status refusal;
+    if (status s = refusal_of(why, message, "this rank refused the split", refusal); !s) return s;
+    return refuse_split(*h->comm, std::move(refusal));
+  });
+}
+
 relay_status relay_comm_abort(relay_comm* c) {
   return guarded([&]() -> status {
     relay_comm* h = nullptr;
@@ -767,12 +787,9 @@ relay_status relay_comm_refuse(relay_comm* c, int32_t why, const char* message, 
   return guarded([&]() -> status {
     relay_comm* h = nullptr;
     if (status s = live(c, h); !s) return s;
-    if (why <= RELAY_OK || why > RELAY_SYSTEM_ERROR)
-      return {errc::invalid_argument,
-              "a refusal needs a failing relay_status, not " + std::to_string(why)};
-    const char* text =
-        message != nullptr && *message != '\0' ? message : "this rank refused the call";
-    return h->comm->refuse({static_cast<errc>(why), text}, stream);
+    status refusal;
+    if (status s = refusal_of(why, message, "this rank refused the call", refusal); !s) return s;
+    return h->comm->refuse(std::move(refusal), stream);
   });
 }
 
@@ -809,7 +826,7 @@ void relay_options_init(relay_options* o) {
   if (o == nullptr) return;
   std::memset(o, 0, sizeof *o);
   o->struct_size = sizeof *o;
-  const options defaults;
+  const options defaults = abi_defaults();
   o->mode = RELAY_MODE_GROUPS;
   o->route = static_cast<std::int32_t>(defaults.route);
   o->wire = static_cast<std::int32_t>(defaults.wire);

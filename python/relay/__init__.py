@@ -18,6 +18,7 @@ from .errors import (
     InvalidScheduleError,
     MismatchError,
     PeerError,
+    PeerLostError,
     RelayError,
     TimeoutError,
     UnsupportedError,
@@ -37,6 +38,7 @@ __all__ = [
     "InvalidScheduleError",
     "MismatchError",
     "PeerError",
+    "PeerLostError",
     "TimeoutError",
     "UnsupportedError",
 ]

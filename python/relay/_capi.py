@@ -128,6 +128,7 @@ _FUNCTIONS = {
     "relay_comm_destroy": (c_int, [_P]),
     "relay_comm_abort": (c_int, [_P]),
     "relay_comm_split": (c_int, [_P, c_int32, c_int32, POINTER(_P)]),
+    "relay_comm_split_refuse": (c_int, [_P, c_int32, c_char_p]),
     "relay_comm_rank": (c_int, [_P, _I32P]),
     "relay_comm_size": (c_int, [_P, _I32P]),
     "relay_comm_device": (c_int, [_P, _I32P]),

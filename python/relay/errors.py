@@ -3,7 +3,7 @@ peer rank the message names (or None).
 
 Argument errors (a bad group, count, buffer, dtype, ...) are also ValueError or TypeError, so code
 written against torch.distributed's conventions catches them; a timeout is also the built-in
-TimeoutError.
+TimeoutError. A peer process that exited or closed its communicator is PeerLostError, a PeerError.
 """
 
 import builtins
@@ -73,6 +73,12 @@ class RelaySystemError(RelayError):
     status, code = "system error", 12
 
 
+class PeerLostError(PeerError):
+    """A peer process exited, was killed or closed its communicator (`peer` names it)."""
+
+    status, code = "peer lost", 13
+
+
 ERRORS = {
     cls.code: cls
     for cls in (
@@ -88,6 +94,7 @@ ERRORS = {
         MismatchError,
         PeerError,
         RelaySystemError,
+        PeerLostError,
     )
 }
 

@@ -166,7 +166,8 @@ static void test_library(void) {
   CHECK(strcmp(relay_status_name(RELAY_TIMEOUT), "timeout") == 0, "timeout");
   CHECK(strcmp(relay_status_name(RELAY_PEER_ERROR), "peer error") == 0, "peer error");
   CHECK(strcmp(relay_status_name(RELAY_SYSTEM_ERROR), "system error") == 0, "system error");
-  CHECK(strcmp(relay_status_name(13), "unknown") == 0, "13");
+  CHECK(strcmp(relay_status_name(RELAY_PEER_LOST), "peer lost") == 0, "peer lost");
+  CHECK(strcmp(relay_status_name(14), "unknown") == 0, "14");
   CHECK(strcmp(relay_status_name(-1), "unknown") == 0, "-1");
 
   /* Names both ways; the header's values. */
@@ -307,13 +308,14 @@ static void test_library(void) {
   EXPECT_STATUS(relay_count_of(9, 2, 9, 9, &n), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_count_of(RELAY_ALLREDUCE, 2, 9, 9, NULL), RELAY_INVALID_ARGUMENT);
 
-  /* Defaults. */
+  /* Defaults: the cost model's route. */
   relay_options o;
   memset(&o, 0x5a, sizeof o);
   relay_options_init(&o);
-  CHECK(o.struct_size == sizeof o && o.mode == RELAY_MODE_GROUPS && o.route == RELAY_ROUTE_RELAY &&
-            o.wire == RELAY_WIRE_NATIVE && o.precision == RELAY_FP32_PARTIALS && o.permille == 0 &&
-            o.tiles == 0 && o.alignment > 0 && o.wire_threshold == -1 && o.wire_report == NULL,
+  CHECK(o.struct_size == sizeof o && o.mode == RELAY_MODE_GROUPS &&
+            o.route == RELAY_ROUTE_AUTOMATIC && o.wire == RELAY_WIRE_NATIVE &&
+            o.precision == RELAY_FP32_PARTIALS && o.permille == 0 && o.tiles == 0 &&
+            o.alignment > 0 && o.wire_threshold == -1 && o.wire_report == NULL,
         "options defaults");
   relay_options_init(NULL);
   /* The wires' dtypes: native carries every one, fp8 the three floating types below 64 bits. */

@@ -13,10 +13,11 @@
 //                   that rank gets invalid_buffer, every other rank peer_error naming it; then
 //                   a good call works
 //   early_exit      the last rank exits before calling, after a first call of the shape (the
-//                   transport's wait) or before any (the bootstrap's): errc::timeout naming it,
-//                   well before the timeout (the peer's exit is noticed)
+//                   transport's wait) or before any (the bootstrap's): errc::peer_lost naming it
+//                   first and as the status's peer, well before the timeout (the peer's exit is
+//                   noticed)
 //   stall           the last rank never calls (it sleeps past RELAY_TIMEOUT, then exits): the
-//                   others fail after about the timeout, naming it
+//                   others fail after about the timeout, errc::timeout naming it first
 // In every failing call no user buffer is written: the outputs keep their poison.
 #include <chrono>
 #include <cstring>
@@ -229,8 +230,13 @@ void absent_peer(communicator& comm, bool warm, bool stall, std::chrono::millise
   const auto start = std::chrono::steady_clock::now();
   const status s = allreduce_pairs(comm, b, warm ? 5 : 3);
   const auto took = std::chrono::steady_clock::now() - start;
-  expect_error(s, errc::timeout, "rank " + std::to_string(last), b,
+  // The cause first, on every rank: the peer that stalled (a timeout) or exited (peer lost).
+  const std::string cause = "rank " + std::to_string(last) + (stall ? " did not enter" : " (pid");
+  expect_error(s, stall ? errc::timeout : errc::peer_lost, cause, b,
                stall ? "a stalled peer" : "an exited peer");
+  expect(s.message().rfind(cause, 0) == 0 && s.peer() == last,
+         "the cause is not first, or not the status's peer (" + std::to_string(s.peer()) +
+             "): " + s.message());
   if (stall)
     expect(took >= timeout * 9 / 10 && took < timeout * 3,
            "a stalled peer: the call took " +

@@ -5,15 +5,21 @@
 // per call from every rank through a pipe.
 //
 //   relay_mp_faults [SCENARIOS] [SEED]
+//   relay_mp_faults late [SCENARIOS] [SEED]     late ranks only (below)
 //
 // Faults: refused arguments (a count make_plan refuses), another shape (other counts), another
 // collective, a bad buffer (a null output), communicator::refuse, an exit, SIGKILL mid-call, and
-// SIGSTOP past the timeout (SIGCONT later). Checked in every scenario:
+// SIGSTOP past the timeout (SIGCONT later); and late ranks: every rank but one enters a call
+// after that one gave up on it, or one rank enters after the others gave up (N = 3, 4 and 8,
+// the on-time rank a group's member or a helper, below or above the others). Checked in every
+// scenario:
 //   - no ok call returns wrong data (each rank checks its own output against the naive reference);
 //   - every call of a surviving rank returns within the timeout plus 1 s, and the faulty call is
 //     an error on every surviving rank (the kill and the exit: that call or the next);
 //   - where the communicator promises to stay usable (every fault but exit, kill and stop), the
 //     faulty call is an error on every rank and every other call is right, the next one included;
+//   - late ranks: one outcome for the call on every rank, the late ones included: an error
+//     naming the same rank first as its cause (the first late rank), then nothing more;
 //   - nothing is left in /dev/shm.
 // A failure prints the scenario (its seed replays it alone: relay_mp_faults 1 SEED).
 #include <signal.h>
@@ -49,13 +55,20 @@ enum class fault : int {
   exit,
   sigkill,
   sigstop,
+  late_others,  // every rank but the faulty one enters the call after it gave up
+  late_one,     // the faulty rank enters the call after the others gave up
 };
-constexpr int fault_kinds = 8;
+constexpr int fault_kinds = 10;
+constexpr int random_kinds = 8;  // the random scenarios' kinds; the late ones run on their own
 constexpr const char* fault_names[fault_kinds] = {
     "refused arguments", "another shape", "another collective", "a bad buffer",
-    "refuse()",          "exit",          "SIGKILL mid-call",   "SIGSTOP past the timeout"};
+    "refuse()",          "exit",          "SIGKILL mid-call",   "SIGSTOP past the timeout",
+    "late others",       "late one"};
+bool is_late(fault f) {
+  return f == fault::late_others || f == fault::late_one;
+}
 bool keeps_usable(fault f) {
-  return f != fault::exit && f != fault::sigkill && f != fault::sigstop;
+  return f != fault::exit && f != fault::sigkill && f != fault::sigstop && !is_late(f);
 }
 
 struct scenario {
@@ -69,12 +82,14 @@ struct scenario {
   // machine (CI runs other tests beside this one); a stalled peer is waited out that long.
   std::chrono::milliseconds timeout{1000};
   int kill_after_us = 0;  // SIGKILL: this long into the call
+  int index = -1;         // a late scenario's place in its run (it picks N, the kind and the rank)
   std::vector<property_case> cases;
 
   std::string describe() const {
     return std::string(fault_names[static_cast<int>(what)]) + " by rank " + std::to_string(faulty) +
            " of " + std::to_string(ranks) + " at call " + std::to_string(at) + " of " +
-           std::to_string(calls) + " (seed " + std::to_string(seed) + ")";
+           std::to_string(calls) + " (seed " + std::to_string(seed) +
+           (index >= 0 ? ", late index " + std::to_string(index) : std::string()) + ")";
   }
 };
 
@@ -131,9 +146,9 @@ scenario draw(std::uint64_t seed) {
   s.faulty = below(s.ranks);
   s.at = below(s.calls - 1);  // a call follows the faulty one
   // Each kind as often, but a stop (it costs the timeout) one time in three of its share.
-  s.what = static_cast<fault>(below(fault_kinds));
+  s.what = static_cast<fault>(below(random_kinds));
   if (s.what == fault::sigstop && below(3) != 0)
-    s.what = static_cast<fault>(below(fault_kinds - 1));
+    s.what = static_cast<fault>(below(random_kinds - 1));
   s.kill_after_us = below(3000);
   std::mt19937_64 cases(rng());
   while (static_cast<int>(s.cases.size()) < s.calls) {
@@ -157,11 +172,48 @@ scenario draw(std::uint64_t seed) {
   return s;
 }
 
+// Late ranks, the i-th of a run: N = 3, 4 and 8 in turn, each kind in turn, the faulty (on-time
+// or late) rank every rank in turn, so that it is a group's member or a helper, below or above
+// the others. One group of two random ranks, single mode on the relay route, a random
+// collective of 101 or 65521 elements (at 101 most ranks have nothing to move: the call is over
+// as soon as it is agreed).
+scenario draw_late(std::uint64_t seed, int i) {
+  scenario s;
+  s.seed = seed;
+  s.index = i;
+  std::mt19937_64 rng(seed);
+  auto below = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  constexpr int sizes[] = {3, 4, 8};
+  s.ranks = sizes[i % 3];
+  s.what = (i / 3) % 2 == 0 ? fault::late_others : fault::late_one;
+  s.faulty = (i / 6) % s.ranks;
+  s.calls = 3;
+  s.at = 1 + below(2);
+  s.timeout = std::chrono::milliseconds(400);
+  const int a = below(s.ranks);
+  const int b = (a + 1 + below(s.ranks - 1)) % s.ranks;
+  for (int k = 0; k < s.calls; ++k) {
+    property_case c;
+    c.ranks = s.ranks;
+    c.active = 2;
+    c.mode = mode::single;
+    c.coll = all_collectives[static_cast<std::size_t>(below(4))];
+    c.in_place = has_in_place(c.coll) && below(2) == 0;
+    c.type = dtype::int32;
+    c.groups = {{a, b}};
+    c.counts = {below(2) == 0 ? 101 : 65521};
+    c.seed = rng();
+    s.cases.push_back(c);
+  }
+  return s;
+}
+
 // What a rank reports of one call (one write() each: below PIPE_BUF, so records never mix).
 struct report {
   int rank = 0, call = 0;
   int code = 0;  // errc
   int wrong = 0;
+  int peer = -1;  // status::peer()
   long long micros = 0;
   char message[200] = {};
 };
@@ -194,7 +246,8 @@ struct report {
     // runs of two suites side by side). The barrier keeps the promise under test strict: the
     // first failure is at call s.at on every rank.
     if (i == s.at && i > 0 &&
-        (s.what == fault::exit || s.what == fault::sigkill || s.what == fault::sigstop)) {
+        (s.what == fault::exit || s.what == fault::sigkill || s.what == fault::sigstop ||
+         is_late(s.what))) {
       if (status b = comm->boot().barrier(s.timeout); !b) {
         report r;
         r.rank = rank;
@@ -206,6 +259,10 @@ struct report {
         std::_Exit(2);
       }
     }
+    // Late past the timeout: the ranks on time give up on the call before the late ones enter.
+    if (i == s.at &&
+        (s.what == fault::late_one ? me_faulty : s.what == fault::late_others && !me_faulty))
+      std::this_thread::sleep_for(s.timeout + std::chrono::milliseconds(250));
     if (misbehave && s.what == fault::exit) std::_Exit(3);
     if (misbehave && s.what == fault::sigstop) ::raise(SIGSTOP);  // the launcher resumes it
     if (misbehave && s.what == fault::sigkill)
@@ -237,6 +294,7 @@ struct report {
     r.rank = rank;
     r.call = i;
     r.code = static_cast<int>(st.code());
+    r.peer = st.peer();
     r.micros =
         std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start).count();
     st.message().copy(r.message, sizeof r.message - 1);
@@ -336,6 +394,24 @@ std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pid
       if (!(faulty && s.what == fault::sigstop) && std::chrono::microseconds(c.micros) > limit)
         fail(at + " took " + std::to_string(c.micros / 1000) + " ms: " + c.message);
     }
+    if (is_late(s.what)) {
+      // One outcome: call s.at fails on every rank, late or not, and nothing runs after it.
+      if (static_cast<int>(calls.size()) != s.at + 1 || calls.back().code == 0) {
+        fail(who + " reported " + std::to_string(calls.size()) + " calls, the last " +
+             (calls.empty() ? std::string("none") : std::string(calls.back().message)) +
+             " (one outcome: call " + std::to_string(s.at) + " fails everywhere, then nothing)");
+        continue;
+      }
+      for (const report& c : calls)
+        if (c.call < s.at && c.code != 0)
+          fail(who + " call " + std::to_string(c.call) + " failed: " + c.message);
+      continue;
+    }
+    // A stopped rank resumes after the others gave up on its call: it fails that call too.
+    if (faulty && s.what == fault::sigstop)
+      for (const report& c : calls)
+        if (c.call == s.at && c.code == 0)
+          fail(who + " returned ok from the call the others gave up on while it was stopped");
     if (faulty && !keeps_usable(s.what)) continue;  // it left, or was stopped: no promise
     if (keeps_usable(s.what)) {
       if (static_cast<int>(calls.size()) != s.calls) {
@@ -372,6 +448,24 @@ std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pid
       fail(who + "'s error does not name rank " + std::to_string(s.faulty) + ": " +
            calls[static_cast<std::size_t>(first_error)].message);
   }
+  if (is_late(s.what)) {
+    // Every rank names one cause first: the late rank (late one), or the first late rank the
+    // rank on time waited for (late others).
+    std::set<int> causes;
+    for (const auto& calls : by_rank)
+      if (!calls.empty() && calls.back().code != 0) {
+        const report& c = calls.back();
+        causes.insert(c.peer);
+        if (std::string(c.message).rfind("rank " + std::to_string(c.peer) + " ", 0) != 0)
+          fail("rank " + std::to_string(c.rank) + "'s error does not start with its cause, rank " +
+               std::to_string(c.peer) + ": " + c.message);
+      }
+    const int cause = causes.size() == 1 ? *causes.begin() : -1;
+    if (causes.size() != 1 || cause < 0 ||
+        (s.what == fault::late_one ? cause != s.faulty : cause == s.faulty))
+      fail("the ranks name " + std::to_string(causes.size()) + " cause(s), the first " +
+           std::to_string(causes.empty() ? -1 : *causes.begin()) + ", as the root of the failure");
+  }
   for (std::size_t q = 0; q < pids.size(); ++q) {
     const int st = exit_status[q];
     const bool expected_death =
@@ -385,17 +479,20 @@ std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pid
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool late = argc > 1 && std::string(argv[1]) == "late";
+  if (late) --argc, ++argv;
   const int scenarios = argc > 1 ? std::atoi(argv[1]) : 200;
   const std::uint64_t seed = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 20261201;
   const std::set<std::string> before = relay_names_in_dev_shm();
   std::array<int, fault_kinds> tried{};
   int failed = 0;
   const auto start = clock_type::now();
-  for (int i = -1; i < scenarios; ++i) {
-    // First the dead helper, then the random ones.
-    const scenario s = i < 0            ? dead_helper()
-                       : scenarios == 1 ? draw(seed)
-                                        : draw(seed + static_cast<std::uint64_t>(i));
+  for (int i = late ? 0 : -1; i < scenarios; ++i) {
+    // First the dead helper, then the random ones (or the late ones, each of which
+    // replays alone from its seed and index: relay_mp_faults late 1 SEED INDEX).
+    const auto drawn = scenarios == 1 ? seed : seed + static_cast<std::uint64_t>(i);
+    const int index = scenarios == 1 && argc > 3 ? std::atoi(argv[3]) : i;
+    const scenario s = late ? draw_late(drawn, index) : i < 0 ? dead_helper() : draw(drawn);
     ++tried[static_cast<std::size_t>(s.what)];
     std::vector<pid_t> pids;
     for (const std::string& f : run_scenario(s, pids)) {

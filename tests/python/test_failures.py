@@ -219,7 +219,10 @@ def test_a_wrong_dtype_on_one_rank_fails_every_rank(reports):
 def test_a_rank_that_exits_is_named_on_every_rank(reports, scenario):
     seen = _every_rank(reports, scenario, range(7))
     for r, s in seen.items():
-        assert s["error"] == "TimeoutError" and s["peer"] == 7, (r, s)
+        # The cause first, with a status of its own: rank 7's process is gone.
+        assert s["error"] == "PeerLostError" and s["peer"] == 7, (r, s)
+        assert "PeerError" in s["bases"], s
+        assert s["message"].startswith("peer lost: rank 7 (pid "), s
         assert "exited" in s["message"], s
         assert s["elapsed"] < 2, f"rank {r} took {s['elapsed']:.1f} s to see rank 7 gone"
     _nothing_written(seen)

@@ -51,18 +51,19 @@ static_assert(named<D>({D::int8, D::uint8, D::int32, D::uint32, D::int64, D::uin
                         "bfloat16", "float32", "float64"},
                        parse_dtype));
 using E = errc;
-static_assert(named<E>({E::ok, E::invalid_schedule, E::invalid_group, E::invalid_count,
-                        E::invalid_buffer, E::invalid_argument, E::unsupported, E::gpu_error,
-                        E::out_of_memory, E::timeout, E::mismatch, E::peer_error, E::system_error},
-                       {"ok", "invalid schedule", "invalid group", "invalid count",
-                        "invalid buffer", "invalid argument", "unsupported", "gpu error",
-                        "out of memory", "timeout", "mismatch", "peer error", "system error"},
-                       nullptr));
+static_assert(
+    named<E>({E::ok, E::invalid_schedule, E::invalid_group, E::invalid_count, E::invalid_buffer,
+              E::invalid_argument, E::unsupported, E::gpu_error, E::out_of_memory, E::timeout,
+              E::mismatch, E::peer_error, E::system_error, E::peer_lost},
+             {"ok", "invalid schedule", "invalid group", "invalid count", "invalid buffer",
+              "invalid argument", "unsupported", "gpu error", "out of memory", "timeout",
+              "mismatch", "peer error", "system error", "peer lost"},
+             nullptr));
 
 // A byte outside the enum (read from a peer, or corrupt) is named, not read past the table.
 static_assert(name(static_cast<collective>(4)) == "?" && name(static_cast<route>(200)) == "?");
 static_assert(name(static_cast<wire_format>(4)) == "unknown");
-static_assert(name(static_cast<dtype>(10)) == "?" && name(static_cast<errc>(13)) == "?");
+static_assert(name(static_cast<dtype>(10)) == "?" && name(static_cast<errc>(14)) == "?");
 
 // The short names stay beside the table's.
 static_assert(parse_wire("fnuz") == wire_format::fp8_e4m3_fnuz && !parse_wire("fp16"));

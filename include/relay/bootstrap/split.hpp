@@ -35,8 +35,8 @@ namespace detail {
 // After a collective step over `parent`: every rank's outcome to every rank, so that the step
 // fails everywhere where it failed anywhere. A rank's own error comes back as it was; the others
 // get errc::peer_error naming the rank whose error is the cause (the lowest rank whose error is
-// not a timeout or a peer's: a member that waited for a failed one times out, and that is not
-// why) and what it was.
+// not a timeout, a peer's or a peer lost: a member that waited for a failed one times out or
+// loses it, and that is not why) and what it was.
 inline status agree_on_outcome(bootstrap& parent, const status& mine, milliseconds timeout,
                                const std::string& what) {
   std::string word(1, static_cast<char>(mine.code()));
@@ -47,15 +47,17 @@ inline status agree_on_outcome(bootstrap& parent, const status& mine, millisecon
   auto failed = [&](std::size_t r) { return !all[r].empty() && all[r][0] != std::byte{0}; };
   auto consequence = [&](std::size_t r) {
     const auto code = static_cast<errc>(all[r][0]);
-    return code == errc::timeout || code == errc::peer_error;
+    return code == errc::timeout || code == errc::peer_error || code == errc::peer_lost;
   };
   std::size_t cause = all.size();
   for (std::size_t r = all.size(); r-- > 0;)  // the lowest cause, else the lowest failure
     if (failed(r) && (!consequence(r) || cause == all.size() || consequence(cause))) cause = r;
   if (cause == all.size()) return {};
-  return {errc::peer_error, "rank " + std::to_string(cause) + "'s " + what + " failed: " +
-                                std::string(reinterpret_cast<const char*>(all[cause].data()) + 1,
-                                            all[cause].size() - 1)};
+  return {
+      errc::peer_error,
+      "rank " + std::to_string(cause) + "'s " + what + " failed: " +
+          std::string(reinterpret_cast<const char*>(all[cause].data()) + 1, all[cause].size() - 1),
+      static_cast<int>(cause)};
 }
 
 // One rank's word in the split's exchange.
@@ -99,17 +101,21 @@ inline std::vector<int> members_of(const std::vector<split_word>& words, int col
 
 // Collective over `parent`: this rank's bootstrap in the sub-job of `color` (ranked by `key`,
 // ties by parent rank) into `out`, or nullptr for no_color. Any other negative color is refused
-// (errc::invalid_argument here, errc::peer_error naming this rank elsewhere). Every wait has
-// `timeout`.
+// (errc::invalid_argument here, errc::peer_error naming this rank elsewhere), and so is every
+// split of a rank that passes a failing `refusal` (its own checks of its arguments failed: it
+// takes part as a refusal, so its peers fail at once naming it, and returns `refusal`). Every
+// wait has `timeout`.
 inline status split_bootstrap(bootstrap& parent, int color, int key, milliseconds timeout,
-                              std::unique_ptr<bootstrap>& out) {
+                              std::unique_ptr<bootstrap>& out, const status& refusal = {}) {
   using namespace detail;
   out.reset();
   split_word mine;
-  mine.color = color < 0 ? no_color : color;
+  mine.color = color < 0 || !refusal.ok() ? no_color : color;
   mine.key = key;
   unique_fd listener;
-  if (color < 0 && color != no_color)
+  if (!refusal.ok())
+    mine.refusal = refusal.to_string();
+  else if (color < 0 && color != no_color)
     mine.refusal = "color " + std::to_string(color) + " is neither >= 0 nor relay::no_color (-1)";
   // Every rank of a color offers a store, so the split needs one exchange; all but each color's
   // first member close theirs unused.
@@ -133,11 +139,13 @@ inline status split_bootstrap(bootstrap& parent, int color, int key, millisecond
   for (std::size_t r = 0; r < all.size(); ++r)
     if (!split_word::parse(all[r], words[r]))
       return {errc::system_error, "rank " + std::to_string(r) + "'s split word is malformed"};
+  if (!refusal.ok()) return refusal;
   if (!mine.refusal.empty()) return {errc::invalid_argument, mine.refusal};
   for (std::size_t r = 0; r < words.size(); ++r)
     if (!words[r].refusal.empty())
       return {errc::peer_error,
-              "rank " + std::to_string(r) + " refused the split: " + words[r].refusal};
+              "rank " + std::to_string(r) + " refused the split: " + words[r].refusal,
+              static_cast<int>(r)};
   status joined;
   if (color >= 0) {
     const std::vector<int> members = members_of(words, color);

@@ -7,6 +7,13 @@
 // fails the call on every rank with errc::timeout naming it (rank 0 tells the others). Every wait
 // has a deadline: resolving the store's name, each connect (non-blocking, retried while rank 0
 // is not listening yet), accept, every send and receive.
+//
+// One outcome per exchange: rank 0 decides every all-gather for every rank. A rank whose wait
+// for rank 0's answer runs out tells rank 0 that it gives up (a give-up frame) and waits a
+// little longer for its answer: the exchange went ahead (the answer is the data) only if rank 0
+// answered before it saw the give-up, and otherwise fails on every rank, naming that rank's
+// reason. A give-up frame rank 0 reads only in a later exchange is of an exchange decided
+// already, and dropped.
 #pragma once
 
 #include <arpa/inet.h>
@@ -35,9 +42,10 @@
 namespace relay {
 namespace detail {
 
-// Frames on the wire: one kind byte (0: data, 1: an error), a 64-bit length, the bytes. An
-// error's bytes are its code (one byte) and its message.
-enum class frame_kind : unsigned char { data = 0, error = 1 };
+// Frames on the wire: one kind byte (0: data, 1: an error, 2: a give-up), a 64-bit length, the
+// bytes. An error's bytes are its code (one byte), the rank it names as its cause (32 bits, -1
+// none) and its message; a give-up's, the exchange's number (64 bits), then an error's.
+enum class frame_kind : unsigned char { data = 0, error = 1, give_up = 2 };
 
 // Sends everything or fails: `peer` names the other end in the message.
 inline status send_all(int fd, const void* data, std::size_t bytes, steady::time_point deadline,
@@ -66,17 +74,32 @@ inline status send_frame(int fd, frame_kind kind, std::span<const std::byte> pay
   return send_all(fd, payload.data(), payload.size(), deadline, peer);
 }
 
+inline std::string error_bytes(const status& error) {
+  std::string bytes(1, static_cast<char>(error.code()));
+  const std::int32_t peer = error.peer();
+  bytes.append(reinterpret_cast<const char*>(&peer), 4);
+  return bytes + error.message();
+}
+
 inline status send_error(int fd, const status& error, steady::time_point deadline,
                          const std::string& peer) {
-  std::string bytes(1, static_cast<char>(error.code()));
-  bytes += error.message();
+  const std::string bytes = error_bytes(error);
   return send_frame(fd, frame_kind::error, std::as_bytes(std::span(bytes)), deadline, peer);
 }
 
 inline status error_of(std::span<const std::byte> payload) {
-  if (payload.empty()) return {errc::system_error, "an empty error frame"};
+  if (payload.size() < 5) return {errc::system_error, "a truncated error frame"};
+  std::int32_t peer = -1;
+  std::memcpy(&peer, payload.data() + 1, 4);
   return {static_cast<errc>(payload[0]),
-          std::string(reinterpret_cast<const char*>(payload.data()) + 1, payload.size() - 1)};
+          std::string(reinterpret_cast<const char*>(payload.data()) + 5, payload.size() - 5), peer};
+}
+
+// A give-up frame's exchange number (0 where the frame is too short to have one).
+inline std::uint64_t exchange_of(std::span<const std::byte> payload) {
+  std::uint64_t n = 0;
+  if (payload.size() >= 8) std::memcpy(&n, payload.data(), 8);
+  return n;
 }
 
 // Reads frames incrementally from several sockets at once.
@@ -107,6 +130,7 @@ struct frame_reader {
   }
   frame_kind kind() const { return static_cast<frame_kind>(bytes[0]); }
   std::span<const std::byte> payload() const { return std::span(bytes).subspan(9); }
+  void reset() { *this = {}; }
 };
 
 // Reads one whole frame from `fd` before `deadline`.
@@ -157,52 +181,96 @@ class tcp_bootstrap final : public bootstrap {
   }
 
  private:
-  status gather_at_root(std::span<const std::byte> mine, std::vector<std::vector<std::byte>>& all,
-                        milliseconds timeout, const std::string& what) {
-    const auto deadline = steady::now() + timeout;
-    std::vector<frame_reader> readers(static_cast<std::size_t>(size_));
-    std::vector<int> missing, closed;
+  // Rank 0 reads one data frame per rank until `deadline`, dropping give-up frames of exchanges
+  // decided already; a give-up of this exchange (a rank that stopped waiting for the answer) ends
+  // the gathering at once. `late[r]` reads what rank r sends after its data.
+  void gather_frames(std::vector<frame_reader>& data, std::vector<frame_reader>& late,
+                     steady::time_point deadline) {
     for (;;) {
       std::vector<pollfd> fds;
-      for (int r = 1; r < size_; ++r)
-        if (!readers[static_cast<std::size_t>(r)].done &&
-            !readers[static_cast<std::size_t>(r)].closed)
-          fds.push_back({peers_[static_cast<std::size_t>(r)].get(), POLLIN, 0});
-      if (fds.empty()) break;
+      std::vector<int> whose;
+      bool waiting = false;
+      for (int r = 1; r < size_; ++r) {
+        const frame_reader& d = data[static_cast<std::size_t>(r)];
+        const frame_reader& l = late[static_cast<std::size_t>(r)];
+        if (d.closed || l.closed || l.done) continue;
+        waiting = waiting || !d.done;
+        fds.push_back({peers_[static_cast<std::size_t>(r)].get(), POLLIN, 0});
+        whose.push_back(r);
+      }
+      if (!waiting) return;
       const int ready = ::poll(fds.data(), fds.size(), remaining_ms(deadline));
       if (ready < 0 && errno == EINTR) continue;
-      if (ready <= 0) break;
-      for (int r = 1; r < size_; ++r) {
-        frame_reader& x = readers[static_cast<std::size_t>(r)];
-        if (x.done || x.closed) continue;
-        for (const pollfd& f : fds)
-          if (f.fd == peers_[static_cast<std::size_t>(r)].get() && (f.revents != 0)) x.pump(f.fd);
+      if (ready <= 0) return;
+      for (std::size_t i = 0; i < fds.size(); ++i) {
+        if (fds[i].revents == 0) continue;
+        const auto r = static_cast<std::size_t>(whose[i]);
+        frame_reader& x = data[r].done ? late[r] : data[r];
+        x.pump(fds[i].fd);
+        if (x.done && x.kind() == frame_kind::give_up && exchange_of(x.payload()) < calls_)
+          x.reset();  // of an exchange decided already
+        if (late[r].done) return;
       }
     }
+  }
+
+  // What rank 0 decides of an exchange whose frames it read: the failure (a rank missing, closed,
+  // failed or given up), or ok.
+  status decide(const std::vector<frame_reader>& data, const std::vector<frame_reader>& late,
+                milliseconds timeout, const std::string& what) const {
+    std::vector<int> missing, closed;
     for (int r = 1; r < size_; ++r) {
-      const frame_reader& x = readers[static_cast<std::size_t>(r)];
+      const frame_reader& x = data[static_cast<std::size_t>(r)];
+      const frame_reader& l = late[static_cast<std::size_t>(r)];
+      if (l.done && l.kind() == frame_kind::give_up) {
+        const status why = error_of(l.payload().subspan(8));
+        return {why.code(),
+                why.message() + " (rank " + std::to_string(r) + " gave up on " + what + ")",
+                why.peer()};
+      }
       if (x.closed && !x.done)
         closed.push_back(r);
       else if (!x.done)
         missing.push_back(r);
     }
-    std::string error;
     if (!closed.empty())
-      error =
-          "rank(s) " + rank_list(closed) + " closed their connection before " + what + " (exited?)";
-    else if (!missing.empty())
-      error = "rank(s) " + rank_list(missing) + " did not join " + what + " within " +
-              std::to_string(timeout.count()) + " ms";
+      return {
+          errc::peer_lost,
+          "rank(s) " + rank_list(closed) + " closed their connection before " + what + " (exited?)",
+          closed[0]};
+    if (!missing.empty())
+      return {errc::timeout,
+              "rank(s) " + rank_list(missing) + " did not join " + what + " within " +
+                  std::to_string(timeout.count()) + " ms",
+              missing[0]};
     // Contributions that are error frames: a rank that already failed.
-    for (int r = 1; r < size_ && error.empty(); ++r)
-      if (readers[static_cast<std::size_t>(r)].kind() == frame_kind::error)
-        error = "rank " + std::to_string(r) +
-                " failed: " + error_of(readers[static_cast<std::size_t>(r)].payload()).message();
+    for (int r = 1; r < size_; ++r)
+      if (data[static_cast<std::size_t>(r)].kind() != frame_kind::data) {
+        const status why = error_of(data[static_cast<std::size_t>(r)].payload());
+        return {why.code(), "rank " + std::to_string(r) + " failed: " + why.message(), r};
+      }
+    return {};
+  }
+
+  status gather_at_root(std::span<const std::byte> mine, std::vector<std::vector<std::byte>>& all,
+                        milliseconds timeout, const std::string& what) {
+    std::vector<frame_reader> data(static_cast<std::size_t>(size_));
+    std::vector<frame_reader> late(static_cast<std::size_t>(size_));
+    gather_frames(data, late, steady::now() + timeout);
+    // A give-up sent as the last contribution arrived: looked for once more (a frame that has
+    // begun to arrive is read to its end; the rank sent it whole).
+    for (int r = 1; r < size_; ++r) {
+      frame_reader& l = late[static_cast<std::size_t>(r)];
+      const int fd = peers_[static_cast<std::size_t>(r)].get();
+      if (data[static_cast<std::size_t>(r)].done && !l.done && !l.closed &&
+          wait_ready(fd, POLLIN, steady::now()))
+        (void)receive_frame(fd, l, steady::now() + milliseconds(200), "rank " + std::to_string(r),
+                            what);
+    }
     const auto answer_deadline = steady::now() + timeout;
-    if (!error.empty()) {
-      const status failed(errc::timeout, error);
+    if (status failed = decide(data, late, timeout, what); !failed) {
       for (int r = 1; r < size_; ++r)
-        if (!readers[static_cast<std::size_t>(r)].closed)
+        if (!data[static_cast<std::size_t>(r)].closed)
           (void)send_error(peers_[static_cast<std::size_t>(r)].get(), failed, answer_deadline,
                            "rank " + std::to_string(r));
       return failed;
@@ -212,7 +280,7 @@ class tcp_bootstrap final : public bootstrap {
     std::vector<std::byte> reply;
     for (int r = 0; r < size_; ++r) {
       if (r > 0) {
-        const auto payload = readers[static_cast<std::size_t>(r)].payload();
+        const auto payload = data[static_cast<std::size_t>(r)].payload();
         all[static_cast<std::size_t>(r)].assign(payload.begin(), payload.end());
       }
       const std::uint64_t len = all[static_cast<std::size_t>(r)].size();
@@ -234,11 +302,28 @@ class tcp_bootstrap final : public bootstrap {
     const int fd = peers_[0].get();
     // Rank 0 waits up to `timeout` for the others and then says who is missing: wait longer
     // than that, so the message names the real culprit rather than rank 0.
-    const auto deadline = steady::now() + timeout + std::max(milliseconds(1000), timeout / 2);
+    const auto grace = std::max(milliseconds(1000), timeout / 2);
+    const auto deadline = steady::now() + timeout + grace;
     if (status s = send_frame(fd, frame_kind::data, mine, deadline, "rank 0 (the store)"); !s)
       return s;
     frame_reader r;
-    if (status s = receive_frame(fd, r, deadline, "rank 0 (the store)", what); !s) return s;
+    if (status s = receive_frame(fd, r, deadline, "rank 0 (the store)", what); !s) {
+      if (r.closed) return {errc::peer_lost, s.message(), 0};
+      // Rank 0 decides: tell it this rank gives up, and take its answer if it comes in time
+      // (it may have answered before it read this).
+      const status why(errc::timeout,
+                       "rank 0 (the store) did not answer " + what + " within " +
+                           std::to_string((timeout + grace).count()) + " ms",
+                       0);
+      std::string bytes(8, '\0');
+      std::memcpy(bytes.data(), &calls_, 8);
+      bytes += error_bytes(why);
+      const auto last = steady::now() + grace;
+      if (!send_frame(fd, frame_kind::give_up, std::as_bytes(std::span(bytes)), last,
+                      "rank 0 (the store)") ||
+          !receive_frame(fd, r, last, "rank 0 (the store)", what))
+        return why;
+    }
     const auto payload = r.payload();
     if (r.kind() == frame_kind::error) return error_of(payload);
     all.assign(static_cast<std::size_t>(size_), {});

@@ -57,10 +57,11 @@ typedef enum relay_status {
   RELAY_UNSUPPORTED = 6,      /* a dtype, operator or in-place form the collective lacks */
   RELAY_GPU_ERROR = 7,
   RELAY_OUT_OF_MEMORY = 8,
-  RELAY_TIMEOUT = 9,     /* a peer did not arrive within the timeout, or exited */
+  RELAY_TIMEOUT = 9,     /* a peer did not arrive within the timeout */
   RELAY_MISMATCH = 10,   /* the ranks of one call disagree on its arguments */
   RELAY_PEER_ERROR = 11, /* another rank of the call failed; this rank's part was fine */
-  RELAY_SYSTEM_ERROR = 12
+  RELAY_SYSTEM_ERROR = 12,
+  RELAY_PEER_LOST = 13 /* a peer process exited, was killed or closed its communicator */
 } relay_status;
 
 /* Which memory a communicator's calls pass: what transport "auto" decides from. */
@@ -127,8 +128,10 @@ RELAY_C_API int relay_abi_version(void);     /* RELAY_C_ABI_VERSION of the libra
 RELAY_C_API const char* relay_transports(void);
 /* The text of this thread's last failure ("" before any); valid until its next failure. */
 RELAY_C_API const char* relay_last_error(void);
-/* The rank that failure names as the cause (a peer that timed out, exited, refused or
- * disagreed), or -1 where it names none. */
+/* The rank that failure names as its root cause (a peer that timed out, exited, refused or
+ * disagreed), however many ranks passed it on; -1 where it names none. A failure's text names
+ * that rank first: "rank 7 (pid 1234) exited during call #3 (seen by rank 5; every rank
+ * stopped)". */
 RELAY_C_API int32_t relay_last_error_peer(void);
 /* "ok", "timeout", ... (relay::name(errc)); "unknown" outside the enumeration. */
 RELAY_C_API const char* relay_status_name(int32_t status);
@@ -228,6 +231,12 @@ RELAY_C_API relay_status relay_comm_destroy(relay_comm* comm);
 #define RELAY_NO_COLOR (-1)
 RELAY_C_API relay_status relay_comm_split(relay_comm* parent, int32_t color, int32_t key,
                                           relay_comm** out);
+/* This rank refuses the split its peers are making now (its own checks of its arguments failed,
+ * a binding's type or range checks say): it takes part in the split as a refusal, so every peer
+ * returns RELAY_PEER_ERROR naming this rank at once, and returns `why` with `message` as its
+ * error text. The parent stays usable on every rank. */
+RELAY_C_API relay_status relay_comm_split_refuse(relay_comm* parent, int32_t why,
+                                                 const char* message);
 /* This rank is gone: its peers fail at once instead of waiting out their timeout; the
  * communicator is unusable afterwards (destroy it). */
 RELAY_C_API relay_status relay_comm_abort(relay_comm* comm);
@@ -274,7 +283,7 @@ typedef struct relay_wire_report {
 typedef struct relay_options {
   size_t struct_size;     /* sizeof(relay_options); relay_options_init sets it */
   int32_t mode;           /* relay_mode */
-  int32_t route;          /* relay_route */
+  int32_t route;          /* relay_route; default RELAY_ROUTE_AUTOMATIC: the cost model's */
   int32_t wire;           /* relay_wire */
   int32_t precision;      /* relay_precision */
   int32_t permille;       /* allreduce offload share (relay route); 0: the link-balanced default */
@@ -287,7 +296,8 @@ typedef struct relay_options {
   relay_wire_report* wire_report;
 } relay_options;
 
-/* The defaults (NULL options mean them). */
+/* The defaults (NULL options mean them): the route the cost model predicts fastest for the call
+ * (RELAY_ROUTE_AUTOMATIC; a group of every rank takes the direct route), the native wire. */
 RELAY_C_API void relay_options_init(relay_options* options);
 /* 1 where `wire` carries `dtype` (every wire carries every dtype natively; the fp8 wires take
  * float32, float16 and bfloat16), 0 where a call with both is refused. */

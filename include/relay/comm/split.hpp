@@ -57,4 +57,14 @@ inline status split_communicator(communicator& parent, int color, int key,
   return {};
 }
 
+// This rank refuses the split its peers are making now (its own checks of its arguments failed
+// before it had a color to pass): it takes part in the split as a refusal, so every peer fails at
+// once with errc::peer_error naming it, and the parent stays usable. Returns `why` (or the
+// exchange's error where the split could not be made at all).
+inline status refuse_split(communicator& parent, status why) {
+  if (why.ok()) why = {errc::invalid_argument, "the caller refused the split"};
+  std::unique_ptr<bootstrap> none;
+  return split_bootstrap(parent.boot(), no_color, 0, parent.config().timeout, none, why);
+}
+
 }  // namespace relay

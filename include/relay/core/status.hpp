@@ -20,37 +20,45 @@ enum class errc : unsigned char {
   unsupported,       // a dtype, operator or in-place form the collective does not have
   gpu_error,         // the GPU runtime reported an error
   out_of_memory,
-  timeout,       // a peer process did not arrive within the timeout, or exited
+  timeout,       // a peer did not arrive within the timeout
   mismatch,      // the ranks of one call disagree on its arguments
   peer_error,    // another rank of the call failed (its status names it); this rank's part was fine
   system_error,  // the operating system refused (a socket, shared memory, a process)
+  peer_lost,     // a peer process exited, was killed or closed its communicator
 };
 
 namespace detail {
-inline constexpr name_table<errc, 13> errc_names{
+inline constexpr name_table<errc, 14> errc_names{
     {"ok", "invalid schedule", "invalid group", "invalid count", "invalid buffer",
      "invalid argument", "unsupported", "gpu error", "out of memory", "timeout", "mismatch",
-     "peer error", "system error"}};
+     "peer error", "system error", "peer lost"}};
 }  // namespace detail
 
 constexpr std::string_view name(errc e) {
   return detail::errc_names(e);
 }
 
+// A failure caused by another rank (a peer that timed out, exited, refused or disagreed) names
+// that rank first in its message and carries it as peer(): the root cause, however many ranks
+// passed the failure on before it reached this one.
 class [[nodiscard]] status {
  public:
   status() = default;
-  status(errc code, std::string message) : code_(code), message_(std::move(message)) {}
+  status(errc code, std::string message, int peer = -1)
+      : code_(code), peer_(peer), message_(std::move(message)) {}
 
   bool ok() const { return code_ == errc::ok; }
   explicit operator bool() const { return ok(); }
   errc code() const { return code_; }
   const std::string& message() const { return message_; }
+  // The rank whose failure this is, where another rank's; -1 where none is named.
+  int peer() const { return peer_; }
   // "invalid buffer: recv of rank 3 is null"
   std::string to_string() const { return ok() ? "ok" : std::string(name(code_)) + ": " + message_; }
 
  private:
   errc code_ = errc::ok;
+  int peer_ = -1;
   std::string message_;
 };
 

@@ -6,8 +6,7 @@ import datetime
 import threading
 
 from .._capi import ALL_GATHER_FN
-
-_TIMEOUT, _SYSTEM_ERROR = 9, 12
+from ..errors import RelaySystemError, TimeoutError as _Timeout
 
 _prefixes = {}
 _prefix_lock = threading.Lock()
@@ -27,7 +26,15 @@ def next_prefix(ranks):
 class StoreBootstrap:
     """The all-gather callback of one communicator. Holds the ctypes callback object, which must
     outlive the communicator (the library calls it at set-up, on each new call shape, and at
-    teardown)."""
+    teardown).
+
+    Exchange k: each rank sets its bytes at "k/<rank>" and counts itself in at "k/in/<rank>",
+    then waits for every rank's bytes until the call's timeout. One outcome for every rank: the
+    first rank to decide the exchange (every rank's bytes seen, or its wait over) writes it at
+    "k/outcome" with compare_set, and every rank goes by what is there, so a rank that arrives
+    after a peer gave up fails with the peer's reason instead of going on without it. Who did not
+    arrive is read from the counters (store.add(key, 0) reads without waiting), so the message
+    names exactly those ranks."""
 
     def __init__(self, store, rank, size, lib):
         self.store = store
@@ -37,14 +44,30 @@ class StoreBootstrap:
         self.calls = 0
         self.all_gather = ALL_GATHER_FN(self._all_gather)
 
-    def _missing(self, keys):
-        missing = []
-        for r, key in enumerate(keys):
-            try:
-                self.store.wait([key], datetime.timedelta(milliseconds=1))
-            except RuntimeError:
-                missing.append(str(r))
-        return missing
+    def _absent(self, k):
+        return [r for r in range(self.size) if self.store.add(f"{k}/in/{r}", 0) == 0]
+
+    def _decide(self, k, keys, timeout_ms):
+        """Waits for every rank's bytes and returns the exchange's outcome, the same on every
+        rank: b"go", or b"<status> <rank that decided> <text>"."""
+        try:
+            self.store.wait(keys, datetime.timedelta(milliseconds=max(1, timeout_ms)))
+            mine = b"go"
+        except RuntimeError:
+            absent = ",".join(str(r) for r in self._absent(k)) or "?"
+            text = (
+                f"rank(s) {absent} did not join all-gather #{k} within {timeout_ms} ms "
+                "(torch.distributed's store)"
+            )
+            mine = f"{_Timeout.code} {self.rank} {text}".encode()
+        return self.store.compare_set(f"{k}/outcome", "", mine)
+
+    def _fail(self, result, outcome):
+        code, decider, text = outcome.decode(errors="replace").split(" ", 2)
+        if int(decider) != self.rank:
+            text += f" (seen by rank {decider}; every rank stopped)"
+        self.lib.bootstrap_fail(result, int(code), text.encode())
+        return int(code)
 
     def _all_gather(self, _user, mine, nbytes, timeout_ms, result):
         # A Python exception must not unwind into C: every failure becomes the result's.
@@ -53,33 +76,32 @@ class StoreBootstrap:
             k = self.calls
             data = ctypes.string_at(mine, nbytes) if nbytes else b""
             self.store.set(f"{k}/{self.rank}", data)
+            self.store.add(f"{k}/in/{self.rank}", 1)
             keys = [f"{k}/{r}" for r in range(self.size)]
-            try:
-                self.store.wait(keys, datetime.timedelta(milliseconds=max(1, timeout_ms)))
-            except RuntimeError:
-                missing = self._missing(keys) or ["?"]
-                text = (
-                    f"rank(s) {','.join(missing)} did not join all-gather #{k} within "
-                    f"{timeout_ms} ms (torch.distributed's store)"
-                )
-                self.lib.bootstrap_fail(result, _TIMEOUT, text.encode())
-                return _TIMEOUT
+            outcome = self._decide(k, keys, timeout_ms)
+            if outcome != b"go":
+                return self._fail(result, outcome)
             for r, key in enumerate(keys):
                 value = data if r == self.rank else self.store.get(key)
                 status = self.lib.bootstrap_put(result, r, value, len(value))
                 if status != 0:
                     return status
-            # Every rank has read exchange k-2: each wrote its key of k-1 after reading k-2.
+            # Every rank has read exchange k-2, its outcome included: each wrote its key of k-1
+            # after reading k-2.
             if k > 2:
+                old = [f"{k - 2}/{self.rank}", f"{k - 2}/in/{self.rank}"]
+                if self.rank == 0:
+                    old.append(f"{k - 2}/outcome")
                 try:
-                    self.store.delete_key(f"{k - 2}/{self.rank}")
+                    for key in old:
+                        self.store.delete_key(key)
                 except RuntimeError:
                     pass  # a store without deletion keeps the few bytes
             return 0
         except BaseException as e:  # noqa: BLE001 (KeyboardInterrupt too: never into C)
             text = f"the torch.distributed store failed: {type(e).__name__}: {e}"
             try:
-                self.lib.bootstrap_fail(result, _SYSTEM_ERROR, text.encode())
+                self.lib.bootstrap_fail(result, RelaySystemError.code, text.encode())
             except BaseException:  # noqa: BLE001
                 pass
-            return _SYSTEM_ERROR
+            return RelaySystemError.code

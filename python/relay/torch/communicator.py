@@ -27,13 +27,19 @@ import torch.distributed as dist
 
 from .. import _capi
 from .._layout import Groups, count_of, layout
-from ..errors import RelayError
+from ..errors import (
+    InvalidArgumentError,
+    InvalidBufferError,
+    RelayError,
+    RelaySystemError,
+    UnsupportedError,
+)
 from ._flat import FlatBuffers
 from ._store import StoreBootstrap, next_prefix
 from .work import Wire, launch
 
-_INVALID_BUFFER, _INVALID_ARGUMENT, _UNSUPPORTED, _SYSTEM_ERROR = 4, 5, 6, 12
 _NO_COLOR = -1  # RELAY_NO_COLOR
+_INT32 = (-(2**31), 2**31 - 1)
 
 _ids = itertools.count(1)
 _live = weakref.WeakValueDictionary()  # id -> Communicator, for the torch.library ops
@@ -83,6 +89,15 @@ class Options:
     def wire_of(self, lib):
         """The wire the last call made with these options took (a relay.torch.work.Wire)."""
         return Wire.of(lib, self._report)
+
+
+def _int32(what, value, kinds="an int"):
+    """`value` as a C int32, or TypeError/ValueError naming `what` (which must be `kinds`)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{what} must be {kinds}, not {type(value).__name__}")
+    if not _INT32[0] <= value <= _INT32[1]:
+        raise ValueError(f"{what} {value} is outside a 32-bit int")
+    return value
 
 
 def _dtype_name(dtype):
@@ -208,16 +223,21 @@ class Communicator:
         that pass one color (an int >= 0) get a Communicator of their own, ranked by `key`
         (default: their rank here; ties by rank here), on this one's transport, device and
         timeout; color None takes part and gets None. It succeeds on every rank or raises on
-        every rank (naming the rank that failed). This communicator stays usable.
+        every rank (naming the rank that failed), at once where a rank's arguments are wrong
+        (TypeError or ValueError there; relay.PeerError naming it on the others). This
+        communicator stays usable on every rank either way.
 
         Why: a call agrees across every rank of its communicator, so groups that need not fail
         together run faster apart (docs/multiprocess.md, "Split communicators"). Prefer it to a
         Communicator over a torch subgroup where ranks share a GPU: a split's ipc transport
         divides the device among all of this communicator's ranks there."""
-        if color is not None and (not isinstance(color, int) or isinstance(color, bool)):
-            raise TypeError(f"split: color must be an int or None, not {type(color).__name__}")
-        c = _NO_COLOR if color is None else color
-        k = self.rank if key is None else int(key)
+        try:
+            c = _NO_COLOR if color is None else _int32("split: color", color, "an int or None")
+            k = self.rank if key is None else _int32("split: key", key)
+        except (TypeError, ValueError) as e:
+            self._lib.comm_split_refuse(self._h(), InvalidArgumentError.code,
+                                        str(e).encode(errors="replace"))
+            raise
         handle = c_void_p()
         self._lib.check(self._lib.comm_split(self._h(), c, k, byref(handle)))
         if not handle:
@@ -250,15 +270,17 @@ class Communicator:
         if getattr(error, "settled", False):
             return error  # refused already, or the library reported it on every rank
         if isinstance(error, RelayError):
-            code = error.code
-        elif isinstance(error, TypeError):
-            code = _UNSUPPORTED
-        elif isinstance(error, ValueError):
-            code = _INVALID_BUFFER
+            code, text = error.code, error.message  # its status is the code's: not twice
         else:
-            code = _SYSTEM_ERROR
+            text = str(error)
+            if isinstance(error, TypeError):
+                code = UnsupportedError.code
+            elif isinstance(error, ValueError):
+                code = InvalidBufferError.code
+            else:
+                code = RelaySystemError.code
         if self._handle:
-            self._lib.comm_refuse(self._handle, code, str(error).encode(errors="replace"),
+            self._lib.comm_refuse(self._handle, code, text.encode(errors="replace"),
                                   self._stream())
         try:
             error.settled = True

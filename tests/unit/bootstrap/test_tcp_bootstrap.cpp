@@ -202,3 +202,52 @@ TEST_CASE("the store's address may be a host name; one that does not resolve is 
   CHECK((s.code() == errc::invalid_argument || s.code() == errc::timeout));
   CHECK_THAT(s.message(), Catch::Contains("the store address 'relay-no-such-host.invalid'"));
 }
+
+// Rank 1 all-gathers on time; ranks 0 and 2 arrive `late` later. Rank 1 waits for rank 0's
+// answer for the timeout plus max(1 s, timeout / 2) (1.2 s here), then gives up and waits that
+// long again for the answer. Every rank must end the exchange alike.
+std::vector<status> late_root(std::chrono::milliseconds late) {
+  const int port = free_port(), R = 3;
+  std::vector<std::unique_ptr<bootstrap>> boots(R);
+  const auto made = on_threads(R, [&](int r) {
+    return make_tcp_bootstrap(place(r, R, port, std::chrono::seconds(10)),
+                              boots[static_cast<std::size_t>(r)]);
+  });
+  for (const status& s : made)
+    REQUIRE(s.ok());
+  return on_threads(R, [&](int r) {
+    if (r != 1) std::this_thread::sleep_for(late);
+    std::vector<std::vector<std::byte>> all;
+    const std::string mine(1, static_cast<char>('a' + r));
+    status s = boots[static_cast<std::size_t>(r)]->all_gather(std::as_bytes(std::span(mine)), all,
+                                                              std::chrono::milliseconds(200));
+    if (s && (all.size() != 3 || all[2].size() != 1 || all[2][0] != std::byte{'c'}))
+      return status(errc::system_error, "rank " + std::to_string(r) + " got the wrong bytes");
+    return s;
+  });
+}
+
+TEST_CASE("an all-gather ends alike on every rank when a rank gives up on rank 0", "[bootstrap]") {
+  SECTION("rank 0 answers before rank 1's deadline: ok everywhere") {
+    for (const status& s : late_root(std::chrono::milliseconds(600)))
+      CHECK(s.ok());
+  }
+  SECTION("rank 0 arrives after rank 1 gave up, while it waits for the answer") {
+    const auto results = late_root(std::chrono::milliseconds(1600));
+    for (int r = 0; r < 3; ++r) {
+      INFO("rank " << r << ": " << results[static_cast<std::size_t>(r)].to_string());
+      CHECK(results[static_cast<std::size_t>(r)].code() == errc::timeout);
+      CHECK(results[static_cast<std::size_t>(r)].peer() == 0);
+      CHECK(results[static_cast<std::size_t>(r)].message().rfind(
+                "rank 0 (the store) did not answer all-gather #2 within 1200 ms", 0) == 0);
+    }
+  }
+  SECTION("rank 0 arrives after rank 1 stopped waiting altogether") {
+    const auto results = late_root(std::chrono::milliseconds(2700));
+    for (int r = 0; r < 3; ++r) {
+      INFO("rank " << r << ": " << results[static_cast<std::size_t>(r)].to_string());
+      CHECK(results[static_cast<std::size_t>(r)].code() == errc::timeout);
+      CHECK(results[static_cast<std::size_t>(r)].peer() == 0);
+    }
+  }
+}

@@ -51,17 +51,29 @@ struct alignas(256) control {
   std::int64_t pid = 0;
   call_record calls[2];
   // Non-zero once this rank gave up (a timeout, a peer gone, an abort): every peer's waits see
-  // it, whoever they wait on. The reason is written before the flag (release).
-  std::uint32_t broken = 0;  // atomic_ref only; the errc of the failure
-  std::uint32_t left = 0;    // atomic_ref only; non-zero once the rank closed its transport
-  char broken_reason[232] = {};
+  // it, whoever they wait on. What it gave up on is written before the flag (release): the
+  // failure's root cause (the rank it names and its text) and the rank that found it, so a rank
+  // that learns of it from here passes on the cause itself, never a chain of ranks that gave up.
+  std::uint32_t broken = 0;          // atomic_ref only; the errc of the failure
+  std::uint32_t left = 0;            // atomic_ref only; non-zero once the rank closed its transport
+  std::uint32_t broken_code = 0;     // the errc of the failure recorded below
+  std::int32_t broken_root = -1;     // the rank the failure names as its cause; -1: none
+  std::int32_t broken_seen_by = -1;  // the rank that found it
+  std::uint64_t broken_call = 0;     // the call it gave up in (abort: the next it would make)
+  char broken_reason[460] = {};
 };
 
 struct header {
   std::uint64_t magic = 0;
   std::uint64_t ranks = 0;
   std::uint64_t bytes_per_rank = 0;
+  // How the entry of the latest call decided so far ended (atomic_ref only): the call's sequence
+  // << 16, and 0x8000 | the rank that failed it, or 0 where every rank entered. The first rank
+  // to see every rank enter and the first to give up waiting compare-and-swap it from an earlier
+  // call's value, so exactly one of them decides each call, for every rank (shm/transport.hpp).
+  alignas(64) std::uint64_t entry_outcome = 0;
 };
+static_assert(sizeof(header) <= page);
 
 constexpr std::size_t round_up(std::size_t x, std::size_t to) {
   return (x + to - 1) / to * to;
@@ -80,6 +92,7 @@ class segment {
   int ranks() const { return ranks_; }
   std::size_t bytes_per_rank() const { return per_rank_; }
   control& control_of(int rank) const { return reinterpret_cast<control*>(base_ + page)[rank]; }
+  header& shared_header() const { return *reinterpret_cast<header*>(base_); }
   std::byte* data_of(int rank) const {
     return base_ + data_offset(ranks_) + static_cast<std::size_t>(rank) * per_rank_;
   }

@@ -21,6 +21,17 @@
 // timeout and checks every peer every few milliseconds (its process, whether it closed its
 // transport, whether it gave up: the flag a rank raises in its control block when it breaks), so
 // a failure anywhere is an error everywhere within milliseconds, a stalled peer after the timeout.
+//
+// One outcome per call. Whether every rank entered a call is decided once, for the whole job, by
+// one word in the segment's header: the first rank that sees every rank enter and the first that
+// gives up waiting for one compare-and-swap it, and whichever wins decides for all. A late rank
+// therefore never goes on with a call a peer already failed, and a rank whose deadline passed
+// just as the last peer entered goes on with the others. A failure after every rank entered (a
+// peer that dies or stalls mid-call) is found by the ranks that wait on that peer; every rank
+// also looks at its peers' flags once more before it writes its output, so a rank that finishes
+// after a peer gave up on the call returns that peer's error and writes nothing. What remains is
+// a window: a peer that gives up after this rank returned (docs/multiprocess.md, "One outcome
+// per call"); then the next call fails on every rank at once, naming it.
 #pragma once
 
 #include <atomic>
@@ -56,9 +67,11 @@ class transport final : public relay::transport {
   std::string_view name() const override { return "shm"; }
   bool broken() const override { return !broken_.ok(); }
   status async_status() const override { return broken_; }
+  // Between calls: peers still finishing the last call may do so; the next fails everywhere.
   void abort(const status& why) override {
-    give_up(why.ok() ? status{errc::peer_error, "rank " + std::to_string(rank_) + " aborted"}
-                     : why);
+    give_up(why.ok() ? failure{errc::peer_error, rank_, rank_,
+                               "rank " + std::to_string(rank_) + " aborted", next_call_}
+                     : failure{why.code(), why.peer(), rank_, why.message(), next_call_});
   }
 
   status run(const call_context& call) override {
@@ -66,9 +79,10 @@ class transport final : public relay::transport {
     // The fp8 wire runs as on the host executor (host_run_op): the sender quantizes into its
     // send slot, pushes the image into the receiver's slot and dequantizes it into the
     // destination; the slice orders the slots' reuse across phases (plan/slice.hpp).
-    failed_wait_ = false;
+    failed_ = {};
+    next_call_ = call.sequence + 1;
     status s = run_call(call);
-    if (failed_wait_) give_up(s);  // a wait failed: the ranks are out of step
+    if (failed_.code != errc::ok) give_up(failed_);  // the ranks are out of step
     return s;
   }
 
@@ -88,16 +102,72 @@ class transport final : public relay::transport {
         .store(value, std::memory_order_release);
   }
 
-  // This rank is out of step from now on: every later call fails with `why`, and the flag in its
-  // control block ends every peer's waits (see trouble_while).
-  void give_up(const status& why) {
-    if (!broken_.ok()) return;
-    broken_ = status(why.code(), why.message() + " (an earlier call)");
+  // A failure that leaves the ranks out of step: its root cause (the rank it names, -1 none, and
+  // its text, which names that rank first) and the rank that found it.
+  struct failure {
+    errc code = errc::ok;
+    int root = -1;
+    int seen_by = -1;
+    std::string text;
+    std::uint64_t call = 0;  // the call it happened in
+  };
+  // The failure as this rank reports it: the cause first, then who saw it where another did.
+  status shown(const failure& f) const {
+    if (f.seen_by == rank_ || f.seen_by < 0) return {f.code, f.text, f.root};
+    return {f.code,
+            f.text + " (seen by rank " + std::to_string(f.seen_by) + "; every rank stopped)",
+            f.root};
+  }
+  // This rank's own failure in call `sequence`, found here; returned as shown.
+  status fail(errc code, int root, std::string text, std::uint64_t sequence) {
+    failed_ = {code, root, rank_, std::move(text), sequence};
+    return shown(failed_);
+  }
+
+  // What rank q recorded of its failure. Read once its flag is raised, or once the entry's
+  // outcome names it: it writes the record before either (release), and never again after.
+  failure recorded_by(int q) const {
+    const control& c = seg_.control_of(q);
+    return {static_cast<errc>(c.broken_code), c.broken_root, c.broken_seen_by,
+            std::string(c.broken_reason, ::strnlen(c.broken_reason, sizeof c.broken_reason)),
+            c.broken_call};
+  }
+  void record(const failure& f) {
     control& me = seg_.control_of(rank_);
+    me.broken_code = static_cast<std::uint32_t>(f.code);
+    me.broken_root = f.root;
+    me.broken_seen_by = f.seen_by;
+    me.broken_call = f.call;
     std::memset(me.broken_reason, 0, sizeof me.broken_reason);
-    why.message().copy(me.broken_reason, sizeof me.broken_reason - 1);
-    std::atomic_ref<std::uint32_t>(me.broken).store(static_cast<std::uint32_t>(why.code()),
-                                                    std::memory_order_release);
+    f.text.copy(me.broken_reason, sizeof me.broken_reason - 1);
+  }
+
+  // This rank is out of step from now on: every later call fails with the failure, and the flag
+  // in its control block ends every peer's waits (see trouble_while), which report its cause.
+  void give_up(const failure& f) {
+    if (!broken_.ok()) return;
+    broken_ = shown(f);
+    if (!recorded_) record(f);  // settle_entry may have written it already: peers may read it
+    recorded_ = true;
+    std::atomic_ref<std::uint32_t>(seg_.control_of(rank_).broken)
+        .store(static_cast<std::uint32_t>(f.code), std::memory_order_release);
+  }
+
+  // A peer that gave up on call `sequence` or before, lowest rank first: its failure, taken on as
+  // this rank's. (A peer that finished its part of this call and gave up on a later one has
+  // nothing more to do in this call; the next call fails on its account.)
+  status peer_gave_up(std::uint64_t sequence) {
+    for (int q = 0; q < seg_.ranks(); ++q) {
+      if (q == rank_) continue;
+      const control& c = seg_.control_of(q);
+      if (std::atomic_ref<const std::uint32_t>(c.broken).load(std::memory_order_acquire) == 0 ||
+          c.broken_call > sequence)
+        continue;
+      failed_ = recorded_by(q);
+      failed_.call = sequence;
+      return shown(failed_);
+    }
+    return {};
   }
 
   // What a wait is for, named only when it fails: the call's entry, or a phase of the plan.
@@ -117,27 +187,11 @@ class transport final : public relay::transport {
   // Whether the job can still finish this call while this rank waits for `a`: a failure anywhere
   // (a process gone that had not left, a rank that gave up) is an error here within milliseconds,
   // whoever it is this rank waits for. Builds a message only when there is trouble.
-  // A rank that gave up is looked for first, on every rank: its reason names the first failure,
+  // A rank that gave up is looked for first, on every rank: its record names the first failure,
   // and a rank that gave up may have exited since.
-  status trouble_while(const awaited& a, std::uint64_t sequence) const {
-    auto call = [&] { return " call #" + std::to_string(sequence); };
-    auto gave_up = [&]() -> status {
-      for (int q = 0; q < seg_.ranks(); ++q) {
-        if (q == rank_) continue;
-        const control& c = seg_.control_of(q);
-        const std::uint32_t broken =
-            std::atomic_ref<const std::uint32_t>(c.broken).load(std::memory_order_acquire);
-        if (broken != 0)
-          return {
-              static_cast<errc>(broken),
-              "rank " + std::to_string(q) + " gave up (" +
-                  std::string(c.broken_reason, ::strnlen(c.broken_reason, sizeof c.broken_reason)) +
-                  ") while this rank waited for rank " + std::to_string(a.peer) + " to " +
-                  a.verb(false) + call()};
-      }
-      return {};
-    };
-    if (status s = gave_up(); !s) return s;
+  status trouble_while(const awaited& a, std::uint64_t sequence) {
+    const std::string call = " call #" + std::to_string(sequence);
+    if (status s = peer_gave_up(sequence); !s) return s;
     for (int q = 0; q < seg_.ranks(); ++q) {
       if (q == rank_) continue;
       const control& c = seg_.control_of(q);
@@ -145,24 +199,21 @@ class transport final : public relay::transport {
           std::atomic_ref<const std::uint32_t>(c.left).load(std::memory_order_acquire) != 0;
       if (!left && !process_exited(c.pid)) continue;
       // A rank gone or closed may have given up after the scan above (it raises its flag before
-      // it exits): its reason, which names the first failure, is the one to report. Seen once:
-      // rank 2 gave up on a killed rank 3 and exited, and rank 4 named rank 2's exit instead.
-      if (status s = gave_up(); !s) return s;
-      if (q == a.peer && left)
-        return {errc::timeout, "rank " + std::to_string(q) + " closed its communicator before it " +
-                                   a.verb(true) + call()};
-      if (left) continue;
-      if (q == a.peer)
-        return {errc::timeout, "rank " + std::to_string(q) + " (pid " + std::to_string(c.pid) +
-                                   ") exited before it " + a.verb(true) + call()};
-      return {errc::timeout, "rank " + std::to_string(q) + " (pid " + std::to_string(c.pid) +
-                                 ") exited while this rank waited for rank " +
-                                 std::to_string(a.peer) + " to " + a.verb(false) + call()};
+      // it exits): its record, which names the first failure, is the one to report.
+      if (status s = peer_gave_up(sequence); !s) return s;
+      if (left && q != a.peer) continue;
+      const std::string who = "rank " + std::to_string(q) +
+                              (left ? "" : " (pid " + std::to_string(c.pid) + ")") +
+                              (left ? " closed its communicator" : " exited");
+      return fail(errc::peer_lost, q,
+                  who + (q == a.peer ? " before it " + a.verb(true) + call : " during" + call),
+                  sequence);
     }
     return {};
   }
 
-  // Waits until `peer` has published `target`, until `deadline`, or until trouble_while.
+  // Waits until `peer` has published `target`, until `deadline`, or until trouble_while; a wait
+  // that fails leaves its failure in failed_.
   status wait(int peer, std::int32_t phase, const call_context& call,
               std::chrono::steady_clock::time_point deadline) {
     const awaited a{peer, call.p, phase};
@@ -173,14 +224,48 @@ class transport final : public relay::transport {
       return !trouble.ok();
     });
     if (r == wait_result::reached) return {};
-    failed_wait_ = true;
     if (r == wait_result::trouble) return trouble;
-    return {errc::timeout, "rank " + std::to_string(peer) + " did not " + a.verb(false) +
-                               " call #" + std::to_string(call.sequence) + " within " +
-                               std::to_string(call.timeout.count()) + " ms"};
+    return fail(errc::timeout, peer,
+                "rank " + std::to_string(peer) + " did not " + a.verb(false) + " call #" +
+                    std::to_string(call.sequence) + " within " +
+                    std::to_string(call.timeout.count()) + " ms",
+                call.sequence);
   }
   status wait(int peer, std::int32_t phase, const call_context& call) {
     return wait(peer, phase, call, std::chrono::steady_clock::now() + call.timeout);
+  }
+
+  // Whether every rank entered call `sequence`, decided once for every rank by the segment's
+  // entry_outcome word: `entered` says whether this rank saw them all (else failed_ says why it
+  // stopped waiting). The first rank to compare-and-swap the word decides. Returns ok where every
+  // rank entered, this rank's deadline notwithstanding (the rank that decided saw them all, so
+  // their records are visible here now); else the failure of the rank that decided, which wrote
+  // its record before it did.
+  status settle_entry(std::uint64_t sequence, bool entered) {
+    constexpr std::uint64_t failed_bit = 0x8000;
+    const std::uint64_t decided = sequence << 16;
+    if (!entered) record(failed_);
+    const std::uint64_t want =
+        entered ? decided : decided | failed_bit | static_cast<unsigned>(rank_);
+    std::atomic_ref<std::uint64_t> word(seg_.shared_header().entry_outcome);
+    std::uint64_t now = word.load(std::memory_order_acquire);
+    while ((now >> 16) < sequence)
+      if (word.compare_exchange_weak(now, want, std::memory_order_acq_rel,
+                                     std::memory_order_acquire))
+        now = want;
+    // A later call's word means this one's entry succeeded: no rank passes a failed entry.
+    if ((now >> 16) != sequence || (now & failed_bit) == 0) {
+      failed_ = {};
+      recorded_ = false;
+      return {};
+    }
+    const int by = static_cast<int>(now & 0x7fff);
+    recorded_ = true;
+    if (by != rank_) {
+      failed_ = recorded_by(by);  // of this call: it decided this call's entry
+      recorded_ = false;          // this rank's record is not what it reports
+    }
+    return shown(failed_);
   }
 
   // The call's agreement: this rank's record is written (it entered), every rank's is read once
@@ -196,8 +281,10 @@ class transport final : public relay::transport {
     publish(mark(call.sequence, 0));
     // One deadline for all: the rank that is missing is named, whatever its place in rank order.
     const auto deadline = std::chrono::steady_clock::now() + call.timeout;
-    for (int q = 0; q < R; ++q)
-      if (status w = wait(q, call_entry, call, deadline); !w) return w;
+    bool entered = true;
+    for (int q = 0; q < R && entered; ++q)
+      entered = wait(q, call_entry, call, deadline).ok();
+    if (status s = settle_entry(call.sequence, entered); !s) return s;
     std::vector<entry_record>& all = records_;
     all.resize(static_cast<std::size_t>(R));
     for (int q = 0; q < R; ++q)
@@ -253,6 +340,9 @@ class transport final : public relay::transport {
     }
     for (const slice_wait& w : s.exit_waits)
       if (status st = wait(w.peer, w.phase, call); !st) return st;
+    // A peer that gave up on this call while this rank did its part (it waited on a rank that
+    // this one did not need): its failure, not ok, and this rank's output stays unwritten.
+    if (status gone = peer_gave_up(call.sequence); !gone) return gone;
     if (p.output_bytes[me] > 0)
       std::memcpy(call.recv.data, address(p, {static_cast<std::uint16_t>(me), buffer::output, 0}),
                   p.output_bytes[me]);
@@ -262,7 +352,9 @@ class transport final : public relay::transport {
   int rank_;
   segment seg_;
   status broken_;
-  bool failed_wait_ = false;  // the call ended on a wait that failed
+  failure failed_;               // why this call left the ranks out of step, if it did
+  std::uint64_t next_call_ = 1;  // the sequence of the next call (abort gives up on it)
+  bool recorded_ = false;        // failed_ is in this rank's control block already (settle_entry)
   std::vector<entry_record> records_;
 };
 
