@@ -73,16 +73,16 @@ class StubComm:
     def _record(self, coll, x, out):
         self.calls.append((coll, x, out))
 
-    def all_reduce(self, x, groups, op="sum", out=None, counts=None, dtype=None):
+    def all_reduce(self, x, groups, op="sum", out=None, counts=None, dtype=None, options=None):
         self._record("allreduce", x, out)
 
-    def reduce_scatter(self, x, out, groups, op="sum", counts=None, dtype=None):
+    def reduce_scatter(self, x, out, groups, op="sum", counts=None, dtype=None, options=None):
         self._record("reduce-scatter", x, out)
 
-    def all_gather(self, x, out, groups, counts=None, dtype=None):
+    def all_gather(self, x, out, groups, counts=None, dtype=None, options=None):
         self._record("all-gather", x, out)
 
-    def all_to_all(self, x, out, groups, counts=None, dtype=None):
+    def all_to_all(self, x, out, groups, counts=None, dtype=None, options=None):
         self._record("all-to-all", x, out)
 
 

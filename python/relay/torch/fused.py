@@ -15,6 +15,9 @@ peers fail at once. Every group's ranks hold tensors of the same shapes (replica
 group's count is this rank's total. A rank active in no group (single mode) passes its
 tensors too, as templates: they are never read or written.
 
+Each takes `options` (relay.torch.Options), as the Communicator methods do: by default every call
+takes the route the cost model predicts fastest (a group of every rank: the direct route).
+
 Reduce-scatter and all-to-all inputs (and all-gather and all-to-all outputs) hold A blocks, one
 per active rank (A = the ranks per group): each tensor is split into A equal blocks, and block k
 of every tensor goes to the flat buffer's block k.
@@ -109,10 +112,12 @@ def _grow_all(comm, hold, wants):
     ]
 
 
-def all_reduce_tensors(comm, tensors, groups, op="sum", out=None, *, async_op=False):
+def all_reduce_tensors(comm, tensors, groups, op="sum", out=None, options=None, *,
+                       async_op=False):
     """Allreduce of every tensor of `tensors` (a list or a dict) within each group: in place, or
     into `out` (the same structure). Returns what was written (`out` or `tensors`); with
-    async_op, a relay.torch.work.Work whose result that is (as for every helper here)."""
+    async_op, a relay.torch.work.Work whose result that is (as for every helper here).
+    `options`: a call's options (relay.torch.Options), as the Communicator methods take them."""
     keys, ins = _items(tensors, "tensors")
     outs = _items(out, "out")[1] if out is not None else None
     g, group, _ = _active(comm, groups)
@@ -129,18 +134,20 @@ def all_reduce_tensors(comm, tensors, groups, op="sum", out=None, *, async_op=Fa
                     raise ValueError(f"out entry {i} has shape {tuple(b.shape)}, not {tuple(a.shape)}")
         for (dtype, idx, total), buf in zip(per, bufs):
             if not hold:
-                comm.all_reduce(None, g, op, counts=[total] * g.count, dtype=dtype)
+                comm.all_reduce(None, g, op, counts=[total] * g.count, dtype=dtype,
+                                options=options)
                 continue
             flat, dst = buf["input"], buf.get("output")
             _pack(flat, [ins[i] for i in idx])
-            comm.all_reduce(flat, g, op, out=dst, counts=[total] * g.count)
+            comm.all_reduce(flat, g, op, out=dst, counts=[total] * g.count, options=options)
             _unpack(dst if dst is not None else flat, [(outs or ins)[i] for i in idx])
         return out if out is not None else tensors
 
     return _run_fused(comm, run, async_op, (ins, outs))
 
 
-def reduce_scatter_tensors(comm, inputs, outputs, groups, op="sum", *, async_op=False):
+def reduce_scatter_tensors(comm, inputs, outputs, groups, op="sum", options=None, *,
+                           async_op=False):
     """Reduce-scatter of every input (A blocks each) into its output (one block) within each
     group. Returns `outputs`."""
     _, ins = _items(inputs, "inputs")
@@ -162,18 +169,20 @@ def reduce_scatter_tensors(comm, inputs, outputs, groups, op="sum", *, async_op=
                     )
         for (dtype, idx, blocks, total), buf in zip(per, bufs):
             if not hold:
-                comm.reduce_scatter(None, None, g, op, counts=[total] * g.count, dtype=dtype)
+                comm.reduce_scatter(None, None, g, op, counts=[total] * g.count, dtype=dtype,
+                                    options=options)
                 continue
             src, dst = buf["input"], buf["output"]
             _pack_blocks(src.view(active, total), blocks)
-            comm.reduce_scatter(src, dst, g, op, counts=[total] * g.count)
+            comm.reduce_scatter(src, dst, g, op, counts=[total] * g.count, options=options)
             _unpack(dst, [outs[i] for i in idx])
         return outputs
 
     return _run_fused(comm, run, async_op, (ins, outs))
 
 
-def all_gather_tensors(comm, inputs, outputs, groups, in_place=False, *, async_op=False):
+def all_gather_tensors(comm, inputs, outputs, groups, in_place=False, options=None, *,
+                       async_op=False):
     """All-gather of every input into its output (A blocks: block k from active rank k) within
     each group. in_place packs the inputs straight into this rank's block of the flat output
     (the kernel's in-place path). Returns `outputs`."""
@@ -200,7 +209,8 @@ def all_gather_tensors(comm, inputs, outputs, groups, in_place=False, *, async_o
             out_blocks.append(blocks)
         if not hold:
             for dtype, _, total in per:
-                comm.all_gather(None, None, g, counts=[total] * g.count, dtype=dtype)
+                comm.all_gather(None, None, g, counts=[total] * g.count, dtype=dtype,
+                                options=options)
             return outputs
         for (dtype, idx, total), buf, blocks in zip(per, bufs, out_blocks):
             dst = buf["output"]
@@ -210,14 +220,14 @@ def all_gather_tensors(comm, inputs, outputs, groups, in_place=False, *, async_o
             else:
                 src = buf["input"]
             _pack(src, [ins[i] for i in idx])
-            comm.all_gather(src, dst, g, counts=[total] * g.count)
+            comm.all_gather(src, dst, g, counts=[total] * g.count, options=options)
             _unpack_blocks(dst.view(active, total), blocks)
         return outputs
 
     return _run_fused(comm, run, async_op, (ins, outs))
 
 
-def all_to_all_tensors(comm, inputs, outputs, groups, *, async_op=False):
+def all_to_all_tensors(comm, inputs, outputs, groups, options=None, *, async_op=False):
     """All-to-all of every input (A segments: segment j to active rank j) into its output (A
     segments: segment j from active rank j) within each group; out of place. Returns
     `outputs`."""
@@ -242,12 +252,13 @@ def all_to_all_tensors(comm, inputs, outputs, groups, *, async_op=False):
             out_blocks.append(ob)
         if not hold:
             for dtype, _, _, total in per:
-                comm.all_to_all(None, None, g, counts=[total] * g.count, dtype=dtype)
+                comm.all_to_all(None, None, g, counts=[total] * g.count, dtype=dtype,
+                                options=options)
             return outputs
         for (dtype, idx, blocks, total), buf, ob in zip(per, bufs, out_blocks):
             src, dst = buf["input"], buf["output"]
             _pack_blocks(src.view(active, total), blocks)
-            comm.all_to_all(src, dst, g, counts=[total] * g.count)
+            comm.all_to_all(src, dst, g, counts=[total] * g.count, options=options)
             _unpack_blocks(dst.view(active, total), ob)
         return outputs
 
