@@ -894,6 +894,46 @@ static void run_abort(relay_comm* comm, int me) {
         now_ms() - start);
 }
 
+/* What the environment's ranks share (mapped before they fork): the store's port, and for the
+ * killed helper each rank's pid and a count of the ranks past their earlier calls. */
+struct shared {
+  int port;
+  int arrived;
+  pid_t pids[MAX_RANKS];
+};
+static int killed_rank = -1; /* run_ranks: this rank dies of SIGKILL, as it should */
+
+/* Rank 3, a helper of the pair {0, 1}, is SIGKILLed: every survivor's call fails at once with
+ * RELAY_PEER_LOST, its text starting with the dead rank and its pid, the peer rank 3, and the
+ * output untouched. */
+static void run_killed(relay_comm* comm, int me, struct shared* sh) {
+  part = "a killed helper";
+  /* Every rank is past its earlier calls before rank 3 dies (alarm() bounds the wait). */
+  sh->pids[me] = getpid();
+  __atomic_add_fetch(&sh->arrived, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&sh->arrived, __ATOMIC_SEQ_CST) < 4)
+    usleep(100);
+  if (me == 3) kill(getpid(), SIGKILL);
+  int32_t in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
+  const int32_t pair[] = {0, 1}, pair_size[] = {2};
+  const int64_t count[] = {8};
+  const int active = me < 2;
+  poison(out, 8);
+  const double start = now_ms();
+  const int st = relay_allreduce(comm, active ? in : NULL, active ? sizeof in : 0,
+                                 active ? out : NULL, active ? sizeof out : 0, pair, pair_size, 1,
+                                 count, RELAY_INT32, RELAY_SUM, NULL, NULL);
+  char cause[64];
+  snprintf(cause, sizeof cause, "rank 3 (pid %d) exited", (int)sh->pids[3]);
+  CHECK(st == RELAY_PEER_LOST && relay_last_error_peer() == 3 &&
+            strncmp(relay_last_error(), cause, strlen(cause)) == 0,
+        "rank %d: %s naming %d: %s (the cause first: %s)", me, relay_status_name(st),
+        relay_last_error_peer(), relay_last_error(), cause);
+  CHECK(out[0] == (int32_t)0x7f7f7f7f, "rank %d: the failed call wrote its output", me);
+  CHECK(now_ms() - start < 2000, "rank %d: rank 3's death took %.0f ms to reach it", me,
+        now_ms() - start);
+}
+
 /* Runs `body(rank)` in `size` forked processes; the number of ranks that failed. */
 static int run_ranks(int size, void (*body)(int, void*), void* arg) {
   pid_t pids[MAX_RANKS];
@@ -910,6 +950,7 @@ static int run_ranks(int size, void (*body)(int, void*), void* arg) {
   for (int r = 0; r < size; ++r) {
     int st = 0;
     waitpid(pids[r], &st, 0);
+    if (r == killed_rank && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) continue;
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
       fprintf(stderr, "rank %d failed (status %d)\n", r, st);
       ++failed;
@@ -946,7 +987,8 @@ static void environment_rank(int me, void* arg) {
   snprintf(text, sizeof text, "%d", me);
   setenv("RELAY_RANK", text, 1);
   setenv("RELAY_WORLD_SIZE", "4", 1);
-  snprintf(text, sizeof text, "%d", *(int*)arg);
+  struct shared* sh = (struct shared*)arg;
+  snprintf(text, sizeof text, "%d", sh->port);
   setenv("RELAY_STORE_PORT", text, 1);
   setenv("RELAY_TIMEOUT", "20", 1);
   setenv("RELAY_SHM_BYTES", "1M", 1);
@@ -956,6 +998,7 @@ static void environment_rank(int me, void* arg) {
   if (comm == NULL) return;
   run_collectives(comm, me);
   run_split(comm, me);
+  run_killed(comm, me, sh);
   EXPECT_STATUS(relay_comm_destroy(comm), RELAY_OK);
 }
 
@@ -1016,8 +1059,16 @@ int main(void) {
   }
   memset(b, 0, sizeof *b);
   int failed = run_ranks(4, callback_rank, b);
-  int port = free_port();
-  failed += run_ranks(4, environment_rank, &port);
+  struct shared* sh =
+      mmap(NULL, sizeof(struct shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (sh == MAP_FAILED) {
+    perror("mmap");
+    return 1;
+  }
+  memset(sh, 0, sizeof *sh);
+  sh->port = free_port();
+  killed_rank = 3;
+  failed += run_ranks(4, environment_rank, sh);
   if (failed > 0) {
     fprintf(stderr, "%d ranks failed\n", failed);
     return 1;

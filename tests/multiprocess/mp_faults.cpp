@@ -23,10 +23,12 @@
 //   - nothing is left in /dev/shm.
 // A failure prints the scenario (its seed replays it alone: relay_mp_faults 1 SEED).
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -136,6 +138,15 @@ scenario dead_helper() {
   return s;
 }
 
+// The same helper SIGKILLed as it enters its second call.
+scenario killed_helper() {
+  scenario s = dead_helper();
+  s.seed = 8;
+  s.what = fault::sigkill;
+  s.kill_after_us = 0;
+  return s;
+}
+
 scenario draw(std::uint64_t seed) {
   scenario s;
   s.seed = seed;
@@ -220,7 +231,27 @@ struct report {
 
 // One rank of scenario `s`: its calls, in order, a record for each; after an error that leaves
 // the communicator unusable it stops.
-[[noreturn]] void run_rank(const scenario& s, int rank, int port, int out) {
+// Late scenarios: which ranks have returned from the faulty call, shared by the ranks (mapped
+// before they fork), so that a late rank enters only once the ranks on time have given up (a
+// margin of time alone does not hold on a loaded machine).
+struct returned_board {
+  std::uint32_t returned[64];
+  void mark(int rank) {
+    std::atomic_ref<std::uint32_t>(returned[rank]).store(1, std::memory_order_release);
+  }
+  // Waits (up to `cap`) until every rank but the late ones has returned from the call.
+  void wait_for_on_time(const scenario& s, std::chrono::milliseconds cap) {
+    const auto until = clock_type::now() + cap;
+    for (int q = 0; q < s.ranks; ++q) {
+      const bool late = s.what == fault::late_one ? q == s.faulty : q != s.faulty;
+      while (!late && clock_type::now() < until &&
+             std::atomic_ref<std::uint32_t>(returned[q]).load(std::memory_order_acquire) == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+};
+
+[[noreturn]] void run_rank(const scenario& s, int rank, int port, int out, returned_board* board) {
   ::setenv("RELAY_RANK", std::to_string(rank).c_str(), 1);
   ::setenv("RELAY_WORLD_SIZE", std::to_string(s.ranks).c_str(), 1);
   ::setenv("RELAY_STORE_ADDR", "127.0.0.1", 1);
@@ -262,7 +293,7 @@ struct report {
     // Late past the timeout: the ranks on time give up on the call before the late ones enter.
     if (i == s.at &&
         (s.what == fault::late_one ? me_faulty : s.what == fault::late_others && !me_faulty))
-      std::this_thread::sleep_for(s.timeout + std::chrono::milliseconds(250));
+      board->wait_for_on_time(s, s.timeout * 10);
     if (misbehave && s.what == fault::exit) std::_Exit(3);
     if (misbehave && s.what == fault::sigstop) ::raise(SIGSTOP);  // the launcher resumes it
     if (misbehave && s.what == fault::sigkill)
@@ -307,6 +338,7 @@ struct report {
       if (!frame.canaries_intact()) ++r.wrong;
     }
     if (!st.ok() && frame.bytes != before) r.wrong = -1;  // written on an error
+    if (i == s.at) board->mark(rank);
     (void)!::write(out, &r, sizeof r);
     if (misbehave && s.what == fault::sigkill)
       for (;;)  // the kill lands before this rank's next call
@@ -326,12 +358,16 @@ std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pid
   if (::pipe(pipe_fd) != 0) return {"pipe: " + std::string(std::strerror(errno))};
   int port = 0;
   if (status p = free_loopback_port(port); !p) return {"no free port: " + p.to_string()};
+  void* shared = ::mmap(nullptr, sizeof(returned_board), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) return {"mmap: " + std::string(std::strerror(errno))};
+  auto* board = new (shared) returned_board{};
   pids.clear();
   for (int r = 0; r < s.ranks; ++r) {
     const pid_t pid = ::fork();
     if (pid == 0) {
       ::close(pipe_fd[0]);
-      run_rank(s, r, port, pipe_fd[1]);
+      run_rank(s, r, port, pipe_fd[1], board);
     }
     pids.push_back(pid);
   }
@@ -374,6 +410,7 @@ std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pid
   while (::read(pipe_fd[0], &r, sizeof r) == static_cast<ssize_t>(sizeof r))
     if (r.rank >= 0 && r.rank < s.ranks) by_rank[static_cast<std::size_t>(r.rank)].push_back(r);
   ::close(pipe_fd[0]);
+  ::munmap(shared, sizeof(returned_board));
   if (hung) fail("a rank hung past every deadline");
 
   // A gone peer is named within 1 s; a stalled one after the timeout, within 1 s more.
@@ -447,6 +484,16 @@ std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pid
     else if (!names_rank(calls[static_cast<std::size_t>(first_error)].message, s.faulty))
       fail(who + "'s error does not name rank " + std::to_string(s.faulty) + ": " +
            calls[static_cast<std::size_t>(first_error)].message);
+    // A process gone: its own status, its rank and pid first, and the status's peer.
+    if (first_error >= 0 && (s.what == fault::exit || s.what == fault::sigkill)) {
+      const report& c = calls[static_cast<std::size_t>(first_error)];
+      const std::string cause = "rank " + std::to_string(s.faulty) + " (pid ";
+      if (c.code != static_cast<int>(errc::peer_lost) || c.peer != s.faulty ||
+          std::string(c.message).rfind(cause, 0) != 0)
+        fail(who + " did not report rank " + std::to_string(s.faulty) +
+             " lost, its pid first (status " + std::to_string(c.code) + ", peer " +
+             std::to_string(c.peer) + "): " + c.message);
+    }
   }
   if (is_late(s.what)) {
     // Every rank names one cause first: the late rank (late one), or the first late rank the
@@ -487,12 +534,15 @@ int main(int argc, char** argv) {
   std::array<int, fault_kinds> tried{};
   int failed = 0;
   const auto start = clock_type::now();
-  for (int i = late ? 0 : -1; i < scenarios; ++i) {
-    // First the dead helper, then the random ones (or the late ones, each of which
-    // replays alone from its seed and index: relay_mp_faults late 1 SEED INDEX).
+  for (int i = late ? 0 : -2; i < scenarios; ++i) {
+    // First the dead helper, exited and killed, then the random ones (or the late ones, each of
+    // which replays alone from its seed and index: relay_mp_faults late 1 SEED INDEX).
     const auto drawn = scenarios == 1 ? seed : seed + static_cast<std::uint64_t>(i);
     const int index = scenarios == 1 && argc > 3 ? std::atoi(argv[3]) : i;
-    const scenario s = late ? draw_late(drawn, index) : i < 0 ? dead_helper() : draw(drawn);
+    const scenario s = late     ? draw_late(drawn, index)
+                       : i < -1 ? dead_helper()
+                       : i < 0  ? killed_helper()
+                                : draw(drawn);
     ++tried[static_cast<std::size_t>(s.what)];
     std::vector<pid_t> pids;
     for (const std::string& f : run_scenario(s, pids)) {

@@ -2,7 +2,10 @@
 and at which rank, worked out by hand; each child's outputs against the sums and concatenations
 of the inputs computed here (every rank makes every rank's input from its seed); a rank in no
 color, a helper on the relay route of a child, a color refused on one rank (every rank raises,
-naming it), and the parent unchanged after."""
+naming it), a color of the wrong type or outside int32 on one rank (refused through the split:
+every rank raises at once, naming it), and the parent unchanged after each."""
+
+import time
 
 import torch
 
@@ -61,6 +64,21 @@ def _worker(rank, size):
     except TypeError as e:
         seen["typed"] = str(e)
 
+    # One rank's color is no int (rank 1), or outside int32 (rank 3): that rank refuses through
+    # the split, so every rank raises at once (the timeout is 20 s), naming it, and the parent's
+    # next call is right on every rank.
+    for culprit, bad in ((1, "x"), (3, 2**40)):
+        start = time.monotonic()
+        try:
+            comm.split(bad if rank == culprit else 0)
+            seen[f"one {culprit}"] = "ok"
+        except (TypeError, ValueError, relay.RelayError) as e:
+            seen[f"one {culprit}"] = (type(e).__name__, getattr(e, "peer", None), str(e),
+                                      time.monotonic() - start)
+        x = inputs[rank].clone()
+        comm.all_reduce(x, [[0, 1], [2, 3]])
+        seen[f"after {culprit}"] = torch.equal(x, inputs[rank // 2 * 2] + inputs[rank // 2 * 2 + 1])
+
     # The parent after its splits: fused pairs {0, 1}, {2, 3}.
     x = inputs[rank].clone()
     comm.all_reduce(x, [[0, 1], [2, 3]])
@@ -83,4 +101,14 @@ def test_split_ranks_and_outputs():
         else:
             assert s["refused"][0] != "ok" and s["refused"][1] == 2, (r, s["refused"])
         assert s["typed"] == "split: color must be an int or None, not str", s["typed"]
+        for culprit, error, text in ((1, "TypeError", "split: color must be an int or None, not str"),
+                                     (3, "ValueError", "split: color 1099511627776 is outside")):
+            name, peer, message, took = s[f"one {culprit}"]
+            if r == culprit:
+                assert name == error and message.startswith(text), (r, s[f"one {culprit}"])
+            else:
+                assert name == "PeerError" and peer == culprit, (r, s[f"one {culprit}"])
+                assert f"rank {culprit} refused the split" in message and text in message, message
+            assert took < 1, (r, culprit, took)
+            assert s[f"after {culprit}"], (r, culprit)
         assert s["parent sum"], (r, s)
