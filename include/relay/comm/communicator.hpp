@@ -195,8 +195,10 @@ inline status communicator::explain_mismatch(const std::string& shape, placement
     }
   }
   if (differ.empty()) return verdict;  // the arguments agree: in place against out of place
-  return {errc::mismatch, "rank(s) " + differ + " called " + first + "; rank 0 called " +
-                              root.substr(1) + " (" + verdict.message() + ")"};
+  return {errc::mismatch,
+          "rank(s) " + differ + " called " + first + "; rank 0 called " + root.substr(1) + " (" +
+              verdict.message() + ")",
+          std::stoi(differ)};  // the first rank of the list
 }
 
 // The cached shape of `call`, or null: the last one used first, then a scan of the keys.

@@ -92,18 +92,21 @@ status verdict_status(const verdict& v, const entry_record* all, int ranks, cons
       std::string text = "rank(s) " + differ + " called " + call +
                          " with arguments that differ from rank " + std::to_string(v.other) + "'s";
       if (!own.ok()) text += "; this rank's own call was refused: " + own.to_string();
-      return {errc::mismatch, text};
+      return {errc::mismatch, text, v.rank};
     }
     case verdict_kind::placement_differs:
-      return {errc::mismatch, "rank " + std::to_string(v.rank) + " called " + call +
-                                  " in place but rank " + std::to_string(v.other) +
-                                  " out of place; every active rank must agree"};
+      return {errc::mismatch,
+              "rank " + std::to_string(v.rank) + " called " + call + " in place but rank " +
+                  std::to_string(v.other) + " out of place; every active rank must agree",
+              v.rank};
     case verdict_kind::refused_here: return own;
     case verdict_kind::refused_by_peer: {
       const std::string reason = peer_reason(v.rank);
-      return {errc::peer_error, "rank " + std::to_string(v.rank) + " refused " + call + ": " +
-                                    std::string(name(static_cast<errc>(all[v.rank].code))) +
-                                    (reason.empty() ? "" : ": " + reason)};
+      return {errc::peer_error,
+              "rank " + std::to_string(v.rank) + " refused " + call + ": " +
+                  std::string(name(static_cast<errc>(all[v.rank].code))) +
+                  (reason.empty() ? "" : ": " + reason),
+              v.rank};
     }
   }
   return {};

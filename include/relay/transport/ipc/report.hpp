@@ -176,21 +176,27 @@ inline status alarm_status(const alarm_record& a, const std::string& text,
   const std::string peer = "rank " + std::to_string(a.peer);
   switch (a.code) {
     case report_timed_out:
-      return {errc::timeout, peer + " did not " + waited_for(a) + " within " +
-                                 std::to_string(c.timeout_ms) + " ms"};
+      return {
+          errc::timeout,
+          peer + " did not " + waited_for(a) + " within " + std::to_string(c.timeout_ms) + " ms",
+          static_cast<int>(a.peer)};
     case report_peer_exited: {
       const std::string pid = a.peer < c.pids.size() && c.pids[a.peer] != 0
                                   ? " (pid " + std::to_string(c.pids[a.peer]) + ")"
                                   : "";
-      return {errc::timeout, peer + pid + " exited during call #" + std::to_string(a.call)};
+      return {errc::peer_lost, peer + pid + " exited during call #" + std::to_string(a.call),
+              static_cast<int>(a.peer)};
     }
     case report_aborted:
       if (a.by == static_cast<std::uint32_t>(c.me) && !c.aborted.ok()) return c.aborted;
-      return {errc::peer_error, peer + " left the job (abort) at call #" + std::to_string(a.call) +
-                                    (text.empty() ? "" : ": " + text)};
+      return {errc::peer_error,
+              peer + " left the job (abort) at call #" + std::to_string(a.call) +
+                  (text.empty() ? "" : ": " + text),
+              static_cast<int>(a.peer)};
     default:
       return {errc::peer_error,
-              "rank " + std::to_string(a.by) + " gave up on call #" + std::to_string(a.call)};
+              "rank " + std::to_string(a.by) + " gave up on call #" + std::to_string(a.call),
+              static_cast<int>(a.by)};
   }
 }
 
@@ -208,11 +214,15 @@ inline status report_status(const report& r, const report_context& c) {
     case report_peer_gave_up: {
       if (r.first.code == report_ok)  // its alarm had not landed: its abort mark alone
         return {errc::peer_error,
-                "rank " + std::to_string(r.via) + " gave up on call #" + std::to_string(r.call)};
+                "rank " + std::to_string(r.via) + " gave up on call #" + std::to_string(r.call),
+                static_cast<int>(r.via)};
+      // The cause first, then who found it: the alarm travels whole from rank to rank.
       const status origin = alarm_status(r.first, text, c);
       if (r.first.code == report_aborted) return origin;  // names the rank that left
-      return {errc::peer_error, "rank " + std::to_string(r.first.by) + " gave up on call #" +
-                                    std::to_string(r.first.call) + ": " + origin.message()};
+      return {origin.code(),
+              origin.message() + " (seen by rank " + std::to_string(r.first.by) +
+                  "; every rank stopped)",
+              origin.peer()};
     }
     default: return alarm_status(r.first, text, c);
   }

@@ -161,11 +161,12 @@ TEST_CASE("a failure names the rank that failed first, on every rank", "[transpo
   passed.first.step = 1;
   passed.first.kind = wait_reduce;
   c.me = 6;
-  s = report_status(passed, c);
-  CHECK(s.code() == errc::peer_error);
+  s = report_status(passed, c);  // the cause first, its status and rank, then who found it
+  CHECK(s.code() == errc::timeout);
+  CHECK(s.peer() == 3);
   CHECK(s.message() ==
-        "rank 1 gave up on call #2: rank 3 did not finish step 1 (reduce, phase 0) of call #2 "
-        "within 2000 ms");
+        "rank 3 did not finish step 1 (reduce, phase 0) of call #2 within 2000 ms (seen by rank 1; "
+        "every rank stopped)");
   // A dead process, named with its pid, whoever found it.
   report dead;
   dead.code = report_peer_exited;
@@ -174,13 +175,17 @@ TEST_CASE("a failure names the rank that failed first, on every rank", "[transpo
   dead.first.peer = 7;
   dead.first.call = 4;
   s = report_status(dead, c);
-  CHECK(s.code() == errc::timeout);
+  CHECK(s.code() == errc::peer_lost);
+  CHECK(s.peer() == 7);
   CHECK(s.message() == "rank 7 (pid 4242) exited during call #4");
   dead.code = report_peer_gave_up;
   dead.first.by = 2;
   c.me = 0;
-  CHECK(report_status(dead, c).message() ==
-        "rank 2 gave up on call #4: rank 7 (pid 4242) exited during call #4");
+  s = report_status(dead, c);
+  CHECK(s.code() == errc::peer_lost);
+  CHECK(s.peer() == 7);
+  CHECK(s.message() ==
+        "rank 7 (pid 4242) exited during call #4 (seen by rank 2; every rank stopped)");
   // abort() on rank 5: its peers name it with its reason; rank 5 itself returns its own status.
   report left;
   left.code = report_peer_gave_up;
@@ -205,6 +210,7 @@ TEST_CASE("a failure names the rank that failed first, on every rank", "[transpo
   c.me = 0;
   s = report_status(bare, c);
   CHECK(s.code() == errc::peer_error);
+  CHECK(s.peer() == 4);
   CHECK(s.message() == "rank 4 gave up on call #9");
 }
 
