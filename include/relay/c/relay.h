@@ -184,7 +184,11 @@ RELAY_C_API relay_status relay_bootstrap_put(relay_bootstrap_result* result, int
 RELAY_C_API relay_status relay_bootstrap_fail(relay_bootstrap_result* result, int32_t status,
                                               const char* message);
 /* Every rank contributes `mine` (any length, 0 included); the callback puts every rank's bytes
- * into `result` within timeout_ms, or fails it. Returns RELAY_OK or the failure's status. */
+ * into `result` within timeout_ms, or fails it. Returns RELAY_OK or the failure's status. One
+ * outcome on every rank: an exchange that fails on one rank must fail on all (decide it once,
+ * for example with a compare-and-set of an outcome key, as relay.torch does over torch's store),
+ * or the exchanges relay runs over it (the nccl transport's agreements, splits) can end ok on a
+ * rank whose peer already failed. */
 typedef int32_t (*relay_all_gather_fn)(void* user, const void* mine, size_t bytes,
                                        int64_t timeout_ms, relay_bootstrap_result* result);
 /* Returns once every rank has entered it (or fails naming a rank that did not). */
