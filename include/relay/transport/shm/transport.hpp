@@ -118,9 +118,9 @@ class transport final : public relay::transport {
             f.text + " (seen by rank " + std::to_string(f.seen_by) + "; every rank stopped)",
             f.root};
   }
-  // This rank's own failure in call `sequence`, found here; returned as shown.
-  status fail(errc code, int root, std::string text, std::uint64_t sequence) {
-    failed_ = {code, root, rank_, std::move(text), sequence};
+  // The failure that ends this call here (run() gives up on it), as this rank returns it.
+  status adopt(failure f) {
+    failed_ = std::move(f);
     return shown(failed_);
   }
 
@@ -153,19 +153,19 @@ class transport final : public relay::transport {
         .store(static_cast<std::uint32_t>(f.code), std::memory_order_release);
   }
 
-  // A peer that gave up on call `sequence` or before, lowest rank first: its failure, taken on as
-  // this rank's. (A peer that finished its part of this call and gave up on a later one has
-  // nothing more to do in this call; the next call fails on its account.)
-  status peer_gave_up(std::uint64_t sequence) {
+  // A peer that gave up on call `sequence` or before, lowest rank first: its failure (none: code
+  // ok). A peer that finished its part of this call and gave up on a later one has nothing more
+  // to do in this call; the next call fails on its account.
+  failure peer_gave_up(std::uint64_t sequence) const {
     for (int q = 0; q < seg_.ranks(); ++q) {
       if (q == rank_) continue;
       const control& c = seg_.control_of(q);
       if (std::atomic_ref<const std::uint32_t>(c.broken).load(std::memory_order_acquire) == 0 ||
           c.broken_call > sequence)
         continue;
-      failed_ = recorded_by(q);
-      failed_.call = sequence;
-      return shown(failed_);
+      failure f = recorded_by(q);
+      f.call = sequence;
+      return f;
     }
     return {};
   }
@@ -189,9 +189,9 @@ class transport final : public relay::transport {
   // whoever it is this rank waits for. Builds a message only when there is trouble.
   // A rank that gave up is looked for first, on every rank: its record names the first failure,
   // and a rank that gave up may have exited since.
-  status trouble_while(const awaited& a, std::uint64_t sequence) {
+  failure trouble_while(const awaited& a, std::uint64_t sequence) const {
     const std::string call = " call #" + std::to_string(sequence);
-    if (status s = peer_gave_up(sequence); !s) return s;
+    if (failure f = peer_gave_up(sequence); f.code != errc::ok) return f;
     for (int q = 0; q < seg_.ranks(); ++q) {
       if (q == rank_) continue;
       const control& c = seg_.control_of(q);
@@ -200,14 +200,14 @@ class transport final : public relay::transport {
       if (!left && !process_exited(c.pid)) continue;
       // A rank gone or closed may have given up after the scan above (it raises its flag before
       // it exits): its record, which names the first failure, is the one to report.
-      if (status s = peer_gave_up(sequence); !s) return s;
+      if (failure f = peer_gave_up(sequence); f.code != errc::ok) return f;
       if (left && q != a.peer) continue;
       const std::string who = "rank " + std::to_string(q) +
                               (left ? "" : " (pid " + std::to_string(c.pid) + ")") +
                               (left ? " closed its communicator" : " exited");
-      return fail(errc::peer_lost, q,
-                  who + (q == a.peer ? " before it " + a.verb(true) + call : " during" + call),
-                  sequence);
+      return {errc::peer_lost, q, rank_,
+              who + (q == a.peer ? " before it " + a.verb(true) + call : " during" + call),
+              sequence};
     }
     return {};
   }
@@ -218,18 +218,19 @@ class transport final : public relay::transport {
               std::chrono::steady_clock::time_point deadline) {
     const awaited a{peer, call.p, phase};
     const std::uint64_t target = mark(call.sequence, phase + 1);
-    status trouble;
+    // Trouble found while the peer was publishing anyway (it published, then closed) is none.
+    failure trouble;
     const wait_result r = wait_at_least(seg_.control_of(peer).counter, target, deadline, [&] {
       trouble = trouble_while(a, call.sequence);
-      return !trouble.ok();
+      return trouble.code != errc::ok;
     });
     if (r == wait_result::reached) return {};
-    if (r == wait_result::trouble) return trouble;
-    return fail(errc::timeout, peer,
-                "rank " + std::to_string(peer) + " did not " + a.verb(false) + " call #" +
-                    std::to_string(call.sequence) + " within " +
-                    std::to_string(call.timeout.count()) + " ms",
-                call.sequence);
+    if (r == wait_result::trouble) return adopt(std::move(trouble));
+    return adopt({errc::timeout, peer, rank_,
+                  "rank " + std::to_string(peer) + " did not " + a.verb(false) + " call #" +
+                      std::to_string(call.sequence) + " within " +
+                      std::to_string(call.timeout.count()) + " ms",
+                  call.sequence});
   }
   status wait(int peer, std::int32_t phase, const call_context& call) {
     return wait(peer, phase, call, std::chrono::steady_clock::now() + call.timeout);
@@ -342,7 +343,8 @@ class transport final : public relay::transport {
       if (status st = wait(w.peer, w.phase, call); !st) return st;
     // A peer that gave up on this call while this rank did its part (it waited on a rank that
     // this one did not need): its failure, not ok, and this rank's output stays unwritten.
-    if (status gone = peer_gave_up(call.sequence); !gone) return gone;
+    if (failure gone = peer_gave_up(call.sequence); gone.code != errc::ok)
+      return adopt(std::move(gone));
     if (p.output_bytes[me] > 0)
       std::memcpy(call.recv.data, address(p, {static_cast<std::uint16_t>(me), buffer::output, 0}),
                   p.output_bytes[me]);
