@@ -200,7 +200,7 @@ scenario draw_late(std::uint64_t seed, int i) {
   s.faulty = (i / 6) % s.ranks;
   s.calls = 3;
   s.at = 1 + below(2);
-  s.timeout = std::chrono::milliseconds(400);
+  s.timeout = std::chrono::milliseconds(600);  // calls before the late one must not time out
   const int a = below(s.ranks);
   const int b = (a + 1 + below(s.ranks - 1)) % s.ranks;
   for (int k = 0; k < s.calls; ++k) {
