@@ -1042,6 +1042,17 @@ static void test_nccl_library(void) {
   unsetenv("RELAY_RCCL_LIBRARY");
 }
 
+/* `bytes` of zeros that the ranks forked later share; NULL (said on stderr) where none. */
+static void* shared_zeros(size_t bytes) {
+  void* p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    perror("mmap");
+    return NULL;
+  }
+  memset(p, 0, bytes);
+  return p;
+}
+
 int main(void) {
   setvbuf(stderr, NULL, _IONBF, 0);
   test_library();
@@ -1051,21 +1062,10 @@ int main(void) {
     fprintf(stderr, "%d checks failed in one process\n", failures);
     return 1;
   }
-  struct board* b =
-      mmap(NULL, sizeof(struct board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (b == MAP_FAILED) {
-    perror("mmap");
-    return 1;
-  }
-  memset(b, 0, sizeof *b);
+  struct board* b = shared_zeros(sizeof(struct board));
+  struct shared* sh = shared_zeros(sizeof(struct shared));
+  if (b == NULL || sh == NULL) return 1;
   int failed = run_ranks(4, callback_rank, b);
-  struct shared* sh =
-      mmap(NULL, sizeof(struct shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (sh == MAP_FAILED) {
-    perror("mmap");
-    return 1;
-  }
-  memset(sh, 0, sizeof *sh);
   sh->port = free_port();
   killed_rank = 3;
   failed += run_ranks(4, environment_rank, sh);

@@ -39,6 +39,19 @@ std::vector<status> on_threads(int ranks, const std::function<status(int)>& body
   return result;
 }
 
+// R bootstraps of one job, set up on threads at once.
+std::vector<std::unique_ptr<bootstrap>> connected(int R) {
+  const int port = free_port();
+  std::vector<std::unique_ptr<bootstrap>> boots(static_cast<std::size_t>(R));
+  const auto made = on_threads(R, [&](int r) {
+    return make_tcp_bootstrap(place(r, R, port, std::chrono::seconds(10)),
+                              boots[static_cast<std::size_t>(r)]);
+  });
+  for (const status& s : made)
+    REQUIRE(s.ok());
+  return boots;
+}
+
 }  // namespace
 
 TEST_CASE("the TCP bootstrap all-gathers every rank's bytes to every rank", "[bootstrap]") {
@@ -81,14 +94,7 @@ TEST_CASE("a rank that never connects is named by rank 0", "[bootstrap]") {
 }
 
 TEST_CASE("a rank that never joins an all-gather is named on every rank", "[bootstrap]") {
-  const int port = free_port(), R = 3;
-  std::vector<std::unique_ptr<bootstrap>> boots(R);
-  const auto made = on_threads(R, [&](int r) {
-    return make_tcp_bootstrap(place(r, R, port, std::chrono::seconds(10)),
-                              boots[static_cast<std::size_t>(r)]);
-  });
-  for (const status& s : made)
-    REQUIRE(s.ok());
+  const auto boots = connected(3);
   // Ranks 0 and 1 all-gather; rank 2 stays away.
   const auto results = on_threads(2, [&](int r) {
     std::vector<std::vector<std::byte>> all;
@@ -207,15 +213,8 @@ TEST_CASE("the store's address may be a host name; one that does not resolve is 
 // answer for the timeout plus max(1 s, timeout / 2) (1.2 s here), then gives up and waits that
 // long again for the answer. Every rank must end the exchange alike.
 std::vector<status> late_root(std::chrono::milliseconds late) {
-  const int port = free_port(), R = 3;
-  std::vector<std::unique_ptr<bootstrap>> boots(R);
-  const auto made = on_threads(R, [&](int r) {
-    return make_tcp_bootstrap(place(r, R, port, std::chrono::seconds(10)),
-                              boots[static_cast<std::size_t>(r)]);
-  });
-  for (const status& s : made)
-    REQUIRE(s.ok());
-  return on_threads(R, [&](int r) {
+  const auto boots = connected(3);
+  return on_threads(3, [&](int r) {
     if (r != 1) std::this_thread::sleep_for(late);
     std::vector<std::vector<std::byte>> all;
     const std::string mine(1, static_cast<char>('a' + r));
