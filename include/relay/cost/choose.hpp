@@ -1,12 +1,15 @@
-// Choose: what the cost model decides for a call, once per shape (plan/call_shape.hpp): the route
-// route::automatic takes, with its offload share and pipeline depth, and whether the call goes
-// on the fp8 wire. make_plan (plan/make_plan.hpp) then makes the plan of the shape as chosen;
-// make_plan(request, out) below does both, for callers that make a plan once.
+// Choose: every choice the cost model makes for a call, in one place. Once per shape
+// (plan/call_shape.hpp): the route route::automatic takes, with its offload share and pipeline
+// depth, and whether the call goes on the fp8 wire; make_plan (plan/make_plan.hpp) then makes the
+// plan of the shape as chosen, and make_plan(request, out) below does both, for callers that make
+// a plan once. Once per plan, on a transport that launches plans in forms (the ipc transport): the
+// form (cost/form.hpp), from what that transport's kernels can run the plan in.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
+#include "relay/cost/form.hpp"
 #include "relay/cost/route.hpp"
 #include "relay/cost/wire.hpp"
 #include "relay/plan/call_shape.hpp"
@@ -82,6 +85,55 @@ inline call_choice choose(const plan_request& r) {
       r.coll, static_cast<int>(r.groups.front().size()), r.ranks, r.mode, c.route, c.permille,
       c.tiles};
   c.wire = choose_wire(r, spec, machine);
+  return c;
+}
+
+// What a transport's kernels can run a plan in: the one-shot form (within its cap on tiles, and
+// with the ends the plan needs), and the pull form (an allreduce it reads in place, within the
+// same cap). The transport says; choose_form decides.
+struct form_fit {
+  bool one_shot = false;
+  bool pull = false;  // implies one_shot: the pull is a one-shot form
+};
+
+struct form_choice {
+  bool pull = false;      // the pull kernel runs the call
+  bool one_shot = false;  // one launch (the pull's, or the plan's one-shot kernel)
+  friend constexpr bool operator==(const form_choice&, const form_choice&) = default;
+};
+
+// The form that runs plan `p` (call_form `asked`: ipc_options::form, RELAY_IPC_FORM). automatic,
+// the model's choice:
+//   - the pull form wherever it fits, on a direct route. It reads each member's input once, in
+//     place, and writes each output once, in one launch with two round trips; the plan's forms of
+//     the same route do that work and stage it besides (copies in and out, more launches or
+//     barriers). Measured on one H200 under MPS, replayed (bench/results/2026-12-02-h200-ipc-pull,
+//     2026-12-04-h200-eager-agreement): faster than both plan forms at every size to its cap,
+//     1 to 32 MB with 2 processes and A=2 (32 MB: pull 68 us, stepped 199), 4 KB to 16 MB with
+//     8 processes and A=4 (16 MB: 239 against 296). Priced as
+//     launch + 2 signal + ceil(A * output tiles / G_p) * tile, with rounds of at most 64 blocks
+//     priced as the stepped form's rounds of 528, it switched to the stepped form at 1-4 MB (A=4)
+//     and 16-32 MB (A=2), where the pull was 1.2-2.9x faster: so it is not priced.
+//   - never on a relay route: it would read from the group's members over their own links and
+//     leave idle the helpers' links the route was chosen for (the plan's forms carry the route).
+//   - otherwise the one-shot form where it fits and `prices` put it below the stepped one.
+// one_shot, stepped, pull: that form where it fits, on any route (pull falls back to the one-shot
+// form where it does not fit, and both to the stepped form where they do not).
+inline form_choice choose_form(call_form asked, const plan& p, const form_fit& fit,
+                               const form_prices& prices) {
+  form_choice c;
+  switch (asked) {
+    case call_form::automatic:
+      c.pull = fit.pull && p.spec.route == route::direct;
+      c.one_shot = c.pull || (fit.one_shot && prices.one_shot_wins());
+      break;
+    case call_form::pull:
+      c.pull = fit.pull;
+      c.one_shot = fit.one_shot;
+      break;
+    case call_form::one_shot: c.one_shot = fit.one_shot; break;
+    case call_form::stepped: break;
+  }
   return c;
 }
 

@@ -8,7 +8,7 @@
 
 #include "relay/bootstrap/environment.hpp"
 #include "relay/core/status.hpp"
-#include "relay/transport/ipc/form.hpp"
+#include "relay/cost/form.hpp"
 
 namespace relay {
 
@@ -20,8 +20,8 @@ struct ipc_options {
   // Which form runs a call (RELAY_IPC_FORM: auto, one_shot, stepped, pull), and the model's
   // constants
   // (RELAY_IPC_LAUNCH_US, RELAY_IPC_SIGNAL_US, RELAY_IPC_TILE_US, in microseconds).
-  ipc_form form = ipc_form::automatic;
-  ipc_form_costs costs{};
+  call_form form = call_form::automatic;
+  form_costs costs{};
   // A cap on top of the model: the one-shot form only where no stage of the plan has more tiles
   // (16 KiB of work each) than this; 0: never (RELAY_IPC_ONE_SHOT_TILES).
   int one_shot_tiles = 4096;
@@ -88,13 +88,13 @@ inline status ipc_options_from_environment(ipc_options& o) {
   if (const char* v = std::getenv("RELAY_IPC_FORM"); v != nullptr && *v != '\0') {
     const std::string f = v;
     if (f == "auto")
-      o.form = ipc_form::automatic;
+      o.form = call_form::automatic;
     else if (f == "one_shot")
-      o.form = ipc_form::one_shot;
+      o.form = call_form::one_shot;
     else if (f == "stepped")
-      o.form = ipc_form::stepped;
+      o.form = call_form::stepped;
     else if (f == "pull")
-      o.form = ipc_form::pull;
+      o.form = call_form::pull;
     else
       return {errc::invalid_argument,
               "RELAY_IPC_FORM must be auto, one_shot, stepped or pull, not '" + f + "'"};

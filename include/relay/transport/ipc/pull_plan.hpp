@@ -71,7 +71,7 @@ inline std::uint32_t pull_grid(const plan& p, std::uint64_t most) {
   return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(tiles, 1, cap));
 }
 
-// The pull form's stage for the form model (ipc/form.hpp): every output tile of 16 KiB reads
+// The pull form's stage for the form model (cost/form.hpp): every output tile of 16 KiB reads
 // one tile of each of the A members, so the stage is the largest group's output tiles times A.
 inline std::uint64_t pull_stage_tiles(const plan& p, std::uint64_t tile_bytes) {
   std::uint64_t most = 0;

@@ -13,7 +13,7 @@
 // as ipc/kernels.hpp describes: an entry stage (the input staged or read in place, ipc/direct.hpp),
 // a stage per phase of the slice this rank issues in (its waits, then its pushes into peers'
 // areas or its reductions), an exit stage; one launch each (stepped) or one in all (one-shot),
-// as the model of ipc/form.hpp picks once per plan. All on call.stream; run() returns without
+// as cost/choose.hpp picks once per plan. All on call.stream; run() returns without
 // waiting. docs/ipc-transport.md ("As built") says how user memory, the fp8 wire, graph capture,
 // failures and ranks sharing one device work, and why.
 //
@@ -45,6 +45,7 @@
 #include "relay/bootstrap/environment.hpp"
 #include "relay/core/lru.hpp"
 #include "relay/core/status.hpp"
+#include "relay/cost/choose.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/gpu/runtime.hpp"
@@ -53,8 +54,8 @@
 #include "relay/plan/slice.hpp"
 #include "relay/plan/validate.hpp"
 #include "relay/transport/ipc/direct.hpp"
-#include "relay/transport/ipc/form.hpp"
 #include "relay/transport/ipc/graph_inputs.hpp"
+#include "relay/transport/ipc/grids.hpp"
 #include "relay/transport/ipc/kernels.hpp"
 #include "relay/transport/ipc/launch.hpp"
 #include "relay/transport/ipc/memory.hpp"
@@ -474,7 +475,7 @@ class ipc_transport final : public transport {
 
   // The grids of both forms (see the top): the device's resident blocks, the smallest any form of
   // the kernels allows, divided among the ranks that share the device; and the smallest of every
-  // rank's, which every rank prices the forms with (transport/ipc/form.hpp), so that every rank
+  // rank's, which every rank prices the forms with (cost/form.hpp), so that every rank
   // takes the same form.
   status size_grids(bootstrap& boot, std::chrono::milliseconds timeout) {
     int sms = 0, resident = 0;
@@ -740,15 +741,15 @@ class ipc_transport final : public transport {
     auto tag = [&](const plan_operand& o) {
       return out.direct ? ipc::operand_tag(o, me) : ipc::tag_fixed;
     };
-    // The form, priced alike on every rank (ipc/form.hpp).
+    // The form, priced alike on every rank (cost/choose.hpp).
     const std::vector<std::uint64_t> priced = plan_stages(p, tile_units * 16);
     const std::uint64_t largest = *std::max_element(priced.begin(), priced.end());
     const bool one_shot_fits = !fp8 && one_shot_tiles_ > 0 && largest <= one_shot_tiles_;
     const std::uint64_t pull_tiles = ipc::pull_stage_tiles(p, tile_units * 16);
     const bool pull_fits = one_shot_fits && ipc::pull_applies(p) && pull_tiles <= one_shot_tiles_;
-    const ipc_form_choice form = choose_ipc_form(
-        form_, one_shot_fits, pull_fits, p.spec.route == route::direct,
-        price_ipc_forms(priced, costs_, priced_one_shot_grid_, priced_stepped_grid_));
+    const form_choice form =
+        choose_form(form_, p, {one_shot_fits, pull_fits},
+                    price_forms(priced, costs_, priced_one_shot_grid_, priced_stepped_grid_));
     out.pull = form.pull;
     out.one_shot = form.one_shot;
     if (out.pull) out.pull_args = pull_program(p, me);
@@ -893,8 +894,8 @@ class ipc_transport final : public transport {
   ipc::area area_;
   std::uint64_t ticks_per_ms_ = 1;
   int max_grid_ = 1;
-  ipc_form form_ = ipc_form::automatic;
-  ipc_form_costs costs_{};
+  call_form form_ = call_form::automatic;
+  form_costs costs_{};
   std::uint64_t one_shot_tiles_ = 0;
   int share_ = 1;                    // ranks on this device
   int device_share_ = 1;             // ipc_options::device_share

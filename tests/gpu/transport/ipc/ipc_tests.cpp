@@ -241,7 +241,7 @@ std::vector<property_case> graph_shapes() {
   property_case fp8 = shape(collective::reduce_scatter, 4, mode::fused, dtype::bfloat16, 4133);
   fp8.wire = wire_format::fp8_e4m3;
   fp8.wire_data = 1;  // a wide dynamic range in every block
-  // The allreduces on both routes: the pull form runs a direct route's (ipc/form.hpp), the
+  // The allreduces on both routes: the pull form runs a direct route's (cost/choose.hpp), the
   // plan's one-shot form a relay route's.
   auto direct = [](property_case c) {
     c.route = route::direct;

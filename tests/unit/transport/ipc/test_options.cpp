@@ -30,7 +30,7 @@ TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
     ipc_options o;
     REQUIRE(ipc_options_from_environment(o));
     CHECK(o.bytes_per_rank == std::size_t{64} << 20);
-    CHECK(o.form == ipc_form::automatic);
+    CHECK(o.form == call_form::automatic);
     CHECK(o.one_shot_tiles == 4096);
     CHECK(o.costs.launch == 3.7e-6);
     CHECK(o.costs.signal == 1.5e-6);
@@ -44,7 +44,7 @@ TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
   ipc_options o;
   REQUIRE(ipc_options_from_environment(o));
   CHECK(o.bytes_per_rank == std::size_t{8} << 20);
-  CHECK(o.form == ipc_form::stepped);
+  CHECK(o.form == call_form::stepped);
   CHECK(o.one_shot_tiles == 0);
   CHECK(o.costs.launch == Approx(2.5e-6));
   CHECK(o.costs.signal == Approx(0.75e-6));
@@ -53,7 +53,7 @@ TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
   const scoped_env pull{{"RELAY_IPC_FORM", "pull"}};
   ipc_options forced;
   REQUIRE(ipc_options_from_environment(forced));
-  CHECK(forced.form == ipc_form::pull);
+  CHECK(forced.form == call_form::pull);
 }
 
 TEST_CASE("ipc options: a malformed variable is named", "[transport][ipc]") {

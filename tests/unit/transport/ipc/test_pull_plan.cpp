@@ -1,11 +1,10 @@
-// The pull form's rules (transport/ipc/pull_plan.hpp) and its price (transport/ipc/form.hpp):
+// The pull form's rules (transport/ipc/pull_plan.hpp) and its stage for the form model:
 // which calls it runs, what each rank reads and who reads it, the grid; expected values by hand.
 #include "relay/transport/ipc/pull_plan.hpp"
 
 #include <catch2/catch.hpp>
 
 #include "relay/cost/choose.hpp"
-#include "relay/transport/ipc/form.hpp"
 #include "support/plan_builder.hpp"
 
 using namespace relay;
