@@ -95,7 +95,7 @@ namespace detail {
 
 __device__ inline void stamp(std::uint64_t* stamps, int point) {
 #if defined(FLOOR_TRACE) && FLOOR_TRACE
-  if (blockIdx.x == 0 && threadIdx.x == 0) stamps[point] = gpu::wall_clock();
+  if (blockIdx.x == 0 && threadIdx.x == 0) stamps[point] = ipc::wall_clock();
 #else
   (void)stamps;
   (void)point;
@@ -111,9 +111,9 @@ __device__ inline void barrier(const args& a, int phase, std::uint64_t epoch) {
     __threadfence_system();
     *static_cast<volatile std::uint64_t*>(&a.areas[q]->flags[phase][b][a.rank]) = epoch;
     const volatile std::uint64_t* mine = &a.areas[a.rank]->flags[phase][b][q];
-    const std::uint64_t start = gpu::wall_clock();
+    const std::uint64_t start = ipc::wall_clock();
     while (*mine < epoch)
-      if (gpu::wall_clock() - start > a.timeout_ticks) {
+      if (ipc::wall_clock() - start > a.timeout_ticks) {
         *static_cast<volatile std::uint32_t*>(a.error) = 1;
         break;
       }
@@ -225,7 +225,7 @@ class floor_allreduce : relay::no_copy {
     if (gpu::rt::error_t e = gpu::rt::device_address(&d, host); e != gpu::rt::success)
       return gpu::failure("mapping the floor's error word", device, e);
     error_device_ = static_cast<std::uint32_t*>(d);
-    if (gpu::rt::error_t e = gpu::ticks_per_ms(&ticks_per_ms_, device); e != gpu::rt::success)
+    if (gpu::rt::error_t e = ipc::ticks_per_ms(&ticks_per_ms_, device); e != gpu::rt::success)
       return gpu::failure("reading the device clock's rate", device, e);
     int sms = 0;
     if (gpu::rt::error_t e = gpu::rt::sm_count(&sms, device); e != gpu::rt::success)

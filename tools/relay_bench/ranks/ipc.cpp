@@ -15,10 +15,10 @@
 namespace relay::bench {
 
 // The floor's relay-sized launches (floor_options::relay_sized_arguments) carry as many argument
-// bytes as the pull kernel's launch (gpu::launch_ipc_pull).
-static_assert(floor::relay_argument_bytes == sizeof(gpu::ipc_pull) + sizeof(gpu::ipc_peers) +
+// bytes as the pull kernel's launch (ipc::launch_pull_kernel).
+static_assert(floor::relay_argument_bytes == sizeof(ipc::ipc_pull) + sizeof(ipc::ipc_peers) +
                                                  sizeof(gpu::copy_desc) + sizeof(std::uint64_t) +
-                                                 sizeof(gpu::ipc_env));
+                                                 sizeof(ipc::ipc_env));
 
 namespace {
 

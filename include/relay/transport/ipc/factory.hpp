@@ -1,5 +1,6 @@
-// The ipc transport as code outside transport/ipc/ reaches it: its options (ipc/options.hpp) and
-// its factory. Only code compiled by nvcc or hipcc may include this header.
+// The ipc transport as code outside transport/ipc/ reaches it: the one header of the folder that
+// names things in namespace relay (everything else of the folder is relay::ipc). Only code
+// compiled by nvcc or hipcc may include this header.
 //
 //   std::unique_ptr<relay::communicator> comm;
 //   relay::status s = relay::communicator_from_environment(relay::ipc_factory(), comm);
@@ -18,6 +19,15 @@
 #include "relay/transport/ipc/transport.hpp"
 
 namespace relay {
+
+// The transport and its options (ipc/transport.hpp, ipc/options.hpp).
+using ipc_transport = ipc::transport;
+using ipc_options = ipc::options;
+
+// The options' environment variables into `o`, where set (ipc::options_from_environment).
+inline status ipc_options_from_environment(ipc_options& o) {
+  return ipc::options_from_environment(o);
+}
 
 // Creates the transport (collective: every rank of `boot` calls it).
 inline status make_ipc_transport(bootstrap& boot, int device, const ipc_options& o,

@@ -71,7 +71,7 @@
 #include "relay/transport/ipc/report.hpp"
 #include "relay/transport/ipc/signals.hpp"
 
-namespace relay::gpu {
+namespace relay::ipc {
 
 // One slice_wait, with what a report needs to name it.
 struct ipc_wait {
@@ -96,8 +96,8 @@ inline constexpr int ipc_delta_count = 3 + max_ranks;
 // One launch's work, in device memory (built once per plan, ipc/transport.hpp).
 struct ipc_stage {
   const ipc_wait* waits = nullptr;
-  const copy_desc* copies = nullptr;
-  const reduce_desc* reduces = nullptr;
+  const gpu::copy_desc* copies = nullptr;
+  const gpu::reduce_desc* reduces = nullptr;
   std::uint32_t wait_count = 0, copy_count = 0, reduce_count = 0;
   std::uint32_t enter = 0;    // 1: this launch begins a call (the agreement, the call counter)
   std::int32_t publish = -1;  // the mark's `done` when finished (phase + 1); -1: none
@@ -109,7 +109,7 @@ struct ipc_stage {
   std::uint64_t push_mask = 0;              // bit q: a copy of the stage writes peer q's output
   // fp8 ends (see the top): [0] of the plan's element type, [1] of float partial sums; all
   // quantizes (a phase's pushes) or all dequantizes (its arrivals), in `fp8_format`.
-  const fp8_desc* fp8[2] = {nullptr, nullptr};
+  const gpu::fp8_desc* fp8[2] = {nullptr, nullptr};
   std::uint32_t fp8_count[2] = {0, 0};
   std::uint64_t fp8_tiles[2] = {0, 0};
   std::uint32_t fp8_dequantize = 0;
@@ -602,40 +602,40 @@ __device__ inline void ipc_stage_deltas(const ipc_env& env, const ipc_stage& s,
 template <int Block, int Unroll>
 __device__ inline void ipc_moved_copy_tile(const ipc_stage& s, std::uint64_t t,
                                            const std::int64_t* delta) {
-  const std::uint32_t i = find_desc(s.copies, s.copy_count, t);
-  copy_desc c = s.copies[i];
+  const std::uint32_t i = gpu::detail::find_desc(s.copies, s.copy_count, t);
+  gpu::copy_desc c = s.copies[i];
   const ipc_copy_tags g = s.copy_tags[i];
   c.src += delta[g.src];
   c.dst += delta[g.dst];
-  copy_desc_tile<Block, Unroll, false>(c, t - c.first_tile);
+  gpu::copy_desc_tile<Block, Unroll, false>(c, t - c.first_tile);
 }
 
 template <class T, int Block, int Unroll>
 __device__ inline void ipc_moved_reduce_tile(const ipc_stage& s, std::uint64_t t,
                                              const std::int64_t* delta) {
-  const std::uint32_t i = find_desc(s.reduces, s.reduce_count, t);
-  reduce_desc r = s.reduces[i];
+  const std::uint32_t i = gpu::detail::find_desc(s.reduces, s.reduce_count, t);
+  gpu::reduce_desc r = s.reduces[i];
   const ipc_reduce_tags& g = s.reduce_tags[i];
   r.dst = static_cast<unsigned char*>(r.dst) + delta[g.dst];
   for (int k = 0; k < r.k; ++k)
     r.src[k] = static_cast<const unsigned char*>(r.src[k]) + delta[g.src[k]];
-  reduce_desc_tile<T, Block, Unroll>(r, t - r.first_tile);
+  gpu::reduce_desc_tile<T, Block, Unroll>(r, t - r.first_tile);
 }
 
 template <class E, fp8_format F>
-__device__ inline void ipc_fp8_end(const fp8_desc& d, bool dequantize, std::uint64_t tile) {
+__device__ inline void ipc_fp8_end(const gpu::fp8_desc& d, bool dequantize, std::uint64_t tile) {
   if (dequantize)
-    fp8_dequantize_tile<E, F, fp8_conversion::fast, false, fp8_unroll>(
+    gpu::detail::fp8_dequantize_tile<E, F, gpu::fp8_conversion::fast, false, gpu::fp8_unroll>(
         static_cast<const unsigned char*>(d.src), d.count, static_cast<E*>(d.dst), nullptr, tile);
   else
-    fp8_quantize_tile<E, F, fp8_conversion::fast, fp8_unroll>(
+    gpu::detail::fp8_quantize_tile<E, F, gpu::fp8_conversion::fast, gpu::fp8_unroll>(
         static_cast<const E*>(d.src), static_cast<unsigned char*>(d.dst), d.count, tile);
 }
 
 // Tile t of the stage's fp8 list w: E is T for list 0, float (partial sums) for list 1.
 template <class T>
 __device__ inline void ipc_fp8_tile(const ipc_stage& s, int w, std::uint64_t t) {
-  const fp8_desc& d = s.fp8[w][find_desc(s.fp8[w], s.fp8_count[w], t)];
+  const gpu::fp8_desc& d = s.fp8[w][gpu::detail::find_desc(s.fp8[w], s.fp8_count[w], t)];
   const bool deq = s.fp8_dequantize != 0;
   const bool ocp = s.fp8_format == static_cast<std::uint32_t>(fp8_format::e4m3);
   constexpr fp8_format e4m3 = fp8_format::e4m3, fnuz = fp8_format::e4m3_fnuz;
@@ -653,14 +653,14 @@ __device__ inline void ipc_fp8_tile(const ipc_stage& s, int w, std::uint64_t t) 
 // This block's tiles of a stage: the user copy, then the copy list, then the reduction list,
 // then (Fp8) the fp8 lists.
 template <class T, int Block, int Unroll, bool Fp8 = false>
-__device__ inline void ipc_stage_work(const ipc_stage& s, const copy_desc& user,
+__device__ inline void ipc_stage_work(const ipc_stage& s, const gpu::copy_desc& user,
                                       std::uint64_t user_tiles, const std::int64_t* delta) {
   const std::uint64_t lists = user_tiles + s.copy_tiles;
   const std::uint64_t reduced = lists + s.reduce_tiles;
   const std::uint64_t total = Fp8 ? reduced + s.fp8_tiles[0] + s.fp8_tiles[1] : reduced;
   for (std::uint64_t t = blockIdx.x; t < total; t += gridDim.x) {
     if constexpr (Fp8 && fp8_wire_type<T>) {
-      static_assert(Block == fp8_block_threads, "the fp8 tiles assume their own block size");
+      static_assert(Block == gpu::fp8_block_threads, "the fp8 tiles assume their own block size");
       if (t >= reduced) {
         const std::uint64_t f = t - reduced;
         if (f < s.fp8_tiles[0])
@@ -671,15 +671,15 @@ __device__ inline void ipc_stage_work(const ipc_stage& s, const copy_desc& user,
       }
     }
     if (t < user_tiles)
-      copy_desc_tile<Block, Unroll, false>(user, t);
+      gpu::copy_desc_tile<Block, Unroll, false>(user, t);
     else if (t < lists && s.copy_tags != nullptr)
       ipc_moved_copy_tile<Block, Unroll>(s, t - user_tiles, delta);
     else if (t < lists)
-      copy_list_tile<Block, Unroll, false>(s.copies, s.copy_count, t - user_tiles);
+      gpu::copy_list_tile<Block, Unroll, false>(s.copies, s.copy_count, t - user_tiles);
     else if (s.reduce_tags != nullptr)
       ipc_moved_reduce_tile<T, Block, Unroll>(s, t - lists, delta);
     else
-      reduce_list_tile<T, Block, Unroll>(s.reduces, s.reduce_count, t - lists);
+      gpu::reduce_list_tile<T, Block, Unroll>(s.reduces, s.reduce_count, t - lists);
   }
 }
 
@@ -713,9 +713,10 @@ __device__ inline void ipc_publish(const ipc_env& env, const ipc_stage& s, std::
 // One stage of a call (see the top of this file). `user` is the entry's or the exit's copy
 // between the user's buffer and the registered area (user_tiles = 0: none). Fp8: the stage has
 // fp8 ends (launched for T of an fp8 wire only).
-template <class T, int Block = default_block, int Unroll = default_unroll, bool Fp8 = false>
+template <class T, int Block = gpu::default_block, int Unroll = gpu::default_unroll,
+          bool Fp8 = false>
 __global__ void __launch_bounds__(Block)
-    ipc_step_kernel(const ipc_stage* stage, copy_desc user, std::uint64_t user_tiles,
+    ipc_step_kernel(const ipc_stage* stage, gpu::copy_desc user, std::uint64_t user_tiles,
                     const RELAY_IPC_GRID_CONSTANT ipc_env env) {
   __shared__ std::uint32_t give_up;
   __shared__ std::int64_t delta[ipc_delta_count];
@@ -741,10 +742,10 @@ __global__ void __launch_bounds__(Block)
 // with no tiles and no mark needs no barrier after it (the entry, where the input is read in
 // place: each block did the agreement's waits itself), nor does the last: its blocks count out,
 // and the last one advances the call counter (every block read it at its start).
-template <class T, int Block = default_block, int Unroll = default_unroll>
+template <class T, int Block = gpu::default_block, int Unroll = gpu::default_unroll>
 __global__ void __launch_bounds__(Block)
-    ipc_one_shot_kernel(const ipc_stage* stages, std::uint32_t count, copy_desc in,
-                        std::uint64_t in_tiles, copy_desc out, std::uint64_t out_tiles,
+    ipc_one_shot_kernel(const ipc_stage* stages, std::uint32_t count, gpu::copy_desc in,
+                        std::uint64_t in_tiles, gpu::copy_desc out, std::uint64_t out_tiles,
                         const RELAY_IPC_GRID_CONSTANT ipc_env env) {
   __shared__ std::uint32_t give_up;
   __shared__ std::int64_t delta[ipc_delta_count];
@@ -763,7 +764,7 @@ __global__ void __launch_bounds__(Block)
       detail::ipc_stage_work<T, Block, Unroll>(s,
                                                i == 0 ? in
                                                : last ? out
-                                                      : copy_desc{},
+                                                      : gpu::copy_desc{},
                                                user_tiles, delta);
     }
     if (last) {
@@ -795,4 +796,4 @@ __global__ void __launch_bounds__(Block)
   }
 }
 
-}  // namespace relay::gpu
+}  // namespace relay::ipc

@@ -26,32 +26,30 @@
 #define RELAY_IPC_LAUNCH_LINKAGE inline
 #endif
 
-namespace relay::gpu {
+namespace relay::ipc {
 
 // One stage of the stepped form (ipc_step_kernel): `fp8` picks the form with fp8 ends (a stage of
 // an fp8 wire; ignored for other types). With a bare entry stage it is a refusal's entry.
-RELAY_IPC_LAUNCH_LINKAGE rt::error_t launch_ipc_step(dtype type, bool fp8, unsigned grid,
-                                                     rt::stream_t stream, const ipc_stage* stage,
-                                                     const copy_desc& user,
-                                                     std::uint64_t user_tiles, const ipc_env& env);
+RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_step_kernel(
+    dtype type, bool fp8, unsigned grid, gpu::rt::stream_t stream, const ipc_stage* stage,
+    const gpu::copy_desc& user, std::uint64_t user_tiles, const ipc_env& env);
 
 // A whole call of the one-shot form (ipc_one_shot_kernel): `count` stages from `stages`.
-RELAY_IPC_LAUNCH_LINKAGE rt::error_t launch_ipc_one_shot(
-    dtype type, unsigned grid, rt::stream_t stream, const ipc_stage* stages, std::uint32_t count,
-    const copy_desc& in, std::uint64_t in_tiles, const copy_desc& out, std::uint64_t out_tiles,
-    const ipc_env& env);
+RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_one_shot_kernel(
+    dtype type, unsigned grid, gpu::rt::stream_t stream, const ipc_stage* stages,
+    std::uint32_t count, const gpu::copy_desc& in, std::uint64_t in_tiles,
+    const gpu::copy_desc& out, std::uint64_t out_tiles, const ipc_env& env);
 
 // A whole call of the pull form (ipc_pull_kernel), pl.grid blocks.
-RELAY_IPC_LAUNCH_LINKAGE rt::error_t launch_ipc_pull(dtype type, rt::stream_t stream,
-                                                     const ipc_pull& pl, const ipc_peers& peers,
-                                                     const copy_desc& in, std::uint64_t in_tiles,
-                                                     const ipc_env& env);
+RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_pull_kernel(
+    dtype type, gpu::rt::stream_t stream, const ipc_pull& pl, const ipc_peers& peers,
+    const gpu::copy_desc& in, std::uint64_t in_tiles, const ipc_env& env);
 
 // The fewest blocks the device holds resident at once of any stepped or one-shot kernel, for any
 // type (their grids' bound: the one-shot form's blocks must all be resident).
-RELAY_IPC_LAUNCH_LINKAGE rt::error_t ipc_resident_blocks(int* fewest, int device);
+RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t fewest_resident_blocks(int* fewest, int device);
 
-}  // namespace relay::gpu
+}  // namespace relay::ipc
 
 #if !defined(RELAY_IPC_SEPARATE_KERNELS)
 #include "relay/transport/ipc/launch_impl.hpp"

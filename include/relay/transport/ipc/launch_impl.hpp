@@ -9,51 +9,50 @@
 #include "relay/gpu/kernels.hpp"
 #include "relay/transport/ipc/launch.hpp"
 
-namespace relay::gpu {
+namespace relay::ipc {
 
-RELAY_IPC_LAUNCH_LINKAGE rt::error_t launch_ipc_step(dtype type, bool fp8, unsigned grid,
-                                                     rt::stream_t stream, const ipc_stage* stage,
-                                                     const copy_desc& user,
-                                                     std::uint64_t user_tiles, const ipc_env& env) {
+RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_step_kernel(
+    dtype type, bool fp8, unsigned grid, gpu::rt::stream_t stream, const ipc_stage* stage,
+    const gpu::copy_desc& user, std::uint64_t user_tiles, const ipc_env& env) {
   return visit_dtype(type, [&](auto x) {
     using T = decltype(x);
     if constexpr (fp8_wire_type<T>)
       if (fp8)
-        return rt::launch(ipc_step_kernel<T, default_block, default_unroll, true>, grid,
-                          default_block, stream, stage, user, user_tiles, env);
-    return rt::launch(ipc_step_kernel<T>, grid, default_block, stream, stage, user, user_tiles,
-                      env);
+        return gpu::rt::launch(ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, true>,
+                               grid, gpu::default_block, stream, stage, user, user_tiles, env);
+    return gpu::rt::launch(ipc_step_kernel<T>, grid, gpu::default_block, stream, stage, user,
+                           user_tiles, env);
   });
 }
 
-RELAY_IPC_LAUNCH_LINKAGE rt::error_t launch_ipc_one_shot(
-    dtype type, unsigned grid, rt::stream_t stream, const ipc_stage* stages, std::uint32_t count,
-    const copy_desc& in, std::uint64_t in_tiles, const copy_desc& out, std::uint64_t out_tiles,
-    const ipc_env& env) {
+RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_one_shot_kernel(
+    dtype type, unsigned grid, gpu::rt::stream_t stream, const ipc_stage* stages,
+    std::uint32_t count, const gpu::copy_desc& in, std::uint64_t in_tiles,
+    const gpu::copy_desc& out, std::uint64_t out_tiles, const ipc_env& env) {
   return visit_dtype(type, [&](auto x) {
     using T = decltype(x);
-    return rt::launch(ipc_one_shot_kernel<T>, grid, default_block, stream, stages, count, in,
-                      in_tiles, out, out_tiles, env);
+    return gpu::rt::launch(ipc_one_shot_kernel<T>, grid, gpu::default_block, stream, stages, count,
+                           in, in_tiles, out, out_tiles, env);
   });
 }
 
-RELAY_IPC_LAUNCH_LINKAGE rt::error_t launch_ipc_pull(dtype type, rt::stream_t stream,
-                                                     const ipc_pull& pl, const ipc_peers& peers,
-                                                     const copy_desc& in, std::uint64_t in_tiles,
-                                                     const ipc_env& env) {
+RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_pull_kernel(
+    dtype type, gpu::rt::stream_t stream, const ipc_pull& pl, const ipc_peers& peers,
+    const gpu::copy_desc& in, std::uint64_t in_tiles, const ipc_env& env) {
   return visit_dtype(type, [&](auto x) {
     using T = decltype(x);
-    return rt::launch(ipc_pull_kernel<T>, pl.grid, ipc::pull_block_threads, stream, pl, peers, in,
-                      in_tiles, env);
+    return gpu::rt::launch(ipc_pull_kernel<T>, pl.grid, ipc::pull_block_threads, stream, pl, peers,
+                           in, in_tiles, env);
   });
 }
 
-RELAY_IPC_LAUNCH_LINKAGE rt::error_t ipc_resident_blocks(int* fewest, int device) {
-  rt::error_t e = rt::success;
+RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t fewest_resident_blocks(int* fewest, int device) {
+  gpu::rt::error_t e = gpu::rt::success;
   int least = 0;
   auto look = [&](auto kernel) {
     int blocks = 0;
-    if (e == rt::success) e = resident_blocks(&blocks, kernel, default_block, device);
+    if (e == gpu::rt::success)
+      e = gpu::resident_blocks(&blocks, kernel, gpu::default_block, device);
     if (blocks > 0 && (least == 0 || blocks < least)) least = blocks;
   };
   for (dtype type : all_dtypes)
@@ -61,10 +60,11 @@ RELAY_IPC_LAUNCH_LINKAGE rt::error_t ipc_resident_blocks(int* fewest, int device
       using T = decltype(x);
       look(ipc_step_kernel<T>);
       look(ipc_one_shot_kernel<T>);
-      if constexpr (fp8_wire_type<T>) look(ipc_step_kernel<T, default_block, default_unroll, true>);
+      if constexpr (fp8_wire_type<T>)
+        look(ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, true>);
     });
   *fewest = least;
   return e;
 }
 
-}  // namespace relay::gpu
+}  // namespace relay::ipc

@@ -48,7 +48,7 @@
 
 namespace relay::ipc {
 
-inline constexpr std::size_t outbox_at = sizeof(gpu::ipc_control);
+inline constexpr std::size_t outbox_at = sizeof(ipc_control);
 inline constexpr std::size_t controls_at = outbox_at + sizeof(std::uint64_t*) * max_ranks;
 inline constexpr std::size_t registrations_at = controls_at + sizeof(void*) * max_ranks;
 inline constexpr std::size_t control_bytes =
@@ -358,17 +358,17 @@ class area : no_copy {
   int ranks() const { return ranks_; }
   std::size_t data_bytes() const { return data_bytes_; }
   // Rank q's control block as this process addresses it.
-  gpu::ipc_control* control_of(int q) const {
-    return reinterpret_cast<gpu::ipc_control*>(peers_[static_cast<std::size_t>(q)]);
+  ipc_control* control_of(int q) const {
+    return reinterpret_cast<ipc_control*>(peers_[static_cast<std::size_t>(q)]);
   }
   // Rank q's data area as this process addresses it.
   unsigned char* data(int q) const { return peers_[static_cast<std::size_t>(q)] + control_bytes; }
 
-  gpu::ipc_env env(std::uint64_t timeout_ticks, std::uint64_t ticks_per_ms) const {
-    gpu::ipc_env e;
-    e.me = reinterpret_cast<gpu::ipc_control*>(base_);
+  ipc_env env(std::uint64_t timeout_ticks, std::uint64_t ticks_per_ms) const {
+    ipc_env e;
+    e.me = reinterpret_cast<ipc_control*>(base_);
     e.outbox = reinterpret_cast<std::uint64_t* const*>(base_ + outbox_at);
-    e.controls = reinterpret_cast<gpu::ipc_control* const*>(base_ + controls_at);
+    e.controls = reinterpret_cast<ipc_control* const*>(base_ + controls_at);
     e.registrations = reinterpret_cast<const std::uint64_t*>(base_ + registrations_at);
     e.host = host_device_;
     e.ranks = static_cast<std::uint32_t>(ranks_);
@@ -420,7 +420,7 @@ class area : no_copy {
     }
     host_->leaving = a;
     ipc::put_text(host_->leaving_text, text);
-    host_->dead = gpu::signal_dead;
+    host_->dead = signal_dead;
     const auto until = std::chrono::steady_clock::now() + wait;
     auto landed = [&] {  // what was copied so far is in place (copies in order may land out of it)
       while (gpu::rt::stream_query(leave_) == gpu::rt::not_ready &&
@@ -428,7 +428,7 @@ class area : no_copy {
         std::this_thread::sleep_for(std::chrono::microseconds(20));
     };
     auto control = [&](int q) {
-      return reinterpret_cast<gpu::ipc_control*>(peers_[static_cast<std::size_t>(q)]);
+      return reinterpret_cast<ipc_control*>(peers_[static_cast<std::size_t>(q)]);
     };
     // The alarm and the text, landed, before the mark that makes the peer read them.
     for (int q = 0; q < ranks_; ++q)
@@ -482,7 +482,7 @@ class area : no_copy {
     std::vector<std::uint64_t*> outbox(static_cast<std::size_t>(R), nullptr);
     std::vector<void*> controls(static_cast<std::size_t>(R), nullptr);
     for (int q = 0; q < R; ++q) {
-      auto* c = reinterpret_cast<gpu::ipc_control*>(peers_[static_cast<std::size_t>(q)]);
+      auto* c = reinterpret_cast<ipc_control*>(peers_[static_cast<std::size_t>(q)]);
       controls[static_cast<std::size_t>(q)] = c;
       if (q != me_) outbox[static_cast<std::size_t>(q)] = &c->signal[me_];
     }

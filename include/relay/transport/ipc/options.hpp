@@ -10,9 +10,9 @@
 #include "relay/core/status.hpp"
 #include "relay/cost/form.hpp"
 
-namespace relay {
+namespace relay::ipc {
 
-struct ipc_options {
+struct options {
   // Bytes of data area per rank: a call needs its input, output and scratch there (a larger
   // call fails on every rank with errc::out_of_memory naming the size). RELAY_IPC_BYTES
   // overrides it.
@@ -64,7 +64,7 @@ inline status whole_from_environment(const char* var, double lo, double hi, cons
 }  // namespace detail
 
 // The variables above into `o`, where set; a malformed one is an error naming it.
-inline status ipc_options_from_environment(ipc_options& o) {
+inline status options_from_environment(options& o) {
   if (status s = size_from_environment("RELAY_IPC_BYTES", o.bytes_per_rank); !s) return s;
   if (status s = detail::whole_from_environment("RELAY_IPC_ONE_SHOT_TILES", 0, 4096,
                                                 "a whole tile count", o.one_shot_tiles);
@@ -102,4 +102,4 @@ inline status ipc_options_from_environment(ipc_options& o) {
   return {};
 }
 
-}  // namespace relay
+}  // namespace relay::ipc

@@ -42,7 +42,7 @@
 #include "relay/transport/ipc/pull_entry.hpp"
 #include "relay/transport/ipc/pull_plan.hpp"
 
-namespace relay::gpu {
+namespace relay::ipc {
 
 // The entry words carry a registration slot + 1 in 8 bits.
 static_assert(ipc::max_registrations + 1 <= ipc::pull_entry_max_slot);
@@ -157,10 +157,10 @@ __device__ inline void ipc_pull_sum(const ipc_pull& pl, const std::int64_t* delt
     for (std::uint64_t v = first; v < vectors; v += stride) {
       // Every member's vector loaded before any is summed: the loads are in flight together
       // (a loop over `members` would wait for each in turn).
-      detail::vec16 x[Most];
+      gpu::detail::vec16 x[Most];
 #pragma unroll
       for (std::uint32_t k = 0; k < Most; ++k)
-        if (k < pl.members) x[k] = reinterpret_cast<const detail::vec16*>(source(k))[v];
+        if (k < pl.members) x[k] = reinterpret_cast<const gpu::detail::vec16*>(source(k))[v];
       A acc[E];
       {
         const T* t = reinterpret_cast<const T*>(&x[0]);
@@ -178,12 +178,12 @@ __device__ inline void ipc_pull_sum(const ipc_pull& pl, const std::int64_t* delt
             acc[i] = R::add(acc[i], t[i]);
         }
       }
-      detail::vec16 y;
+      gpu::detail::vec16 y;
       T* t = reinterpret_cast<T*>(&y);
 #pragma unroll
       for (int i = 0; i < E; ++i)
         t[i] = R::store(acc[i], pl.divisor);
-      reinterpret_cast<detail::vec16*>(out)[v] = y;
+      reinterpret_cast<gpu::detail::vec16*>(out)[v] = y;
     }
     tail = vectors * E;
   }
@@ -199,7 +199,7 @@ __device__ inline void ipc_pull_sum(const ipc_pull& pl, const std::int64_t* delt
 
 template <class T>
 __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
-    ipc_pull_kernel(ipc_pull pl, ipc_peers peers, copy_desc in, std::uint64_t in_tiles,
+    ipc_pull_kernel(ipc_pull pl, ipc_peers peers, gpu::copy_desc in, std::uint64_t in_tiles,
                     const RELAY_IPC_GRID_CONSTANT ipc_env env) {
   constexpr int Block = ipc::pull_block_threads;
   __shared__ std::uint32_t give_up;
@@ -262,7 +262,7 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   // block 0's included).
   if (give_up == 0)  // the same answer for every thread of the block (its barriers)
     for (std::uint64_t t = blockIdx.x; t < in_tiles; t += gridDim.x)
-      copy_desc_tile<Block, 1, false>(in, t);
+      gpu::copy_desc_tile<Block, 1, false>(in, t);
   if (blockIdx.x == 0) {
     __syncthreads();
     if (give_up == 0) {
@@ -375,4 +375,4 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   detail::ipc_pull_trace_flush(env, call, stamps);
 }
 
-}  // namespace relay::gpu
+}  // namespace relay::ipc

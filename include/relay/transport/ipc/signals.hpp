@@ -36,7 +36,7 @@
 #include "relay/gpu/runtime.hpp"
 #endif
 
-namespace relay::gpu {
+namespace relay::ipc {
 
 inline constexpr std::uint64_t signal_done_bits = 20;
 inline constexpr std::uint64_t signal_abort = (std::uint64_t{1} << signal_done_bits) - 1;
@@ -126,24 +126,24 @@ __device__ inline std::uint64_t wall_clock() {
 }
 
 // Ticks of wall_clock() per millisecond on `device`.
-inline rt::error_t ticks_per_ms(std::uint64_t* ticks, int device) {
+inline gpu::rt::error_t ticks_per_ms(std::uint64_t* ticks, int device) {
 #if defined(RELAY_GPU_HIP) && HIP_VERSION_MAJOR >= 6
   int khz = 0;
-  const rt::error_t e = hipDeviceGetAttribute(&khz, hipDeviceAttributeWallClockRate, device);
+  const gpu::rt::error_t e = hipDeviceGetAttribute(&khz, hipDeviceAttributeWallClockRate, device);
   *ticks = static_cast<std::uint64_t>(khz > 0 ? khz : 1);
   return e;
 #elif defined(RELAY_GPU_HIP)
   // HIP 5 has no attribute for it; gfx90a and gfx942 count at 100 MHz.
   (void)device;
   *ticks = 100'000;
-  return rt::success;
+  return gpu::rt::success;
 #else
   (void)device;
   *ticks = 1'000'000;  // %globaltimer counts nanoseconds
-  return rt::success;
+  return gpu::rt::success;
 #endif
 }
 
 #endif
 
-}  // namespace relay::gpu
+}  // namespace relay::ipc

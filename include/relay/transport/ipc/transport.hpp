@@ -65,24 +65,24 @@
 #include "relay/transport/ipc/report.hpp"
 #include "relay/transport/transport.hpp"
 
-namespace relay {
+namespace relay::ipc {
 
-class ipc_transport final : public transport {
+class transport final : public relay::transport {
  public:
   // Collective: every rank of `boot` calls it. The bootstrap serves set-up and teardown only.
-  static status create(bootstrap& boot, int device, const ipc_options& o,
-                       std::chrono::milliseconds timeout, std::unique_ptr<ipc_transport>& out) {
-    std::unique_ptr<ipc_transport> t(new ipc_transport(boot, device));
+  static status create(bootstrap& boot, int device, const options& o,
+                       std::chrono::milliseconds timeout, std::unique_ptr<transport>& out) {
+    std::unique_ptr<transport> t(new transport(boot, device));
     t->form_ = o.form;
     t->costs_ = o.costs;
     t->one_shot_tiles_ = static_cast<std::uint64_t>(std::max(0, o.one_shot_tiles));
     t->device_share_ = std::max(1, o.device_share);
     if (status s = t->area_.open(boot, device, o.bytes_per_rank, timeout); !s) return s;
-    if (gpu::rt::error_t e = gpu::ticks_per_ms(&t->ticks_per_ms_, device); e != gpu::rt::success)
+    if (gpu::rt::error_t e = ticks_per_ms(&t->ticks_per_ms_, device); e != gpu::rt::success)
       return gpu::failure("reading the device clock's rate", device, e);
     if (status s = t->size_grids(boot, timeout); !s) return s;
     // The stage a refused call's entry runs (no lists: the agreement alone).
-    const gpu::ipc_stage bare{.enter = 1};
+    const ipc_stage bare{.enter = 1};
     if (gpu::rt::error_t e = gpu::rt::malloc(&t->bare_entry_, sizeof bare); e != gpu::rt::success) {
       t->bare_entry_ = nullptr;
       return gpu::failure("allocating the entry stage", device, e);
@@ -99,7 +99,7 @@ class ipc_transport final : public transport {
     return {};
   }
 
-  ~ipc_transport() override {
+  ~transport() override {
     if (watchdog_.joinable()) {
       stop_watching_.store(true);
       watchdog_.join();
@@ -233,7 +233,7 @@ class ipc_transport final : public transport {
   std::uint64_t stepped_grid() const { return static_cast<std::uint64_t>(max_grid_); }
   int ranks_per_device() const { return share_; }
   // The ranks the device's blocks are divided among: this communicator's there, or the more that
-  // ipc_options::device_share names (a split communicator's parent's).
+  // options::device_share names (a split communicator's parent's).
   int device_share() const override { return divided_; }
   bool judges_on_host() const override { return false; }
   bool broken() const override { return !current().ok(); }
@@ -272,7 +272,7 @@ class ipc_transport final : public transport {
     if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
       return fail(gpu::failure("selecting the device", device_, e));
     timeout_ms_ = call.timeout.count();
-    gpu::ipc_env env =
+    ipc_env env =
         area_.env(static_cast<std::uint64_t>(call.timeout.count()) * ticks_per_ms_, ticks_per_ms_);
     env.record = record_of(call);
     env.system = share_ < area_.ranks() ? 1 : 0;
@@ -364,7 +364,7 @@ class ipc_transport final : public transport {
 
   // A stage in device memory and its tile count (for the grid).
   struct stage_ref {
-    const gpu::ipc_stage* device = nullptr;
+    const ipc_stage* device = nullptr;
     std::uint64_t tiles = 0;
     bool fp8 = false;  // it has fp8 ends: the kernel's Fp8 form runs it
   };
@@ -378,13 +378,13 @@ class ipc_transport final : public transport {
     bool one_shot = false;  // the form (decided once per plan, alike on every rank)
     bool pull = false;      // of one-shot: the pull form, with pull_args (ipc/pull.hpp)
     bool direct = false;    // the plan lets this rank's input and output stay in user memory
-    gpu::ipc_pull pull_args{};
+    ipc_pull pull_args{};
   };
   static constexpr std::size_t cached_programs = 64;
   static constexpr std::uint64_t tile_units =
       static_cast<std::uint64_t>(gpu::default_block) * gpu::default_unroll;
 
-  ipc_transport(bootstrap& boot, int device) : boot_(&boot), device_(device) {}
+  transport(bootstrap& boot, int device) : boot_(&boot), device_(device) {}
 
   // Broken (a failure left the ranks out of step), or what the device or the watchdog found.
   status current() const {
@@ -416,14 +416,13 @@ class ipc_transport final : public transport {
 
   // This rank refuses the call: the entry alone (the agreement, with this rank's record saying
   // why and its text for the peers), nothing else; then the rank stays given up.
-  status refuse(const status& why, gpu::ipc_env& env, gpu::rt::stream_t stream) {
+  status refuse(const status& why, ipc_env& env, gpu::rt::stream_t stream) {
     entries_seen_.store(++counts_.entries);
     env.record.code = static_cast<std::uint8_t>(why.code());
     area_.set_own_text(why.message());
     if (refusal_.ok()) refusal_ = why;
-    const gpu::rt::error_t e =
-        gpu::launch_ipc_step(dtype::float32, false, 1, stream,
-                             static_cast<const gpu::ipc_stage*>(bare_entry_), {}, 0, env);
+    const gpu::rt::error_t e = ipc::launch_step_kernel(
+        dtype::float32, false, 1, stream, static_cast<const ipc_stage*>(bare_entry_), {}, 0, env);
     if (e != gpu::rt::success)
       return fail(gpu::failure("launching the ipc entry kernel", device_, e));
     if (broken_.ok()) broken_ = why;  // its peers learn of it from its record
@@ -481,9 +480,9 @@ class ipc_transport final : public transport {
     int sms = 0, resident = 0;
     if (gpu::rt::error_t e = gpu::rt::sm_count(&sms, device_); e != gpu::rt::success)
       return gpu::failure("counting the multiprocessors", device_, e);
-    if (gpu::rt::error_t e = gpu::ipc_resident_blocks(&resident, device_); e != gpu::rt::success)
+    if (gpu::rt::error_t e = ipc::fewest_resident_blocks(&resident, device_); e != gpu::rt::success)
       return gpu::failure("querying the ipc kernels' occupancy", device_, e);
-    ipc_device mine;
+    device_info mine;
     mine.sms = sms;
     mine.resident = resident;
     mine.form = static_cast<std::int64_t>(form_);
@@ -501,10 +500,10 @@ class ipc_transport final : public transport {
       return gpu::failure("reading the device's PCI address", device_, placed);
     std::vector<std::vector<std::byte>> all;
     if (status s = boot.all_gather(std::as_bytes(std::span(&mine, 1)), all, timeout); !s) return s;
-    std::vector<ipc_device> devices(all.size());
+    std::vector<device_info> devices(all.size());
     for (std::size_t q = 0; q < all.size(); ++q)
-      if (all[q].size() == sizeof(ipc_device))
-        std::memcpy(&devices[q], all[q].data(), sizeof(ipc_device));
+      if (all[q].size() == sizeof(device_info))
+        std::memcpy(&devices[q], all[q].data(), sizeof(device_info));
     for (std::size_t q = 0; q < devices.size(); ++q)
       if (!devices[q].same_choice(mine))
         return {errc::invalid_argument,
@@ -514,13 +513,13 @@ class ipc_transport final : public transport {
                     std::to_string(boot.rank()) +
                     " (RELAY_IPC_FORM, RELAY_IPC_ONE_SHOT_TILES, RELAY_IPC_LAUNCH_US, "
                     "RELAY_IPC_SIGNAL_US, RELAY_IPC_TILE_US): every rank must set them alike"};
-    const ipc_grids grids = ipc_grids_of(devices, boot.rank());
-    share_ = grids.share;
-    divided_ = grids.divided;
-    max_grid_ = static_cast<int>(grids.stepped);
-    one_shot_grid_ = grids.one_shot;
-    priced_one_shot_grid_ = grids.priced_one_shot;
-    priced_stepped_grid_ = grids.priced_stepped;
+    const grids g = grids_of(devices, boot.rank());
+    share_ = g.share;
+    divided_ = g.divided;
+    max_grid_ = static_cast<int>(g.stepped);
+    one_shot_grid_ = g.one_shot;
+    priced_one_shot_grid_ = g.priced_one_shot;
+    priced_stepped_grid_ = g.priced_stepped;
     return {};
   }
 
@@ -533,12 +532,12 @@ class ipc_transport final : public transport {
   }
 
   status launch(dtype type, const stage_ref& st, const gpu::copy_desc& user,
-                std::uint64_t user_tiles, const gpu::ipc_env& env, gpu::rt::stream_t stream) {
+                std::uint64_t user_tiles, const ipc_env& env, gpu::rt::stream_t stream) {
     const std::uint64_t tiles = std::max<std::uint64_t>(1, st.tiles + user_tiles);
     const auto most = static_cast<std::uint64_t>(std::max(1, max_grid_));
     const auto grid = static_cast<unsigned>(std::min(tiles, most));
     const gpu::rt::error_t e =
-        gpu::launch_ipc_step(type, st.fp8, grid, stream, st.device, user, user_tiles, env);
+        ipc::launch_step_kernel(type, st.fp8, grid, stream, st.device, user, user_tiles, env);
     if (e != gpu::rt::success)
       return fail(gpu::failure("launching the ipc step kernel", device_, e));
     return {};
@@ -548,13 +547,13 @@ class ipc_transport final : public transport {
   // multiprocessor (all resident; a larger stage's blocks walk its tiles in rounds).
   status launch_one_shot(dtype type, const program& prog, const gpu::copy_desc& in,
                          std::uint64_t in_tiles, const gpu::copy_desc& out, std::uint64_t out_tiles,
-                         const gpu::ipc_env& env, gpu::rt::stream_t stream) {
+                         const ipc_env& env, gpu::rt::stream_t stream) {
     const auto grid = static_cast<unsigned>(std::min(
         one_shot_grid_, std::max<std::uint64_t>({1, prog.most_tiles, prog.entry.tiles + in_tiles,
                                                  prog.exit.tiles + out_tiles})));
     const auto count = static_cast<std::uint32_t>(prog.phases.size() + 2);
-    const gpu::rt::error_t e = gpu::launch_ipc_one_shot(type, grid, stream, prog.entry.device,
-                                                        count, in, in_tiles, out, out_tiles, env);
+    const gpu::rt::error_t e = ipc::launch_one_shot_kernel(
+        type, grid, stream, prog.entry.device, count, in, in_tiles, out, out_tiles, env);
     if (e != gpu::rt::success)
       return fail(gpu::failure("launching the ipc one-shot kernel", device_, e));
     return {};
@@ -565,7 +564,7 @@ class ipc_transport final : public transport {
   // registration and is 16-byte aligned (and is not also the output), else staged by the kernel's
   // own copy; this rank reads its own input where it is.
   status run_pull(const call_context& call, const program& prog, const area_layout& at,
-                  gpu::ipc_env& env, gpu::rt::stream_t stream) {
+                  ipc_env& env, gpu::rt::stream_t stream) {
     const plan& p = *call.p;
     const auto r = static_cast<std::size_t>(call.slice->rank);
     unsigned char* mine = area_.data(call.slice->rank);
@@ -602,16 +601,16 @@ class ipc_transport final : public transport {
     counts_.inputs += in_direct ? 1 : 0;
     counts_.outputs += out_bytes > 0 ? 1 : 0;
     const gpu::rt::error_t e =
-        gpu::launch_ipc_pull(p.type, stream, prog.pull_args, peers_, in, in_tiles, env);
+        ipc::launch_pull_kernel(p.type, stream, prog.pull_args, peers_, in, in_tiles, env);
     if (e != gpu::rt::success)
       return fail(gpu::failure("launching the ipc pull kernel", device_, e));
     return {};
   }
 
   // The pull program of this rank for `p` (pull_applies): its sum against the staged places.
-  gpu::ipc_pull pull_program(const plan& p, int me) const {
+  ipc_pull pull_program(const plan& p, int me) const {
     const ipc::pull_role role = ipc::pull_role_of(p, me);
-    gpu::ipc_pull a;
+    ipc_pull a;
     a.readers = role.readers;
     if (role.members.empty()) return a;  // grid 1: the agreement alone
     a.grid = ipc::pull_grid(p, priced_one_shot_grid_);
@@ -639,14 +638,14 @@ class ipc_transport final : public transport {
                                           std::to_string(area_.ranks())};
     if (p.in_place)
       return {errc::invalid_argument, "the ipc transport runs the out-of-place plan of a call"};
-    if (2 * p.phases.size() + 1 >= gpu::signal_abort)  // marks: up to two per phase
+    if (2 * p.phases.size() + 1 >= signal_abort)  // marks: up to two per phase
       return {errc::unsupported, "the plan has more phases than a signal word counts"};
     if (const std::uint64_t need = largest_area(p); need > area_.data_bytes())
       return {errc::out_of_memory, "the call needs " + std::to_string(need) +
                                        " bytes of registered memory per rank; the ipc transport "
                                        "has " +
                                        std::to_string(area_.data_bytes()) +
-                                       " (raise RELAY_IPC_BYTES or ipc_options::bytes_per_rank)"};
+                                       " (raise RELAY_IPC_BYTES or options::bytes_per_rank)"};
     return {};
   }
 
@@ -706,10 +705,10 @@ class ipc_transport final : public transport {
       return address_of(o, areas_at(area_.data(o.rank), layout_of(p, o.rank)));
     };
     auto waits_of = [&](const std::vector<slice_wait>& ws) {
-      std::vector<gpu::ipc_wait> v;
+      std::vector<ipc_wait> v;
       for (const slice_wait& w : ws) {
         if (w.phase < 0) continue;  // an entry: the entry stage waited for every peer's
-        gpu::ipc_wait x;
+        ipc_wait x;
         x.peer = w.peer;
         x.phase = w.phase;
         x.done = slice_mark(slice, w);
@@ -725,14 +724,14 @@ class ipc_transport final : public transport {
       return v;
     };
     struct host_stage {
-      std::vector<gpu::ipc_wait> waits;
+      std::vector<ipc_wait> waits;
       std::vector<gpu::copy_desc> copies;
       std::vector<gpu::reduce_desc> reduces;
-      std::vector<gpu::ipc_copy_tags> copy_tags;      // parallel to copies
-      std::vector<gpu::ipc_reduce_tags> reduce_tags;  // parallel to reduces
-      std::vector<gpu::fp8_desc> fp8[2];              // ends of elements, of float partials
-      bool moves = false;                             // some operand has a tag
-      gpu::ipc_stage s;
+      std::vector<ipc_copy_tags> copy_tags;      // parallel to copies
+      std::vector<ipc_reduce_tags> reduce_tags;  // parallel to reduces
+      std::vector<gpu::fp8_desc> fp8[2];         // ends of elements, of float partials
+      bool moves = false;                        // some operand has a tag
+      ipc_stage s;
     };
     // Which operands follow the call's buffers (ipc/direct.hpp); none where the plan breaks the
     // rules that allow it (then every call of it is staged).
@@ -782,13 +781,13 @@ class ipc_transport final : public transport {
         if (o.phase == phase::transfer) {
           h.copies.push_back(
               gpu::make_copy(address(sources[0]), address(o.dst), o.count * p.dst_width(o)));
-          const gpu::ipc_copy_tags g{tag(sources[0]), tag(o.dst)};
+          const ipc_copy_tags g{tag(sources[0]), tag(o.dst)};
           if (g.dst >= ipc::tag_peer_output) h.s.push_mask |= std::uint64_t{1} << o.dst.rank;
           h.moves = h.moves || g.src != ipc::tag_fixed || g.dst != ipc::tag_fixed;
           h.copy_tags.push_back(g);
           continue;
         }
-        gpu::ipc_reduce_tags g;
+        ipc_reduce_tags g;
         g.dst = tag(o.dst);
         bool moves = g.dst != ipc::tag_fixed;
         for (std::size_t k = 0; k < sources.size(); ++k) {
@@ -819,16 +818,15 @@ class ipc_transport final : public transport {
     // One blob: the stage structs first, then each stage's lists (16-byte aligned), then
     // peer_out.
     auto up = [](std::size_t x) { return (x + 15) / 16 * 16; };
-    std::size_t bytes = up(stages.size() * sizeof(gpu::ipc_stage));
+    std::size_t bytes = up(stages.size() * sizeof(ipc_stage));
     for (const host_stage& h : stages)
-      bytes += up(h.waits.size() * sizeof(gpu::ipc_wait)) +
-               up(h.copies.size() * sizeof(gpu::copy_desc)) +
-               up(h.reduces.size() * sizeof(gpu::reduce_desc)) +
-               (h.moves ? up(h.copy_tags.size() * sizeof(gpu::ipc_copy_tags)) +
-                              up(h.reduce_tags.size() * sizeof(gpu::ipc_reduce_tags))
-                        : 0) +
-               up(h.fp8[0].size() * sizeof(gpu::fp8_desc)) +
-               up(h.fp8[1].size() * sizeof(gpu::fp8_desc));
+      bytes +=
+          up(h.waits.size() * sizeof(ipc_wait)) + up(h.copies.size() * sizeof(gpu::copy_desc)) +
+          up(h.reduces.size() * sizeof(gpu::reduce_desc)) +
+          (h.moves ? up(h.copy_tags.size() * sizeof(ipc_copy_tags)) +
+                         up(h.reduce_tags.size() * sizeof(ipc_reduce_tags))
+                   : 0) +
+          up(h.fp8[0].size() * sizeof(gpu::fp8_desc)) + up(h.fp8[1].size() * sizeof(gpu::fp8_desc));
     bytes += up(peer_out.size() * sizeof(std::uint64_t));
     if (gpu::rt::error_t e = gpu::rt::malloc(&out.device, bytes); e != gpu::rt::success) {
       out.device = nullptr;
@@ -836,7 +834,7 @@ class ipc_transport final : public transport {
     }
     auto* base = static_cast<unsigned char*>(out.device);
     std::vector<unsigned char> host(bytes);
-    std::size_t at = up(stages.size() * sizeof(gpu::ipc_stage));
+    std::size_t at = up(stages.size() * sizeof(ipc_stage));
     auto place = [&](const auto& v) {
       using E = typename std::decay_t<decltype(v)>::value_type;
       const std::size_t n = v.size() * sizeof(E);
@@ -863,9 +861,9 @@ class ipc_transport final : public transport {
       h.s.wait_count = static_cast<std::uint32_t>(h.waits.size());
       h.s.copy_count = static_cast<std::uint32_t>(h.copies.size());
       h.s.reduce_count = static_cast<std::uint32_t>(h.reduces.size());
-      std::memcpy(host.data() + i * sizeof(gpu::ipc_stage), &h.s, sizeof h.s);
+      std::memcpy(host.data() + i * sizeof(ipc_stage), &h.s, sizeof h.s);
       const std::uint64_t fp8_tiles = h.s.fp8_tiles[0] + h.s.fp8_tiles[1];
-      const stage_ref ref{reinterpret_cast<const gpu::ipc_stage*>(base) + i,
+      const stage_ref ref{reinterpret_cast<const ipc_stage*>(base) + i,
                           h.s.copy_tiles + h.s.reduce_tiles + fp8_tiles, fp8_tiles > 0};
       if (i == 0)
         out.entry = ref;
@@ -898,7 +896,7 @@ class ipc_transport final : public transport {
   form_costs costs_{};
   std::uint64_t one_shot_tiles_ = 0;
   int share_ = 1;                    // ranks on this device
-  int device_share_ = 1;             // ipc_options::device_share
+  int device_share_ = 1;             // options::device_share
   int divided_ = 1;                  // the ranks the grids divide the device among
   std::uint64_t one_shot_grid_ = 1;  // this rank's one-shot launch grid (max_grid_: stepped)
   std::uint64_t priced_one_shot_grid_ = 1, priced_stepped_grid_ = 1;  // the smallest of all ranks'
@@ -907,8 +905,8 @@ class ipc_transport final : public transport {
   status broken_;
   status refusal_;              // this rank's first refusal (a verdict of refused_here returns it)
   status aborted_;              // why abort() was called
-  void* bare_entry_ = nullptr;  // a gpu::ipc_stage: the entry alone (refuse)
-  gpu::ipc_peers peers_{};      // every rank's control block here (the pull kernel's argument)
+  void* bare_entry_ = nullptr;  // a ipc_stage: the entry alone (refuse)
+  ipc_peers peers_{};           // every rank's control block here (the pull kernel's argument)
   ipc::graph_inputs graph_inputs_;  // captured inputs' words (ipc/graph_inputs.hpp)
   std::uint32_t graph_slots_ = 0;   // bit k: registration slot k is a graph's
   std::array<ipc::registration, ipc::max_registrations> eager_ranges_{}, graph_ranges_{};
@@ -924,4 +922,4 @@ class ipc_transport final : public transport {
   std::size_t last_index_ = 0;
 };
 
-}  // namespace relay
+}  // namespace relay::ipc

@@ -897,9 +897,9 @@ template <std::size_t Bytes>
 __global__ void bare_kernel(bare_args<Bytes> a) {
   if (a.bytes[0] == 0xA5 && threadIdx.x == 1024) a.bytes[1] = 0;  // never: an empty body
 }
-inline constexpr std::size_t pull_argument_bytes = sizeof(gpu::ipc_pull) + sizeof(gpu::ipc_peers) +
+inline constexpr std::size_t pull_argument_bytes = sizeof(ipc::ipc_pull) + sizeof(ipc::ipc_peers) +
                                                    sizeof(gpu::copy_desc) + sizeof(std::uint64_t) +
-                                                   sizeof(gpu::ipc_env);
+                                                   sizeof(ipc::ipc_env);
 
 // The host time of `calls` bare launches on `stream` (batches of `batch`, as hostpath's calls),
 // a mean per launch in us.

@@ -7,10 +7,11 @@
 #include <vector>
 
 using namespace relay;
+using namespace relay::ipc;
 
 TEST_CASE("ranks that share a device divide its grids", "[transport][ipc]") {
   auto device = [](std::int64_t sms, std::int64_t resident, const char* place) {
-    ipc_device d;
+    device_info d;
     d.sms = sms;
     d.resident = resident;
     for (std::size_t i = 0; place[i] != '\0'; ++i)
@@ -19,38 +20,38 @@ TEST_CASE("ranks that share a device divide its grids", "[transport][ipc]") {
   };
   // 8 ranks on one H200 (132 multiprocessors, 8 step-kernel blocks each): 132 / 8 = 16 blocks of
   // the one-shot form and 1056 / 8 = 132 of the stepped form per rank.
-  std::vector<ipc_device> one(8, device(132, 1056, "0000:3b:00.0"));
-  ipc_grids g = ipc_grids_of(one, 5);
+  std::vector<device_info> one(8, device(132, 1056, "0000:3b:00.0"));
+  grids g = grids_of(one, 5);
   CHECK(g.share == 8);
   CHECK(g.one_shot == 16);
   CHECK(g.stepped == 132);
   CHECK(g.priced_one_shot == 16);
   CHECK(g.priced_stepped == 132);
   // One rank per device: the whole device.
-  std::vector<ipc_device> own = {device(132, 1056, "0000:3b:00.0"),
-                                 device(132, 1056, "0000:5d:00.0")};
-  g = ipc_grids_of(own, 1);
+  std::vector<device_info> own = {device(132, 1056, "0000:3b:00.0"),
+                                  device(132, 1056, "0000:5d:00.0")};
+  g = grids_of(own, 1);
   CHECK(g.share == 1);
   CHECK(g.one_shot == 132);
   CHECK(g.stepped == 1056);
   // Ranks 0-2 share a device, rank 3 has one of its own with fewer resident blocks: rank 3
   // launches its whole device, and every rank prices with the smallest share (132 / 3 = 44,
   // min(1056 / 3, 300) = 300).
-  std::vector<ipc_device> mixed(3, device(132, 1056, "0000:3b:00.0"));
+  std::vector<device_info> mixed(3, device(132, 1056, "0000:3b:00.0"));
   mixed.push_back(device(132, 300, "0000:5d:00.0"));
-  g = ipc_grids_of(mixed, 3);
+  g = grids_of(mixed, 3);
   CHECK(g.share == 1);
   CHECK(g.one_shot == 132);
   CHECK(g.stepped == 300);
   CHECK(g.priced_one_shot == 44);
   CHECK(g.priced_stepped == 300);
-  g = ipc_grids_of(mixed, 0);
+  g = grids_of(mixed, 0);
   CHECK(g.share == 3);
   CHECK(g.one_shot == 44);
   CHECK(g.stepped == 352);
   // More ranks than multiprocessors: one block each still.
-  std::vector<ipc_device> crowded(4, device(2, 3, "x"));
-  g = ipc_grids_of(crowded, 0);
+  std::vector<device_info> crowded(4, device(2, 3, "x"));
+  g = grids_of(crowded, 0);
   CHECK(g.one_shot == 1);
   CHECK(g.stepped == 1);
 }
@@ -58,7 +59,7 @@ TEST_CASE("ranks that share a device divide its grids", "[transport][ipc]") {
 TEST_CASE("communicators split from one job divide a device among all of its ranks there",
           "[transport][ipc]") {
   auto device = [](std::int64_t sms, std::int64_t resident, const char* place, int at_least) {
-    ipc_device d;
+    device_info d;
     d.sms = sms;
     d.resident = resident;
     for (std::size_t i = 0; place[i] != '\0'; ++i)
@@ -67,26 +68,26 @@ TEST_CASE("communicators split from one job divide a device among all of its ran
     return d;
   };
   // {share, divided, one_shot, stepped, priced_one_shot, priced_stepped}, worked out by hand.
-  using grids = std::array<std::uint64_t, 6>;
-  auto of = [](const std::vector<ipc_device>& all, int me) {
-    const ipc_grids g = ipc_grids_of(all, me);
-    return grids{static_cast<std::uint64_t>(g.share),
-                 static_cast<std::uint64_t>(g.divided),
-                 g.one_shot,
-                 g.stepped,
-                 g.priced_one_shot,
-                 g.priced_stepped};
+  using six = std::array<std::uint64_t, 6>;
+  auto of = [](const std::vector<device_info>& all, int me) {
+    const ipc::grids g = grids_of(all, me);
+    return six{static_cast<std::uint64_t>(g.share),
+               static_cast<std::uint64_t>(g.divided),
+               g.one_shot,
+               g.stepped,
+               g.priced_one_shot,
+               g.priced_stepped};
   };
   // A pair split from a job of 8 ranks on one H200 (the parent's count, 8): the pair divides the
   // device as the 8 do, 132 / 8 = 16 and 1056 / 8 = 132 blocks, so that the job's 4 pairs fit at
   // once. Its own count stays 2 (the ranks of this communicator there).
-  const std::vector<ipc_device> pair(2, device(132, 1056, "0000:3b:00.0", 8));
-  CHECK(of(pair, 1) == grids{2, 8, 16, 132, 16, 132});
+  const std::vector<device_info> pair(2, device(132, 1056, "0000:3b:00.0", 8));
+  CHECK(of(pair, 1) == six{2, 8, 16, 132, 16, 132});
   // A floor below the communicator's own count changes nothing: 3 ranks there divide by 3.
-  std::vector<ipc_device> mixed(3, device(132, 1056, "0000:3b:00.0", 2));
+  std::vector<device_info> mixed(3, device(132, 1056, "0000:3b:00.0", 2));
   mixed.push_back(device(132, 300, "0000:5d:00.0", 4));
-  CHECK(of(mixed, 0) == grids{3, 3, 44, 352, 33, 75});
+  CHECK(of(mixed, 0) == six{3, 3, 44, 352, 33, 75});
   // Rank 3's own device is divided by its floor, 4: 132 / 4 = 33 and 300 / 4 = 75; every rank
   // prices with the smallest grids of all.
-  CHECK(of(mixed, 3) == grids{1, 4, 33, 75, 33, 75});
+  CHECK(of(mixed, 3) == six{1, 4, 33, 75, 33, 75});
 }

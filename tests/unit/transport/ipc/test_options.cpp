@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 using namespace relay;
+using namespace relay::ipc;
 
 namespace {
 
@@ -27,8 +28,8 @@ struct scoped_env {
 
 TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
   {
-    ipc_options o;
-    REQUIRE(ipc_options_from_environment(o));
+    options o;
+    REQUIRE(options_from_environment(o));
     CHECK(o.bytes_per_rank == std::size_t{64} << 20);
     CHECK(o.form == call_form::automatic);
     CHECK(o.one_shot_tiles == 4096);
@@ -41,8 +42,8 @@ TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
                        {"RELAY_IPC_ONE_SHOT_TILES", "0"}, {"RELAY_IPC_LAUNCH_US", "2.5"},
                        {"RELAY_IPC_SIGNAL_US", "0.75"},   {"RELAY_IPC_TILE_US", "1"},
                        {"RELAY_IPC_DEVICE_SHARE", "8"}};
-  ipc_options o;
-  REQUIRE(ipc_options_from_environment(o));
+  options o;
+  REQUIRE(options_from_environment(o));
   CHECK(o.bytes_per_rank == std::size_t{8} << 20);
   CHECK(o.form == call_form::stepped);
   CHECK(o.one_shot_tiles == 0);
@@ -51,16 +52,16 @@ TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
   CHECK(o.costs.tile == Approx(1e-6));
   CHECK(o.device_share == 8);
   const scoped_env pull{{"RELAY_IPC_FORM", "pull"}};
-  ipc_options forced;
-  REQUIRE(ipc_options_from_environment(forced));
+  options forced;
+  REQUIRE(options_from_environment(forced));
   CHECK(forced.form == call_form::pull);
 }
 
 TEST_CASE("ipc options: a malformed variable is named", "[transport][ipc]") {
   auto refused = [](const char* name, const char* value) {
     const scoped_env env{{name, value}};
-    ipc_options o;
-    return ipc_options_from_environment(o);
+    options o;
+    return options_from_environment(o);
   };
   status s = refused("RELAY_IPC_FORM", "fast");
   CHECK(s.code() == errc::invalid_argument);

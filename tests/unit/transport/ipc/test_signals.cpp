@@ -4,9 +4,9 @@
 
 #include <catch2/catch.hpp>
 
-using namespace relay::gpu;
+using namespace relay::ipc;
 
-TEST_CASE("a wait reads a peer's word", "[gpu][ipc]") {
+TEST_CASE("a wait reads a peer's word", "[transport][ipc]") {
   using m = mark_reading;
   const std::uint64_t abort5 = signal_mark(5, signal_abort);
   // The entry of call 5 (done 0).
@@ -34,7 +34,7 @@ TEST_CASE("a wait reads a peer's word", "[gpu][ipc]") {
   CHECK(signal_dead > signal_mark((std::uint64_t{1} << 44) - 2, signal_abort));
 }
 
-TEST_CASE("a peer seen while waiting for another", "[gpu][ipc]") {
+TEST_CASE("a peer seen while waiting for another", "[transport][ipc]") {
   CHECK(peer_gave_up(signal_dead, 5, false));
   CHECK(peer_gave_up(signal_mark(4, signal_abort), 5, false));
   // Its abort of this very call: a failure it passes on carries an alarm; a verdict's does not
