@@ -232,7 +232,7 @@ inline status communicator::prepare(const rank_call& call, std::uint64_t key, st
   }
   cached& c = cache_[slot];
   c.asked = call.request;  // the shape; not the machine, which may not outlive the cache
-  c.slice = slice_plan(p, rank());
+  c.slice = slice_plan(p, rank(), link_->wire_ends());
   c.p = std::move(p);
   c.fingerprint = detail::fnv1a(shape);
   c.shape = std::move(shape);

@@ -20,6 +20,7 @@
 //     memory and returns call.local; its peers return errc::peer_error naming it; ranks whose
 //     fingerprints differ make every rank return errc::mismatch. No user memory is written
 //     anywhere when the verdict is not `go`.
+//   - call.slice is cut with the transport's wire_ends().
 //   - It runs slice.phases in order, each phase's waits before its issued operations, and
 //     slice.exit_waits before this rank's output is final.
 //   - Every wait has call.timeout. On expiry, or when a peer exited or gave up, run() returns
@@ -88,6 +89,9 @@ class transport : no_copy {
   // Whether run() returns the call's verdict itself (host transports), so that every rank has it
   // when run() returns; false where the device judges and reports later (ipc).
   virtual bool judges_on_host() const { return true; }
+  // Who runs the receiving end of a copy that crosses an fp8 wire (plan/slice.hpp): the slice
+  // handed to run() is cut with these ends (the communicator asks once per shape).
+  virtual fp8_ends wire_ends() const { return fp8_ends::sender; }
   // The ranks that drive this rank's device, itself included, as the transport counts them for
   // dividing the device (environment::device_share); 1 for a transport that does not divide it.
   virtual int device_share() const { return 1; }

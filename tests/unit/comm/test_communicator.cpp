@@ -323,3 +323,41 @@ TEST_CASE("buffer registration reaches the transport; one that stages every call
   CHECK(f.comm.register_buffer(memory, 64));
   CHECK(f.comm.deregister_buffer(memory));
 }
+
+TEST_CASE("the slice reaching the transport is cut with the transport's fp8 ends", "[comm]") {
+  // A transport whose receivers dequantize (ipc) gets two marks per phase, each phase's arrivals
+  // being marks of their own; one whose senders run both ends (the default), one.
+  struct ends_transport final : transport {
+    ends_transport(fp8_ends e, int& m) : ends(e), marks(m) {}
+    std::string_view name() const override { return "ends"; }
+    bool broken() const override { return false; }
+    void abort(const status&) override {}
+    fp8_ends wire_ends() const override { return ends; }
+    status run(const call_context& c) override {
+      if (c.slice != nullptr) marks = c.slice->marks_per_phase;
+      return c.local;
+    }
+    fp8_ends ends;
+    int& marks;
+  };
+  for (const fp8_ends ends : {fp8_ends::sender, fp8_ends::receiver}) {
+    int marks = 0;
+    communicator comm(std::make_shared<callback_bootstrap>(
+                          1, 4,
+                          [](std::span<const std::byte> mine,
+                             std::vector<std::vector<std::byte>>& all, milliseconds) {
+                            all.assign(4, std::vector<std::byte>(mine.begin(), mine.end()));
+                            return status{};
+                          }),
+                      std::make_unique<ends_transport>(ends, marks),
+                      comm_config{0, milliseconds(100), 64});
+    alignas(16) std::byte memory[256];
+    options opt;
+    opt.wire = wire_format::fp8_e4m3;
+    opt.wire_threshold = 0;  // every size on the wire
+    REQUIRE(relay::allreduce(comm, {{0, 1}, {2, 3}}, {memory, 128}, {memory + 128, 128},
+                             std::vector<std::int64_t>{64, 64}, dtype::bfloat16, reduce_op::sum,
+                             opt));
+    CHECK(marks == (ends == fp8_ends::receiver ? 2 : 1));
+  }
+}

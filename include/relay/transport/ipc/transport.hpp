@@ -236,6 +236,9 @@ class transport final : public relay::transport {
   // options::device_share names (a split communicator's parent's).
   int device_share() const override { return divided_; }
   bool judges_on_host() const override { return false; }
+  // On an fp8 wire the sender quantizes into the receiver's slot and the receiver dequantizes in
+  // an arrival of its own, so that only the image crosses the link (kernels.hpp).
+  fp8_ends wire_ends() const override { return fp8_ends::receiver; }
   bool broken() const override { return !current().ok(); }
   status async_status() const override { return current(); }
 
@@ -695,12 +698,13 @@ class transport final : public relay::transport {
     last_index_ = index;
   }
 
-  // The stages of this rank's slice as device-side lists, in one allocation. On an fp8 wire the
-  // slice is the receiver ends' (see the top), not the communicator's.
-  status build(const plan& p, const plan_slice& given, gpu::rt::stream_t stream, program& out) {
+  // The stages of this rank's slice as device-side lists, in one allocation. The slice is cut
+  // with the receiver's fp8 ends (wire_ends).
+  status build(const plan& p, const plan_slice& slice, gpu::rt::stream_t stream, program& out) {
     const bool fp8 = p.wire.taken != wire_format::native;
-    const plan_slice own = fp8 ? slice_plan(p, given.rank, fp8_ends::receiver) : plan_slice{};
-    const plan_slice& slice = fp8 ? own : given;
+    if (slice.marks_per_phase != (fp8 ? 2 : 1))
+      return {errc::invalid_argument,
+              "the slice was cut with other fp8 ends than the ipc transport's (wire_ends)"};
     auto address = [&](const plan_operand& o) {
       return address_of(o, areas_at(area_.data(o.rank), layout_of(p, o.rank)));
     };

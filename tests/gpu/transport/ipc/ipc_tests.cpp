@@ -491,7 +491,7 @@ status run_direct(communicator& comm, const group_list& groups, std::vector<std:
       placement_of(coll, groups, counts, size_of(type), comm.rank(), send, recv);
   keep.ctx = {};
   if (status made = make_plan(q, chosen, keep.p); made) {
-    keep.slice = slice_plan(keep.p, comm.rank());
+    keep.slice = slice_plan(keep.p, comm.rank(), comm.link().wire_ends());
     keep.ctx.p = &keep.p;
     keep.ctx.slice = &keep.slice;
     keep.ctx.local = validate_rank_buffers(keep.p, comm.rank(), send, recv, where);
