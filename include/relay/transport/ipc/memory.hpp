@@ -85,13 +85,7 @@ class area : no_copy {
                                           std::to_string(R)};
     const gpu::device_guard keep;
     status mine = allocate(device, data_bytes);
-    // What every peer needs: who we are, the size, the pointer (for ranks in this process) and
-    // the handle.
-    struct record {
-      std::uint64_t pid = 0, bytes = 0, pointer = 0;
-      std::int32_t device = 0, ok = 0;
-      gpu::rt::ipc_handle_t handle{};
-    } rec;
+    area_record rec;
     rec.pid = static_cast<std::uint64_t>(::getpid());
     rec.bytes = data_bytes;
     rec.pointer = reinterpret_cast<std::uintptr_t>(base_);
@@ -100,61 +94,10 @@ class area : no_copy {
     rec.ok = mine.ok() ? 1 : 0;
     std::vector<std::vector<std::byte>> all;
     if (status s = boot.all_gather(std::as_bytes(std::span(&rec, 1)), all, timeout); !s) return s;
-    peers_.assign(static_cast<std::size_t>(R), nullptr);
-    opened_.assign(static_cast<std::size_t>(R), false);
-    pids_.assign(static_cast<std::size_t>(R), 0);
-    std::string failed;
-    for (int q = 0; q < R && mine; ++q) {
-      record r;
-      if (all[static_cast<std::size_t>(q)].size() != sizeof r) {
-        mine = {errc::mismatch, "rank " + std::to_string(q) + " sent a malformed ipc record"};
-        break;
-      }
-      std::memcpy(&r, all[static_cast<std::size_t>(q)].data(), sizeof r);
-      pids_[static_cast<std::size_t>(q)] = r.pid;
-      if (r.ok == 0) {
-        failed += (failed.empty() ? "" : ", ") + std::to_string(q);
-        continue;
-      }
-      if (r.bytes != data_bytes) {
-        mine = {errc::mismatch, "rank " + std::to_string(q) + " registered " +
-                                    std::to_string(r.bytes) + " bytes per rank; this rank " +
-                                    std::to_string(data_bytes)};
-        break;
-      }
-      if (q == me_) {
-        peers_[static_cast<std::size_t>(q)] = base_;
-      } else if (r.pid == rec.pid) {
-        peers_[static_cast<std::size_t>(q)] = reinterpret_cast<unsigned char*>(r.pointer);
-      } else {
-        void* p = nullptr;
-        if (gpu::rt::error_t e = gpu::rt::ipc_open(&p, r.handle); e != gpu::rt::success) {
-          mine = gpu::failure(("opening rank " + std::to_string(q) +
-                               "'s registered memory (device " + std::to_string(r.device) + ")")
-                                  .c_str(),
-                              device, e);
-          break;
-        }
-        peers_[static_cast<std::size_t>(q)] = static_cast<unsigned char*>(p);
-        opened_[static_cast<std::size_t>(q)] = true;
-      }
-    }
-    if (mine && !failed.empty())
-      mine = {errc::peer_error, "rank(s) " + failed + " could not register their ipc memory"};
+    if (mine) (void)(mine = map_areas(all, rec));
     if (mine) (void)(mine = write_outbox(R));
     // All or nothing: every rank learns whether every rank is ready.
-    const std::int32_t ready = mine.ok() ? 1 : 0;
-    if (status s = boot.all_gather(std::as_bytes(std::span(&ready, 1)), all, timeout); !s) return s;
-    if (!mine) return mine;
-    std::string unready;
-    for (int q = 0; q < R; ++q) {
-      std::int32_t v = 0;
-      if (all[static_cast<std::size_t>(q)].size() == sizeof v)
-        std::memcpy(&v, all[static_cast<std::size_t>(q)].data(), sizeof v);
-      if (v == 0) unready += (unready.empty() ? "" : ", ") + std::to_string(q);
-    }
-    if (!unready.empty())
-      return {errc::peer_error, "rank(s) " + unready + " could not map their peers' ipc memory"};
+    if (status s = all_ready(boot, mine, timeout); !s) return s;
     ranks_ = R;
     table_.assign(static_cast<std::size_t>(R) * max_registrations, 0);
     return {};
@@ -177,11 +120,7 @@ class area : no_copy {
     const gpu::device_guard keep;
     if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
       return gpu::failure("selecting the device", device_, e);
-    struct record {
-      std::uint64_t pid = 0, start = 0;
-      std::int32_t slot = -1, alias = -1;  // alias: the slot that exported this allocation
-      gpu::rt::ipc_handle_t handle{};
-    } rec;
+    registration_record rec;
     rec.pid = static_cast<std::uint64_t>(::getpid());
     status mine;
     if (p != nullptr && bytes > 0)
@@ -189,33 +128,9 @@ class area : no_copy {
     if (!mine) rec.slot = -1;
     std::vector<std::vector<std::byte>> all;
     if (status s = boot.all_gather(std::as_bytes(std::span(&rec, 1)), all, timeout); !s) return s;
-    const int R = ranks_;
-    std::vector<record> recs(static_cast<std::size_t>(R));
-    std::vector<std::uintptr_t> mapped(static_cast<std::size_t>(R), 0);
-    std::vector<bool> opened(static_cast<std::size_t>(R), false);
-    std::uint64_t failed = 0;  // bit q: this rank could not map rank q's registration
-    for (int q = 0; q < R; ++q) {
-      const auto i = static_cast<std::size_t>(q);
-      if (all[i].size() != sizeof(record)) return {errc::mismatch, "a malformed registration"};
-      std::memcpy(&recs[i], all[i].data(), sizeof(record));
-      const record& r = recs[i];
-      if (r.slot < 0 || q == me_) continue;
-      if (r.alias >= 0) {
-        mapped[i] = table_[i * max_registrations + static_cast<std::size_t>(r.alias)];
-      } else if (r.pid == rec.pid) {
-        mapped[i] = r.start;
-      } else {
-        void* local = nullptr;
-        if (gpu::rt::ipc_open(&local, r.handle) == gpu::rt::success) {
-          mapped[i] = reinterpret_cast<std::uintptr_t>(local);
-          opened[i] = true;
-        } else {
-          (void)gpu::rt::get_last_error();
-        }
-      }
-      if (mapped[i] == 0) failed |= std::uint64_t{1} << q;
-    }
-    if (status s = boot.all_gather(std::as_bytes(std::span(&failed, 1)), all, timeout); !s)
+    registration_round r;
+    if (status s = map_round(all, rec.pid, r); !s) return s;
+    if (status s = boot.all_gather(std::as_bytes(std::span(&r.failed, 1)), all, timeout); !s)
       return s;
     std::uint64_t unmapped = 0;  // bit q: some rank could not map rank q's registration
     for (const auto& f : all) {
@@ -223,39 +138,11 @@ class area : no_copy {
       if (f.size() == sizeof v) std::memcpy(&v, f.data(), sizeof v);
       unmapped |= v;
     }
-    for (int q = 0; q < R; ++q) {
-      const auto i = static_cast<std::size_t>(q);
-      const record& r = recs[i];
-      if (r.slot < 0) continue;
-      const bool live = ((unmapped >> q) & 1) == 0;
-      const auto at = i * max_registrations + static_cast<std::size_t>(r.slot);
-      if (q == me_) {
-        if (live) {
-          const auto a = reinterpret_cast<std::uintptr_t>(p);
-          ranges_[static_cast<std::size_t>(r.slot)] = {a, a + bytes};
-          starts_[static_cast<std::size_t>(r.slot)] = r.start;
-          table_[at] = r.start;
-          if (used != nullptr) *used = r.slot;
-        }
-        continue;
-      }
-      if (live) {
-        table_[at] = mapped[i];
-        theirs_.push_back({q, r.slot, mapped[i], opened[i]});
-      } else if (opened[i]) {
-        (void)gpu::rt::ipc_close(reinterpret_cast<void*>(mapped[i]));
-      }
-    }
-    if (rec.slot >= 0 && ((unmapped >> me_) & 1) != 0) {
-      std::string who;
-      for (int q = 0; q < R; ++q) {
-        std::uint64_t v = 0;
-        if (all[static_cast<std::size_t>(q)].size() == sizeof v)
-          std::memcpy(&v, all[static_cast<std::size_t>(q)].data(), sizeof v);
-        if (((v >> me_) & 1) != 0) who += (who.empty() ? "" : ", ") + std::to_string(q);
-      }
-      mine = {errc::peer_error, "rank(s) " + who + " could not map this rank's registered buffer"};
-    }
+    const int kept = keep_round(r, unmapped, p, bytes);
+    if (used != nullptr) *used = kept;
+    if (rec.slot >= 0 && kept < 0)
+      mine = {errc::peer_error, "rank(s) " + ranks_with_bit(all, me_) +
+                                    " could not map this rank's registered buffer"};
     if (status s = upload_table(); !s) return s;
     in_step_ = true;
     return mine;
@@ -448,6 +335,156 @@ class area : no_copy {
   }
 
  private:
+  // What every peer needs of a rank's area: who it is, the size, the pointer (for ranks in this
+  // process) and the handle.
+  struct area_record {
+    std::uint64_t pid = 0, bytes = 0, pointer = 0;
+    std::int32_t device = 0, ok = 0;
+    gpu::rt::ipc_handle_t handle{};
+  };
+
+  // Every rank's area mapped here from its record in `all` (`mine`: this rank's own).
+  status map_areas(const std::vector<std::vector<std::byte>>& all, const area_record& mine) {
+    const std::size_t R = all.size();
+    peers_.assign(R, nullptr);
+    opened_.assign(R, false);
+    pids_.assign(R, 0);
+    std::string failed;
+    for (std::size_t q = 0; q < R; ++q) {
+      area_record r;
+      if (all[q].size() != sizeof r)
+        return {errc::mismatch, "rank " + std::to_string(q) + " sent a malformed ipc record"};
+      std::memcpy(&r, all[q].data(), sizeof r);
+      pids_[q] = r.pid;
+      if (r.ok == 0) {
+        failed += (failed.empty() ? "" : ", ") + std::to_string(q);
+        continue;
+      }
+      if (r.bytes != mine.bytes)
+        return {errc::mismatch, "rank " + std::to_string(q) + " registered " +
+                                    std::to_string(r.bytes) + " bytes per rank; this rank " +
+                                    std::to_string(mine.bytes)};
+      if (static_cast<int>(q) == me_) {
+        peers_[q] = base_;
+      } else if (r.pid == mine.pid) {
+        peers_[q] = reinterpret_cast<unsigned char*>(r.pointer);
+      } else {
+        void* p = nullptr;
+        if (gpu::rt::error_t e = gpu::rt::ipc_open(&p, r.handle); e != gpu::rt::success)
+          return gpu::failure(("opening rank " + std::to_string(q) +
+                               "'s registered memory (device " + std::to_string(r.device) + ")")
+                                  .c_str(),
+                              device_, e);
+        peers_[q] = static_cast<unsigned char*>(p);
+        opened_[q] = true;
+      }
+    }
+    if (!failed.empty())
+      return {errc::peer_error, "rank(s) " + failed + " could not register their ipc memory"};
+    return {};
+  }
+
+  // Collective: `mine`, else whether every rank is ready (each rank's `mine` was ok).
+  static status all_ready(bootstrap& boot, const status& mine, std::chrono::milliseconds timeout) {
+    const std::int32_t ready = mine.ok() ? 1 : 0;
+    std::vector<std::vector<std::byte>> all;
+    if (status s = boot.all_gather(std::as_bytes(std::span(&ready, 1)), all, timeout); !s) return s;
+    if (!mine) return mine;
+    std::string unready;
+    for (std::size_t q = 0; q < all.size(); ++q) {
+      std::int32_t v = 0;
+      if (all[q].size() == sizeof v) std::memcpy(&v, all[q].data(), sizeof v);
+      if (v == 0) unready += (unready.empty() ? "" : ", ") + std::to_string(q);
+    }
+    if (!unready.empty())
+      return {errc::peer_error, "rank(s) " + unready + " could not map their peers' ipc memory"};
+    return {};
+  }
+
+  // One rank's part of a registration round (register_buffer).
+  struct registration_record {
+    std::uint64_t pid = 0, start = 0;
+    std::int32_t slot = -1, alias = -1;  // alias: the slot that exported this allocation
+    gpu::rt::ipc_handle_t handle{};
+  };
+  // A round as this rank saw it: every rank's record, each peer's registration as mapped here
+  // (0: not), whether this process opened it, and which it could not map (bit q: rank q's).
+  struct registration_round {
+    std::vector<registration_record> recs;
+    std::vector<std::uintptr_t> mapped;
+    std::vector<bool> opened;
+    std::uint64_t failed = 0;
+  };
+
+  // Every peer's registration of the round in `all` mapped here: through the allocation an
+  // earlier slot of it exported, directly in this process, or by opening its handle.
+  status map_round(const std::vector<std::vector<std::byte>>& all, std::uint64_t pid,
+                   registration_round& r) {
+    const auto R = static_cast<std::size_t>(ranks_);
+    r.recs.assign(R, {});
+    r.mapped.assign(R, 0);
+    r.opened.assign(R, false);
+    for (std::size_t i = 0; i < R; ++i) {
+      if (all[i].size() != sizeof(registration_record))
+        return {errc::mismatch, "a malformed registration"};
+      std::memcpy(&r.recs[i], all[i].data(), sizeof(registration_record));
+      const registration_record& x = r.recs[i];
+      if (x.slot < 0 || static_cast<int>(i) == me_) continue;
+      if (x.alias >= 0) {
+        r.mapped[i] = table_[i * max_registrations + static_cast<std::size_t>(x.alias)];
+      } else if (x.pid == pid) {
+        r.mapped[i] = x.start;
+      } else {
+        void* local = nullptr;
+        if (gpu::rt::ipc_open(&local, x.handle) == gpu::rt::success) {
+          r.mapped[i] = reinterpret_cast<std::uintptr_t>(local);
+          r.opened[i] = true;
+        } else {
+          (void)gpu::rt::get_last_error();
+        }
+      }
+      if (r.mapped[i] == 0) r.failed |= std::uint64_t{1} << i;
+    }
+    return {};
+  }
+
+  // The round's registrations that every rank mapped (bit q of `unmapped` clear) kept, the others
+  // let go; this rank's own is [p, p + bytes). Returns the slot it was kept in, or -1.
+  int keep_round(const registration_round& r, std::uint64_t unmapped, void* p, std::size_t bytes) {
+    int kept = -1;
+    for (std::size_t i = 0; i < r.recs.size(); ++i) {
+      const registration_record& x = r.recs[i];
+      if (x.slot < 0) continue;
+      const bool live = ((unmapped >> i) & 1) == 0;
+      const auto k = static_cast<std::size_t>(x.slot);
+      if (static_cast<int>(i) == me_) {
+        if (!live) continue;
+        const auto a = reinterpret_cast<std::uintptr_t>(p);
+        ranges_[k] = {a, a + bytes};
+        starts_[k] = x.start;
+        table_[i * max_registrations + k] = x.start;
+        kept = x.slot;
+      } else if (live) {
+        table_[i * max_registrations + k] = r.mapped[i];
+        theirs_.push_back({static_cast<int>(i), x.slot, r.mapped[i], r.opened[i]});
+      } else if (r.opened[i]) {
+        (void)gpu::rt::ipc_close(reinterpret_cast<void*>(r.mapped[i]));
+      }
+    }
+    return kept;
+  }
+
+  // The ranks whose word in `all` has bit `bit` set, as "1, 3".
+  static std::string ranks_with_bit(const std::vector<std::vector<std::byte>>& all, int bit) {
+    std::string who;
+    for (std::size_t q = 0; q < all.size(); ++q) {
+      std::uint64_t v = 0;
+      if (all[q].size() == sizeof v) std::memcpy(&v, all[q].data(), sizeof v);
+      if (((v >> bit) & 1) != 0) who += (who.empty() ? "" : ", ") + std::to_string(q);
+    }
+    return who;
+  }
+
   status allocate(int device, std::size_t data_bytes) {
     if (gpu::rt::error_t e = gpu::rt::set_device(device); e != gpu::rt::success)
       return gpu::failure("selecting the device", device, e);
