@@ -218,66 +218,12 @@ class nccl_transport final : public transport {
               gpu::rt::memcpy_async(staging_, call.send.data, p.input_bytes[r], stream);
           e != gpu::rt::success)
         return fail(gpu::failure("staging the in-place input", device_, e));
-    auto address = [&](const plan_operand& o) { return address_of(o, b); };
-    auto scratch_at = [&](std::uint64_t offset) {
-      return address_of(plan_operand{static_cast<std::uint16_t>(r), buffer::scratch, offset}, b);
-    };
     std::size_t reduce_phase = 0, transfer_phase = 0;
     for (const slice_phase& sp : call.slice->phases) {
-      if (sp.kind == phase::reduce) {
-        const reduce_lists::phase_list& l = lists->phases[reduce_phase++];
-        if (l.count == 0) continue;
-        const gpu::rt::error_t e = visit_dtype(p.type, [&](auto x) {
-          using T = decltype(x);
-          return gpu::rt::launch(gpu::batched_reduce_kernel<T>, grid(l.tiles, p.type),
-                                 gpu::default_block, stream, l.descs, l.count, l.tiles);
-        });
-        if (e != gpu::rt::success)
-          return fail(gpu::failure("launching the batched reduce kernel", device_, e));
-        continue;
-      }
-      // One launch per quantize and per dequantize: a phase has a few fp8 copies per peer, so a
-      // batched list (gpu/fp8_desc.hpp, as the GPU executor's lanes use) would save little.
-      // A wire slot is reused by later phases; the stream orders that: the next quantize into a
-      // send slot runs after this phase's ncclSend from it completed on this stream, and the next
-      // ncclRecv into a receive slot after this phase's dequantize read it.
-      const nccl_phase_work& w = lists->transfers[transfer_phase++];
-      const fp8_format format = fp8_format_of(p.wire.taken);
-      for (const nccl_quantize& q : w.quantizes)
-        if (gpu::rt::error_t e = fp8_end(true, address(q.src), scratch_at(q.slot), q.count, q.wide,
-                                         p.type, format, stream);
-            e != gpu::rt::success)
-          return fail(gpu::failure("launching the fp8 quantize kernel", device_, e));
-      if (nccl_result e = nccl_.group_start(); e != nccl_success)
-        return fail(detail::nccl_failure(nccl_, "ncclGroupStart", e));
-      nccl_result first = nccl_success;
-      for (const nccl_transfer& t : w.sends) {
-        const nccl_result e =
-            nccl_.send(address(t.at), t.bytes, nccl_type::uint8, t.peer, comm_, stream);
-        if (first == nccl_success) first = e;
-      }
-      for (const nccl_transfer& t : w.receives) {
-        const nccl_result e =
-            nccl_.recv(address(t.at), t.bytes, nccl_type::uint8, t.peer, comm_, stream);
-        if (first == nccl_success) first = e;
-      }
-      const nccl_result end = nccl_.group_end();
-      if (first != nccl_success)
-        return fail(detail::nccl_failure(nccl_, "ncclSend/ncclRecv", first));
-      if (end != nccl_success) return fail(detail::nccl_failure(nccl_, "ncclGroupEnd", end));
-      for (const nccl_local_copy& c : w.copies) {
-        const unsigned char* src = address(c.src);
-        unsigned char* dst = address(c.dst);
-        if (src == dst) continue;
-        if (gpu::rt::error_t e = gpu::rt::memcpy_async(dst, src, c.bytes, stream);
-            e != gpu::rt::success)
-          return fail(gpu::failure("a copy within the rank", device_, e));
-      }
-      for (const nccl_dequantize& d : w.dequantizes)
-        if (gpu::rt::error_t e = fp8_end(false, scratch_at(d.slot), address(d.dst), d.count, d.wide,
-                                         p.type, format, stream);
-            e != gpu::rt::success)
-          return fail(gpu::failure("launching the fp8 dequantize kernel", device_, e));
+      const status s = sp.kind == phase::reduce
+                           ? reductions_of(p, lists->phases[reduce_phase++], stream)
+                           : transfers_of(p, lists->transfers[transfer_phase++], b, r, stream);
+      if (!s) return s;
     }
     return stand_in ? call.local : status{};
   }
@@ -409,6 +355,69 @@ class nccl_transport final : public transport {
     scratch_ = base;
     staging_ = base + up(scratch);
     stand_in_output_ = staging_ + up(staging);
+    return {};
+  }
+
+  // A reduce phase of this rank's slice: its reductions in one launch.
+  status reductions_of(const plan& p, const reduce_lists::phase_list& l, gpu::rt::stream_t stream) {
+    if (l.count == 0) return {};
+    const gpu::rt::error_t e = visit_dtype(p.type, [&](auto x) {
+      using T = decltype(x);
+      return gpu::rt::launch(gpu::batched_reduce_kernel<T>, grid(l.tiles, p.type),
+                             gpu::default_block, stream, l.descs, l.count, l.tiles);
+    });
+    if (e != gpu::rt::success)
+      return fail(gpu::failure("launching the batched reduce kernel", device_, e));
+    return {};
+  }
+
+  // A transfer phase of rank r's slice (nccl/phase.hpp): quantizes, the sends and receives in one
+  // group, local copies, dequantizes. One launch per quantize and per dequantize: a phase has a
+  // few fp8 copies per peer, so a batched list (gpu/fp8_desc.hpp, as the GPU executor's lanes use)
+  // would save little. A wire slot is reused by later phases; the stream orders that: the next
+  // quantize into a send slot runs after this phase's ncclSend from it completed on this stream,
+  // and the next ncclRecv into a receive slot after this phase's dequantize read it.
+  status transfers_of(const plan& p, const nccl_phase_work& w, const bound& b, std::size_t r,
+                      gpu::rt::stream_t stream) {
+    auto address = [&](const plan_operand& o) { return address_of(o, b); };
+    auto scratch_at = [&](std::uint64_t offset) {
+      return address_of(plan_operand{static_cast<std::uint16_t>(r), buffer::scratch, offset}, b);
+    };
+    const fp8_format format = fp8_format_of(p.wire.taken);
+    for (const nccl_quantize& q : w.quantizes)
+      if (gpu::rt::error_t e = fp8_end(true, address(q.src), scratch_at(q.slot), q.count, q.wide,
+                                       p.type, format, stream);
+          e != gpu::rt::success)
+        return fail(gpu::failure("launching the fp8 quantize kernel", device_, e));
+    if (nccl_result e = nccl_.group_start(); e != nccl_success)
+      return fail(detail::nccl_failure(nccl_, "ncclGroupStart", e));
+    nccl_result first = nccl_success;
+    for (const nccl_transfer& t : w.sends) {
+      const nccl_result e =
+          nccl_.send(address(t.at), t.bytes, nccl_type::uint8, t.peer, comm_, stream);
+      if (first == nccl_success) first = e;
+    }
+    for (const nccl_transfer& t : w.receives) {
+      const nccl_result e =
+          nccl_.recv(address(t.at), t.bytes, nccl_type::uint8, t.peer, comm_, stream);
+      if (first == nccl_success) first = e;
+    }
+    const nccl_result end = nccl_.group_end();
+    if (first != nccl_success) return fail(detail::nccl_failure(nccl_, "ncclSend/ncclRecv", first));
+    if (end != nccl_success) return fail(detail::nccl_failure(nccl_, "ncclGroupEnd", end));
+    for (const nccl_local_copy& c : w.copies) {
+      const unsigned char* src = address(c.src);
+      unsigned char* dst = address(c.dst);
+      if (src == dst) continue;
+      if (gpu::rt::error_t e = gpu::rt::memcpy_async(dst, src, c.bytes, stream);
+          e != gpu::rt::success)
+        return fail(gpu::failure("a copy within the rank", device_, e));
+    }
+    for (const nccl_dequantize& d : w.dequantizes)
+      if (gpu::rt::error_t e = fp8_end(false, scratch_at(d.slot), address(d.dst), d.count, d.wide,
+                                       p.type, format, stream);
+          e != gpu::rt::success)
+        return fail(gpu::failure("launching the fp8 dequantize kernel", device_, e));
     return {};
   }
 
