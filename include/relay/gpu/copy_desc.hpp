@@ -4,6 +4,7 @@
 // pacing plan (exec/gpu/pacing.hpp) share it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "relay/core/config.hpp"
@@ -26,6 +27,18 @@ struct copy_desc {
 
 RELAY_HOST_DEVICE constexpr std::uint64_t tiles_for(std::uint64_t units, std::uint64_t tile_units) {
   return units == 0 ? 1 : (units + tile_units - 1) / tile_units;  // >= 1: the ends need a tile
+}
+
+// Sets first_tile of each descriptor (copy_desc or reduce_desc: tiles of `tile_units` units);
+// returns the total tile count.
+template <class Desc>
+std::uint64_t assign_tiles(Desc* descs, std::size_t n, std::uint64_t tile_units) {
+  std::uint64_t t = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    descs[i].first_tile = t;
+    t += tiles_for(descs[i].units, tile_units);
+  }
+  return t;
 }
 
 // The widest word both ends can move in after a common head. Returns the descriptor; the caller

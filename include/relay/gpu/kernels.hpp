@@ -39,17 +39,6 @@ inline unsigned copy_grid(std::uint64_t tiles) {
   return static_cast<unsigned>(tiles < most ? tiles : most);
 }
 
-// Sets first_tile of each descriptor; returns the total tile count.
-template <class Desc>
-std::uint64_t assign_tiles(Desc* descs, std::size_t n, std::uint64_t tile_units) {
-  std::uint64_t t = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    descs[i].first_tile = t;
-    t += tiles_for(descs[i].units, tile_units);
-  }
-  return t;
-}
-
 // ---- device side --------------------------------------------------------------------------------
 
 namespace detail {

@@ -26,6 +26,7 @@
 
 #include "relay/plan/plan.hpp"
 #include "relay/plan/rank_buffers.hpp"
+#include "relay/transport/ipc/pull_entry.hpp"
 
 namespace relay::ipc {
 
@@ -114,6 +115,20 @@ inline int choose_pull_input(placement where, buffer_view send, std::uint64_t in
   if (in_bytes == 0 || where == placement::in_place) return -1;
   if (!direct_aligned(send.data)) return -1;
   return find_registration(slots, send.data, in_bytes);
+}
+
+// The pull form's place of this rank's input in one call, as its entry words carry it to the
+// peers: the registration slot + 1 and the offset from the start of that registration's
+// allocation (`start`), or slot 0, staged. `slot`: choose_pull_input's. The offset must fit the
+// words' 56 bits: no allocation comes near, and beyond, the input is staged, with the same result.
+struct pull_input_place {
+  std::uint64_t slot = 0, offset = 0;
+};
+inline pull_input_place pull_input_of(int slot, const void* input, std::uintptr_t start) {
+  if (slot < 0) return {};
+  const std::uint64_t offset = reinterpret_cast<std::uintptr_t>(input) - start;
+  if (offset > pull_entry_max_offset) return {};
+  return {static_cast<std::uint64_t>(slot) + 1, offset};
 }
 
 }  // namespace relay::ipc

@@ -1,12 +1,26 @@
 // The ipc transport's grids (ipc/transport.hpp): how many blocks each form of its kernels may
 // launch on this rank's device, from what every rank of the communicator says of its own device
-// at creation (device_info). Host-only, so that the rule is unit-tested without a device.
+// at creation (device_info). Host-only but for the reading of this rank's device and the
+// exchange (describe_device, gather_grids), so that the rules are unit-tested without a device.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <span>
+#include <string>
+#include <vector>
+
+#include "relay/bootstrap/bootstrap.hpp"
+#include "relay/core/status.hpp"
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#include "relay/gpu/handles.hpp"
+#include "relay/gpu/runtime.hpp"
+#include "relay/transport/ipc/launch.hpp"
+#endif
 
 namespace relay::ipc {
 
@@ -70,5 +84,58 @@ inline grids grids_of(std::span<const device_info> all, int me) {
   }
   return g;
 }
+
+// The grids of rank `me` (grids_of), where every rank chose its forms with the same options: ranks
+// that chose differently would wait on each other's marks until the timeout, so the first rank
+// whose options differ from this one's is named instead.
+inline status agree_on_grids(std::span<const device_info> all, int me, grids& out) {
+  const device_info& mine = all[static_cast<std::size_t>(me)];
+  for (std::size_t q = 0; q < all.size(); ++q)
+    if (!all[q].same_choice(mine))
+      return {errc::invalid_argument,
+              "rank " + std::to_string(q) +
+                  " chooses the ipc transport's forms with other options than rank " +
+                  std::to_string(me) +
+                  " (RELAY_IPC_FORM, RELAY_IPC_ONE_SHOT_TILES, RELAY_IPC_LAUNCH_US, "
+                  "RELAY_IPC_SIGNAL_US, RELAY_IPC_TILE_US): every rank must set them alike"};
+  out = grids_of(all, me);
+  return {};
+}
+
+// Every rank's device_info (collective), then agree_on_grids.
+inline status gather_grids(bootstrap& boot, const device_info& mine,
+                           std::chrono::milliseconds timeout, grids& out) {
+  std::vector<std::vector<std::byte>> all;
+  if (status s = boot.all_gather(std::as_bytes(std::span(&mine, 1)), all, timeout); !s) return s;
+  std::vector<device_info> devices(all.size());
+  for (std::size_t q = 0; q < all.size(); ++q)
+    if (all[q].size() == sizeof(device_info))
+      std::memcpy(&devices[q], all[q].data(), sizeof(device_info));
+  return agree_on_grids(devices, boot.rank(), out);
+}
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+
+// `device` as the grids see it: its multiprocessors, the ipc kernels' fewest resident blocks,
+// its PCI address (the form options are the caller's to fill).
+inline status describe_device(int device, device_info& out) {
+  int sms = 0, resident = 0;
+  if (gpu::rt::error_t e = gpu::rt::sm_count(&sms, device); e != gpu::rt::success)
+    return gpu::failure("counting the multiprocessors", device, e);
+  if (gpu::rt::error_t e = fewest_resident_blocks(&resident, device); e != gpu::rt::success)
+    return gpu::failure("querying the ipc kernels' occupancy", device, e);
+#if defined(RELAY_GPU_HIP)
+  const gpu::rt::error_t placed = hipDeviceGetPCIBusId(out.place.data(), 31, device);
+#else
+  const gpu::rt::error_t placed = cudaDeviceGetPCIBusId(out.place.data(), 31, device);
+#endif
+  if (placed != gpu::rt::success)
+    return gpu::failure("reading the device's PCI address", device, placed);
+  out.sms = sms;
+  out.resident = resident;
+  return {};
+}
+
+#endif
 
 }  // namespace relay::ipc

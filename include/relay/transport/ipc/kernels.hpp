@@ -70,51 +70,9 @@
 #include "relay/transport/ipc/pull_plan.hpp"
 #include "relay/transport/ipc/report.hpp"
 #include "relay/transport/ipc/signals.hpp"
+#include "relay/transport/ipc/stage.hpp"
 
 namespace relay::ipc {
-
-// One slice_wait, with what a report needs to name it.
-struct ipc_wait {
-  std::uint32_t peer = 0;
-  std::int32_t phase = -1;  // plan phase; -1 (call_entry): the peer entered the call
-  std::uint32_t step = 0;
-  std::uint32_t kind = ipc::wait_transfer;
-  std::uint64_t done = 0;  // the peer's mark that satisfies it (slice_mark)
-};
-
-// Which delta moves each operand of a descriptor: ipc::operand_tag (0: none; 1, 2: this rank's
-// input, output; 3 + q: peer q's output).
-struct ipc_copy_tags {
-  std::uint8_t src = 0, dst = 0;
-};
-struct ipc_reduce_tags {
-  std::uint8_t dst = 0;
-  std::uint8_t src[max_reduce_inputs] = {};
-};
-inline constexpr int ipc_delta_count = 3 + max_ranks;
-
-// One launch's work, in device memory (built once per plan, ipc/transport.hpp).
-struct ipc_stage {
-  const ipc_wait* waits = nullptr;
-  const gpu::copy_desc* copies = nullptr;
-  const gpu::reduce_desc* reduces = nullptr;
-  std::uint32_t wait_count = 0, copy_count = 0, reduce_count = 0;
-  std::uint32_t enter = 0;    // 1: this launch begins a call (the agreement, the call counter)
-  std::int32_t publish = -1;  // the mark's `done` when finished (phase + 1); -1: none
-  std::uint64_t copy_tiles = 0, reduce_tiles = 0;
-  // Null where no operand of the list has a tag (nothing moves: the lists run as built).
-  const ipc_copy_tags* copy_tags = nullptr;
-  const ipc_reduce_tags* reduce_tags = nullptr;
-  const std::uint64_t* peer_out = nullptr;  // [ranks]: rank q's staged output (this plan), here
-  std::uint64_t push_mask = 0;              // bit q: a copy of the stage writes peer q's output
-  // fp8 ends (see the top): [0] of the plan's element type, [1] of float partial sums; all
-  // quantizes (a phase's pushes) or all dequantizes (its arrivals), in `fp8_format`.
-  const gpu::fp8_desc* fp8[2] = {nullptr, nullptr};
-  std::uint32_t fp8_count[2] = {0, 0};
-  std::uint64_t fp8_tiles[2] = {0, 0};
-  std::uint32_t fp8_dequantize = 0;
-  std::uint32_t fp8_format = 0;  // relay::fp8_format
-};
 
 // The start of every rank's registered area. signal[q], entries[.][q], alarms[q] and texts[q]
 // are written by rank q only (its kernels; its host writes its dead mark, alarm and text when

@@ -41,26 +41,12 @@
 #include "relay/transport/ipc/kernels.hpp"
 #include "relay/transport/ipc/pull_entry.hpp"
 #include "relay/transport/ipc/pull_plan.hpp"
+#include "relay/transport/ipc/stage.hpp"
 
 namespace relay::ipc {
 
 // The entry words carry a registration slot + 1 in 8 bits.
 static_assert(ipc::max_registrations + 1 <= ipc::pull_entry_max_slot);
-
-// A rank's pull program, passed by value with every launch (built once per plan).
-struct ipc_pull {
-  // The sum against the staged places: the members' staged inputs here, this rank's staged
-  // output; each moved per call by its delta (a member's published place, this rank's buffers).
-  const void* src[max_reduce_inputs] = {};
-  void* dst = nullptr;
-  std::uint64_t count = 0;    // elements
-  std::int32_t divisor = 1;   // AVG: A
-  std::uint32_t members = 0;  // 0: this rank reads nothing (a helper, a group of count 0)
-  std::uint32_t mine = 0;     // this rank's index among them
-  std::uint32_t grid = 1;     // every active rank's grid
-  std::uint16_t member[max_reduce_inputs] = {};
-  std::uint64_t readers = 0;  // bit q: rank q reads this rank's input
-};
 
 // Every rank's control block as this process addresses it, passed by value: the kernel keeps
 // them in shared memory, so that a store to a peer waits for no load of a pointer table.
@@ -71,7 +57,7 @@ struct ipc_peers {
 namespace detail {
 
 // Block 0's wall clock at trace point `point` (into `stamps`, shared), where the transport is built
-// with RELAY_IPC_TRACE=1: issue 25's per-phase device times. They reach the host block
+// with RELAY_IPC_TRACE=1: the pull form's per-phase device times. They reach the host block
 // (ipc::host_block::trace) at the kernel's end, so that no store to host memory is pending while
 // the call runs (a fence would wait for it).
 __device__ inline void ipc_pull_trace(std::uint64_t* stamps, int point) {

@@ -11,16 +11,12 @@
 // `go` needs no alarm: every rank judges the same records and reaches it alone.
 #pragma once
 
-#include <fcntl.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "relay/core/config.hpp"
 #include "relay/core/status.hpp"
@@ -104,22 +100,6 @@ struct host_block {
   std::uint64_t trace[trace_calls][trace_points] = {};
 };
 
-// Whether process `pid` is gone: no such process, or a zombie (exited, not yet reaped), read from
-// `stat_path` (/proc/<pid>/stat) into a buffer on the stack: the transport's watchdog calls it
-// every few milliseconds and must not allocate.
-inline bool process_gone(pid_t pid, const char* stat_path) {
-  if (::kill(pid, 0) != 0) return errno == ESRCH;
-  const int fd = ::open(stat_path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT;
-  char buf[512];
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  const char* close = std::strrchr(buf, ')');  // the name may hold spaces and parentheses
-  return close != nullptr && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
-}
-
 // What `s` says, cut to the bytes a text slot holds (always 0-terminated).
 inline void put_text(char (&slot)[text_bytes], std::string_view s) {
   std::memset(slot, 0, sizeof slot);
@@ -158,6 +138,18 @@ inline std::string waited_for(const alarm_record& a) {
   return "finish step " + std::to_string(a.step) + kind + ", phase " + std::to_string(a.phase) +
          ") of " + call;
 }
+
+// What a rank's transport counts of its calls so far (transport::counts()): calls whose input
+// was read from, and whose output written to, the caller's buffers (no copy in, no copy out),
+// and more; tests check that registration took effect.
+struct direct_counts {
+  std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0;
+  std::uint64_t pull = 0;     // of the one-shot calls, those of the pull form (ipc/pull.hpp)
+  std::uint64_t entries = 0;  // calls entered, refused ones too (the device's call counter)
+  // Pull calls captured with a staged input (each given a word), and of those the inputs that
+  // register_graph_inputs let replays read in place (ipc/graph_inputs.hpp).
+  std::uint64_t captured_inputs = 0, graph_inputs = 0;
+};
 
 // What the host knows beside a report: who this rank is, its timeout, the peers' process ids,
 // its own refusal of the call it refused (if any) and why it aborted (if it did).

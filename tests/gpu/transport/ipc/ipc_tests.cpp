@@ -149,15 +149,15 @@ int property(communicator& comm, int argc, char** argv, bool fp8) {
       [&](const property_case& c, rank_frame& f) { return device_call(comm, d, c, f); }, fp8);
 }
 
-// The calls that ran on user memory (ipc_transport::direct_counts), summed over the ranks.
+// The calls that ran on user memory (ipc::direct_counts), summed over the ranks.
 struct direct_sums {
   std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0, pull = 0;
-  std::uint64_t captured_inputs = 0, graph_inputs = 0;  // ipc_transport::direct_counts'
+  std::uint64_t captured_inputs = 0, graph_inputs = 0;  // ipc::direct_counts'
 };
 
 // Gathers every rank's counts into `sums` (every rank gets them); rank 0 prints them after `what`.
 int direct_totals(communicator& comm, const std::string& what, direct_sums& sums) {
-  const ipc_transport::direct_counts& c = link_of(comm).counts();
+  const ipc::direct_counts& c = link_of(comm).counts();
   const std::uint64_t mine[7] = {c.calls, c.inputs,          c.outputs,     c.one_shot,
                                  c.pull,  c.captured_inputs, c.graph_inputs};
   std::vector<std::vector<std::byte>> all;
@@ -819,12 +819,12 @@ int registration(communicator& comm) {
     IPC_CHECK(gpu::rt::upload(input, in.data(), bytes));
     IPC_CHECK(gpu::rt::memset(out, 0xFF, bytes));  // poisoned
     IPC_CHECK(gpu::rt::device_synchronize());
-    const ipc_transport::direct_counts before = link_of(comm).counts();
+    const ipc::direct_counts before = link_of(comm).counts();
     const status s = finish(comm, d,
                             relay::allreduce(comm, pairs, {input, bytes}, {out, bytes}, counts,
                                              dtype::int32, reduce_op::sum, {}, d.stream));
     if (!s) return failed(std::string(when) + ": " + s.to_string());
-    const ipc_transport::direct_counts after = link_of(comm).counts();
+    const ipc::direct_counts after = link_of(comm).counts();
     const bool pulled = after.pull > before.pull;
     const bool direct_output = pulled || registered_out;
     const bool direct_input = !pulled || registered_in;
@@ -1073,7 +1073,8 @@ int trace(communicator& comm, int argc, char** argv) {
   return 0;
 }
 
-// A long eager run (issue 22's defect 7): allreduce A=2 bf16 of BYTES per rank over the pairs
+// A long eager run (a stall once seen only after thousands of calls: bench/results/
+// 2026-12-01-h200-ipc-agreement): allreduce A=2 bf16 of BYTES per rank over the pairs
 // of the job, direct route, back to back in batches of 100 calls (the stream drained between
 // batches), for SECONDS; a line every 1000 calls with the rate and the slowest batch, and on a
 // failure the call and how long its batch took, so that a stall shows as what it is. The

@@ -128,3 +128,20 @@ TEST_CASE(
   CHECK(choose_pull_input(placement::helper, {}, 0, slots) == -1);
   CHECK(choose_pull_input(placement::out_of_place, first, 64, {}) == -1);
 }
+
+TEST_CASE("the pull form's input place: the slot + 1 and the offset in its allocation",
+          "[transport][ipc]") {
+  const auto* input = reinterpret_cast<const void*>(std::uintptr_t{0x5000'0100});
+  // Slot 2, its allocation starting 0x100 before the input: slot word 3, offset 0x100.
+  pull_input_place at = pull_input_of(2, input, 0x5000'0000);
+  CHECK(at.slot == 3);
+  CHECK(at.offset == 0x100);
+  // Not registered: staged (slot 0).
+  at = pull_input_of(-1, input, 0);
+  CHECK(at.slot == 0);
+  CHECK(at.offset == 0);
+  // An offset past the entry words' 56 bits: staged too.
+  const auto* far = reinterpret_cast<const void*>(std::uintptr_t{1} << 57);
+  CHECK(pull_input_of(0, far, 0).slot == 0);
+  CHECK(pull_input_of(0, far, (std::uintptr_t{1} << 57) - (std::uintptr_t{1} << 56) + 1).slot == 1);
+}

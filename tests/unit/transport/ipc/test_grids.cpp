@@ -91,3 +91,21 @@ TEST_CASE("communicators split from one job divide a device among all of its ran
   // prices with the smallest grids of all.
   CHECK(of(mixed, 3) == six{1, 4, 33, 75, 33, 75});
 }
+
+TEST_CASE("ranks that choose their forms with other options are refused, by name",
+          "[transport][ipc]") {
+  std::vector<device_info> all(4);
+  for (device_info& d : all) {
+    d.sms = 132;
+    d.resident = 1056;
+    d.place[0] = 'x';
+  }
+  grids g;
+  REQUIRE(agree_on_grids(all, 1, g));
+  CHECK(g.one_shot == 33);  // 132 / 4
+  all[2].tile = 1e-6;       // RELAY_IPC_TILE_US on rank 2 alone
+  const status s = agree_on_grids(all, 1, g);
+  CHECK(s.code() == errc::invalid_argument);
+  CHECK_THAT(s.message(), Catch::StartsWith("rank 2 chooses the ipc transport's forms with other "
+                                            "options than rank 1"));
+}

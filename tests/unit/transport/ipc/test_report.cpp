@@ -4,9 +4,6 @@
 // worked out by hand; and the failures an alarm carries, found here or passed on by a peer.
 #include "relay/transport/ipc/report.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -220,23 +217,4 @@ TEST_CASE("reason texts are cut to their slot", "[transport][ipc]") {
   CHECK(text_of(slot) == std::string(text_bytes - 1, 'x'));
   put_text(slot, "short");
   CHECK(text_of(slot) == "short");
-}
-
-TEST_CASE("a peer process is gone once it exited, reaped or not", "[transport][ipc]") {
-  const std::string self = "/proc/" + std::to_string(::getpid()) + "/stat";
-  CHECK_FALSE(process_gone(::getpid(), self.c_str()));
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) ::_exit(0);
-  const std::string stat = "/proc/" + std::to_string(child) + "/stat";
-  // A zombie until reaped: gone already (it runs nothing more).
-  bool zombie = false;
-  for (int i = 0; i < 2000 && !zombie; ++i) {
-    zombie = process_gone(child, stat.c_str());
-    if (!zombie) ::usleep(1000);
-  }
-  CHECK(zombie);
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  CHECK(process_gone(child, stat.c_str()));
 }

@@ -1,0 +1,344 @@
+// The ipc transport's program of a plan (transport/ipc/program.hpp), without a device: every
+// stage's waits, copies, reductions, fp8 ends and tags at the addresses of two rank areas placed
+// by hand, the form chosen, the pull program, and the program packed for device memory. Plans
+// are built by hand (support/plan_builder.hpp), so every expected address is worked out below.
+#include "relay/transport/ipc/program.hpp"
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "support/plan_builder.hpp"
+
+using namespace relay;
+using namespace relay::ipc;
+
+namespace {
+
+// The two ranks' data areas as this process would map them (never dereferenced).
+constexpr std::uintptr_t A0 = 0x100000, A1 = 0x200000;
+unsigned char* area(std::uintptr_t a) {
+  return reinterpret_cast<unsigned char*>(a);
+}
+const std::array<unsigned char*, 2> areas{area(A0), area(A1)};
+
+std::uintptr_t at(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p);
+}
+
+plan_operand op(int rank, buffer b, std::uint64_t offset) {
+  return {static_cast<std::uint16_t>(rank), b, offset};
+}
+
+// A direct allreduce of one pair, 10 int32 (40 bytes) a rank, laid out by hand:
+//   phase 0 (transfer)  op 0: rank 0's input -> rank 1's scratch 0; op 1: rank 1's -> rank 0's
+//   phase 1 (reduce)    op 2: rank 0's input + scratch 0 -> its output; op 3: rank 1's alike
+// Each area (plan/area_layout.hpp) lays out the input at 0 and the output at 256 (40 rounded up
+// to 256); the scratch follows the output rounded up to 256: at 512 on rank 0 (an output of 40
+// bytes), at 768 on rank 1, whose output area is 300 bytes (only its first 40 written).
+plan pair_allreduce() {
+  test::plan_builder b(2, dtype::int32);
+  b.sizes(0, 40, 40, 64);
+  b.sizes(1, 40, 300, 64);
+  b.copy(op(0, buffer::input, 0), op(1, buffer::scratch, 0), 10);
+  b.copy(op(1, buffer::input, 0), op(0, buffer::scratch, 0), 10);
+  b.reduce({op(0, buffer::input, 0), op(0, buffer::scratch, 0)}, op(0, buffer::output, 0), 10,
+           true);
+  b.reduce({op(1, buffer::input, 0), op(1, buffer::scratch, 0)}, op(1, buffer::output, 0), 10,
+           true);
+  plan p = b.get();
+  p.spec.coll = collective::allreduce;
+  p.spec.route = route::direct;
+  p.groups = {{0, 1}};
+  p.counts = {10};
+  return p;
+}
+
+// The forms' inputs of 2 processes on one H200 (priced grids 132 / 2 and 1056 / 2), the fitted
+// constants, the default cap.
+program_setting setting(call_form form = call_form::automatic) {
+  program_setting s;
+  s.areas = areas;
+  s.form = form;
+  s.one_shot_tiles = 4096;
+  s.one_shot_grid = 66;
+  s.stepped_grid = 528;
+  return s;
+}
+
+program built(const plan& p, int rank, const program_setting& s, fp8_ends ends) {
+  program pr;
+  REQUIRE(build_program(p, slice_plan(p, rank, ends), s, pr));
+  return pr;
+}
+
+std::string form_name(const form_choice& f) {
+  return f.pull ? "pull" : f.one_shot ? "one-shot" : "stepped";
+}
+
+}  // namespace
+
+TEST_CASE("a program's stages at the areas' addresses, worked by hand", "[transport][ipc]") {
+  const plan p = pair_allreduce();
+  REQUIRE(check_plan(p, 2, 1 << 20));
+  const program pr = built(p, 0, setting(call_form::stepped), fp8_ends::receiver);
+  // Every operand stays where the plan puts it or follows the caller's buffers: direct.
+  CHECK(pr.direct);
+  REQUIRE(pr.stages.size() == 4);  // entry, phase 0, phase 1, exit
+  const stage_lists& entry = pr.stages[0];
+  CHECK(entry.head.enter == 1);
+  CHECK(entry.waits.empty());
+  CHECK(entry.copies.empty());
+  CHECK(entry.reduces.empty());
+
+  // Phase 0: the push of rank 0's input (A0 + 0) into rank 1's scratch (A1 + 768), 40 bytes in
+  // 16-byte units (both ends 16-byte aligned: 2 units and an 8-byte tail), one tile; the entry
+  // wait for rank 1 is the entry stage's. It publishes mark 1 (phase 0 done).
+  const stage_lists& push = pr.stages[1];
+  CHECK(push.waits.empty());
+  CHECK(push.head.publish == 1);
+  REQUIRE(push.copies.size() == 1);
+  const gpu::copy_desc& c = push.copies[0];
+  CHECK(at(c.src) == A0);
+  CHECK(at(c.dst) == A1 + 768);
+  CHECK(c.width == 16);
+  CHECK(c.units == 2);
+  CHECK(c.head + c.units * c.width + c.tail == 40);
+  CHECK(push.head.copy_tiles == 1);
+  // Its source is this rank's input (tag 1), its destination a peer's scratch (fixed, 0).
+  REQUIRE(push.copy_tags.size() == 1);
+  CHECK(push.copy_tags[0].src == tag_my_input);
+  CHECK(push.copy_tags[0].dst == tag_fixed);
+  CHECK(push.head.push_mask == 0);  // no peer's output is written
+  CHECK(push.moves);
+
+  // Phase 1: after rank 1's phase 0 (its push into A0 + 512: mark 1), the sum of rank 0's input
+  // (A0) and that scratch into its output (A0 + 256), 10 elements, finalized (divisor 1); it
+  // publishes mark 2.
+  const stage_lists& sum = pr.stages[2];
+  REQUIRE(sum.waits.size() == 1);
+  CHECK(sum.waits[0].peer == 1);
+  CHECK(sum.waits[0].phase == 0);
+  CHECK(sum.waits[0].step == 0);
+  CHECK(sum.waits[0].kind == wait_transfer);
+  CHECK(sum.waits[0].done == 1);
+  CHECK(sum.head.publish == 2);
+  REQUIRE(sum.reduces.size() == 1);
+  const gpu::reduce_desc& r = sum.reduces[0];
+  CHECK(at(r.dst) == A0 + 256);
+  CHECK(r.k == 2);
+  CHECK(at(r.src[0]) == A0);
+  CHECK(at(r.src[1]) == A0 + 512);
+  CHECK(r.count == 10);
+  CHECK(r.divisor == 1);
+  REQUIRE(sum.reduce_tags.size() == 1);
+  CHECK(sum.reduce_tags[0].dst == tag_my_output);
+  CHECK(sum.reduce_tags[0].src[0] == tag_my_input);
+  CHECK(sum.reduce_tags[0].src[1] == tag_fixed);
+
+  // The exit: nothing to wait for (no peer reads or writes rank 0's output).
+  CHECK(pr.stages[3].waits.empty());
+  CHECK(pr.stages[3].head.enter == 0);
+  // Where each rank's staged output is here: A0 + 256, A1 + 256.
+  CHECK(pr.peer_out == std::vector<std::uint64_t>{A0 + 256, A1 + 256});
+
+  // Rank 1's push is the mirror: its input (A1) into rank 0's scratch (A0 + 512).
+  const program pr1 = built(p, 1, setting(call_form::stepped), fp8_ends::receiver);
+  REQUIRE(pr1.stages.size() == 4);
+  REQUIRE(pr1.stages[1].copies.size() == 1);
+  CHECK(at(pr1.stages[1].copies[0].src) == A1);
+  CHECK(at(pr1.stages[1].copies[0].dst) == A0 + 512);
+  CHECK(at(pr1.stages[2].reduces.at(0).dst) == A1 + 256);
+}
+
+TEST_CASE("a push into a peer's output is tagged with that peer, and marks its stage",
+          "[transport][ipc]") {
+  // Rank 0 writes rank 1's output directly (as the plans' last step of an all-gather does): the
+  // destination follows rank 1's published place (tag 3 + 1), and the stage's push mask has bit 1.
+  test::plan_builder b(2, dtype::int32);
+  b.sizes(0, 40, 40, 0);
+  b.sizes(1, 40, 40, 0);
+  b.copy(op(0, buffer::input, 0), op(1, buffer::output, 0), 10);
+  b.copy(op(1, buffer::input, 0), op(0, buffer::output, 0), 10);
+  const program pr = built(b.get(), 0, setting(call_form::stepped), fp8_ends::receiver);
+  REQUIRE(pr.stages.size() == 3);
+  const stage_lists& push = pr.stages[1];
+  REQUIRE(push.copy_tags.size() == 1);
+  CHECK(push.copy_tags[0].dst == tag_peer_output + 1);
+  CHECK(push.head.push_mask == 0b10);
+  CHECK(at(push.copies[0].dst) == A1 + 256);
+}
+
+TEST_CASE("the form chosen for a program, on every path", "[transport][ipc]") {
+  plan p = pair_allreduce();
+  // Stages of 1 tile each (40 bytes): stepped 4 * 3.7 + 4 * 0.3 = 16.0 us, one-shot
+  // 3.7 + 3 * 1.5 + 4 * 0.3 = 9.4 us. The pull applies (an allreduce of one pair of 2 <= 8, native
+  // wire) and fits (its stage, 1 tile x 2 members, within 4096).
+  struct row {
+    route on;
+    call_form asked;
+    std::uint64_t cap;
+    std::string expected;
+  };
+  const row rows[] = {
+      {route::direct, call_form::automatic, 4096, "pull"},
+      {route::relay, call_form::automatic, 4096, "one-shot"},  // never the pull on a relay route
+      {route::direct, call_form::automatic, 0, "stepped"},     // a cap of 0: no one launch
+      {route::relay, call_form::pull, 4096, "pull"},           // forced: any route
+      {route::direct, call_form::one_shot, 4096, "one-shot"},
+      {route::direct, call_form::stepped, 4096, "stepped"},
+      {route::direct, call_form::pull, 0, "stepped"},
+  };
+  for (const row& x : rows) {
+    p.spec.route = x.on;
+    program_setting s = setting(x.asked);
+    s.one_shot_tiles = x.cap;
+    INFO("route " << static_cast<int>(x.on) << ", form " << static_cast<int>(x.asked) << ", cap "
+                  << x.cap);
+    CHECK(form_name(built(p, 0, s, fp8_ends::receiver).form) == x.expected);
+  }
+  // A barrier dearer than a launch: stepped (4 * 1 + 4 * 0.3 = 5.2 us against
+  // 1 + 3 * 5 + 4 * 0.3 = 17.2 us) on the relay route, where the pull is not taken.
+  p.spec.route = route::relay;
+  program_setting dear = setting();
+  dear.costs = {1e-6, 5e-6, 0.3e-6};
+  CHECK(form_name(built(p, 0, dear, fp8_ends::receiver).form) == "stepped");
+  // A stage of more tiles than the cap: inputs and outputs of 40 KiB (3 tiles of 16 KiB each)
+  // against a cap of 2: stepped.
+  plan big = pair_allreduce();
+  big.input_bytes = {40960, 40960};
+  big.output_bytes = {40960, 40960};
+  program_setting one = setting();
+  one.one_shot_tiles = 2;
+  CHECK(form_name(built(big, 0, one, fp8_ends::receiver).form) == "stepped");
+}
+
+TEST_CASE("the pull program reads each member's staged input where its area is",
+          "[transport][ipc]") {
+  const plan p = pair_allreduce();
+  const program pr = built(p, 1, setting(), fp8_ends::receiver);
+  REQUIRE(pr.form.pull);
+  const ipc_pull& a = pr.pull;
+  CHECK(a.members == 2);
+  CHECK(a.member[0] == 0);
+  CHECK(a.member[1] == 1);
+  CHECK(a.mine == 1);
+  CHECK(at(a.src[0]) == A0);     // rank 0's staged input
+  CHECK(at(a.src[1]) == A1);     // its own
+  CHECK(at(a.dst) == A1 + 256);  // its staged output
+  CHECK(a.count == 10);
+  CHECK(a.readers == 0b01);  // rank 0 reads rank 1's input
+  CHECK(a.grid == 1);        // 40 bytes: one tile of 8 KiB
+  CHECK(a.divisor == 1);
+}
+
+TEST_CASE(
+    "an fp8 program: the sender quantizes into the receiver's slot, the receiver's "
+    "arrival dequantizes",
+    "[transport][ipc][fp8]") {
+  // Each rank sends its 32 bf16 (64 bytes) into the other's output over an OCP e4m3 wire; an
+  // image is 33 bytes (32 codes and a scale), its receiving slot at 48 of the receiver's scratch:
+  // rank 0's scratch at 512 of its area (input at 0, output at 256), rank 1's at 768 (its output
+  // area of 300 bytes rounds up to 512).
+  test::plan_builder b(2, dtype::bfloat16);
+  b.sizes(0, 64, 64, 96);
+  b.sizes(1, 64, 300, 96);
+  b.copy(op(0, buffer::input, 0), op(1, buffer::output, 0), 32);
+  b.copy(op(1, buffer::input, 0), op(0, buffer::output, 0), 32);
+  plan p = b.get();
+  p.wire.requested = p.wire.taken = wire_format::fp8_e4m3;
+  p.wire_slots = {{0, 48}, {0, 48}};
+  REQUIRE(check_plan(p, 2, 1 << 20));
+  const program pr = built(p, 0, setting(), fp8_ends::receiver);
+  CHECK_FALSE(pr.direct);  // the slots are in the areas: staged
+  CHECK_FALSE(pr.form.one_shot);
+  REQUIRE(pr.stages.size() == 4);  // entry, phase 0, its arrival, exit
+  const stage_lists& send = pr.stages[1];
+  CHECK(send.copies.empty());
+  REQUIRE(send.fp8[0].size() == 1);
+  CHECK(send.fp8[1].empty());
+  CHECK(at(send.fp8[0][0].src) == A0);
+  CHECK(at(send.fp8[0][0].dst) == A1 + 768 + 48);
+  CHECK(send.fp8[0][0].count == 32);
+  CHECK(send.head.fp8_dequantize == 0);
+  CHECK(send.head.publish == 1);  // phase 0's mark: 2 * 0 + 1
+  CHECK(send.head.fp8_format == static_cast<std::uint32_t>(fp8_format::e4m3));
+  // The arrival waits for rank 1's phase 0 (its image in this rank's slot), then dequantizes it
+  // into this rank's output, and publishes its own mark, 2.
+  const stage_lists& arrival = pr.stages[2];
+  REQUIRE(arrival.waits.size() == 1);
+  CHECK(arrival.waits[0].peer == 1);
+  CHECK(arrival.waits[0].done == 1);
+  REQUIRE(arrival.fp8[0].size() == 1);
+  CHECK(at(arrival.fp8[0][0].src) == A0 + 512 + 48);
+  CHECK(at(arrival.fp8[0][0].dst) == A0 + 256);
+  CHECK(arrival.head.fp8_dequantize == 1);
+  CHECK(arrival.head.publish == 2);
+  // A slice cut with the sender's ends (one mark a phase) is refused, not cut again.
+  program refused;
+  const status s = build_program(p, slice_plan(p, 0, fp8_ends::sender), setting(), refused);
+  CHECK(s.code() == errc::invalid_argument);
+  CHECK_THAT(s.message(), Catch::Contains("wire_ends"));
+}
+
+TEST_CASE(
+    "a program packed for device memory: headers first, then each list, pointers at the "
+    "device's address",
+    "[transport][ipc]") {
+  const program pr = built(pair_allreduce(), 0, setting(call_form::stepped), fp8_ends::receiver);
+  constexpr std::uintptr_t D = 0x7000000;
+  const packed_program pk = pack(pr, area(D));
+  // 4 headers; then peer_out (2 words, 16 bytes); then phase 0's copy and its tags; then phase
+  // 1's wait, reduction and tags; each list 16-byte aligned.
+  const std::size_t heads = (4 * sizeof(ipc_stage) + 15) / 16 * 16;
+  auto up = [](std::size_t x) { return (x + 15) / 16 * 16; };
+  const std::size_t copy_at = heads + 16, copy_tags_at = copy_at + up(sizeof(gpu::copy_desc));
+  const std::size_t wait_at = copy_tags_at + up(sizeof(ipc_copy_tags));
+  const std::size_t reduce_at = wait_at + up(sizeof(ipc_wait));
+  const std::size_t reduce_tags_at = reduce_at + up(sizeof(gpu::reduce_desc));
+  CHECK(pk.bytes.size() == reduce_tags_at + up(sizeof(ipc_reduce_tags)));
+  CHECK(pk.bytes.size() == packed_size(pr));
+  auto head = [&](std::size_t i) {
+    ipc_stage s;
+    std::memcpy(&s, pk.bytes.data() + i * sizeof(ipc_stage), sizeof s);
+    return s;
+  };
+  const ipc_stage push = head(1), sum = head(2);
+  CHECK(at(push.copies) == D + copy_at);
+  CHECK(at(push.copy_tags) == D + copy_tags_at);
+  CHECK(push.copy_count == 1);
+  CHECK(at(push.peer_out) == D + heads);
+  CHECK(push.reduce_tags == nullptr);  // moves, but no reductions
+  CHECK(at(sum.waits) == D + wait_at);
+  CHECK(sum.wait_count == 1);
+  CHECK(at(sum.reduces) == D + reduce_at);
+  CHECK(at(sum.reduce_tags) == D + reduce_tags_at);
+  CHECK(head(0).enter == 1);
+  CHECK(head(3).wait_count == 0);
+  // The lists' bytes are the program's.
+  gpu::copy_desc c;
+  std::memcpy(&c, pk.bytes.data() + copy_at, sizeof c);
+  CHECK(at(c.dst) == A1 + 768);
+  std::uint64_t out1 = 0;
+  std::memcpy(&out1, pk.bytes.data() + heads + 8, sizeof out1);
+  CHECK(out1 == A1 + 256);
+  // Where the stages are, and their tiles.
+  CHECK(at(pk.entry.device) == D);
+  REQUIRE(pk.phases.size() == 2);
+  CHECK(at(pk.phases[1].device) == D + 2 * sizeof(ipc_stage));
+  CHECK(at(pk.exit.device) == D + 3 * sizeof(ipc_stage));
+  CHECK(pk.phases[0].tiles == 1);
+  CHECK(pk.most_tiles == 1);
+  CHECK_FALSE(pk.phases[0].fp8);
+}
+
+TEST_CASE("what a plan alone makes the transport refuse", "[transport][ipc]") {
+  plan p = pair_allreduce();
+  CHECK(check_plan(p, 2, 832));  // the largest area: rank 1's, 768 + 64
+  status s = check_plan(p, 2, 831);
+  CHECK(s.code() == errc::out_of_memory);
+  CHECK_THAT(s.message(), Catch::Contains("needs 832 bytes") && Catch::Contains("RELAY_IPC_BYTES"));
+  CHECK(check_plan(p, 4, 1 << 20).code() == errc::invalid_argument);
+  p.in_place = true;
+  CHECK(check_plan(p, 2, 1 << 20).code() == errc::invalid_argument);
+}
