@@ -8,8 +8,8 @@
 // Why split: one call of a communicator agrees across all of its ranks before any output is
 // written (docs/multiprocess.md), so groups that share one communicator wait for each other on
 // every call, even groups of a fused call that exchange no data. Groups that run apart, each on
-// a communicator of its own, agree among their own members only (docs/ipc-transport.md measures
-// what that is worth with 8 processes on one GPU).
+// a communicator of its own, agree among their own members only (bench/results/ipc-transport.md
+// says what that is worth with 8 processes on one GPU).
 //
 // Collective over the parent and all or nothing: ok on every rank, or an error on every rank
 // (naming the rank that failed and why) with no communicator made anywhere. The parent stays

@@ -16,8 +16,8 @@
 #      processes, eager and replayed, staged and registered, the groups on split communicators
 #      (--split), each form forced (pull, one-shot, stepped), every size from 4 KB to 1 GiB;
 #   3. without MPS again: compute-sanitizer memcheck and racecheck on reduced property runs,
-#      memcheck on relay-bench over split communicators, and the long eager run of issue 22's
-#      defect 7 (soak: 2 processes, 64 MB, RELAY_TIMEOUT=10).
+#      memcheck on relay-bench over split communicators, and the long eager run that once
+#      stalled (soak: 2 processes, 64 MB, RELAY_TIMEOUT=10).
 # MPS is always stopped at the end. Built binaries in $BIN (relay_ipc_tests, relay-run,
 # relay-bench, floor) are used as they are where they run here; otherwise everything is built
 # (BUILD_TARGETS narrows the build).
