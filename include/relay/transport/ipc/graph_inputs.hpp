@@ -38,9 +38,9 @@
 #include "relay/core/status.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/runtime.hpp"
-#include "relay/transport/ipc/direct.hpp"
 #include "relay/transport/ipc/memory.hpp"
 #include "relay/transport/ipc/pull_entry.hpp"
+#include "relay/transport/ipc/user_memory.hpp"
 
 namespace relay::ipc {
 

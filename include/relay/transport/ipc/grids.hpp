@@ -54,17 +54,17 @@ struct device_info {
 // multiprocessor, its blocks must all be resident); priced_*: the smallest of all ranks', which
 // every rank prices the forms with.
 struct grids {
-  int share = 1;    // ranks of this communicator on this rank's device, itself included
-  int divided = 1;  // the ranks the device is divided among: share, or more (share_at_least)
+  int ranks_on_device = 1;  // of this communicator, on this rank's device, itself included
+  int device_share = 1;  // the ranks the device is divided among: those, or more (share_at_least)
   std::uint64_t one_shot = 1, stepped = 1, priced_one_shot = 1, priced_stepped = 1;
 };
 inline grids grids_of(std::span<const device_info> all, int me) {
-  auto share_of = [&](const device_info& d) {
+  auto ranks_on_device_of = [&](const device_info& d) {
     return static_cast<std::int64_t>(std::count_if(
         all.begin(), all.end(), [&](const device_info& x) { return x.place == d.place; }));
   };
-  auto divided_of = [&](const device_info& d) {
-    return std::max<std::int64_t>(share_of(d), d.share_at_least);
+  auto device_share_of = [&](const device_info& d) {
+    return std::max<std::int64_t>(ranks_on_device_of(d), d.share_at_least);
   };
   auto part = [](std::int64_t blocks, std::int64_t share) {
     return static_cast<std::uint64_t>(
@@ -72,15 +72,15 @@ inline grids grids_of(std::span<const device_info> all, int me) {
   };
   grids g;
   const device_info& mine = all[static_cast<std::size_t>(me)];
-  g.share = static_cast<int>(share_of(mine));
-  g.divided = static_cast<int>(divided_of(mine));
-  g.one_shot = part(mine.sms, g.divided);
-  g.stepped = part(mine.resident, g.divided);
+  g.ranks_on_device = static_cast<int>(ranks_on_device_of(mine));
+  g.device_share = static_cast<int>(device_share_of(mine));
+  g.one_shot = part(mine.sms, g.device_share);
+  g.stepped = part(mine.resident, g.device_share);
   g.priced_one_shot = g.one_shot;
   g.priced_stepped = g.stepped;
   for (const device_info& d : all) {
-    g.priced_one_shot = std::min(g.priced_one_shot, part(d.sms, divided_of(d)));
-    g.priced_stepped = std::min(g.priced_stepped, part(d.resident, divided_of(d)));
+    g.priced_one_shot = std::min(g.priced_one_shot, part(d.sms, device_share_of(d)));
+    g.priced_stepped = std::min(g.priced_stepped, part(d.resident, device_share_of(d)));
   }
   return g;
 }

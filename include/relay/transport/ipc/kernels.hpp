@@ -26,7 +26,7 @@
 //   3. counts its blocks out; the last one publishes the stage's mark into every peer's signal
 //      word for this rank (transport/ipc/signals.hpp).
 //
-// User memory (transport/ipc/direct.hpp). The lists are built once per plan against the staged
+// User memory (transport/ipc/user_memory.hpp). The lists are built once per plan against the staged
 // places in the registered areas. A call whose input or output stays in the caller's buffer
 // moves the operands that name them by a delta: this rank's own input and output deltas come
 // with the launch (ipc_env); a peer's output delta is read, after the stage's waits, from where
@@ -65,12 +65,12 @@
 #include "relay/gpu/runtime.hpp"
 #include "relay/schedule/schedule.hpp"
 #include "relay/transport/agreement.hpp"
-#include "relay/transport/ipc/direct.hpp"
 #include "relay/transport/ipc/pull_entry.hpp"
 #include "relay/transport/ipc/pull_plan.hpp"
 #include "relay/transport/ipc/report.hpp"
 #include "relay/transport/ipc/signals.hpp"
 #include "relay/transport/ipc/stage.hpp"
+#include "relay/transport/ipc/user_memory.hpp"
 
 namespace relay::ipc {
 

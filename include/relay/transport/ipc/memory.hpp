@@ -42,9 +42,9 @@
 #include "relay/core/status.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/runtime.hpp"
-#include "relay/transport/ipc/direct.hpp"
 #include "relay/transport/ipc/kernels.hpp"
 #include "relay/transport/ipc/report.hpp"
+#include "relay/transport/ipc/user_memory.hpp"
 
 namespace relay::ipc {
 

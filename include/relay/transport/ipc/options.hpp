@@ -18,8 +18,7 @@ struct options {
   // overrides it.
   std::size_t bytes_per_rank = std::size_t{64} << 20;
   // Which form runs a call (RELAY_IPC_FORM: auto, one_shot, stepped, pull), and the model's
-  // constants
-  // (RELAY_IPC_LAUNCH_US, RELAY_IPC_SIGNAL_US, RELAY_IPC_TILE_US, in microseconds).
+  // constants (RELAY_IPC_LAUNCH_US, RELAY_IPC_SIGNAL_US, RELAY_IPC_TILE_US, in microseconds).
   call_form form = call_form::automatic;
   form_costs costs{};
   // A cap on top of the model: the one-shot form only where no stage of the plan has more tiles

@@ -10,7 +10,7 @@
 //                  each a launch's waits (slice_wait as ipc_wait, with the mark that satisfies
 //                  it), copies and reductions at the addresses of the rank areas as this process
 //                  maps them, fp8 ends, and the tags that move operands to the caller's buffers
-//                  where the plan allows it (ipc/direct.hpp);
+//                  where the plan allows it (ipc/user_memory.hpp);
 //   the pull       the pull form's program (ipc/pull_plan.hpp's rules at the areas' addresses);
 //   pack           the whole program as one block of device memory at a given address.
 //
@@ -38,10 +38,10 @@
 #include "relay/plan/bind.hpp"
 #include "relay/plan/slice.hpp"
 #include "relay/plan/validate.hpp"
-#include "relay/transport/ipc/direct.hpp"
 #include "relay/transport/ipc/pull_plan.hpp"
 #include "relay/transport/ipc/signals.hpp"
 #include "relay/transport/ipc/stage.hpp"
+#include "relay/transport/ipc/user_memory.hpp"
 
 namespace relay::ipc {
 
@@ -165,8 +165,9 @@ struct stage_lists {
 // A plan's program for one rank.
 struct program {
   form_choice form;
-  bool direct = false;  // the plan lets this rank's input and output stay in the caller's memory
-  ipc_pull pull{};      // form.pull: the pull kernel's program
+  bool user_memory =
+      false;        // the plan lets this rank's input and output stay in the caller's memory
+  ipc_pull pull{};  // form.pull: the pull kernel's program
   std::vector<stage_lists> stages;      // the entry, the slice's phases that issue, the exit
   std::vector<std::uint64_t> peer_out;  // [rank]: its staged output here (a peer's delta's base)
 };
@@ -205,12 +206,12 @@ inline void add_fp8_end(const plan& p, std::uint32_t i, bool arrival, stage_list
 }
 
 // Operation i in a stage: a copy (a push, when its destination is a peer's) or a reduction, each
-// with the tags that move its operands (all fixed unless `direct`).
-inline void add_operation(const plan& p, std::uint32_t i, int me, bool direct, stage_lists& h,
+// with the tags that move its operands (all fixed unless `user_memory`).
+inline void add_operation(const plan& p, std::uint32_t i, int me, bool user_memory, stage_lists& h,
                           std::span<unsigned char* const> areas) {
   const plan_op& o = p.ops[i];
   auto at = [&](const plan_operand& x) { return operand_address(p, areas, x); };
-  auto tag = [&](const plan_operand& x) { return direct ? operand_tag(x, me) : tag_fixed; };
+  auto tag = [&](const plan_operand& x) { return user_memory ? operand_tag(x, me) : tag_fixed; };
   const auto sources = p.sources_of(o);
   if (o.phase == phase::transfer) {
     h.copies.push_back(gpu::make_copy(at(sources[0]), at(o.dst), o.count * p.dst_width(o)));
@@ -235,7 +236,7 @@ inline void add_operation(const plan& p, std::uint32_t i, int me, bool direct, s
 // The stage of slice phase `sp` (one this rank issues in): its waits, the mark it publishes, and
 // its operations, each cut into tiles.
 inline stage_lists phase_stage(const plan& p, const plan_slice& slice, const slice_phase& sp,
-                               bool direct, std::span<unsigned char* const> areas) {
+                               bool user_memory, std::span<unsigned char* const> areas) {
   const bool fp8 = p.wire.taken != wire_format::native;
   stage_lists h;
   h.waits = waits_of(p, slice, sp.waits);
@@ -249,7 +250,7 @@ inline stage_lists phase_stage(const plan& p, const plan_slice& slice, const sli
     if (fp8 && p.crosses_wire(p.ops[i]))
       add_fp8_end(p, i, sp.arrival, h, areas);
     else
-      add_operation(p, i, slice.rank, direct, h, areas);
+      add_operation(p, i, slice.rank, user_memory, h, areas);
   }
   h.head.copy_tiles = gpu::assign_tiles(h.copies.data(), h.copies.size(), tile_units);
   h.head.reduce_tiles = gpu::assign_tiles(h.reduces.data(), h.reduces.size(), tile_units);
@@ -273,7 +274,7 @@ inline status build_program(const plan& p, const plan_slice& slice, const progra
   program pr;
   // Which operands follow the call's buffers: none where the plan breaks the rules that allow it
   // (then every call of it is staged), or on an fp8 wire (the slots are in the area).
-  pr.direct = !fp8 && plan_runs_direct(p);
+  pr.user_memory = !fp8 && plan_allows_user_memory(p);
   pr.form = form_of(p, s);
   if (pr.form.pull) pr.pull = pull_program(p, me, s);
   stage_lists entry;
@@ -282,7 +283,7 @@ inline status build_program(const plan& p, const plan_slice& slice, const progra
   pr.stages.push_back(entry);
   for (const slice_phase& sp : slice.phases)
     if (!sp.issued.empty())  // only receives: the peers' waits cover them
-      pr.stages.push_back(detail::phase_stage(p, slice, sp, pr.direct, s.areas));
+      pr.stages.push_back(detail::phase_stage(p, slice, sp, pr.user_memory, s.areas));
   stage_lists exit;
   exit.waits = detail::waits_of(p, slice, slice.exit_waits);
   pr.stages.push_back(exit);

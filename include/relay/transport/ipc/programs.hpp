@@ -28,9 +28,9 @@ struct loaded_program {
   std::vector<stage_ref> phases;
   std::uint64_t most_tiles = 0;  // of any phase
   std::uint64_t last_use = 0;
-  form_choice form;      // decided once per plan, alike on every rank
-  bool direct = false;   // the plan lets this rank's input and output stay in user memory
-  ipc_pull pull_args{};  // form.pull: the pull kernel's program
+  form_choice form;          // decided once per plan, alike on every rank
+  bool user_memory = false;  // the plan lets this rank's input and output stay in user memory
+  ipc_pull pull{};           // form.pull: the pull kernel's program
 };
 
 class program_cache : no_copy {
@@ -86,8 +86,8 @@ class program_cache : no_copy {
     if (status s = upload(pr, device, stream, l); !s) return s;
     l.key = p;
     l.form = pr.form;
-    l.direct = pr.direct;
-    l.pull_args = pr.pull;
+    l.user_memory = pr.user_memory;
+    l.pull = pr.pull;
     l.last_use = ++uses_;
     programs_.push_back(std::move(l));
     remember(p, fingerprint, programs_.size() - 1);

@@ -142,7 +142,7 @@ inline std::string waited_for(const alarm_record& a) {
 // What a rank's transport counts of its calls so far (transport::counts()): calls whose input
 // was read from, and whose output written to, the caller's buffers (no copy in, no copy out),
 // and more; tests check that registration took effect.
-struct direct_counts {
+struct call_counts {
   std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0;
   std::uint64_t pull = 0;     // of the one-shot calls, those of the pull form (ipc/pull.hpp)
   std::uint64_t entries = 0;  // calls entered, refused ones too (the device's call counter)

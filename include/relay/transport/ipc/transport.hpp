@@ -9,8 +9,8 @@
 //                    relay::reduce_op::sum, {}, stream);                 // enqueues, returns
 //
 // By job, as CUB's device -> dispatch -> agent: this file sets up, runs (the call's places:
-// the caller's buffers or the staged ones, ipc/direct.hpp) and launches; ipc/program.hpp turns a
-// plan into a program on the host (ipc/programs.hpp keeps them on the device); kernels.hpp and
+// the caller's buffers or the staged ones, ipc/user_memory.hpp) and launches; ipc/program.hpp turns
+// a plan into a program on the host (ipc/programs.hpp keeps them on the device); kernels.hpp and
 // pull.hpp run it. docs/ipc-transport.md lists every file.
 //
 // Set-up (collective): every rank allocates one area of device memory (ipc/memory.hpp), exports
@@ -40,7 +40,6 @@
 #include "relay/gpu/runtime.hpp"
 #include "relay/plan/area_layout.hpp"
 #include "relay/plan/slice.hpp"
-#include "relay/transport/ipc/direct.hpp"
 #include "relay/transport/ipc/graph_inputs.hpp"
 #include "relay/transport/ipc/grids.hpp"
 #include "relay/transport/ipc/kernels.hpp"
@@ -51,6 +50,7 @@
 #include "relay/transport/ipc/programs.hpp"
 #include "relay/transport/ipc/pull.hpp"
 #include "relay/transport/ipc/report.hpp"
+#include "relay/transport/ipc/user_memory.hpp"
 #include "relay/transport/ipc/watchdog.hpp"
 #include "relay/transport/transport.hpp"
 
@@ -65,7 +65,7 @@ class transport final : public relay::transport {
     t->setting_.form = o.form;
     t->setting_.costs = o.costs;
     t->setting_.one_shot_tiles = static_cast<std::uint64_t>(std::max(0, o.one_shot_tiles));
-    t->device_share_ = std::max(1, o.device_share);
+    t->share_at_least_ = std::max(1, o.device_share);
     if (status s = t->area_.open(boot, device, o.bytes_per_rank, timeout); !s) return s;
     if (gpu::rt::error_t e = ticks_per_ms(&t->ticks_per_ms_, device); e != gpu::rt::success)
       return gpu::failure("reading the device clock's rate", device, e);
@@ -99,9 +99,9 @@ class transport final : public relay::transport {
 
   std::string_view name() const override { return "ipc"; }
 
-  // Registered user buffers (transport/ipc/direct.hpp; collective, see ipc::area). A rank whose
-  // registration did not run to its end is out of step with its peers' rounds (area::in_step):
-  // it leaves, as on any failure of its own, and its peers are told at once.
+  // Registered user buffers (transport/ipc/user_memory.hpp; collective, see ipc::area). A rank
+  // whose registration did not run to its end is out of step with its peers' rounds
+  // (area::in_step): it leaves, as on any failure of its own, and its peers are told at once.
   status register_buffer(void* p, std::size_t bytes, std::chrono::milliseconds timeout) override {
     if (status s = current(); !s) return s;
     status s = area_.register_buffer(*boot_, p, bytes, timeout);
@@ -133,7 +133,7 @@ class transport final : public relay::transport {
     return s ? s : fail(s);
   }
 
-  const direct_counts& counts() const { return counts_; }
+  const call_counts& counts() const { return counts_; }
   // The pull form's per-phase device times of its last trace_calls calls, block 0's wall clock at
   // each trace point (ipc/pull.hpp; zeros unless built with RELAY_IPC_TRACE=1).
   void device_trace(std::uint64_t (&out)[trace_calls][trace_points]) const { area_.trace(out); }
@@ -141,7 +141,7 @@ class transport final : public relay::transport {
   std::size_t bytes_per_rank() const { return area_.data_bytes(); }
   // The ranks the device's blocks are divided among: this communicator's there, or the more that
   // options::device_share names (a split communicator's parent's).
-  int device_share() const override { return divided_; }
+  int device_share() const override { return device_share_; }
   bool judges_on_host() const override { return false; }
   // On an fp8 wire the sender quantizes into the receiver's slot and the receiver dequantizes in
   // an arrival of its own, so that only the image crosses the link (kernels.hpp).
@@ -184,21 +184,21 @@ class transport final : public relay::transport {
     ipc_env env =
         area_.env(static_cast<std::uint64_t>(call.timeout.count()) * ticks_per_ms_, ticks_per_ms_);
     env.record = record_of(call);
-    env.system = share_ < area_.ranks() ? 1 : 0;
-    // This rank's own refusal: its arguments or buffers (call.local), the call's plan where this
-    // rank cannot run it. Either way the rank still takes part in the agreement, so that every
-    // peer learns of it at once and the calls stay in step.
-    status refusal = call.local;
+    env.system = ranks_on_device_ < area_.ranks() ? 1 : 0;
+    // Whether this rank accepts the call: not where its arguments or buffers were refused
+    // (call.local), nor where it cannot run the call's plan. Either way the rank still takes part
+    // in the agreement, so that every peer learns of it at once and the calls stay in step.
+    status accepted = call.local;
     const loaded_program* prog = nullptr;
-    if (refusal && (call.p == nullptr || call.slice == nullptr))
-      refusal = {errc::invalid_argument, "the call has no plan or no slice"};
-    if (refusal) {
+    if (accepted && (call.p == nullptr || call.slice == nullptr))
+      accepted = {errc::invalid_argument, "the call has no plan or no slice"};
+    if (accepted) {
       if (status s = program_for(call, stream, prog); !s) {
         if (capturing(stream)) return s;  // nothing issued (see program_for)
-        refusal = s;
+        accepted = s;
       }
     }
-    if (!refusal) return refuse(refusal, env, stream);
+    if (!accepted) return refuse(accepted, env, stream);
     entries_seen_.store(++counts_.entries);
     if (prog->form.pull) return run_pull(call, *prog, env, stream);
     return run_plan(call, *prog, env, stream);
@@ -296,12 +296,12 @@ class transport final : public relay::transport {
     mine.launch = setting_.costs.launch;
     mine.signal = setting_.costs.signal;
     mine.tile = setting_.costs.tile;
-    mine.share_at_least = device_share_;
+    mine.share_at_least = share_at_least_;
     grids g;
     if (status s = gather_grids(boot, mine, timeout, g); !s) return s;
-    share_ = g.share;
-    divided_ = g.divided;
-    max_grid_ = static_cast<int>(g.stepped);
+    ranks_on_device_ = g.ranks_on_device;
+    device_share_ = g.device_share;
+    stepped_grid_ = static_cast<int>(g.stepped);
     one_shot_grid_ = g.one_shot;
     setting_.one_shot_grid = g.priced_one_shot;  // every rank prices with the smallest grids
     setting_.stepped_grid = g.priced_stepped;
@@ -309,7 +309,7 @@ class transport final : public relay::transport {
   }
 
   // A call of the plan's forms: its input and output where the caller keeps them where they may
-  // be used there (ipc/direct.hpp), else staged through the area by the entry's and the exit's
+  // be used there (ipc/user_memory.hpp), else staged through the area by the entry's and the exit's
   // copies; then its stages, in one launch or one each.
   status run_plan(const call_context& call, const loaded_program& prog, ipc_env& env,
                   gpu::rt::stream_t stream) {
@@ -318,21 +318,21 @@ class transport final : public relay::transport {
     const area_layout at = layout_of(p, r);
     unsigned char* mine = areas_[r];
     const std::uint64_t in_bytes = p.input_bytes[r], out_bytes = p.output_bytes[r];
-    const direct_choice direct = choose_direct(
-        prog.direct, call.placement, call.send, in_bytes, call.recv, out_bytes,
+    const user_memory_choice user = choose_user_memory(
+        prog.user_memory, call.placement, call.send, in_bytes, call.recv, out_bytes,
         out_bytes > 0 ? find_registration(graph_inputs_.eager(), call.recv.data, out_bytes) : -1);
-    if (direct.input) env.in_delta = delta_to(call.send.data, mine + at.input);
-    if (direct.output) {
+    if (user.input) env.in_delta = delta_to(call.send.data, mine + at.input);
+    if (user.output) {
       env.out_delta = delta_to(call.recv.data, mine + at.output);
-      env.out_slot = static_cast<std::uint64_t>(direct.slot) + 1;
+      env.out_slot = static_cast<std::uint64_t>(user.slot) + 1;
       env.out_offset =
-          reinterpret_cast<std::uintptr_t>(call.recv.data) - area_.registered_start(direct.slot);
+          reinterpret_cast<std::uintptr_t>(call.recv.data) - area_.registered_start(user.slot);
     }
     ++counts_.calls;
-    counts_.inputs += direct.input ? 1 : 0;
-    counts_.outputs += direct.output ? 1 : 0;
-    const std::uint64_t in_copied = direct.input ? 0 : in_bytes;
-    const std::uint64_t out_copied = direct.output ? 0 : out_bytes;
+    counts_.inputs += user.input ? 1 : 0;
+    counts_.outputs += user.output ? 1 : 0;
+    const std::uint64_t in_copied = user.input ? 0 : in_bytes;
+    const std::uint64_t out_copied = user.output ? 0 : out_bytes;
     const gpu::copy_desc in = user_copy(call.send.data, mine + at.input, in_copied);
     const gpu::copy_desc out = user_copy(mine + at.output, call.recv.data, out_copied);
     const std::uint64_t in_tiles = user_copy_tiles(in, in_copied);
@@ -350,7 +350,7 @@ class transport final : public relay::transport {
   status launch_stage(dtype type, const stage_ref& st, const gpu::copy_desc& user,
                       std::uint64_t user_tiles, const ipc_env& env, gpu::rt::stream_t stream) {
     const std::uint64_t tiles = std::max<std::uint64_t>(1, st.tiles + user_tiles);
-    const auto most = static_cast<std::uint64_t>(std::max(1, max_grid_));
+    const auto most = static_cast<std::uint64_t>(std::max(1, stepped_grid_));
     const auto grid = static_cast<unsigned>(std::min(tiles, most));
     const gpu::rt::error_t e =
         launch_step_kernel(type, st.fp8, grid, stream, st.device, user, user_tiles, env);
@@ -392,18 +392,18 @@ class transport final : public relay::transport {
     const int slot = choose_pull_input(call.placement, call.send, in_bytes, graph_inputs_.eager());
     const pull_input_place place =
         pull_input_of(slot, call.send.data, slot < 0 ? 0 : area_.registered_start(slot));
-    const bool in_direct = place.slot != 0;
+    const bool in_registered = place.slot != 0;
     gpu::copy_desc in{};
     std::uint64_t in_tiles = 0;
-    if (in_direct) {
+    if (in_registered) {
       env.in_slot = place.slot;
       env.in_offset = place.offset;
-    } else if (in_bytes > 0 && prog.pull_args.readers != 0) {
+    } else if (in_bytes > 0 && prog.pull.readers != 0) {
       in = gpu::make_copy(call.send.data, mine + at.input, in_bytes);
       in_tiles = gpu::tiles_for(in.units, pull_block_threads);
       // Captured: a word that register_graph_inputs may point at the input where it is (on the
       // terms choose_pull_input sets for a registered one).
-      if (call.placement != placement::in_place && direct_aligned(call.send.data) &&
+      if (call.placement != placement::in_place && user_aligned(call.send.data) &&
           capturing(stream)) {
         env.in_word = graph_inputs_.take(call.send.data, in_bytes);
         counts_.captured_inputs += env.in_word != nullptr ? 1 : 0;
@@ -412,10 +412,10 @@ class transport final : public relay::transport {
     ++counts_.calls;
     ++counts_.one_shot;
     ++counts_.pull;
-    counts_.inputs += in_direct ? 1 : 0;
+    counts_.inputs += in_registered ? 1 : 0;
     counts_.outputs += out_bytes > 0 ? 1 : 0;
     const gpu::rt::error_t e =
-        launch_pull_kernel(p.type, stream, prog.pull_args, peers_, in, in_tiles, env);
+        launch_pull_kernel(p.type, stream, prog.pull, peers_, in, in_tiles, env);
     if (e != gpu::rt::success)
       return fail(gpu::failure("launching the ipc pull kernel", device_, e));
     return {};
@@ -427,13 +427,13 @@ class transport final : public relay::transport {
   area area_;
   std::vector<unsigned char*> areas_;  // [rank]: its data area as this process maps it
   std::uint64_t ticks_per_ms_ = 1;
-  int max_grid_ = 1;
-  int share_ = 1;                    // ranks on this device
-  int device_share_ = 1;             // options::device_share
-  int divided_ = 1;                  // the ranks the grids divide the device among
-  std::uint64_t one_shot_grid_ = 1;  // this rank's one-shot launch grid (max_grid_: stepped)
+  int stepped_grid_ = 1;
+  int ranks_on_device_ = 1;  // this communicator's ranks on this rank's device, itself included
+  int share_at_least_ = 1;   // options::device_share: the job's ranks there, at least
+  int device_share_ = 1;     // the ranks the grids divide the device among: the larger of those
+  std::uint64_t one_shot_grid_ = 1;  // this rank's one-shot launch grid (stepped_grid_: stepped)
   program_setting setting_;  // what the programs are built against (the form's inputs: alike)
-  direct_counts counts_;
+  call_counts counts_;
   long long timeout_ms_ = 0;
   status broken_;
   status refusal_;             // this rank's first refusal (a verdict of refused_here returns it)

@@ -149,15 +149,15 @@ int property(communicator& comm, int argc, char** argv, bool fp8) {
       [&](const property_case& c, rank_frame& f) { return device_call(comm, d, c, f); }, fp8);
 }
 
-// The calls that ran on user memory (ipc::direct_counts), summed over the ranks.
+// The calls that ran on user memory (ipc::call_counts), summed over the ranks.
 struct direct_sums {
   std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0, pull = 0;
-  std::uint64_t captured_inputs = 0, graph_inputs = 0;  // ipc::direct_counts'
+  std::uint64_t captured_inputs = 0, graph_inputs = 0;  // ipc::call_counts'
 };
 
 // Gathers every rank's counts into `sums` (every rank gets them); rank 0 prints them after `what`.
 int direct_totals(communicator& comm, const std::string& what, direct_sums& sums) {
-  const ipc::direct_counts& c = link_of(comm).counts();
+  const ipc::call_counts& c = link_of(comm).counts();
   const std::uint64_t mine[7] = {c.calls, c.inputs,          c.outputs,     c.one_shot,
                                  c.pull,  c.captured_inputs, c.graph_inputs};
   std::vector<std::vector<std::byte>> all;
@@ -819,12 +819,12 @@ int registration(communicator& comm) {
     IPC_CHECK(gpu::rt::upload(input, in.data(), bytes));
     IPC_CHECK(gpu::rt::memset(out, 0xFF, bytes));  // poisoned
     IPC_CHECK(gpu::rt::device_synchronize());
-    const ipc::direct_counts before = link_of(comm).counts();
+    const ipc::call_counts before = link_of(comm).counts();
     const status s = finish(comm, d,
                             relay::allreduce(comm, pairs, {input, bytes}, {out, bytes}, counts,
                                              dtype::int32, reduce_op::sum, {}, d.stream));
     if (!s) return failed(std::string(when) + ": " + s.to_string());
-    const ipc::direct_counts after = link_of(comm).counts();
+    const ipc::call_counts after = link_of(comm).counts();
     const bool pulled = after.pull > before.pull;
     const bool direct_output = pulled || registered_out;
     const bool direct_input = !pulled || registered_in;

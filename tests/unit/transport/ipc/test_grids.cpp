@@ -22,7 +22,7 @@ TEST_CASE("ranks that share a device divide its grids", "[transport][ipc]") {
   // the one-shot form and 1056 / 8 = 132 of the stepped form per rank.
   std::vector<device_info> one(8, device(132, 1056, "0000:3b:00.0"));
   grids g = grids_of(one, 5);
-  CHECK(g.share == 8);
+  CHECK(g.ranks_on_device == 8);
   CHECK(g.one_shot == 16);
   CHECK(g.stepped == 132);
   CHECK(g.priced_one_shot == 16);
@@ -31,7 +31,7 @@ TEST_CASE("ranks that share a device divide its grids", "[transport][ipc]") {
   std::vector<device_info> own = {device(132, 1056, "0000:3b:00.0"),
                                   device(132, 1056, "0000:5d:00.0")};
   g = grids_of(own, 1);
-  CHECK(g.share == 1);
+  CHECK(g.ranks_on_device == 1);
   CHECK(g.one_shot == 132);
   CHECK(g.stepped == 1056);
   // Ranks 0-2 share a device, rank 3 has one of its own with fewer resident blocks: rank 3
@@ -40,13 +40,13 @@ TEST_CASE("ranks that share a device divide its grids", "[transport][ipc]") {
   std::vector<device_info> mixed(3, device(132, 1056, "0000:3b:00.0"));
   mixed.push_back(device(132, 300, "0000:5d:00.0"));
   g = grids_of(mixed, 3);
-  CHECK(g.share == 1);
+  CHECK(g.ranks_on_device == 1);
   CHECK(g.one_shot == 132);
   CHECK(g.stepped == 300);
   CHECK(g.priced_one_shot == 44);
   CHECK(g.priced_stepped == 300);
   g = grids_of(mixed, 0);
-  CHECK(g.share == 3);
+  CHECK(g.ranks_on_device == 3);
   CHECK(g.one_shot == 44);
   CHECK(g.stepped == 352);
   // More ranks than multiprocessors: one block each still.
@@ -67,12 +67,13 @@ TEST_CASE("communicators split from one job divide a device among all of its ran
     d.share_at_least = at_least;
     return d;
   };
-  // {share, divided, one_shot, stepped, priced_one_shot, priced_stepped}, worked out by hand.
+  // {ranks_on_device, device_share, one_shot, stepped, priced_one_shot, priced_stepped}, worked out
+  // by hand.
   using six = std::array<std::uint64_t, 6>;
   auto of = [](const std::vector<device_info>& all, int me) {
     const ipc::grids g = grids_of(all, me);
-    return six{static_cast<std::uint64_t>(g.share),
-               static_cast<std::uint64_t>(g.divided),
+    return six{static_cast<std::uint64_t>(g.ranks_on_device),
+               static_cast<std::uint64_t>(g.device_share),
                g.one_shot,
                g.stepped,
                g.priced_one_shot,

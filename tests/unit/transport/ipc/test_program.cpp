@@ -82,8 +82,8 @@ TEST_CASE("a program's stages at the areas' addresses, worked by hand", "[transp
   const plan p = pair_allreduce();
   REQUIRE(check_plan(p, 2, 1 << 20));
   const program pr = built(p, 0, setting(call_form::stepped), fp8_ends::receiver);
-  // Every operand stays where the plan puts it or follows the caller's buffers: direct.
-  CHECK(pr.direct);
+  // Every operand stays where the plan puts it or follows the caller's buffers: user memory.
+  CHECK(pr.user_memory);
   REQUIRE(pr.stages.size() == 4);  // entry, phase 0, phase 1, exit
   const stage_lists& entry = pr.stages[0];
   CHECK(entry.head.enter == 1);
@@ -250,7 +250,7 @@ TEST_CASE(
   p.wire_slots = {{0, 48}, {0, 48}};
   REQUIRE(check_plan(p, 2, 1 << 20));
   const program pr = built(p, 0, setting(), fp8_ends::receiver);
-  CHECK_FALSE(pr.direct);  // the slots are in the areas: staged
+  CHECK_FALSE(pr.user_memory);  // the slots are in the areas: staged
   CHECK_FALSE(pr.form.one_shot);
   REQUIRE(pr.stages.size() == 4);  // entry, phase 0, its arrival, exit
   const stage_lists& send = pr.stages[1];

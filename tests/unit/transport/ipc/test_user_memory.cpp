@@ -1,7 +1,7 @@
-// The ipc transport's user-memory decisions (transport/ipc/direct.hpp), without a device: which
-// operands move with the call's buffers, the plan rules that let a rank's input stay where the
-// caller keeps it, the registration lookup, and the per-call choice.
-#include "relay/transport/ipc/direct.hpp"
+// The ipc transport's user-memory decisions (transport/ipc/user_memory.hpp), without a device:
+// which operands move with the call's buffers, the plan rules that let a rank's input stay where
+// the caller keeps it, the registration lookup, and the per-call choice.
+#include "relay/transport/ipc/user_memory.hpp"
 
 #include <catch2/catch.hpp>
 #include <random>
@@ -20,7 +20,8 @@ TEST_CASE("operand tags: this rank's input and output, a peer's output, else fix
   CHECK(operand_tag({2, buffer::scratch, 0}, 2) == tag_fixed);
   CHECK(operand_tag({5, buffer::output, 8}, 2) == tag_peer_output + 5);
   CHECK(operand_tag({5, buffer::scratch, 8}, 2) == tag_fixed);
-  CHECK(operand_tag({5, buffer::input, 8}, 2) == tag_fixed);  // never written (plan_runs_direct)
+  CHECK(operand_tag({5, buffer::input, 8}, 2) ==
+        tag_fixed);  // never written (plan_allows_user_memory)
   CHECK(operand_tag({63, buffer::output, 0}, 0) == 66);
 }
 
@@ -40,25 +41,25 @@ TEST_CASE("every plan reads only its issuer's memory and writes no input", "[tra
     q.alignment = c.alignment;
     plan p;
     REQUIRE(make_plan(q, p));
-    CHECK(plan_runs_direct(p));
-    // Independently of plan_runs_direct: copies are issued by their source's rank.
+    CHECK(plan_allows_user_memory(p));
+    // Independently of plan_allows_user_memory: copies are issued by their source's rank.
     for (const plan_op& o : p.ops)
       if (o.phase == phase::transfer) REQUIRE(o.issuer(p.sources) == p.sources_of(o)[0].rank);
   }
   // A plan that writes an input, or reduces a peer's memory, is refused.
   plan p;
   REQUIRE(make_plan(test::direct_allreduce(mode::single, 4, {{0, 1}}, {64}), p));
-  REQUIRE(plan_runs_direct(p));
+  REQUIRE(plan_allows_user_memory(p));
   plan writes_input = p;
   writes_input.ops.front().dst.buf = buffer::input;
-  CHECK_FALSE(plan_runs_direct(writes_input));
+  CHECK_FALSE(plan_allows_user_memory(writes_input));
   plan remote_source = p;
   for (plan_op& o : remote_source.ops)
     if (o.phase == phase::reduce) {
       remote_source.sources[o.first_source].rank = static_cast<std::uint16_t>(o.dst.rank ^ 1);
       break;
     }
-  CHECK_FALSE(plan_runs_direct(remote_source));
+  CHECK_FALSE(plan_allows_user_memory(remote_source));
 }
 
 TEST_CASE("a buffer is registered when one registration holds all of it", "[transport][ipc]") {
@@ -73,14 +74,15 @@ TEST_CASE("a buffer is registered when one registration holds all of it", "[tran
   CHECK(find_registration({}, at(0x1000), 16) == -1);
 }
 
-TEST_CASE("this rank's choice: direct where it may be, staged otherwise", "[transport][ipc]") {
+TEST_CASE("this rank's choice: the caller's buffers where they may be, staged otherwise",
+          "[transport][ipc]") {
   alignas(16) std::byte memory[512];
   const buffer_view in{memory, 64}, out{memory + 256, 64}, odd{memory + 8, 64};
   auto choose = [&](placement w, buffer_view s, buffer_view r, int slot, bool ok = true) {
-    return choose_direct(ok, w, s, s.bytes, r, r.bytes, slot);
+    return choose_user_memory(ok, w, s, s.bytes, r, r.bytes, slot);
   };
-  // Out of place, output registered: both direct.
-  direct_choice c = choose(placement::out_of_place, in, out, 3);
+  // Out of place, output registered: both in the caller's buffers.
+  user_memory_choice c = choose(placement::out_of_place, in, out, 3);
   CHECK(c.input);
   CHECK(c.output);
   CHECK(c.slot == 3);
@@ -100,8 +102,8 @@ TEST_CASE("this rank's choice: direct where it may be, staged otherwise", "[tran
   c = choose(placement::in_place, in, in, -1);
   CHECK(c.input);
   CHECK_FALSE(c.output);
-  // A helper (no bytes), or a plan that breaks the rules: nothing direct.
-  c = choose_direct(true, placement::helper, {}, 0, {}, 0, -1);
+  // A helper (no bytes), or a plan that breaks the rules: both staged.
+  c = choose_user_memory(true, placement::helper, {}, 0, {}, 0, -1);
   CHECK_FALSE(c.input);
   CHECK_FALSE(c.output);
   c = choose(placement::out_of_place, in, out, 3, false);
