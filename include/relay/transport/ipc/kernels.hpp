@@ -344,7 +344,13 @@ __device__ inline bool ipc_stage_waits(const ipc_env& env, const ipc_stage& s, s
   for (std::uint32_t i = threadIdx.x; i < s.wait_count; i += Block)
     if (ipc_aborted(env) == 0) ipc_wait_for(env, s.waits[i], call);
   __syncthreads();
-  if (threadIdx.x == 0) give_up = ipc_aborted(env) != 0 ? 1u : 0u;
+  if (threadIdx.x == 0) {
+    // The call's last stage: a peer that gave up on this call while this rank did its part (it
+    // needed nothing more from that peer) makes this rank give up too, before its output is
+    // written, so that no rank ends a call ok that a peer failed.
+    if (s.leave != 0 && ipc_aborted(env) == 0) (void)ipc_peers_gave_up(env, call);
+    give_up = ipc_aborted(env) != 0 ? 1u : 0u;
+  }
   __syncthreads();
   return give_up != 0;
 }

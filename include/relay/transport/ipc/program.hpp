@@ -285,6 +285,7 @@ inline status build_program(const plan& p, const plan_slice& slice, const progra
     if (!sp.issued.empty())  // only receives: the peers' waits cover them
       pr.stages.push_back(detail::phase_stage(p, slice, sp, pr.user_memory, s.areas));
   stage_lists exit;
+  exit.head.leave = 1;
   exit.waits = detail::waits_of(p, slice, slice.exit_waits);
   pr.stages.push_back(exit);
   pr.peer_out.resize(static_cast<std::size_t>(p.ranks()));

@@ -351,6 +351,9 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
       env.me->arrived = 0;
     }
     *static_cast<volatile std::uint64_t*>(&env.me->call) = call;
+    // A peer that gave up on this call while this rank pulled what it needed: this rank gives up
+    // too (one outcome per call; its output is written, and its report says the call failed).
+    if (!stop) stop = detail::ipc_peers_gave_up(env, call);
     // Where this block stopped: the rank gave up (its marks went out then, or it had given up
     // before and its announcement raised them); once more, as the plan's kernels do.
     if (stop)

@@ -41,7 +41,10 @@ struct ipc_stage {
   const gpu::copy_desc* copies = nullptr;
   const gpu::reduce_desc* reduces = nullptr;
   std::uint32_t wait_count = 0, copy_count = 0, reduce_count = 0;
-  std::uint32_t enter = 0;    // 1: this launch begins a call (the agreement, the call counter)
+  std::uint32_t enter = 0;  // 1: this launch begins a call (the agreement, the call counter)
+  // 1: this launch ends the call: after its waits, a peer that gave up on the call makes this
+  // rank give up too, before it writes its output (one outcome per call, kernels.hpp).
+  std::uint32_t leave = 0;
   std::int32_t publish = -1;  // the mark's `done` when finished (phase + 1); -1: none
   std::uint64_t copy_tiles = 0, reduce_tiles = 0;
   // Null where no operand of the list has a tag (nothing moves: the lists run as built).

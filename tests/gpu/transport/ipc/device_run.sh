@@ -85,6 +85,7 @@ trap 'exit 143' TERM
 # The failure scenarios (ipc_tests.cpp: misbehave, leave). $1: a suffix for the step names.
 failures() {
   TAILN=10 RELAY_TIMEOUT=2 step "stall$1" 60 "$RUN" -n 8 --timeout 55 -- "$T" stall
+  TAILN=10 RELAY_TIMEOUT=2 step "late$1" 60 "$RUN" -n 8 --timeout 55 -- "$T" late
   for s in refused refuse_plan refuse_early mismatch; do
     TAILN=10 RELAY_TIMEOUT=10 step "$s$1" 60 "$RUN" -n 8 --timeout 55 -- "$T" "$s"
   done

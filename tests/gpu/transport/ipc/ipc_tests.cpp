@@ -17,6 +17,8 @@
 //                                                               deregister_graph_inputs
 //   relay-run -n 8 -- relay_ipc_tests stall                     rank 3 never calls: the others
 //                                                               report it, nothing hangs
+//   relay-run -n 8 -- relay_ipc_tests late                      rank 3 calls after the others
+//                                                               gave up: it fails too
 //   relay-run -n 8 -- relay_ipc_tests refused                   rank 5 passes a null buffer
 //   relay-run -n 8 -- relay_ipc_tests refuse_plan               rank 2 passes arguments
 //                                                               make_plan refuses (no plan)
@@ -635,11 +637,13 @@ std::vector<std::string> gather_verdicts(communicator& comm, const std::string& 
 //   stall        rank 3 never calls (it stays alive): every other rank errc::timeout naming rank
 //                3 after about the timeout; 4 calls queued back to back all fall through at once
 //                after the first gives up (the whole takes one timeout, not four);
+//   late         rank 3 calls once the others gave up on it: its call fails too, as theirs,
+//                naming its own missing entry (one outcome per call: no rank returns ok);
 // In every case no user memory is written on any rank, and a later call fails at once on every
 // rank that made one, with the same status (the transport stays broken).
 int misbehave(communicator& comm, const std::string& what) {
   const int me = comm.rank(), N = comm.size();
-  const int culprit = what == "stall" ? 3 : what == "refused" ? 5 : 2;
+  const int culprit = what == "stall" || what == "late" ? 3 : what == "refused" ? 5 : 2;
   scene sc(comm, pairs_of(N), 5000);
   IPC_CHECK(gpu::rt::stream_create(&sc.d.stream));
   if (status s = sc.upload(2000); !s) return failed(s.to_string());
@@ -649,9 +653,11 @@ int misbehave(communicator& comm, const std::string& what) {
   const double limit = static_cast<double>(comm.config().timeout.count()) / 1000 + 3;
   std::string verdict = "silent";  // the stalled rank stays alive until the others are done
   if (!(what == "stall" && me == culprit)) {
+    if (what == "late" && me == culprit)  // the others give up on it at their timeout
+      std::this_thread::sleep_for(comm.config().timeout + std::chrono::milliseconds(1500));
     const auto start = std::chrono::steady_clock::now();
     status s;
-    if (me != culprit) {
+    if (me != culprit || what == "late") {
       s = sc.call();
     } else if (what == "refuse_plan") {
       std::vector<std::int64_t> bad(sc.groups.size(), 5000);
@@ -707,6 +713,8 @@ int misbehave(communicator& comm, const std::string& what) {
     std::string want;  // what every rank's status must say
     if (what == "stall")
       want = r == culprit ? "silent" : "";  // its own timeout, or a peer's passed on
+    else if (what == "late")                // the cause first, on every rank, the late one included
+      want = "timeout: " + rank + " did not enter call #2";
     else if (what == "mismatch")
       want = "mismatch: rank(s) 2 called call #2 with arguments that differ from rank 0's";
     else if (what == "refuse_plan")  // its arguments differ from the others': judge() says so
@@ -1152,8 +1160,8 @@ int main(int argc, char** argv) {
   if (what == "property" || what == "property_fp8")
     return property(*comm, argc, argv, what == "property_fp8");
   if (what == "graph") return graph(*comm, argc, argv, false);
-  if (what == "stall" || what == "refused" || what == "refuse_plan" || what == "refuse_early" ||
-      what == "mismatch")
+  if (what == "stall" || what == "late" || what == "refused" || what == "refuse_plan" ||
+      what == "refuse_early" || what == "mismatch")
     return misbehave(*comm, what);
   if (what == "exited" || what == "abort") return leave(*comm, what == "exited");
   if (what == "property_registered") return property_registered(*comm, argc, argv);
@@ -1162,9 +1170,9 @@ int main(int argc, char** argv) {
   if (what == "hostpath") return hostpath(*comm, argc, argv);
   if (what == "trace") return trace(*comm, argc, argv);
   if (what == "soak") return soak(*comm, argc, argv);
-  return failed(
-      "unknown scenario '" + what +
-      "' (property, property_fp8, graph, stall, refused, refuse_plan, refuse_early, mismatch, "
-      "exited, abort, "
-      "property_registered, graph_registered, registration, hostpath, soak)");
+  return failed("unknown scenario '" + what +
+                "' (property, property_fp8, graph, stall, late, refused, refuse_plan, "
+                "refuse_early, mismatch, "
+                "exited, abort, "
+                "property_registered, graph_registered, registration, hostpath, soak)");
 }

@@ -87,6 +87,7 @@ TEST_CASE("a program's stages at the areas' addresses, worked by hand", "[transp
   REQUIRE(pr.stages.size() == 4);  // entry, phase 0, phase 1, exit
   const stage_lists& entry = pr.stages[0];
   CHECK(entry.head.enter == 1);
+  CHECK(entry.head.leave == 0);
   CHECK(entry.waits.empty());
   CHECK(entry.copies.empty());
   CHECK(entry.reduces.empty());
@@ -136,9 +137,13 @@ TEST_CASE("a program's stages at the areas' addresses, worked by hand", "[transp
   CHECK(sum.reduce_tags[0].src[0] == tag_my_input);
   CHECK(sum.reduce_tags[0].src[1] == tag_fixed);
 
-  // The exit: nothing to wait for (no peer reads or writes rank 0's output).
+  // The exit: nothing to wait for (no peer reads or writes rank 0's output); the call's last
+  // launch, so it looks for a peer that gave up on the call before the output is written.
   CHECK(pr.stages[3].waits.empty());
   CHECK(pr.stages[3].head.enter == 0);
+  CHECK(pr.stages[3].head.leave == 1);
+  CHECK(pr.stages[1].head.leave == 0);
+  CHECK(pr.stages[2].head.leave == 0);
   // Where each rank's staged output is here: A0 + 256, A1 + 256.
   CHECK(pr.peer_out == std::vector<std::uint64_t>{A0 + 256, A1 + 256});
 
@@ -315,6 +320,7 @@ TEST_CASE(
   CHECK(at(sum.reduce_tags) == D + reduce_tags_at);
   CHECK(head(0).enter == 1);
   CHECK(head(3).wait_count == 0);
+  CHECK(head(3).leave == 1);  // the exit's flag travels with the program
   // The lists' bytes are the program's.
   gpu::copy_desc c;
   std::memcpy(&c, pk.bytes.data() + copy_at, sizeof c);
