@@ -19,6 +19,7 @@
 
 #include "relay/core/collective.hpp"
 #include "relay/core/dtype.hpp"
+#include "relay/core/status.hpp"
 #include "relay/core/wire.hpp"
 #include "relay/plan/plan.hpp"
 #include "relay/schedule/evaluate.hpp"
@@ -148,8 +149,23 @@ inline call_shape as_chosen(call_shape s, const call_choice& c) {
   return s;
 }
 
+// The mode of a call of `groups` groups: one group is single, several are fused.
+constexpr relay::mode mode_of_groups(std::size_t groups) {
+  return groups == 1 ? mode::single : mode::fused;
+}
+
+// Where a caller names a mode besides passing the groups (the C ABI's relay_options.mode): ok
+// when it is the mode those groups make.
+inline status check_named_mode(relay::mode named, std::size_t groups) {
+  if (named == mode_of_groups(groups)) return {};
+  if (named == mode::fused)
+    return {errc::invalid_group, "mode fused takes several groups; 1 was given"};
+  return {errc::invalid_group,
+          "mode single takes exactly one group, not " + std::to_string(groups)};
+}
+
 // Writes the shape of a call of collective `c` on `ranks` ranks into `s`, reusing its storage
-// (a repeated call allocates nothing): one group is single mode, several are fused; the options
+// (a repeated call allocates nothing): the mode its groups make (mode_of_groups); the options
 // from `opt`; the operator only where `c` reduces. Whether it runs in place is the caller's to
 // say (buffers_in_place, placement_of).
 inline void assign_call(call_shape& s, collective c, const group_list& groups, int ranks,
@@ -157,7 +173,7 @@ inline void assign_call(call_shape& s, collective c, const group_list& groups, i
                         const call_options& opt) {
   static_cast<call_options&>(s) = opt;
   s.coll = c;
-  s.mode = groups.size() == 1 ? mode::single : mode::fused;
+  s.mode = mode_of_groups(groups.size());
   s.ranks = ranks;
   s.groups = groups;
   // Element by element, not assign(): g++ 13 sees assign's memmove of a span of unknown length

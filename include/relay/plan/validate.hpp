@@ -9,6 +9,7 @@
 // transport sees only its own buffers); validate_plan(p, in, out) adds the caller's buffers.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -153,7 +154,10 @@ inline status validate_shape(const call_shape& r, const call_choice& chosen) {
                 "the node size N must be 2..64, not " + std::to_string(r.ranks));
   if (r.groups.empty()) return fail(errc::invalid_group, "no groups were given");
   const std::size_t A = r.groups.front().size();
-  std::vector<int> owner(static_cast<std::size_t>(r.ranks), -1);
+  // The group each rank is active in (-1: none); on the stack, so that checking a shape (and
+  // rank_layout_of, which a binding calls per call) allocates nothing.
+  std::array<int, max_ranks> owner;
+  owner.fill(-1);
   for (std::size_t g = 0; g < r.groups.size(); ++g) {
     if (r.groups[g].size() != A)
       return fail(errc::invalid_group,
