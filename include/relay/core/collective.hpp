@@ -58,6 +58,10 @@ constexpr std::optional<route> parse_route(std::string_view s) {
   const std::optional<route> r = detail::route_names.parse(s);
   return r == route::automatic ? std::nullopt : r;
 }
+// What a call may ask for: one of the four schedules, or automatic ("automatic" or "auto").
+constexpr std::optional<route> parse_call_route(std::string_view s) {
+  return s == "auto" ? route::automatic : detail::route_names.parse(s);
+}
 
 // True when the collective combines contributions (and so takes a reduction operator).
 constexpr bool reduces(collective c) {

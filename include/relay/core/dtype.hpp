@@ -54,12 +54,18 @@ constexpr int size_of(dtype t) {
 // error bound). Types other than fp16/bf16 accumulate in their own width, so both are the same.
 enum class precision : unsigned char { fp32_partials, native_partials };
 
+namespace detail {
+inline constexpr name_table<precision, 2> precision_names{{"fp32_partials", "native_partials"}};
+}  // namespace detail
+
 constexpr std::string_view name(precision p) {
-  return p == precision::fp32_partials ? "fp32_partials" : "native_partials";
+  return detail::precision_names(p);
 }
+// Accepts the names above and the short ones (fp32, native).
 constexpr std::optional<precision> parse_precision(std::string_view s) {
-  if (s == "fp32_partials" || s == "fp32") return precision::fp32_partials;
-  if (s == "native_partials" || s == "native") return precision::native_partials;
+  if (auto p = detail::precision_names.parse(s)) return p;
+  if (s == "fp32") return precision::fp32_partials;
+  if (s == "native") return precision::native_partials;
   return std::nullopt;
 }
 
@@ -78,13 +84,14 @@ namespace detail {
 inline constexpr name_table<dtype, 10> dtype_names{{"int8", "uint8", "int32", "uint32", "int64",
                                                     "uint64", "float16", "bfloat16", "float32",
                                                     "float64"}};
+inline constexpr name_table<reduce_op, 2> reduce_op_names{{"sum", "avg"}};
 }  // namespace detail
 
 constexpr std::string_view name(dtype t) {
   return detail::dtype_names(t);
 }
 constexpr std::string_view name(reduce_op op) {
-  return op == reduce_op::sum ? "sum" : "avg";
+  return detail::reduce_op_names(op);
 }
 
 // Accepts the names above and the short ones nccl-tests uses (half, bf16, float, double, ...).
@@ -98,9 +105,7 @@ constexpr std::optional<dtype> parse_dtype(std::string_view s) {
   return std::nullopt;
 }
 constexpr std::optional<reduce_op> parse_reduce_op(std::string_view s) {
-  if (s == "sum") return reduce_op::sum;
-  if (s == "avg") return reduce_op::avg;
-  return std::nullopt;
+  return detail::reduce_op_names.parse(s);
 }
 
 // Calls f(T{}) with the C++ type of `t`.
