@@ -1,6 +1,6 @@
 // The transports a build of the C ABI has: shm always (transports_host.cpp); ipc and nccl in the
 // GPU builds (transports_gpu.cpp, compiled by nvcc for librelay_c_cuda and by a HIP compiler for
-// librelay_c_hip). abi.cpp sees only this interface.
+// librelay_c_hip). The rest of capi/ sees only this interface.
 #pragma once
 
 #include <cstddef>

@@ -249,6 +249,18 @@ static void test_library(void) {
       RELAY_OK);
   CHECK(l.group == -1 && l.active_index == -1 && l.input_elements == 0 && l.output_elements == 0,
         "a helper has no buffers");
+  /* A repeated layout allocates nothing (a binding may ask for one on every call). */
+  counting = 1;
+  allocations = 0;
+  const int repeated =
+      relay_rank_layout_of(RELAY_ALL_TO_ALL, 8, single_ranks, single_size, 1, three, 6, &l);
+  counting = 0;
+  EXPECT_STATUS(repeated, RELAY_OK);
+  CHECK(l.input_elements == 12, "the repeated layout of rank 6: input %lld",
+        (long long)l.input_elements);
+#ifndef RELAY_C_TEST_SANITIZED
+  CHECK(allocations == 0, "the repeated layout allocated %ld times", allocations);
+#endif
   /* The call's own errors. */
   const int32_t twice[] = {0, 1, 1, 3}, pair_sizes[] = {2, 2};
   const int64_t two_counts[] = {4, 4};

@@ -1,0 +1,404 @@
+// relay's C ABI (include/relay/c/relay.h): every entry point reads its arguments into the C++
+// library's types (vocabulary.hpp), finds its handle (handles.hpp) and calls the library. Every
+// rule (sizes, validation, routes, the transport) is the library's; these only translate.
+// Nothing throws across them: each runs inside `guarded` (errors.hpp).
+#include <cstring>
+#include <span>
+#include <string>
+
+#include "callbacks.hpp"
+#include "errors.hpp"
+#include "handles.hpp"
+#include "relay/bootstrap/tcp_bootstrap.hpp"
+#include "relay/c/relay.h"
+#include "relay/comm/collectives.hpp"
+#include "relay/comm/split.hpp"
+#include "relay/plan/rank_layout.hpp"
+#include "transports.hpp"
+#include "vocabulary.hpp"
+
+static_assert(RELAY_NO_COLOR == relay::no_color);
+
+namespace relay::c_abi {
+namespace {
+
+// One collective call. What this rank alone finds wrong with its flat arguments, before they can
+// be read as a call, is refused through the library, so that the peers fail at once naming this
+// rank instead of waiting.
+status run_call(relay_comm* c, collective coll, const void* send, std::size_t send_bytes,
+                void* recv, std::size_t recv_bytes, const std::int32_t* ranks,
+                const std::int32_t* sizes, std::int32_t n, const std::int64_t* counts,
+                std::int32_t type, std::int32_t op, const relay_options* o, void* stream) {
+  relay_comm* h = nullptr;
+  if (status s = live(c, h); !s) return s;
+  dtype t{};
+  reduce_op r{};
+  options opt;
+  wire_choice chosen;
+  relay_wire_report* report = nullptr;
+  status mine = check_flat_groups(ranks, sizes, n);
+  if (mine && counts == nullptr) mine = null_argument("counts");
+  if (mine) mine = read_dtype(type, t);
+  if (mine) mine = read_op(op, r);
+  if (mine) mine = read_options(o, static_cast<std::size_t>(n), opt, chosen, report);
+  if (!mine) return h->comm->refuse(std::move(mine), stream);
+  status s = run_collective(*h->comm, coll, groups_of(*h, ranks, sizes, n),
+                            {const_cast<void*>(send), send == nullptr ? 0 : send_bytes},
+                            {recv, recv == nullptr ? 0 : recv_bytes},
+                            std::span<const std::int64_t>(counts, static_cast<std::size_t>(n)), t,
+                            r, opt, stream);
+  if (s && report != nullptr) *report = wire_report_of(chosen);
+  return s;
+}
+
+// What relay_rank_layout_of reads a call into, per thread: reused, so that a repeated layout
+// allocates nothing.
+struct layout_scratch {
+  group_list groups;
+  call_shape shape;
+};
+
+}  // namespace
+}  // namespace relay::c_abi
+
+using namespace relay;
+using namespace relay::c_abi;
+
+extern "C" {
+
+// ---- the library ------------------------------------------------------------------------------
+
+const char* relay_version(void) {
+  return RELAY_C_VERSION;
+}
+int relay_abi_version(void) {
+  return RELAY_C_ABI_VERSION;
+}
+const char* relay_transports(void) {
+  return compiled_transports();
+}
+const char* relay_last_error(void) {
+  return c_abi::last_error();
+}
+int32_t relay_last_error_peer(void) {
+  return c_abi::last_error_peer();
+}
+const char* relay_status_name(int32_t s) {
+  // relay::name's text is a literal, so its view ends in a NUL.
+  return s >= 0 && s <= RELAY_PEER_LOST ? name(static_cast<errc>(s)).data() : "unknown";
+}
+
+relay_status relay_parse(int32_t vocabulary, const char* text, int32_t* value) {
+  return guarded([&]() -> status {
+    if (text == nullptr) return null_argument("the name");
+    if (value == nullptr) return null_argument("value");
+    if (!is_vocabulary(vocabulary))
+      return {errc::invalid_argument,
+              "vocabulary " + std::to_string(vocabulary) + " is not a relay_vocabulary"};
+    const auto v = parse_name(vocabulary, text);
+    if (!v)
+      return {errc::invalid_argument,
+              "'" + std::string(text) + "' is not one of " + choices(vocabulary)};
+    *value = *v;
+    return {};
+  });
+}
+const char* relay_name(int32_t vocabulary, int32_t value) {
+  return name_of(vocabulary, value);
+}
+int32_t relay_dtype_size(int32_t type) {
+  dtype t{};
+  return read_dtype(type, t) ? size_of(t) : 0;
+}
+
+// ---- sizes ------------------------------------------------------------------------------------
+
+relay_status relay_rank_layout_of(int32_t coll, int32_t ranks, const int32_t* group_ranks,
+                                  const int32_t* group_sizes, int32_t num_groups,
+                                  const int64_t* counts, int32_t rank, relay_rank_layout* out) {
+  return guarded([&]() -> status {
+    if (out == nullptr) return null_argument("out");
+    collective c{};
+    if (status s = read_collective(coll, c); !s) return s;
+    if (status s = check_flat_groups(group_ranks, group_sizes, num_groups); !s) return s;
+    if (counts == nullptr) return null_argument("counts");
+    thread_local layout_scratch scratch;
+    fill_groups(scratch.groups, group_ranks, group_sizes, num_groups);
+    assign_call(scratch.shape, c, scratch.groups, ranks,
+                std::span<const std::int64_t>(counts, static_cast<std::size_t>(num_groups)),
+                dtype::float32, reduce_op::sum, call_options{});
+    rank_layout l;
+    if (status s = rank_layout_of(scratch.shape, rank, l); !s) return s;
+    *out = to_c(l);
+    return {};
+  });
+}
+
+relay_status relay_count_of(int32_t coll, int32_t active, int64_t in, int64_t out_elements,
+                            int64_t* count) {
+  return guarded([&]() -> status {
+    if (count == nullptr) return null_argument("count");
+    collective c{};
+    if (status s = read_collective(coll, c); !s) return s;
+    std::int64_t n = 0;
+    if (status s = count_of(c, active, in, out_elements, n); !s) return s;
+    *count = n;
+    return {};
+  });
+}
+
+// ---- bootstrap callbacks ----------------------------------------------------------------------
+
+relay_status relay_bootstrap_put(relay_bootstrap_result* r, int32_t rank, const void* data,
+                                 size_t bytes) {
+  return guarded([&] { return put(r, rank, data, bytes); });
+}
+
+relay_status relay_bootstrap_fail(relay_bootstrap_result* r, int32_t code, const char* message) {
+  return guarded([&] { return fail(r, code, message); });
+}
+
+// ---- communicators ----------------------------------------------------------------------------
+
+void relay_comm_config_init(relay_comm_config* c) {
+  if (c == nullptr) return;
+  std::memset(c, 0, sizeof *c);
+  c->struct_size = sizeof *c;
+  c->memory = RELAY_MEMORY_HOST;
+}
+
+relay_status relay_comm_create(const relay_comm_config* cfg, relay_comm** out) {
+  return guarded([&]() -> status {
+    if (out == nullptr) return null_argument("out");
+    *out = nullptr;
+    if (cfg == nullptr) return null_argument("config");
+    if (cfg->struct_size < sizeof(relay_comm_config))
+      return {errc::invalid_argument, "relay_comm_config.struct_size is " +
+                                          std::to_string(cfg->struct_size) +
+                                          " (call relay_comm_config_init first)"};
+    if (cfg->all_gather == nullptr) return null_argument("config.all_gather");
+    if (cfg->size < 1 || cfg->rank < 0 || cfg->rank >= cfg->size)
+      return {errc::invalid_argument, "rank " + std::to_string(cfg->rank) + " of size " +
+                                          std::to_string(cfg->size) + " is not a rank"};
+    if (cfg->device < 0)
+      return {errc::invalid_argument, "device " + std::to_string(cfg->device) + " is negative"};
+    memory_kind memory{};
+    if (status s = read_memory(cfg->memory, memory); !s) return s;
+    environment env;
+    env.rank = cfg->rank;
+    env.size = cfg->size;
+    env.local_rank = cfg->rank;
+    env.device = cfg->device;
+    if (cfg->timeout_ms > 0)
+      env.timeout = std::chrono::milliseconds(cfg->timeout_ms);
+    else if (status s = timeout_from_environment(env.timeout); !s)
+      return s;
+    return make_comm(callback_boot(*cfg), env, cfg->transport, memory,
+                     static_cast<std::size_t>(cfg->transport_bytes), out);
+  });
+}
+
+relay_status relay_comm_create_from_environment(const char* transport, int32_t memory,
+                                                relay_comm** out) {
+  return guarded([&]() -> status {
+    if (out == nullptr) return null_argument("out");
+    *out = nullptr;
+    memory_kind kind{};
+    if (status s = read_memory(memory, kind); !s) return s;
+    environment env;
+    if (status s = environment_from_process(env); !s) return s;
+    std::unique_ptr<bootstrap> boot;
+    if (status s = make_tcp_bootstrap(env, boot); !s) return s;
+    return make_comm(std::shared_ptr<bootstrap>(std::move(boot)), env, transport, kind, 0, out);
+  });
+}
+
+relay_status relay_comm_destroy(relay_comm* c) {
+  return guarded([&] { return destroy(c); });
+}
+
+relay_status relay_comm_split(relay_comm* parent, int32_t color, int32_t key, relay_comm** out) {
+  return guarded([&]() -> status {
+    if (out == nullptr) return null_argument("out");
+    *out = nullptr;
+    relay_comm* h = nullptr;
+    if (status s = live(parent, h); !s) return s;
+    // The parent's transport, with the parent's data area: every rank of the parent chose it, so
+    // the members of each color agree on it without asking.
+    const std::string name = h->transport;
+    const std::size_t bytes = h->transport_bytes;
+    const transport_factory make = [&name, bytes](bootstrap& boot, const environment& env,
+                                                  std::unique_ptr<transport>& made) {
+      return make_transport(name, boot, env, bytes, made);
+    };
+    std::unique_ptr<communicator> child;
+    if (status s = split_communicator(*h->comm, color, key, make, child); !s) return s;
+    if (child) publish(std::move(child), name, bytes, out);  // RELAY_NO_COLOR: *out stays NULL
+    return {};
+  });
+}
+
+relay_status relay_comm_split_refuse(relay_comm* parent, int32_t why, const char* message) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(parent, h); !s) return s;
+    status refusal;
+    if (status s = read_refusal(why, message, "this rank refused the split", refusal); !s) return s;
+    return refuse_split(*h->comm, std::move(refusal));
+  });
+}
+
+relay_status relay_comm_abort(relay_comm* c) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s && h == nullptr) return s;
+    h->comm->abort();
+    h->aborted = {errc::invalid_argument, "the communicator was aborted; destroy it"};
+    return {};
+  });
+}
+
+relay_status relay_comm_rank(const relay_comm* c, int32_t* rank) {
+  return guarded([&]() -> status {
+    if (!is_live(c)) return bad_handle(c);
+    if (rank == nullptr) return null_argument("rank");
+    *rank = c->comm->rank();
+    return {};
+  });
+}
+relay_status relay_comm_size(const relay_comm* c, int32_t* size) {
+  return guarded([&]() -> status {
+    if (!is_live(c)) return bad_handle(c);
+    if (size == nullptr) return null_argument("size");
+    *size = c->comm->size();
+    return {};
+  });
+}
+relay_status relay_comm_device(const relay_comm* c, int32_t* device) {
+  return guarded([&]() -> status {
+    if (!is_live(c)) return bad_handle(c);
+    if (device == nullptr) return null_argument("device");
+    *device = c->comm->device();
+    return {};
+  });
+}
+relay_status relay_comm_transport(const relay_comm* c, const char** name) {
+  return guarded([&]() -> status {
+    if (!is_live(c)) return bad_handle(c);
+    if (name == nullptr) return null_argument("name");
+    *name = c->transport.c_str();
+    return {};
+  });
+}
+
+relay_status relay_comm_async_status(relay_comm* c) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    return h->comm->async_status();
+  });
+}
+
+relay_status relay_comm_refuse(relay_comm* c, int32_t why, const char* message, void* stream) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    status refusal;
+    if (status s = read_refusal(why, message, "this rank refused the call", refusal); !s) return s;
+    return h->comm->refuse(std::move(refusal), stream);
+  });
+}
+
+relay_status relay_comm_register(relay_comm* c, void* data, size_t bytes) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    return h->comm->register_buffer(data, data == nullptr ? 0 : bytes);
+  });
+}
+relay_status relay_comm_deregister(relay_comm* c, void* data) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    return h->comm->deregister_buffer(data);
+  });
+}
+relay_status relay_comm_register_graph_inputs(relay_comm* c) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    return h->comm->register_graph_inputs();
+  });
+}
+relay_status relay_comm_deregister_graph_inputs(relay_comm* c) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    return h->comm->deregister_graph_inputs();
+  });
+}
+
+// ---- the collectives --------------------------------------------------------------------------
+
+void relay_options_init(relay_options* o) {
+  if (o == nullptr) return;
+  std::memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  const options defaults = abi_defaults();
+  o->mode = RELAY_MODE_GROUPS;
+  o->route = static_cast<std::int32_t>(defaults.route);
+  o->wire = static_cast<std::int32_t>(defaults.wire);
+  o->precision = static_cast<std::int32_t>(defaults.precision);
+  o->permille = defaults.permille;
+  o->tiles = defaults.tiles;
+  o->alignment = defaults.alignment;
+  o->wire_threshold = defaults.wire_threshold;
+  o->wire_report = nullptr;
+}
+
+int32_t relay_wire_carries(int32_t wire, int32_t type) {
+  dtype t{};
+  if (!read_dtype(type, t)) return 0;
+  if (wire == RELAY_WIRE_NATIVE) return 1;
+  if (name_of(RELAY_VOCAB_WIRE, wire) == nullptr) return 0;
+  return fp8_wire_dtype(t) ? 1 : 0;
+}
+
+relay_status relay_allreduce(relay_comm* c, const void* send, size_t send_bytes, void* recv,
+                             size_t recv_bytes, const int32_t* ranks, const int32_t* sizes,
+                             int32_t n, const int64_t* counts, int32_t type, int32_t op,
+                             const relay_options* o, void* stream) {
+  return guarded([&] {
+    return run_call(c, collective::allreduce, send, send_bytes, recv, recv_bytes, ranks, sizes, n,
+                    counts, type, op, o, stream);
+  });
+}
+relay_status relay_reduce_scatter(relay_comm* c, const void* send, size_t send_bytes, void* recv,
+                                  size_t recv_bytes, const int32_t* ranks, const int32_t* sizes,
+                                  int32_t n, const int64_t* counts, int32_t type, int32_t op,
+                                  const relay_options* o, void* stream) {
+  return guarded([&] {
+    return run_call(c, collective::reduce_scatter, send, send_bytes, recv, recv_bytes, ranks, sizes,
+                    n, counts, type, op, o, stream);
+  });
+}
+relay_status relay_all_gather(relay_comm* c, const void* send, size_t send_bytes, void* recv,
+                              size_t recv_bytes, const int32_t* ranks, const int32_t* sizes,
+                              int32_t n, const int64_t* counts, int32_t type,
+                              const relay_options* o, void* stream) {
+  return guarded([&] {
+    return run_call(c, collective::all_gather, send, send_bytes, recv, recv_bytes, ranks, sizes, n,
+                    counts, type, RELAY_SUM, o, stream);
+  });
+}
+relay_status relay_all_to_all(relay_comm* c, const void* send, size_t send_bytes, void* recv,
+                              size_t recv_bytes, const int32_t* ranks, const int32_t* sizes,
+                              int32_t n, const int64_t* counts, int32_t type,
+                              const relay_options* o, void* stream) {
+  return guarded([&] {
+    return run_call(c, collective::all_to_all, send, send_bytes, recv, recv_bytes, ranks, sizes, n,
+                    counts, type, RELAY_SUM, o, stream);
+  });
+}
+
+}  // extern "C"
