@@ -19,14 +19,7 @@ inline status run_collective(communicator& comm, collective c, const group_list&
                              buffer_view send, buffer_view recv,
                              std::span<const std::int64_t> counts, dtype type, reduce_op op,
                              const options& opt = {}, void* stream = nullptr) {
-  rank_call& call = comm.next_call();
-  assign_call(call.request, c, groups, comm.size(), counts, type, op, opt);
-  call.request.machine = opt.machine;
-  call.wire_report = opt.wire_report;
-  call.send = send;
-  call.recv = recv;
-  call.stream = stream;
-  return comm.run(call);
+  return comm.run(c, groups, send, recv, counts, type, op, opt, stream);
 }
 
 inline status allreduce(communicator& comm, const group_list& groups, buffer_view send,

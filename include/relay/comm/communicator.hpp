@@ -50,7 +50,10 @@ struct comm_config {
   std::size_t plan_cache_entries = 64;                       // least recently used shapes kept
 };
 
-// One call as the caller made it on this rank.
+namespace detail {
+
+// One call as the caller made it on this rank (what communicator::run writes its arguments
+// into).
 struct rank_call {
   // What every rank passes alike (the shape; its in-place form unused: the plan is the
   // out-of-place one, see transport.hpp) and the machine route::automatic is priced on.
@@ -59,6 +62,8 @@ struct rank_call {
   buffer_view send{}, recv{};          // this rank's buffers (empty views on a helper)
   void* stream = nullptr;
 };
+
+}  // namespace detail
 
 class communicator {
  public:
@@ -74,11 +79,12 @@ class communicator {
   relay::transport& link() { return *link_; }
   const relay::transport& link() const { return *link_; }
 
-  // Runs one call (the rank-local collectives in comm/collectives.hpp forward here).
-  inline status run(const rank_call& call);
-  // A call record the communicator keeps for the rank-local collectives to fill: assigning into
-  // it reuses its storage, so a repeated call allocates nothing.
-  rank_call& next_call() { return next_; }
+  // Runs one call of collective `c` (the rank-local collectives in comm/collectives.hpp forward
+  // here). The arguments are written into a call record the communicator keeps, reusing its
+  // storage, so a repeated call allocates nothing.
+  inline status run(collective c, const group_list& groups, buffer_view send, buffer_view recv,
+                    std::span<const std::int64_t> counts, dtype type, reduce_op op,
+                    const options& opt, void* stream);
 
   // Registers this rank's buffer [p, p + bytes) with the transport, as NCCL's ncclCommRegister:
   // calls whose buffers lie in registered memory may skip the transport's staging (the ipc
@@ -129,12 +135,13 @@ class communicator {
     std::uint64_t fingerprint = 0;
     std::uint64_t last_use = 0;
   };
+  inline status run(const detail::rank_call& call);
   inline status explain_mismatch(const std::string& shape, placement where, status verdict);
-  inline cached* find(const rank_call& call, std::uint64_t key);
+  inline cached* find(const detail::rank_call& call, std::uint64_t key);
   std::size_t slots() const { return std::max<std::size_t>(1, config_.plan_cache_entries); }
-  inline status prepare(const rank_call& call, std::uint64_t key, std::string shape, plan p,
+  inline status prepare(const detail::rank_call& call, std::uint64_t key, std::string shape, plan p,
                         cached*& out);
-  inline status agree_refused(const rank_call& call, std::uint64_t fingerprint,
+  inline status agree_refused(const detail::rank_call& call, std::uint64_t fingerprint,
                               const std::string& shape, placement where, status why);
 
   std::shared_ptr<bootstrap> boot_;
@@ -148,7 +155,7 @@ class communicator {
   std::vector<std::uint64_t> keys_;
   std::size_t last_ = 0;
   std::uint64_t uses_ = 0;
-  rank_call next_;
+  detail::rank_call call_;  // the call run() writes its arguments into
 };
 
 }  // namespace relay
@@ -202,7 +209,7 @@ inline status communicator::explain_mismatch(const std::string& shape, placement
 }
 
 // The cached shape of `call`, or null: the last one used first, then a scan of the keys.
-inline communicator::cached* communicator::find(const rank_call& call, std::uint64_t key) {
+inline communicator::cached* communicator::find(const detail::rank_call& call, std::uint64_t key) {
   const call_shape& asked = call.request;
   if (last_ < cache_.size() && keys_[last_] == key && cache_[last_].asked == asked)
     return &cache_[last_];
@@ -216,8 +223,8 @@ inline communicator::cached* communicator::find(const rank_call& call, std::uint
 
 // A shape's first call, once its plan is made: the slice, cached in a free slot or in place of
 // the least recently used shape.
-inline status communicator::prepare(const rank_call& call, std::uint64_t key, std::string shape,
-                                    plan p, cached*& out) {
+inline status communicator::prepare(const detail::rank_call& call, std::uint64_t key,
+                                    std::string shape, plan p, cached*& out) {
   std::size_t slot = cache_.size();
   for (std::size_t i = 0; i < keys_.size(); ++i)  // a collision of keys: replace that shape
     if (keys_[i] == key) slot = i;
@@ -243,7 +250,7 @@ inline status communicator::prepare(const rank_call& call, std::uint64_t key, st
 }
 
 // A call this rank refused before it had a plan still takes part in the call's agreement.
-inline status communicator::agree_refused(const rank_call& call, std::uint64_t fingerprint,
+inline status communicator::agree_refused(const detail::rank_call& call, std::uint64_t fingerprint,
                                           const std::string& shape, placement where, status why) {
   call_context ctx;
   ctx.placement = where;
@@ -260,12 +267,24 @@ inline status communicator::agree_refused(const rank_call& call, std::uint64_t f
 
 inline status communicator::refuse(status why, void* stream) {
   if (why.ok()) why = {errc::invalid_argument, "the caller refused the call"};
-  rank_call none;
+  detail::rank_call none;
   none.stream = stream;
   return agree_refused(none, 0, {}, placement::helper, std::move(why));
 }
 
-inline status communicator::run(const rank_call& call) {
+inline status communicator::run(collective c, const group_list& groups, buffer_view send,
+                                buffer_view recv, std::span<const std::int64_t> counts, dtype type,
+                                reduce_op op, const options& opt, void* stream) {
+  assign_call(call_.request, c, groups, size(), counts, type, op, opt);
+  call_.request.machine = opt.machine;
+  call_.wire_report = opt.wire_report;
+  call_.send = send;
+  call_.recv = recv;
+  call_.stream = stream;
+  return run(call_);
+}
+
+inline status communicator::run(const detail::rank_call& call) {
   const plan_request& r = call.request;
   const placement where =
       static_cast<unsigned>(r.type) < all_dtypes.size()
