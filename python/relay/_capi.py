@@ -26,7 +26,7 @@ from ctypes import (
     c_void_p,
 )
 
-from .errors import error_for
+from .errors import OK, error_for
 
 ABI_VERSION = 1
 LIBRARY_NAMES = {"host": "librelay_c.so", "cuda": "librelay_c_cuda.so"}
@@ -195,7 +195,7 @@ class Library:
                     f"{path}: {struct.__name__} is {probe.struct_size} bytes there and "
                     f"{ctypes.sizeof(struct)} here"
                 )
-        self._parsed = {}
+        self._parsed, self._named = {}, {}
         self.transports = tuple(self.relay_transports_list())
 
     def relay_transports_list(self):
@@ -203,7 +203,7 @@ class Library:
 
     def check(self, status):
         """Raises the RelayError of a failed status (this thread's last error)."""
-        if status != 0:
+        if status != OK:
             raise self.error(status)
 
     def error(self, status):
@@ -221,8 +221,12 @@ class Library:
         return value
 
     def name_of(self, vocabulary, value):
-        n = self.dll.relay_name(VOCABULARY[vocabulary], value)
-        return None if n is None else n.decode()
+        """relay's name of `value` in `vocabulary` (None outside it), cached."""
+        key = (vocabulary, value)
+        if key not in self._named:
+            n = self.dll.relay_name(VOCABULARY[vocabulary], value)
+            self._named[key] = None if n is None else n.decode()
+        return self._named[key]
 
 
 _loaded = {}

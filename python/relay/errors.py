@@ -1,5 +1,7 @@
 """The errors relay raises: one class per relay status, each carrying relay's message and the
-peer rank the message names (or None).
+peer rank the message names (or None). The statuses' numbers are relay.h's relay_status, written
+here once for the package: every module compares a status with OK and takes a failure's code from
+its class (test_capi checks each against the library's relay_status_name).
 
 Argument errors (a bad group, count, buffer, dtype, ...) are also ValueError or TypeError, so code
 written against torch.distributed's conventions catches them; a timeout is also the built-in
@@ -7,6 +9,8 @@ TimeoutError. A peer process that exited or closed its communicator is PeerLostE
 """
 
 import builtins
+
+OK = 0  # RELAY_OK
 
 
 class RelayError(RuntimeError):

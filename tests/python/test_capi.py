@@ -3,12 +3,14 @@ names parsed by the library, sizes from the library against the collectives' def
 errors as exceptions with relay's message."""
 
 import ctypes
+import itertools
 
 import pytest
 
 import relay
 from relay import _capi
 from relay._layout import count_of
+from relay import errors
 from relay.errors import error_for
 
 import reference as ref
@@ -80,10 +82,16 @@ def test_the_calls_own_errors_are_raised_with_its_message():
 
 
 def test_every_status_has_its_exception():
+    """errors.py's codes are relay.h's, status for status: each the library names has its class,
+    named alike, and nothing more."""
     lib = relay.library()
-    for code in range(1, 13):
+    assert lib.status_name(errors.OK) == b"ok"
+    named = itertools.takewhile(lambda c: lib.status_name(c) != b"unknown", itertools.count(1))
+    codes = list(named)
+    assert sorted(errors.ERRORS) == codes
+    for code in codes:
         err = error_for(code, "text", 3)
-        assert isinstance(err, relay.RelayError)
+        assert isinstance(err, relay.RelayError) and type(err).code == code
         assert err.code == code and err.peer == 3 and err.message == "text"
         assert str(err) == f"{lib.status_name(code).decode()}: text"
     assert isinstance(error_for(9, "x"), TimeoutError)  # the built-in one too

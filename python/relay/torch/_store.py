@@ -6,7 +6,7 @@ import datetime
 import threading
 
 from .._capi import ALL_GATHER_FN
-from ..errors import RelaySystemError, TimeoutError as _Timeout
+from ..errors import OK, RelaySystemError, TimeoutError as _Timeout
 
 _prefixes = {}
 _prefix_lock = threading.Lock()
@@ -84,7 +84,7 @@ class StoreBootstrap:
             for r, key in enumerate(keys):
                 value = data if r == self.rank else self.store.get(key)
                 status = self.lib.bootstrap_put(result, r, value, len(value))
-                if status != 0:
+                if status != OK:
                     return status
             # Every rank has read exchange k-2, its outcome included: each wrote its key of k-1
             # after reading k-2.
@@ -97,7 +97,7 @@ class StoreBootstrap:
                         self.store.delete_key(key)
                 except RuntimeError:
                     pass  # a store without deletion keeps the few bytes
-            return 0
+            return OK
         except BaseException as e:  # noqa: BLE001 (KeyboardInterrupt too: never into C)
             text = f"the torch.distributed store failed: {type(e).__name__}: {e}"
             try:

@@ -13,7 +13,9 @@ groups' counts, all-to-all in place) raise TypeError or ValueError naming the te
 expected; before raising, the rank refuses the call through the library, so that its peers fail
 at once with relay.PeerError naming it instead of waiting out the timeout. Failures the library
 finds raise relay.RelayError subclasses with relay's message and the peer it names (.peer).
-The sizes come from the library (relay.layout): nothing here re-derives relay's rules.
+The sizes come from the library (relay.layout): nothing here re-derives relay's rules. A call
+shape's layout is asked for once and kept, so a repeated call makes one call into the library:
+the collective's.
 """
 
 import contextlib
@@ -28,6 +30,7 @@ import torch.distributed as dist
 from .. import _capi
 from .._layout import Groups, count_of, layout
 from ..errors import (
+    OK,
     InvalidArgumentError,
     InvalidBufferError,
     RelayError,
@@ -40,6 +43,7 @@ from .work import Wire, launch
 
 _NO_COLOR = -1  # RELAY_NO_COLOR
 _INT32 = (-(2**31), 2**31 - 1)
+_KEPT = 256  # call shapes (and group lists, and counts from sizes) a communicator keeps
 
 _ids = itertools.count(1)
 _live = weakref.WeakValueDictionary()  # id -> Communicator, for the torch.library ops
@@ -102,6 +106,33 @@ def _int32(what, value, kinds="an int"):
 
 def _dtype_name(dtype):
     return str(dtype).rsplit(".", 1)[-1]
+
+
+class _Shape:
+    """What a communicator keeps of a call shape: this rank's Layout, and the counts as the C ABI
+    takes them."""
+
+    __slots__ = ("layout", "counts")
+
+    def __init__(self, layout, counts):
+        self.layout, self.counts = layout, counts
+
+
+def _keep(cache, key, value):
+    """Puts value in `cache` (of at most _KEPT entries: the oldest goes) and returns it."""
+    if len(cache) >= _KEPT:
+        del cache[next(iter(cache))]
+    cache[key] = value
+    return value
+
+
+# The C ABI's function of each collective.
+_ENTRY = {
+    "allreduce": lambda lib: lib.allreduce,
+    "reduce-scatter": lambda lib: lib.reduce_scatter,
+    "all-gather": lambda lib: lib.all_gather,
+    "all-to-all": lambda lib: lib.all_to_all,
+}
 
 
 class Communicator:
@@ -193,6 +224,8 @@ class Communicator:
         self.id = next(_ids)
         _live[self.id] = self
         self._groups = {}
+        self._shapes = {}  # (collective, groups, counts) -> _Shape
+        self._counts = {}  # (collective, active, input elements, output elements) -> count
         self._flat = FlatBuffers(self.device, self.register, self.deregister)
         self._capturing = False
         self._lock = threading.Lock()
@@ -391,25 +424,43 @@ class Communicator:
             key, g = None, None
         if g is None:
             g = Groups(groups)
-            if key is not None and len(self._groups) < 256:
-                self._groups[key] = g
+            if key is not None:
+                _keep(self._groups, key, g)
         return g
 
     def layout(self, collective, groups, counts):
         """This rank's relay.Layout of a call: the sizes its tensors must have."""
-        return layout(collective, self.size, self.groups(groups), counts, self.rank, self._lib)
+        return self._shape(collective, self.groups(groups), counts).layout
+
+    def _shape(self, coll, g, counts):
+        """The _Shape of a call of `coll` over Groups `g` with `counts`, asked of the library
+        (relay_rank_layout_of) on the shape's first call and kept."""
+        counts = tuple(int(c) for c in counts)
+        key = (coll, g.key, counts)
+        shape = self._shapes.get(key)
+        if shape is None:
+            lay = layout(coll, self.size, g, counts, self.rank, self._lib)
+            shape = _keep(self._shapes, key, _Shape(lay, _capi.int64_array(counts)))
+        return shape
+
+    def _count_of(self, coll, active, inp, out):
+        """The per-group count of this rank's tensors (relay_count_of), kept per size."""
+        key = (coll, active, inp.numel(), out.numel())
+        n = self._counts.get(key)
+        if n is None:
+            n = _keep(self._counts, key, count_of(coll, active, key[2], key[3], self._lib))
+        return n
 
     def _run(self, coll, inp, out, groups, counts, op, options, first_name, dtype,
              async_op=False):
         def run():
             try:
-                args = self._prepare(coll, inp, out, groups, counts, op, options, first_name,
-                                     dtype)
+                fn, call, result = self._prepare(coll, inp, out, groups, counts, op, options,
+                                                 first_name, dtype)
             except Exception as e:
                 raise self.refuse(e) from None
-            fn, call, result = args
             status = fn(*call)
-            if status != 0:
+            if status != OK:
                 error = self._lib.error(status)
                 error.settled = True  # every rank of the call returns an error: nothing to refuse
                 raise error
@@ -430,7 +481,7 @@ class Communicator:
             raise TypeError(f"{what} must be a torch.Tensor or None, not {type(value).__name__}")
         return value
 
-    def _check_tensor(self, t, what, expected, dtype_code):
+    def _check_tensor(self, t, what, expected):
         if t.device != self.device:
             raise ValueError(
                 f"{what} is on {t.device}; this relay communicator moves tensors on {self.device}"
@@ -450,11 +501,14 @@ class Communicator:
             raise TypeError(f"{what} is {t.dtype}, which relay does not move: {e.message}") from None
 
     def _prepare(self, coll, inp, out, groups, counts, op, options, first_name, dtype):
+        """(the C ABI's function, its arguments, what the call returns) of one call, after this
+        rank's own checks of its tensors (which raise)."""
         lib = self._lib
         g = self.groups(groups)
         group, _ = g.group_of(self.rank)
         inp = self._tensor_of(inp, group, first_name, g)
-        out = self._tensor_of(out, group, "out" if coll == "allreduce" else "output", g)
+        out_name = "out" if coll == "allreduce" else "output"
+        out = self._tensor_of(out, group, out_name, g)
         active = group is not None
         if coll == "allreduce" and out is None:
             out = inp  # in place
@@ -464,13 +518,10 @@ class Communicator:
                     f"rank {self.rank} is active in no group of this call and passed no tensors:"
                     f" give counts="
                 )
-            counts = [count_of(coll, len(g.groups[group]), inp.numel(), out.numel(), lib)] * g.count
-        else:
-            counts = [int(c) for c in counts]
-        if len(counts) != g.count:
+            counts = [self._count_of(coll, len(g.groups[group]), inp, out)] * g.count
+        elif len(counts) != g.count:
             raise ValueError(f"{len(counts)} counts for {g.count} groups; give one per group")
-        lay = layout(coll, self.size, g, counts, self.rank, lib)
-        dtype_code = None
+        shape = self._shape(coll, g, counts)
         send = recv = None
         send_bytes = recv_bytes = 0
         if active:
@@ -480,40 +531,29 @@ class Communicator:
                 raise ValueError(f"rank {self.rank} is active in group {group}: {first_name} is None")
             if out is None:
                 raise ValueError(f"rank {self.rank} is active in group {group}: output is None")
-            in_name = first_name
-            out_name = "out" if coll == "allreduce" else "output"
-            dtype_code = self._dtype_code(inp, in_name)
+            dtype_code = self._dtype_code(inp, first_name)
             if out.dtype != inp.dtype:
-                raise TypeError(f"{out_name} is {out.dtype} but {in_name} is {inp.dtype}")
-            self._check_tensor(inp, in_name, lay.input_elements, dtype_code)
-            self._check_tensor(out, out_name, lay.output_elements, dtype_code)
+                raise TypeError(f"{out_name} is {out.dtype} but {first_name} is {inp.dtype}")
+            self._check_tensor(inp, first_name, shape.layout.input_elements)
+            self._check_tensor(out, out_name, shape.layout.output_elements)
             es = inp.element_size()
             send, recv = inp.data_ptr(), out.data_ptr()
             send_bytes, recv_bytes = inp.numel() * es, out.numel() * es
-            if not lay.has_in_place and send_bytes and recv_bytes and (
+            if not shape.layout.has_in_place and send_bytes and recv_bytes and (
                 send < recv + recv_bytes and recv < send + send_bytes
             ):
                 raise ValueError(
-                    f"all-to-all has no in-place form (as in NCCL): output overlaps {in_name}"
+                    f"all-to-all has no in-place form (as in NCCL): output overlaps {first_name}"
                 )
         else:
             # A helper's tensors only lend the dtype; they are never read or written.
             dtype_code = self._helper_dtype(inp, out, first_name, dtype)
-        op_code = lib.value_of("op", op) if op is not None else None
-        opts = byref(options.struct(lib)) if options is not None else None
-        stream = self._stream()
         call = [self._h(), send, send_bytes, recv, recv_bytes, g.ranks, g.sizes, g.count,
-                _capi.int64_array(counts), dtype_code]
-        if op_code is not None:
-            call.append(op_code)
-        call += [opts, stream]
-        fn = {
-            "allreduce": lib.allreduce,
-            "reduce-scatter": lib.reduce_scatter,
-            "all-gather": lib.all_gather,
-            "all-to-all": lib.all_to_all,
-        }[coll]
-        return fn, call, out if active else None
+                shape.counts, dtype_code]
+        if op is not None:
+            call.append(lib.value_of("op", op))
+        call += [byref(options.struct(lib)) if options is not None else None, self._stream()]
+        return _ENTRY[coll](lib), call, out if active else None
 
     def _helper_dtype(self, inp, out, first_name, dtype):
         if dtype is not None:

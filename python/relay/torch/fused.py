@@ -54,12 +54,16 @@ def _by_dtype(tensors):
     return sorted(out.items(), key=lambda kv: str(kv[0]))
 
 
-def _check_pairs(ins, outs, in_name, out_name):
+def _check_pairs(ins, outs, in_name, out_name, same_shape=False):
     if len(ins) != len(outs):
         raise ValueError(f"{len(ins)} {in_name} but {len(outs)} {out_name}")
     for i, (a, b) in enumerate(zip(ins, outs)):
         if a.dtype != b.dtype:
             raise TypeError(f"{out_name} entry {i} is {b.dtype} but its input is {a.dtype}")
+        if same_shape and a.shape != b.shape:
+            raise ValueError(
+                f"{out_name} entry {i} has shape {tuple(b.shape)}, not {tuple(a.shape)}"
+            )
 
 
 def _blocks(t, active, what, i):
@@ -74,33 +78,6 @@ def _blocks(t, active, what, i):
     return t.reshape(active, t.numel() // active)
 
 
-def _input_blocks(ins, idx, active):
-    """The inputs `idx` as A blocks each, and the per-group count they add up to."""
-    blocks = [_blocks(ins[i], active, "inputs", i) for i in idx]
-    return blocks, sum(b.shape[1] for b in blocks)
-
-
-def _run_fused(comm, run, async_op=False, tensors=()):
-    """Runs a fused helper (packing, the calls, unpacking; with async_op on the communicator's
-    operation stream, relay.torch.work): an error of its own checks refuses the call the peers
-    make now, so they fail at once (Communicator.refuse leaves alone one refused or reported
-    already)."""
-
-    def guarded():
-        try:
-            return run()
-        except Exception as e:
-            raise comm.refuse(e) from None
-
-    return launch(comm, guarded, tensors, async_op)
-
-
-def _active(comm, groups):
-    g = comm.groups(groups)
-    group, _ = g.group_of(comm.rank)
-    return g, group, len(g.groups[group if group is not None else 0])
-
-
 def _grow_all(comm, hold, wants):
     """Every flat buffer of a fused call, before anything in it can raise: growing is a round of
     every rank, so a rank that refuses the call must have grown as its peers did. `wants`:
@@ -112,73 +89,218 @@ def _grow_all(comm, hold, wants):
     ]
 
 
+def _fused(comm, packing, ins, outs, groups, op, options, async_op, result):
+    """The fused helpers' one skeleton: per dtype (in name order, alike on every rank) the flat
+    buffers grown, this rank's outputs checked, then one call across every group, packed and
+    unpacked by `packing` (a helper calls with no tensors). With async_op the whole runs on the
+    communicator's operation stream (relay.torch.work); an error of its own checks refuses the
+    call its peers make now, so they fail at once (Communicator.refuse leaves alone one refused
+    or reported already). Returns `result`."""
+    g = comm.groups(groups)
+    group, _ = g.group_of(comm.rank)
+    active = len(g.groups[group if group is not None else 0])
+    hold = group is not None
+
+    def run():
+        per = [(dtype, idx, packing.count(ins, idx, active)) for dtype, idx in _by_dtype(ins)]
+        bufs = _grow_all(comm, hold, [(d, packing.buffers(n, active)) for d, _, n in per])
+        if outs is not None:
+            _check_pairs(ins, outs, packing.inputs, packing.outputs, packing.same_shape)
+        for _, idx, _ in per if hold else ():
+            packing.check(ins, outs, idx, active)
+        for (dtype, idx, count), buf in zip(per, bufs):
+            counts = [count] * g.count
+            if not hold:
+                packing.call(comm, None, None, g, op, counts, dtype, options)
+                continue
+            send, recv = packing.pack(comm, g, buf, ins, idx, count, active)
+            packing.call(comm, send, recv, g, op, counts, None, options)
+            packing.unpack(send, recv, outs if outs is not None else ins, idx, count, active)
+        return result
+
+    def guarded():
+        try:
+            return run()
+        except Exception as e:
+            raise comm.refuse(e) from None
+
+    return launch(comm, guarded, (ins, outs), async_op)
+
+
+# ---- what each collective packs ------------------------------------------------------------
+
+
+class _Packing:
+    """What one fused collective does per dtype, for the skeleton (_fused): the flat call's
+    per-group count (count) and buffers by role (buffers), this rank's outputs checked against
+    its inputs (check), the tensors packed into the flat buffers (pack: the call's send and recv
+    views), the Communicator's call (call: None tensors on a helper) and the result unpacked
+    (unpack).
+
+    inputs, outputs: what the helper's messages call its lists; same_shape: whether an output is
+    shaped as its input."""
+
+    inputs = outputs = None
+    same_shape = False
+
+    def check(self, ins, outs, idx, active):
+        pass
+
+
+class _AllReduce(_Packing):
+    """Each tensor whole: the flat input holds them in order, and so does the output (in place:
+    the input)."""
+
+    inputs, outputs, same_shape = "tensors", "out", True
+
+    def __init__(self, out_given):
+        self.roles = ("input", "output") if out_given else ("input",)
+
+    def call(self, comm, send, recv, g, op, counts, dtype, options):
+        comm.all_reduce(send, g, op, out=recv, counts=counts, dtype=dtype, options=options)
+
+    def count(self, ins, idx, active):
+        return sum(ins[i].numel() for i in idx)
+
+    def buffers(self, count, active):
+        return dict.fromkeys(self.roles, count)
+
+    def pack(self, comm, g, buf, ins, idx, count, active):
+        _pack(buf["input"], [ins[i] for i in idx])
+        return buf["input"], buf.get("output")
+
+    def unpack(self, send, recv, outs, idx, count, active):
+        _unpack(recv if recv is not None else send, [outs[i] for i in idx])
+
+
+class _ReduceScatter(_Packing):
+    """Inputs of A blocks: block k of every input goes to block k of the flat input; the flat
+    output holds each output (one block) in order."""
+
+    inputs, outputs, same_shape = "inputs", "outputs", False
+
+    def call(self, comm, send, recv, g, op, counts, dtype, options):
+        comm.reduce_scatter(send, recv, g, op, counts=counts, dtype=dtype, options=options)
+
+    def count(self, ins, idx, active):
+        return sum(_blocks(ins[i], active, "inputs", i).shape[1] for i in idx)
+
+    def buffers(self, count, active):
+        return {"input": active * count, "output": count}
+
+    def check(self, ins, outs, idx, active):
+        for i in idx:
+            if outs[i].numel() * active != ins[i].numel():
+                raise ValueError(
+                    f"outputs entry {i} has {outs[i].numel()} elements; its input's block has "
+                    f"{ins[i].numel() // active}"
+                )
+
+    def pack(self, comm, g, buf, ins, idx, count, active):
+        _pack_blocks(buf["input"].view(active, count), [_blocks(ins[i], active, "inputs", i)
+                                                         for i in idx])
+        return buf["input"], buf["output"]
+
+    def unpack(self, send, recv, outs, idx, count, active):
+        _unpack(recv, [outs[i] for i in idx])
+
+
+class _AllGather(_Packing):
+    """The flat input holds the inputs in order (in place: this rank's block of the flat
+    output); block k of the flat output goes to block k of every output."""
+
+    inputs, outputs, same_shape = "inputs", "outputs", False
+
+    def __init__(self, in_place):
+        self.in_place = in_place
+
+    def call(self, comm, send, recv, g, op, counts, dtype, options):
+        comm.all_gather(send, recv, g, counts=counts, dtype=dtype, options=options)
+
+    def count(self, ins, idx, active):
+        return sum(ins[i].numel() for i in idx)
+
+    def buffers(self, count, active):
+        if self.in_place:
+            return {"output": active * count}
+        return {"output": active * count, "input": count}
+
+    def check(self, ins, outs, idx, active):
+        for i in idx:
+            if _blocks(outs[i], active, "outputs", i).shape[1] != ins[i].numel():
+                raise ValueError(
+                    f"outputs entry {i} has {outs[i].numel()} elements; {active} blocks of its "
+                    f"input's {ins[i].numel()} are {active * ins[i].numel()}"
+                )
+
+    def pack(self, comm, g, buf, ins, idx, count, active):
+        recv = buf["output"]
+        if self.in_place:
+            at = comm.layout("all-gather", g, [count] * g.count).in_place_input_offset
+            send = recv[at : at + count]
+        else:
+            send = buf["input"]
+        _pack(send, [ins[i] for i in idx])
+        return send, recv
+
+    def unpack(self, send, recv, outs, idx, count, active):
+        _unpack_blocks(recv.view(active, count), [_blocks(outs[i], active, "outputs", i)
+                                                  for i in idx])
+
+
+class _AllToAll(_Packing):
+    """Inputs and outputs of A segments: segment j of every input goes to segment j of the flat
+    input, and segment j of the flat output to segment j of every output."""
+
+    inputs, outputs, same_shape = "inputs", "outputs", False
+
+    def call(self, comm, send, recv, g, op, counts, dtype, options):
+        comm.all_to_all(send, recv, g, counts=counts, dtype=dtype, options=options)
+
+    def count(self, ins, idx, active):
+        return sum(_blocks(ins[i], active, "inputs", i).shape[1] for i in idx)
+
+    def buffers(self, count, active):
+        return {"input": active * count, "output": active * count}
+
+    def check(self, ins, outs, idx, active):
+        for i in idx:
+            if _blocks(outs[i], active, "outputs", i).shape != (active, ins[i].numel() // active):
+                raise ValueError(
+                    f"outputs entry {i} has {outs[i].numel()} elements, not {ins[i].numel()}"
+                )
+
+    def pack(self, comm, g, buf, ins, idx, count, active):
+        _pack_blocks(buf["input"].view(active, count), [_blocks(ins[i], active, "inputs", i)
+                                                         for i in idx])
+        return buf["input"], buf["output"]
+
+    def unpack(self, send, recv, outs, idx, count, active):
+        _unpack_blocks(recv.view(active, count), [_blocks(outs[i], active, "outputs", i)
+                                                  for i in idx])
+
+
+# ---- the helpers -----------------------------------------------------------------------------
+
+
 def all_reduce_tensors(comm, tensors, groups, op="sum", out=None, options=None, *,
                        async_op=False):
     """Allreduce of every tensor of `tensors` (a list or a dict) within each group: in place, or
     into `out` (the same structure). Returns what was written (`out` or `tensors`); with
     async_op, a relay.torch.work.Work whose result that is (as for every helper here).
     `options`: a call's options (relay.torch.Options), as the Communicator methods take them."""
-    keys, ins = _items(tensors, "tensors")
+    _, ins = _items(tensors, "tensors")
     outs = _items(out, "out")[1] if out is not None else None
-    g, group, _ = _active(comm, groups)
-    hold = group is not None
-
-    def run():
-        per = [(dtype, idx, sum(ins[i].numel() for i in idx)) for dtype, idx in _by_dtype(ins)]
-        roles = ("input", "output") if outs is not None else ("input",)
-        bufs = _grow_all(comm, hold, [(d, dict.fromkeys(roles, n)) for d, _, n in per])
-        if outs is not None:
-            _check_pairs(ins, outs, "tensors", "out")
-            for i, (a, b) in enumerate(zip(ins, outs)):
-                if a.shape != b.shape:
-                    raise ValueError(f"out entry {i} has shape {tuple(b.shape)}, not {tuple(a.shape)}")
-        for (dtype, idx, total), buf in zip(per, bufs):
-            if not hold:
-                comm.all_reduce(None, g, op, counts=[total] * g.count, dtype=dtype,
-                                options=options)
-                continue
-            flat, dst = buf["input"], buf.get("output")
-            _pack(flat, [ins[i] for i in idx])
-            comm.all_reduce(flat, g, op, out=dst, counts=[total] * g.count, options=options)
-            _unpack(dst if dst is not None else flat, [(outs or ins)[i] for i in idx])
-        return out if out is not None else tensors
-
-    return _run_fused(comm, run, async_op, (ins, outs))
+    return _fused(comm, _AllReduce(outs is not None), ins, outs, groups, op, options, async_op,
+                  out if out is not None else tensors)
 
 
 def reduce_scatter_tensors(comm, inputs, outputs, groups, op="sum", options=None, *,
                            async_op=False):
     """Reduce-scatter of every input (A blocks each) into its output (one block) within each
     group. Returns `outputs`."""
-    _, ins = _items(inputs, "inputs")
-    _, outs = _items(outputs, "outputs")
-    g, group, active = _active(comm, groups)
-    hold = group is not None
-
-    def run():
-        per = [(dtype, idx, *_input_blocks(ins, idx, active)) for dtype, idx in _by_dtype(ins)]
-        wants = [(d, {"input": active * n, "output": n}) for d, _, _, n in per]
-        bufs = _grow_all(comm, hold, wants)
-        _check_pairs(ins, outs, "inputs", "outputs")
-        for _, idx, blocks, _ in per if hold else ():
-            for i, b in zip(idx, blocks):
-                if outs[i].numel() != b.shape[1]:
-                    raise ValueError(
-                        f"outputs entry {i} has {outs[i].numel()} elements; its input's block "
-                        f"has {b.shape[1]}"
-                    )
-        for (dtype, idx, blocks, total), buf in zip(per, bufs):
-            if not hold:
-                comm.reduce_scatter(None, None, g, op, counts=[total] * g.count, dtype=dtype,
-                                    options=options)
-                continue
-            src, dst = buf["input"], buf["output"]
-            _pack_blocks(src.view(active, total), blocks)
-            comm.reduce_scatter(src, dst, g, op, counts=[total] * g.count, options=options)
-            _unpack(dst, [outs[i] for i in idx])
-        return outputs
-
-    return _run_fused(comm, run, async_op, (ins, outs))
+    return _fused(comm, _ReduceScatter(), _items(inputs, "inputs")[1],
+                  _items(outputs, "outputs")[1], groups, op, options, async_op, outputs)
 
 
 def all_gather_tensors(comm, inputs, outputs, groups, in_place=False, options=None, *,
@@ -186,83 +308,16 @@ def all_gather_tensors(comm, inputs, outputs, groups, in_place=False, options=No
     """All-gather of every input into its output (A blocks: block k from active rank k) within
     each group. in_place packs the inputs straight into this rank's block of the flat output
     (the kernel's in-place path). Returns `outputs`."""
-    _, ins = _items(inputs, "inputs")
-    _, outs = _items(outputs, "outputs")
-    g, group, active = _active(comm, groups)
-    hold = group is not None
-
-    def run():
-        per = [(dtype, idx, sum(ins[i].numel() for i in idx)) for dtype, idx in _by_dtype(ins)]
-        wants = [(d, {"output": active * n} if in_place else {"output": active * n, "input": n})
-                 for d, _, n in per]
-        bufs = _grow_all(comm, hold, wants)
-        _check_pairs(ins, outs, "inputs", "outputs")
-        out_blocks = []
-        for _, idx, _ in per if hold else ():
-            blocks = [_blocks(outs[i], active, "outputs", i) for i in idx]
-            for i, b in zip(idx, blocks):
-                if b.shape[1] != ins[i].numel():
-                    raise ValueError(
-                        f"outputs entry {i} has {outs[i].numel()} elements; {active} blocks of "
-                        f"its input's {ins[i].numel()} are {active * ins[i].numel()}"
-                    )
-            out_blocks.append(blocks)
-        if not hold:
-            for dtype, _, total in per:
-                comm.all_gather(None, None, g, counts=[total] * g.count, dtype=dtype,
-                                options=options)
-            return outputs
-        for (dtype, idx, total), buf, blocks in zip(per, bufs, out_blocks):
-            dst = buf["output"]
-            if in_place:
-                at = comm.layout("all-gather", g, [total] * g.count).in_place_input_offset
-                src = dst[at : at + total]
-            else:
-                src = buf["input"]
-            _pack(src, [ins[i] for i in idx])
-            comm.all_gather(src, dst, g, counts=[total] * g.count, options=options)
-            _unpack_blocks(dst.view(active, total), blocks)
-        return outputs
-
-    return _run_fused(comm, run, async_op, (ins, outs))
+    return _fused(comm, _AllGather(in_place), _items(inputs, "inputs")[1],
+                  _items(outputs, "outputs")[1], groups, None, options, async_op, outputs)
 
 
 def all_to_all_tensors(comm, inputs, outputs, groups, options=None, *, async_op=False):
     """All-to-all of every input (A segments: segment j to active rank j) into its output (A
     segments: segment j from active rank j) within each group; out of place. Returns
     `outputs`."""
-    _, ins = _items(inputs, "inputs")
-    _, outs = _items(outputs, "outputs")
-    g, group, active = _active(comm, groups)
-    hold = group is not None
-
-    def run():
-        per = [(dtype, idx, *_input_blocks(ins, idx, active)) for dtype, idx in _by_dtype(ins)]
-        wants = [(d, {"input": active * n, "output": active * n}) for d, _, _, n in per]
-        bufs = _grow_all(comm, hold, wants)
-        _check_pairs(ins, outs, "inputs", "outputs")
-        out_blocks = []
-        for _, idx, blocks, _ in per if hold else ():
-            ob = [_blocks(outs[i], active, "outputs", i) for i in idx]
-            for i, a, b in zip(idx, blocks, ob):
-                if a.shape != b.shape:
-                    raise ValueError(
-                        f"outputs entry {i} has {outs[i].numel()} elements, not {ins[i].numel()}"
-                    )
-            out_blocks.append(ob)
-        if not hold:
-            for dtype, _, _, total in per:
-                comm.all_to_all(None, None, g, counts=[total] * g.count, dtype=dtype,
-                                options=options)
-            return outputs
-        for (dtype, idx, blocks, total), buf, ob in zip(per, bufs, out_blocks):
-            src, dst = buf["input"], buf["output"]
-            _pack_blocks(src.view(active, total), blocks)
-            comm.all_to_all(src, dst, g, counts=[total] * g.count, options=options)
-            _unpack_blocks(dst.view(active, total), ob)
-        return outputs
-
-    return _run_fused(comm, run, async_op, (ins, outs))
+    return _fused(comm, _AllToAll(), _items(inputs, "inputs")[1], _items(outputs, "outputs")[1],
+                  groups, None, options, async_op, outputs)
 
 
 # ---- packing: one copy per tensor into views of the flat buffer ------------------------------
