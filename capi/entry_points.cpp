@@ -42,6 +42,7 @@ status run_call(relay_comm* c, collective coll, const void* send, std::size_t se
   if (mine) mine = read_op(op, r);
   if (mine) mine = read_options(o, static_cast<std::size_t>(n), opt, chosen, report);
   if (!mine) return h->comm->refuse(std::move(mine), stream);
+  opt.machine = &h->machine;
   status s = run_collective(*h->comm, coll, groups_of(*h, ranks, sizes, n),
                             {const_cast<void*>(send), send == nullptr ? 0 : send_bytes},
                             {recv, recv == nullptr ? 0 : recv_bytes},

@@ -91,6 +91,7 @@ void publish(std::unique_ptr<communicator> comm, std::string transport, std::siz
   h->comm = std::move(comm);
   h->transport = std::move(transport);
   h->transport_bytes = bytes;
+  if (const std::optional<fp8_format> f = device_fp8(h->comm->device())) h->machine.fp8 = *f;
   {
     const std::lock_guard<std::mutex> lock(registry_mutex());
     registry().insert(h.get());

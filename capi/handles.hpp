@@ -12,6 +12,7 @@
 #include "relay/bootstrap/environment.hpp"
 #include "relay/c/relay.h"
 #include "relay/comm/communicator.hpp"
+#include "relay/topology/topology.hpp"
 #include "transport_choice.hpp"
 
 // What a handle holds: the communicator, the transport's name, and the last few group lists
@@ -21,6 +22,9 @@ struct relay_comm {
   std::string transport;
   std::size_t transport_bytes = 0;  // as created (0: the transport's default), for its splits
   relay::status aborted;            // set by relay_comm_abort: every later call fails with it
+  // What route::automatic and the fp8 wire are priced on: mi300x, with the e4m3 encoding this
+  // rank's device converts (wire fp8: fnuz on gfx942, OCP on gfx950 and NVIDIA; device_fp8).
+  relay::topology machine = relay::mi300x;
   static constexpr std::size_t group_slots = 8;
   std::array<relay::group_list, group_slots> groups;
   std::size_t next_slot = 0;

@@ -5,10 +5,12 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
+#include "relay/core/fp8.hpp"
 #include "relay/core/status.hpp"
 #include "relay/transport/transport.hpp"
 
@@ -21,5 +23,10 @@ const char* compiled_transports();
 // bytes: the data area per rank, 0 for the transport's default (its environment variable).
 status make_transport(std::string_view name, bootstrap& boot, const environment& env,
                       std::size_t bytes, std::unique_ptr<transport>& out);
+
+// The e4m3 encoding `device` converts (core/fp8_target.hpp): what wire_format::fp8 takes on this
+// build's communicators. None in the host build, where the device cannot be asked (no GPU), or
+// where it has no fp8 conversions (the machine's topology decides there).
+std::optional<fp8_format> device_fp8(int device);
 
 }  // namespace relay::c_abi

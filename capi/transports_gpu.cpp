@@ -4,6 +4,8 @@
 // and shm and ipc run, where there is none.
 #include "transports.hpp"
 
+#include "relay/core/fp8_target.hpp"
+#include "relay/gpu/runtime.hpp"
 #include "relay/transport/ipc/factory.hpp"
 #include "relay/transport/nccl/factory.hpp"
 #include "relay/transport/shm/factory.hpp"
@@ -30,6 +32,15 @@ status make_transport(std::string_view name, bootstrap& boot, const environment&
   }
   if (name == "nccl") return nccl_factory()(boot, env, out);
   return {errc::unsupported, "this library was built without '" + std::string(name) + "'"};
+}
+
+std::optional<fp8_format> device_fp8(int device) {
+  std::string arch;
+  if (gpu::rt::device_architecture(arch, device) != gpu::rt::success) {
+    (void)gpu::rt::get_last_error();  // asked, not failed: clear it for the next check
+    return std::nullopt;
+  }
+  return fp8_of_architecture(arch);
 }
 
 }  // namespace relay::c_abi

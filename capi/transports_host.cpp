@@ -19,4 +19,8 @@ status make_transport(std::string_view name, bootstrap& boot, const environment&
   return make_shm_transport(boot, o, env.timeout, out);
 }
 
+std::optional<fp8_format> device_fp8(int) {
+  return std::nullopt;
+}
+
 }  // namespace relay::c_abi

@@ -394,12 +394,30 @@ class _Lines(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-def fp8_bound(contributions, exact, hops=2):
-    """docs/schedules.md's bound per output, float32 on e4m3_fnuz (s = -10, fp8_max = 240), with
-    M the largest finite magnitude within 31 elements of each index."""
+def wire_fp8():
+    """The encoding wire "fp8" takes where this process's tensors are, by hand from
+    core/fp8_target.hpp's table: the host library's machine (mi300x) has fnuz; a GPU its own,
+    OCP e4m3 on NVIDIA and gfx950, fnuz on gfx942 (and on AMD GPUs without fp8 conversions)."""
+    if DEV.type != "cuda":
+        return "fp8_e4m3_fnuz"
+    if torch.version.hip:
+        arch = torch.cuda.get_device_properties(DEV).gcnArchName.split(":")[0]
+        return "fp8_e4m3" if arch == "gfx950" else "fp8_e4m3_fnuz"
+    return "fp8_e4m3"
+
+
+# Per encoding: s, the smallest subnormal's exponent, and fp8_max (docs/schedules.md).
+FP8_TERMS = {"fp8_e4m3_fnuz": (-10, 240.0), "fp8_e4m3": (-9, 448.0)}
+
+
+def fp8_bound(contributions, exact, hops=2, wire="fp8_e4m3_fnuz"):
+    """docs/schedules.md's bound per output, float32 on `wire` (e4m3_fnuz: s = -10, fp8_max =
+    240; e4m3: s = -9, fp8_max = 448), with M the largest finite magnitude within 31 elements of
+    each index."""
+    s, fp8_max = FP8_TERMS[wire]
     u = u32 = 2.0**-24
     eta = 2.0**-149
-    e = 2.0**-4 + 2.0**-10 / 240
+    e = 2.0**-4 + 2.0**s / fp8_max
     floor = 2.0**-138
     a = contributions.shape[0]
     mag = contributions.abs()
@@ -419,7 +437,7 @@ def _low_precision(b, rank, pgs, check, gen):
     logger.setLevel(logging.DEBUG)
     g = rank // 2
     pg = pgs[tuple(FUSED2[g])]
-    seen = {}
+    seen = {"fp8": wire_fp8()}
     for what, n, dtype in (("large", 1 << 17, torch.float32), ("small", 1000, torch.float32),
                            ("int32", 1 << 17, torch.int32)):
         x = (torch.randn(n, generator=gen) if dtype.is_floating_point
@@ -436,7 +454,7 @@ def _low_precision(b, rank, pgs, check, gen):
             exact = x.double()
             dist.all_reduce(exact, group=pg)
             err = (tensors[g].cpu().double() - exact).abs()
-            bound = fp8_bound(torch.stack(parts), exact)
+            bound = fp8_bound(torch.stack(parts), exact, wire=seen["fp8"])
             if not bool((err <= bound).all()):
                 i = int((err - bound).argmax())
                 check.fail(f"fp8 call: element {i} off by {err[i].item()}, bound {bound[i].item()}")
@@ -486,15 +504,15 @@ def assert_suite(results):
         assert calls == 176
         assert identity == (rank, 8, "relay", "sharded")
         large, small, ints = seen["large"], seen["small"], seen["int32"]
+        fp8 = seen["fp8"]  # the device's encoding (wire_fp8)
         # 512 KiB of float32 is above the fp8 threshold of the route the model takes there
         # (direct at A=2: 0.38 MiB, docs/cost-model.md); 4 KiB is below every threshold.
-        assert large[0] and large[1].taken == "fp8_e4m3_fnuz" and large[1].bytes == 1 << 19
+        assert large[0] and large[1].taken == fp8 and large[1].bytes == 1 << 19
         assert large[1].threshold_bytes <= large[1].bytes
-        assert large[2] == ["sharded_relay_multi_group_all_reduce: low_precision: wire: "
-                            "fp8_e4m3_fnuz"]
+        assert large[2] == [f"sharded_relay_multi_group_all_reduce: low_precision: wire: {fp8}"]
         assert not small[0] and small[1].taken == "native" and small[1].bytes == 4000
-        assert small[1].requested == "fp8_e4m3_fnuz" and small[1].threshold_bytes > 4000
-        assert "(fp8_e4m3_fnuz asked; below the threshold of" in small[2][0]
+        assert small[1].requested == fp8 and small[1].threshold_bytes > 4000
+        assert f"({fp8} asked; below the threshold of" in small[2][0]
         assert not ints[0] and ints[1].requested == "native" and ints[1].taken == "native"
         assert "torch.int32 does not travel on the fp8 wire" in ints[2][0]
 

@@ -143,6 +143,18 @@ inline error_t device_name(std::string& out, int d) {
   if (e == success) out = p.name;
   return e;
 }
+// The device's architecture as core/fp8_target.hpp reads it: "gfx942:sramecc+:xnack-" (HIP's
+// gcnArchName), "sm_90" (CUDA's compute capability).
+inline error_t device_architecture(std::string& out, int d) {
+  device_properties p{};
+  const error_t e = RELAY_RT(GetDeviceProperties)(&p, d);
+#if defined(RELAY_GPU_HIP)
+  if (e == success) out = p.gcnArchName;
+#else
+  if (e == success) out = "sm_" + std::to_string(p.major) + std::to_string(p.minor);
+#endif
+  return e;
+}
 
 enum class pointer_kind : unsigned char { other, device, managed };
 
