@@ -2,9 +2,11 @@
 
     pip install --no-build-isolation ./python
 
-builds librelay_c (and librelay_c_cuda where nvcc is found) with CMake from the repository this
-folder belongs to and installs them inside the package (relay/_lib), where it finds them without
-LD_LIBRARY_PATH. RELAY_GPU=OFF builds the CPU library only; RELAY_C_LIBRARY_DIR=<dir> takes the
+builds librelay_c, librelay_c_cuda where nvcc is found and librelay_c_hip where a HIP compiler is
+(ROCm's clang, or Debian's clang-22 with libamdhip64-dev: cmake/RelayHipLibrary.cmake), with
+CMake from the repository this folder belongs to, and installs them inside the package
+(relay/_lib), where it finds them without LD_LIBRARY_PATH (relay.torch loads the one matching
+torch's build). RELAY_GPU=OFF builds the CPU library only; RELAY_C_LIBRARY_DIR=<dir> takes the
 libraries already built there instead of building (a build tree's capi/ folder).
 """
 

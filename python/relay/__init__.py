@@ -45,7 +45,8 @@ __all__ = [
 
 
 def version(kind="host"):
-    """The version of relay's C ABI library (librelay_c, or librelay_c_cuda for "cuda")."""
+    """The version of relay's C ABI library: librelay_c ("host"), librelay_c_cuda ("cuda"),
+    librelay_c_hip ("hip"), or the one matching torch's build ("device")."""
     return library(kind).version().decode()
 
 

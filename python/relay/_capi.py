@@ -1,8 +1,11 @@
 """ctypes declarations of relay's C ABI (include/relay/c/relay.h) and where its libraries are.
 
-Two builds of the library export the same functions: librelay_c.so (the shm transport, host
-memory) and librelay_c_cuda.so (shm, ipc and nccl). `library("host")` or `library("cuda")` loads
-one, from the first of these folders that has it:
+Three builds of the library export the same functions: librelay_c.so (the shm transport, host
+memory), librelay_c_cuda.so (shm, ipc and nccl on NVIDIA) and librelay_c_hip.so (the same on
+AMD). `library("host")`, `library("cuda")` or `library("hip")` loads one; `library("device")`
+the one matching torch's build (torch.version.hip: hip; torch.version.cuda: cuda), which a ROCm
+torch needs since it calls its GPUs "cuda" too. Each is found in the first of these folders that
+has it:
   - $RELAY_C_LIBRARY_DIR (a build tree: build/capi);
   - the package's own _lib/ (where `pip install ./python` puts them);
   - the folder `cmake --install` put them in, relative to the package (_installed.py).
@@ -29,7 +32,19 @@ from ctypes import (
 from .errors import OK, error_for
 
 ABI_VERSION = 1
-LIBRARY_NAMES = {"host": "librelay_c.so", "cuda": "librelay_c_cuda.so"}
+LIBRARY_NAMES = {
+    "host": "librelay_c.so",
+    "cuda": "librelay_c_cuda.so",
+    "hip": "librelay_c_hip.so",
+}
+# Where each is built, and the command that builds it (python/setup.py builds every library the
+# machine's compilers allow).
+_BUILT_WHERE = {
+    "host": "built everywhere",
+    "cuda": "built where nvcc is found",
+    "hip": "built where a HIP compiler is found: ROCm's clang, or clang-22 with libamdhip64-dev",
+}
+_TARGETS = {"host": "relay_c", "cuda": "relay_c_cuda", "hip": "relay_c_hip"}
 
 # relay_vocabulary: the names the library parses (Python holds no tables of relay's values).
 VOCABULARY = {
@@ -233,8 +248,30 @@ _loaded = {}
 _lock = threading.Lock()
 
 
-def library(kind="host"):
-    """The C ABI build for `kind` ("host": librelay_c, "cuda": librelay_c_cuda), loaded once."""
+def device_kind(version=None):
+    """The GPU build matching torch's: "hip" where torch.version.hip is set (a ROCm torch, whose
+    GPUs are "cuda" devices too), else "cuda" where torch.version.cuda is. `version` stands in
+    for torch.version (tests pass their own)."""
+    if version is None:
+        import torch
+
+        version = torch.version
+    if getattr(version, "hip", None):
+        return "hip"
+    if getattr(version, "cuda", None):
+        return "cuda"
+    raise ImportError(
+        "relay: this torch is built for neither CUDA nor ROCm (torch.version.cuda and "
+        "torch.version.hip are both unset): no GPU library of relay's matches it"
+    )
+
+
+def library(kind="host", version=None):
+    """The C ABI build for `kind`, loaded once: "host" (librelay_c), "cuda" (librelay_c_cuda),
+    "hip" (librelay_c_hip), or "device": the one matching torch's build (device_kind; `version`
+    stands in for torch.version)."""
+    if kind == "device":
+        kind = device_kind(version)
     with _lock:
         lib = _loaded.get(kind)
         if lib is not None:
@@ -247,13 +284,11 @@ def library(kind="host"):
                 lib = _loaded[kind] = Library(path)
                 return lib
             tried.append(folder)
-        hint = (
-            " (librelay_c_cuda is built where nvcc is found)" if kind == "cuda" else ""
-        )
         raise ImportError(
-            f"relay: {name} not found{hint}; looked in {', '.join(tried)}. Install with "
-            f"`pip install --no-build-isolation ./python` or `cmake --install`, or set "
-            f"RELAY_C_LIBRARY_DIR to the folder that holds it"
+            f"relay: {name} not found ({_BUILT_WHERE[kind]}); looked in {', '.join(tried)}. "
+            f"Build and install it with `pip install --no-build-isolation ./python` on such a "
+            f"machine (or `cmake --build <build> --target {_TARGETS[kind]}` and "
+            f"`cmake --install`), or set RELAY_C_LIBRARY_DIR to the folder that holds it"
         )
 
 

@@ -1,5 +1,5 @@
 # Every library in LIBRARIES exports the functions HEADER declares (RELAY_C_API ... relay_x(),
-# and no other symbol.
+# and no other symbol; and its NEEDED list (READELF -d) names no NCCL or RCCL.
 file(READ ${HEADER} text)
 string(REGEX MATCHALL "RELAY_C_API [^;(]*[ *](relay_[a-z0-9_]+)\\(" decls "${text}")
 set(declared "")
@@ -34,5 +34,20 @@ foreach(lib ${LIBRARIES})
     message(FATAL_ERROR "${lib}: exports differ from the header: missing [${missing}], "
                         "extra [${extra}]")
   endif()
-  message(STATUS "${lib}: ${n} functions, as declared")
+  execute_process(COMMAND ${READELF} -d ${lib} OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
+  string(REGEX MATCHALL "\\(NEEDED\\)[^\n]*\\[([^]\n]*)\\]" needed_lines "${dynamic}")
+  set(needed "")
+  foreach(line ${needed_lines})
+    string(REGEX REPLACE ".*\\[(.*)\\]$" "\\1" name "${line}")
+    list(APPEND needed ${name})
+  endforeach()
+  if(NOT rc EQUAL 0 OR NOT needed MATCHES "libc\\.so")
+    message(FATAL_ERROR "${READELF} -d ${lib} failed or listed no NEEDED libc: ${dynamic}")
+  endif()
+  foreach(name ${needed})
+    if(name MATCHES "nccl|rccl")
+      message(FATAL_ERROR "${lib} needs ${name}: NCCL and RCCL are found at run time, not linked")
+    endif()
+  endforeach()
+  message(STATUS "${lib}: ${n} functions, as declared; needs ${needed}")
 endforeach()

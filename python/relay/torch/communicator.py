@@ -193,7 +193,7 @@ class Communicator:
             self.device = torch.device("cuda", torch.cuda.current_device())
         if self.device.type not in ("cpu", "cuda"):
             raise ValueError(f"relay moves CPU or CUDA tensors, not {self.device.type}")
-        self._lib = _capi.library("cuda" if self.device.type == "cuda" else "host")
+        self._lib = _capi.library("device" if self.device.type == "cuda" else "host")
 
     def _create(self, store, transport, timeout, transport_bytes):
         self._boot = StoreBootstrap(store, self.rank, self.size, self._lib)
