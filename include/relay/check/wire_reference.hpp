@@ -138,8 +138,10 @@ std::vector<window_max> windows_of(const call_data& call, std::size_t g) {
 }  // namespace detail
 
 // Checks the outputs of `call`, on an fp8 wire of format `f`, each value quantized on at most
-// `hops` hops, against its inputs. Floating dtypes only.
-inline wire_check check_outputs_fp8(const call_data& call, fp8_format f, int hops) {
+// `hops` hops, against its inputs. Floating dtypes only. `only_rank` >= 0: that rank's output
+// alone (the others' may be empty), as check_outputs.
+inline wire_check check_outputs_fp8(const call_data& call, fp8_format f, int hops,
+                                    int only_rank = -1) {
   const collective c = call.coll;
   wire_check report;
   auto check = [&](auto zero) {
@@ -148,6 +150,7 @@ inline wire_check check_outputs_fp8(const call_data& call, fp8_format f, int hop
     for (std::size_t g = 0; g < call.groups.size(); ++g)
       windows.push_back(detail::windows_of<T>(call, g));
     detail::for_each_output(call, [&](const detail::output_element& e) {
+      if (only_rank >= 0 && e.rank != only_rank) return;
       const long double got = detail::as_number(detail::load<T>(e.out, e.x));
       long double want = 0, magnitude = 0, M = 0, contributions = 1;
       bool nan = false, inf = false;

@@ -35,6 +35,7 @@
 
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
+#include "relay/comm/announcer.hpp"
 #include "relay/cost/choose.hpp"
 #include "relay/plan/call_shape.hpp"
 #include "relay/plan/make_plan.hpp"
@@ -61,6 +62,11 @@ struct rank_call {
   wire_choice* wire_report = nullptr;  // options::wire_report
   buffer_view send{}, recv{};          // this rank's buffers (empty views on a helper)
   void* stream = nullptr;
+  // A call served from a control plane (communicator::serve_call): the choice its publisher
+  // made, taken instead of this rank's own (so every rank makes the same plan whatever its cost
+  // model's machine), and this rank's own refusal of it (its reason; ok: none).
+  const call_choice* chosen = nullptr;
+  status refusal;
 };
 
 }  // namespace detail
@@ -94,11 +100,15 @@ class communicator {
   // are staged, correct either way. Not during graph capture; transports that stage every call
   // accept it and do nothing.
   status register_buffer(void* p, std::size_t bytes) {
+    if (status s = announce_step(announced_step::register_buffer); !s) return s;
     return link_->register_buffer(p, bytes, config_.timeout);
   }
   // Ends the registration that begins at `p` (collective, like register_buffer; null: none this
   // time). No call in flight or captured graph may use the buffer afterwards.
-  status deregister_buffer(void* p) { return link_->deregister_buffer(p, config_.timeout); }
+  status deregister_buffer(void* p) {
+    if (status s = announce_step(announced_step::deregister_buffer); !s) return s;
+    return link_->deregister_buffer(p, config_.timeout);
+  }
 
   // After capturing calls into a graph: registers the memory their inputs lie in, so that the
   // graph's replays read those inputs where they are instead of staging them (the ipc transport
@@ -106,8 +116,14 @@ class communicator {
   // register_graph_buffers. Collective; not during capture. The replays are right before and
   // after; memory that cannot be registered stays staged. The graphs' buffers must stay allocated
   // until deregister_graph_inputs, which ends every such registration (replays then stage again).
-  status register_graph_inputs() { return link_->register_graph_inputs(config_.timeout); }
-  status deregister_graph_inputs() { return link_->deregister_graph_inputs(config_.timeout); }
+  status register_graph_inputs() {
+    if (status s = announce_step(announced_step::register_graph_inputs); !s) return s;
+    return link_->register_graph_inputs(config_.timeout);
+  }
+  status deregister_graph_inputs() {
+    if (status s = announce_step(announced_step::deregister_graph_inputs); !s) return s;
+    return link_->deregister_graph_inputs(config_.timeout);
+  }
 
   // This rank refuses the call its peers are making now (its own checks failed, say, before it
   // had arguments to pass): it takes part in that call's agreement as a refusal, so every peer
@@ -125,6 +141,19 @@ class communicator {
 
   // Shapes in the plan cache (tests watch it).
   std::size_t cached_shapes() const { return cache_.size(); }
+  // The calls made so far (the sequence of the last one: every rank's is the same).
+  std::uint64_t calls_made() const { return sequence_; }
+
+  // Who is told of each step before its agreement (comm/announcer.hpp): a control plane, where
+  // ranks serve (serve/plane.hpp). Null: nobody.
+  void set_announcer(std::shared_ptr<relay::announcer> a) { announcer_ = std::move(a); }
+  relay::announcer* announcer() const { return announcer_.get(); }
+
+  // A serving rank (serve/serve.hpp): makes, as a helper with no buffers, the call another rank
+  // announced: its shape as that rank passed it and the choice that rank made (taken instead of
+  // this rank's own). `refusal` not ok: this rank refuses it, with that reason, in the agreement.
+  inline status serve_call(const call_shape& shape, const call_choice& chosen, status refusal,
+                           void* stream);
 
  private:
   struct cached {
@@ -142,7 +171,18 @@ class communicator {
   inline status prepare(const detail::rank_call& call, std::uint64_t key, std::string shape, plan p,
                         cached*& out);
   inline status agree_refused(const detail::rank_call& call, std::uint64_t fingerprint,
-                              const std::string& shape, placement where, status why);
+                              const std::string& shape, placement where, status why,
+                              const call_choice* choice);
+  // Tells the announcer of the step about to be taken; where that fails, the job cannot go on in
+  // step (whoever serves would not take it): this rank gives up on it, with the announcer's status.
+  inline status announce(const announcement& a);
+  status announce_step(announced_step step) {
+    if (!announcer_) return {};
+    announcement a;
+    a.step = step;
+    a.sequence = sequence_;
+    return announce(a);
+  }
 
   std::shared_ptr<bootstrap> boot_;
   std::unique_ptr<relay::transport> link_;
@@ -156,6 +196,7 @@ class communicator {
   std::size_t last_ = 0;
   std::uint64_t uses_ = 0;
   detail::rank_call call_;  // the call run() writes its arguments into
+  std::shared_ptr<relay::announcer> announcer_;
 };
 
 }  // namespace relay
@@ -164,11 +205,18 @@ namespace relay {
 
 namespace detail {
 
-inline std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
+inline std::uint64_t fnv1a(std::string_view text, std::uint64_t h = 0xcbf29ce484222325ull) {
   for (char c : text)
     h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
   return h;
+}
+
+// What every rank compares in a call's agreement: the hash of its shape as chosen (the text),
+// followed, where a wire was asked, by " taken=" and the wire taken (the text shows the wire asked;
+// the plan depends on the one taken, which a rank serving another's choice must take alike).
+inline std::uint64_t fingerprint_of(std::string_view shape, const wire_choice& w) {
+  const std::uint64_t h = fnv1a(shape);
+  return w.requested == wire_format::native ? h : fnv1a(name(w.taken), fnv1a(" taken=", h));
 }
 
 }  // namespace detail
@@ -209,12 +257,15 @@ inline status communicator::explain_mismatch(const std::string& shape, placement
 }
 
 // The cached shape of `call`, or null: the last one used first, then a scan of the keys.
+// A served call (call.chosen) hits only a shape cached with the same choice.
 inline communicator::cached* communicator::find(const detail::rank_call& call, std::uint64_t key) {
   const call_shape& asked = call.request;
-  if (last_ < cache_.size() && keys_[last_] == key && cache_[last_].asked == asked)
-    return &cache_[last_];
+  auto same = [&](const cached& c) {
+    return c.asked == asked && (call.chosen == nullptr || choice_of(c.p) == *call.chosen);
+  };
+  if (last_ < cache_.size() && keys_[last_] == key && same(cache_[last_])) return &cache_[last_];
   for (std::size_t i = 0; i < keys_.size(); ++i)
-    if (keys_[i] == key && cache_[i].asked == asked) {
+    if (keys_[i] == key && same(cache_[i])) {
       last_ = i;
       return &cache_[i];
     }
@@ -241,7 +292,7 @@ inline status communicator::prepare(const detail::rank_call& call, std::uint64_t
   c.asked = call.request;  // the shape; not the machine, which may not outlive the cache
   c.slice = slice_plan(p, rank(), link_->wire_ends());
   c.p = std::move(p);
-  c.fingerprint = detail::fnv1a(shape);
+  c.fingerprint = detail::fingerprint_of(shape, c.p.wire);
   c.shape = std::move(shape);
   keys_[slot] = key;
   last_ = slot;
@@ -249,9 +300,31 @@ inline status communicator::prepare(const detail::rank_call& call, std::uint64_t
   return {};
 }
 
-// A call this rank refused before it had a plan still takes part in the call's agreement.
+inline status communicator::announce(const announcement& a) {
+  status s = announcer_->announce(a);
+  if (!s) link_->abort(s);
+  return s;
+}
+
+// A call this rank refused before it had a plan still takes part in the call's agreement. Its
+// shape and choice (`choice` not null) are announced as any call's; a refusal before the call
+// had a shape (communicator::refuse) is announced as that.
 inline status communicator::agree_refused(const detail::rank_call& call, std::uint64_t fingerprint,
-                                          const std::string& shape, placement where, status why) {
+                                          const std::string& shape, placement where, status why,
+                                          const call_choice* choice) {
+  if (announcer_) {
+    announcement a;
+    a.step = choice != nullptr ? announced_step::call : announced_step::refusal;
+    a.sequence = sequence_ + 1;
+    a.shape = &call.request;
+    a.choice = choice;
+    a.refusal = &why;
+    a.stream = call.stream;
+    if (status s = announce(a); !s) {
+      ++sequence_;
+      return s;
+    }
+  }
   call_context ctx;
   ctx.placement = where;
   ctx.sequence = ++sequence_;
@@ -269,7 +342,7 @@ inline status communicator::refuse(status why, void* stream) {
   if (why.ok()) why = {errc::invalid_argument, "the caller refused the call"};
   detail::rank_call none;
   none.stream = stream;
-  return agree_refused(none, 0, {}, placement::helper, std::move(why));
+  return agree_refused(none, 0, {}, placement::helper, std::move(why), nullptr);
 }
 
 inline status communicator::run(collective c, const group_list& groups, buffer_view send,
@@ -284,6 +357,21 @@ inline status communicator::run(collective c, const group_list& groups, buffer_v
   return run(call_);
 }
 
+inline status communicator::serve_call(const call_shape& shape, const call_choice& chosen,
+                                       status refusal, void* stream) {
+  call_.request.call_shape::operator=(shape);
+  call_.request.machine = nullptr;
+  call_.wire_report = nullptr;
+  call_.send = call_.recv = buffer_view{};
+  call_.stream = stream;
+  call_.chosen = &chosen;
+  call_.refusal = std::move(refusal);
+  status s = run(call_);
+  call_.chosen = nullptr;
+  call_.refusal = {};
+  return s;
+}
+
 inline status communicator::run(const detail::rank_call& call) {
   const plan_request& r = call.request;
   const placement where =
@@ -296,17 +384,30 @@ inline status communicator::run(const detail::rank_call& call) {
     // The plan is the out-of-place one (see transport.hpp); the shape names the route taken.
     plan_request out_of_place = r;
     out_of_place.in_place = false;
-    const call_choice chosen = choose(out_of_place);
+    const call_choice chosen = call.chosen != nullptr ? *call.chosen : choose(out_of_place);
     std::string shape = describe(as_chosen(out_of_place, chosen));
     plan p;
     // Refused arguments are refused inside the agreement: a peer that passed others learns of
     // it (a mismatch), one that passed the same refuses alike.
     if (status s = make_plan(out_of_place, chosen, p); !s)
-      return agree_refused(call, detail::fnv1a(shape), shape, where, std::move(s));
+      return agree_refused(call, detail::fingerprint_of(shape, chosen.wire), shape, where,
+                           std::move(s), &chosen);
     if (status s = prepare(call, key, std::move(shape), std::move(p), c); !s) return s;
   }
   c->last_use = ++uses_;
   if (call.wire_report != nullptr) *call.wire_report = c->p.wire;
+  if (announcer_) {
+    const call_choice made = choice_of(c->p);
+    announcement a;
+    a.sequence = sequence_ + 1;
+    a.shape = &call.request;
+    a.choice = &made;
+    a.stream = call.stream;
+    if (status s = announce(a); !s) {
+      ++sequence_;
+      return s;
+    }
+  }
   call_context ctx;
   ctx.p = &c->p;
   ctx.slice = &c->slice;
@@ -315,7 +416,8 @@ inline status communicator::run(const detail::rank_call& call) {
   ctx.placement = where;
   ctx.sequence = ++sequence_;
   ctx.fingerprint = c->fingerprint;
-  ctx.local = validate_rank_buffers(c->p, rank(), call.send, call.recv, where);
+  ctx.local = call.refusal.ok() ? validate_rank_buffers(c->p, rank(), call.send, call.recv, where)
+                                : call.refusal;
   ctx.timeout = config_.timeout;
   ctx.stream = call.stream;
   status s = link_->run(ctx);

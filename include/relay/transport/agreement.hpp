@@ -47,7 +47,8 @@ struct verdict {
 
 // The rule, in order: arguments that differ (from the first rank that showed a fingerprint),
 // then in place against out of place among the active ranks, then this rank's own refusal, then
-// a peer's. `all` holds every rank's record of the same call, indexed by rank.
+// a peer's (its own reason before one passed on: errc::peer_error). `all` holds every rank's record
+// of the same call, indexed by rank.
 RELAY_HOST_DEVICE constexpr verdict judge(const entry_record* all, int ranks, int me) {
   std::uint64_t reference = 0;
   int reference_rank = -1;
@@ -70,8 +71,15 @@ RELAY_HOST_DEVICE constexpr verdict judge(const entry_record* all, int ranks, in
   if (in_place >= 0 && out_of_place >= 0)
     return {verdict_kind::placement_differs, in_place, out_of_place};
   if (all[me].code != 0) return {verdict_kind::refused_here, me, -1};
-  for (int q = 0; q < ranks; ++q)
-    if (all[q].code != 0) return {verdict_kind::refused_by_peer, q, -1};
+  // The lowest peer whose refusal is its own; a peer_error refusal passes on another rank's (a
+  // serving helper mirroring its publisher's refusal, serve/serve.hpp), so it is named last.
+  int passed_on = -1;
+  for (int q = 0; q < ranks; ++q) {
+    if (all[q].code == static_cast<std::uint8_t>(errc::peer_error) && passed_on < 0) passed_on = q;
+    if (all[q].code != 0 && all[q].code != static_cast<std::uint8_t>(errc::peer_error))
+      return {verdict_kind::refused_by_peer, q, -1};
+  }
+  if (passed_on >= 0) return {verdict_kind::refused_by_peer, passed_on, -1};
   return {};
 }
 

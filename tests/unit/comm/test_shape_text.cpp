@@ -94,6 +94,10 @@ TEST_CASE("a call shows its placement and its shape as text; the fingerprint is 
   CHECK(f.shown[1] ==
         "0reduce-scatter single direct permille=0 tiles=0 N=4 bfloat16 avg alignment=64 "
         "precision=1 wire=1:0 groups=3,0 counts=100");
+  // Where a wire was asked, the fingerprint also says the wire taken (the machine's encoding:
+  // e4m3_fnuz on mi300x), which the text does not.
+  REQUIRE(f.fingerprints.size() == 2);
+  CHECK(f.fingerprints[1] == fnv1a(f.shown[1].substr(1) + " taken=fp8_e4m3_fnuz"));
 
   // A collective that does not reduce shows sum, whatever operator was passed.
   CHECK(relay::run_collective(f.comm, collective::all_gather, {{1, 2}, {3, 0}}, in, out,

@@ -117,3 +117,22 @@ TEST_CASE("the lowest refusing peer is named; a mismatch comes before any refusa
   for (int me = 0; me < 4; ++me)
     CHECK(judge(r.data(), 4, me).kind == verdict_kind::arguments_differ);
 }
+
+// A serving rank passes on its publisher's refusal (errc::peer_error, serve/serve.hpp); the
+// other ranks name the rank whose refusal is its own, though a lower rank passed it on.
+TEST_CASE("a refusal passed on is named after the refusal it passes on", "[agreement]") {
+  auto r = agreeing();
+  r[1].code = static_cast<std::uint8_t>(errc::peer_error);  // passes on rank 3's
+  r[3].code = static_cast<std::uint8_t>(errc::invalid_argument);
+  r[3].fingerprint = 0;
+  for (int me : {0, 2}) {
+    const verdict v = judge(r.data(), 4, me);
+    CHECK(v.kind == verdict_kind::refused_by_peer);
+    CHECK(v.rank == 3);
+  }
+  CHECK(judge(r.data(), 4, 1).kind == verdict_kind::refused_here);
+  CHECK(judge(r.data(), 4, 3).kind == verdict_kind::refused_here);
+  // Only ranks that pass one on: the lowest of them.
+  r[3].code = static_cast<std::uint8_t>(errc::peer_error);
+  CHECK(judge(r.data(), 4, 0).rank == 1);
+}
