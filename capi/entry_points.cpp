@@ -2,6 +2,8 @@
 // library's types (vocabulary.hpp), finds its handle (handles.hpp) and calls the library. Every
 // rule (sizes, validation, routes, the transport) is the library's; these only translate.
 // Nothing throws across them: each runs inside `guarded` (errors.hpp).
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <span>
 #include <string>
@@ -14,6 +16,8 @@
 #include "relay/comm/collectives.hpp"
 #include "relay/comm/split.hpp"
 #include "relay/plan/rank_layout.hpp"
+#include "relay/serve/plans.hpp"
+#include "relay/serve/serve.hpp"
 #include "transports.hpp"
 #include "vocabulary.hpp"
 
@@ -50,6 +54,11 @@ status run_call(relay_comm* c, collective coll, const void* send, std::size_t se
                             r, opt, stream);
   if (s && report != nullptr) *report = wire_report_of(chosen);
   return s;
+}
+
+// A plan stream's wait: `ms` (> 0) or the communicator's timeout.
+std::chrono::milliseconds wait_of(const communicator& comm, std::int64_t ms) {
+  return ms > 0 ? std::chrono::milliseconds(ms) : comm.config().timeout;
 }
 
 // What relay_rank_layout_of reads a call into, per thread: reused, so that a repeated layout
@@ -336,6 +345,95 @@ relay_status relay_comm_deregister_graph_inputs(relay_comm* c) {
     relay_comm* h = nullptr;
     if (status s = live(c, h); !s) return s;
     return h->comm->deregister_graph_inputs();
+  });
+}
+
+// ---- serving ranks ----------------------------------------------------------------------------
+
+relay_status relay_comm_attach_plane(relay_comm* c, int32_t role) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    // Any other value goes to the plane as no role, which every rank refuses alike.
+    const auto r = role == RELAY_PLANE_CALL || role == RELAY_PLANE_SERVE
+                       ? static_cast<serve::plane_role>(role)
+                       : serve::plane_role{};
+    return serve::attach_plane(*h->comm, r);
+  });
+}
+
+relay_status relay_comm_serve(relay_comm* c, int64_t timeout_ms, void* stream,
+                              uint64_t* calls_served) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    if (timeout_ms < 0)
+      return {errc::invalid_argument,
+              "timeout_ms is " + std::to_string(timeout_ms) + " (0: the communicator's)"};
+    serve::serve_options opt;
+    opt.timeout = std::chrono::milliseconds(timeout_ms);
+    opt.stream = stream;
+    serve::serve_report report;
+    status s = serve::serve(*h->comm, opt, &report);
+    if (calls_served != nullptr) *calls_served = report.calls;
+    return s;
+  });
+}
+
+relay_status relay_comm_stop_serving(relay_comm* c) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    return serve::stop_serving(*h->comm);
+  });
+}
+
+relay_status relay_comm_control_publish(relay_comm* c, uint64_t epoch, const int64_t* counts,
+                                        int32_t num_counts, int32_t op_code, int32_t type,
+                                        int32_t red_op, int32_t flags, int64_t timeout_ms) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    if (num_counts < 0)
+      return {errc::invalid_argument, "num_counts is " + std::to_string(num_counts)};
+    if (num_counts > 0 && counts == nullptr) return null_argument("counts");
+    if (op_code < 0 || type < 0 || red_op < 0 || flags < 0)
+      return {errc::invalid_argument, "op_code, dtype, red_op and flags are not negative"};
+    serve::control_plan p;
+    p.op_code = static_cast<std::uint32_t>(op_code);
+    p.dtype = static_cast<std::uint32_t>(type);
+    p.red_op = static_cast<std::uint32_t>(red_op);
+    p.flags = static_cast<std::uint32_t>(flags);
+    p.counts.assign(counts, counts + num_counts);
+    return serve::publish_control(*h->comm, epoch, p, wait_of(*h->comm, timeout_ms));
+  });
+}
+
+relay_status relay_comm_control_consume(relay_comm* c, uint64_t epoch, int64_t timeout_ms,
+                                        int32_t* op_code, int32_t* type, int32_t* red_op,
+                                        int32_t* flags, int64_t* counts, int32_t capacity,
+                                        int32_t* num_counts) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    if (op_code == nullptr || type == nullptr || red_op == nullptr || flags == nullptr)
+      return null_argument("op_code, dtype, red_op or flags");
+    if (num_counts == nullptr) return null_argument("num_counts");
+    if (capacity > 0 && counts == nullptr) return null_argument("counts");
+    serve::control_plan p;
+    if (status s = serve::consume_control(*h->comm, epoch, p, wait_of(*h->comm, timeout_ms)); !s)
+      return s;
+    *num_counts = static_cast<int32_t>(p.counts.size());
+    if (p.counts.size() > static_cast<std::size_t>(std::max(capacity, 0)))
+      return {errc::invalid_argument,
+              "epoch " + std::to_string(epoch) + "'s plan has " + std::to_string(p.counts.size()) +
+                  " counts; the caller has room for " + std::to_string(capacity)};
+    *op_code = static_cast<int32_t>(p.op_code);
+    *type = static_cast<int32_t>(p.dtype);
+    *red_op = static_cast<int32_t>(p.red_op);
+    *flags = static_cast<int32_t>(p.flags);
+    std::copy(p.counts.begin(), p.counts.end(), counts);
+    return {};
   });
 }
 

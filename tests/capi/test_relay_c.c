@@ -882,6 +882,88 @@ static void run_split(relay_comm* comm, int me) {
 }
 
 /* Rank 1 aborts: every other rank's next call fails at once naming it. */
+/* Serving ranks on a communicator split off the job's: ranks 0 and 1 call (rank 0 publishes), 2
+ * and 3 serve; five allreduce and all-gather calls of varying counts, each output against its
+ * value by hand; then torchcomms' plan stream, its five fields against constants (op_code 3,
+ * dtype 7, red_op 2, flags 0: distinct, so a swap of any two shows). */
+static void run_serving(relay_comm* comm, int me) {
+  enum { most = 300, calls = 5 };
+  int32_t in[most], out[2 * most + 1];
+  const int32_t pair[] = {0, 1}, pair_size[] = {2};
+  const int64_t lengths[calls] = {1, 300, 17, 64, 299};
+  relay_comm* served = NULL;
+  part = "serving: split";
+  EXPECT_STATUS(relay_comm_split(comm, 0, me, &served), RELAY_OK);
+  if (served == NULL) return;
+  part = "serving: attach";
+  EXPECT_STATUS(relay_comm_attach_plane(served, me < 2 ? RELAY_PLANE_CALL : RELAY_PLANE_SERVE),
+                RELAY_OK);
+  if (me >= 2) {
+    part = "serving: serve";
+    uint64_t n_served = 0;
+    EXPECT_STATUS(relay_comm_serve(served, 0, NULL, &n_served), RELAY_OK);
+    CHECK(n_served == calls, "rank %d served %llu calls, not %d", me, (unsigned long long)n_served,
+          calls);
+  } else {
+    part = "serving: a calling rank serves";
+    EXPECT_STATUS(relay_comm_serve(served, 0, NULL, NULL), RELAY_INVALID_ARGUMENT);
+    EXPECT_ERROR_TEXT("serve() is for the ranks that serve");
+    for (int c = 0; c < calls; ++c) {
+      const int n = (int)lengths[c];
+      const int64_t count[] = {lengths[c]};
+      for (int i = 0; i < n; ++i)
+        in[i] = input_of(me, i + c);
+      poison(out, 2 * most + 1);
+      part = "serving: a call";
+      if (c % 2 == 0) {
+        EXPECT_STATUS(
+            relay_allreduce(served, in, sizeof(int32_t) * n, out, sizeof(int32_t) * n, pair,
+                            pair_size, 1, count, RELAY_INT32, RELAY_SUM, NULL, NULL),
+            RELAY_OK);
+        for (int i = 0; i < n; ++i)
+          CHECK(out[i] == input_of(0, i + c) + input_of(1, i + c), "call %d: rank %d out[%d] = %d",
+                c, me, i, out[i]);
+      } else {
+        EXPECT_STATUS(
+            relay_all_gather(served, in, sizeof(int32_t) * n, out, 2 * sizeof(int32_t) * n, pair,
+                             pair_size, 1, count, RELAY_INT32, NULL, NULL),
+            RELAY_OK);
+        for (int i = 0; i < 2 * n; ++i)
+          CHECK(out[i] == input_of(i / n, i % n + c), "call %d: rank %d out[%d] = %d", c, me, i,
+                out[i]);
+      }
+      CHECK(out[2 * most] == (int32_t)0x7f7f7f7f, "call %d wrote past its output", c);
+    }
+    part = "serving: stop";
+    EXPECT_STATUS(relay_comm_stop_serving(served), RELAY_OK);
+  }
+
+  part = "serving: torchcomms' plan";
+  const int64_t plan_counts[] = {1024, 512, 256};
+  if (me == 0) {
+    EXPECT_STATUS(relay_comm_control_publish(served, 0, plan_counts, 3, 3, 7, 2, 1, 2000),
+                  RELAY_INVALID_ARGUMENT);
+    EXPECT_ERROR_TEXT("flags 1");
+    EXPECT_STATUS(relay_comm_control_publish(served, 0, plan_counts, 3, 3, 7, 2, 0, 2000),
+                  RELAY_OK);
+  } else {
+    int32_t op = -1, type = -1, red = -1, flags = -1, n = -1;
+    int64_t got[4] = {-1, -1, -1, -1};
+    EXPECT_STATUS(relay_comm_control_consume(served, 0, 5000, &op, &type, &red, &flags, got, 2, &n),
+                  RELAY_INVALID_ARGUMENT);
+    CHECK(n == 3 && got[0] == -1, "rank %d: a plan too long for the room: %d counts, got[0] %lld",
+          me, n, (long long)got[0]);
+    EXPECT_STATUS(relay_comm_control_consume(served, 0, 5000, &op, &type, &red, &flags, got, 4, &n),
+                  RELAY_OK);
+    CHECK(op == 3 && type == 7 && red == 2 && flags == 0, "rank %d: op %d dtype %d red %d flags %d",
+          me, op, type, red, flags);
+    CHECK(n == 3 && got[0] == 1024 && got[1] == 512 && got[2] == 256 && got[3] == -1,
+          "rank %d: %d counts %lld %lld %lld %lld", me, n, (long long)got[0], (long long)got[1],
+          (long long)got[2], (long long)got[3]);
+  }
+  EXPECT_STATUS(relay_comm_destroy(served), RELAY_OK);
+}
+
 static void run_abort(relay_comm* comm, int me) {
   part = "abort";
   int32_t in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
@@ -990,6 +1072,7 @@ static void callback_rank(int me, void* arg) {
   CHECK(rank == me, "rank %d says %d", me, rank);
   run_collectives(comm, me);
   run_split(comm, me);
+  run_serving(comm, me);
   run_abort(comm, me);
   EXPECT_STATUS(relay_comm_destroy(comm), RELAY_OK);
 }

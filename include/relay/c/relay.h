@@ -272,6 +272,52 @@ RELAY_C_API relay_status relay_comm_deregister(relay_comm* comm, void* data);
 RELAY_C_API relay_status relay_comm_register_graph_inputs(relay_comm* comm);
 RELAY_C_API relay_status relay_comm_deregister_graph_inputs(relay_comm* comm);
 
+/* ---- serving ranks ---------------------------------------------------------------------- */
+
+/* Ranks that do not run the model (helpers that never see the shapes) serve the calls the ranks
+ * that do make, learned from a control plane in shared memory on the node (docs/serving.md).
+ *
+ *   relay_comm_attach_plane(comm, rank < 2 ? RELAY_PLANE_CALL : RELAY_PLANE_SERVE);
+ *   if (rank < 2) { ...calls as before...; relay_comm_stop_serving(comm); }
+ *   else relay_comm_serve(comm, 0, NULL, &served);
+ */
+typedef enum relay_plane_role {
+  RELAY_PLANE_CALL = 1, /* makes its own calls; the lowest such rank publishes */
+  RELAY_PLANE_SERVE = 2 /* makes, as a helper, each call the calling ranks make */
+} relay_plane_role;
+
+/* Collective: gives the communicator its control plane, each rank saying its role. From then on
+ * the publisher writes every call's shape into the plane before the call's agreement. Fails on
+ * every rank where no rank calls or a role is not a relay_plane_role. */
+RELAY_C_API relay_status relay_comm_attach_plane(relay_comm* comm, int32_t role);
+/* A serving rank: makes every call the calling ranks make, with no buffers, until they stop it;
+ * RELAY_OK then. A served call that fails alike on every rank (a mismatch, a refusal) is counted
+ * and serving goes on; a publisher that stalls past `timeout_ms` (0: the communicator's timeout)
+ * or dies, or a call that breaks the communicator, is an error naming its cause. `stream`: where
+ * served calls run on a stream transport. `calls_served` (NULL: not wanted): the calls served. */
+RELAY_C_API relay_status relay_comm_serve(relay_comm* comm, int64_t timeout_ms, void* stream,
+                                          uint64_t* calls_served);
+/* Every calling rank, after its last call: the serving ranks return from relay_comm_serve once
+ * they served every call made before it. */
+RELAY_C_API relay_status relay_comm_stop_serving(relay_comm* comm);
+/* torchcomms' control plane (RCCLX's relay_control_publish / relay_control_consume): a forward's
+ * plan by epoch (0, 1, 2, ...), its five fields carried as given: op_code (0 shutdown, 1
+ * all_reduce, 2 reduce_scatter, 3 all_gather, 4 all_to_all), dtype, red_op, flags (0) and one
+ * count per call. Publish: the publisher only (the lowest calling rank), waiting at most
+ * `timeout_ms` (0: the communicator's timeout) for consumers still reading an older epoch.
+ * Consume: any other rank, waiting as long for the epoch; a wait that times out names the
+ * publisher. `counts` holds `capacity` counts; *num_counts says how many the plan has (where more
+ * than `capacity`: RELAY_INVALID_ARGUMENT, nothing else written). */
+RELAY_C_API relay_status relay_comm_control_publish(relay_comm* comm, uint64_t epoch,
+                                                    const int64_t* counts, int32_t num_counts,
+                                                    int32_t op_code, int32_t dtype, int32_t red_op,
+                                                    int32_t flags, int64_t timeout_ms);
+RELAY_C_API relay_status relay_comm_control_consume(relay_comm* comm, uint64_t epoch,
+                                                    int64_t timeout_ms, int32_t* op_code,
+                                                    int32_t* dtype, int32_t* red_op, int32_t* flags,
+                                                    int64_t* counts, int32_t capacity,
+                                                    int32_t* num_counts);
+
 /* ---- the collectives -------------------------------------------------------------------- */
 
 /* The wire a call took and why (relay::wire_choice): what every rank of the call decided alike,
