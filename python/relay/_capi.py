@@ -154,6 +154,17 @@ _FUNCTIONS = {
     "relay_comm_deregister": (c_int, [_P, _P]),
     "relay_comm_register_graph_inputs": (c_int, [_P]),
     "relay_comm_deregister_graph_inputs": (c_int, [_P]),
+    "relay_comm_attach_plane": (c_int, [_P, c_int32]),
+    "relay_comm_serve": (c_int, [_P, c_int64, _P, POINTER(c_uint64)]),
+    "relay_comm_stop_serving": (c_int, [_P]),
+    "relay_comm_control_publish": (
+        c_int,
+        [_P, c_uint64, _I64P, c_int32, c_int32, c_int32, c_int32, c_int32, c_int64],
+    ),
+    "relay_comm_control_consume": (
+        c_int,
+        [_P, c_uint64, c_int64, _I32P, _I32P, _I32P, _I32P, _I64P, c_int32, _I32P],
+    ),
     "relay_options_init": (None, [POINTER(Options)]),
     "relay_wire_carries": (c_int32, [c_int32, c_int32]),
 }

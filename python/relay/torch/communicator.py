@@ -20,9 +20,10 @@ the collective's.
 
 import contextlib
 import itertools
+import math
 import threading
 import weakref
-from ctypes import byref, c_char_p, c_int32, c_void_p, pointer
+from ctypes import byref, c_char_p, c_int32, c_uint64, c_void_p, pointer
 
 import torch
 import torch.distributed as dist
@@ -44,6 +45,8 @@ from .work import Wire, launch
 _NO_COLOR = -1  # RELAY_NO_COLOR
 _INT32 = (-(2**31), 2**31 - 1)
 _KEPT = 256  # call shapes (and group lists, and counts from sizes) a communicator keeps
+_PLANE_CALL, _PLANE_SERVE = 1, 2  # relay_plane_role
+_PLAN_COUNTS = 8192  # room for a consumed plan's counts (the plane's plan slots hold 8,000)
 
 _ids = itertools.count(1)
 _live = weakref.WeakValueDictionary()  # id -> Communicator, for the torch.library ops
@@ -102,6 +105,15 @@ def _int32(what, value, kinds="an int"):
     if not _INT32[0] <= value <= _INT32[1]:
         raise ValueError(f"{what} {value} is outside a 32-bit int")
     return value
+
+
+def _milliseconds(seconds):
+    """A wait for the C ABI: `seconds` in whole milliseconds (at least 1), 0 for None."""
+    if seconds is None:
+        return 0
+    if seconds <= 0:
+        raise ValueError(f"timeout must be positive seconds or None, not {seconds}")
+    return max(1, int(math.ceil(seconds * 1000)))
 
 
 def _dtype_name(dtype):
@@ -229,6 +241,7 @@ class Communicator:
         self._flat = FlatBuffers(self.device, self.register, self.deregister)
         self._capturing = False
         self._lock = threading.Lock()
+        self.serving = None  # attach_plane: whether this rank serves (None: no control plane)
 
     # ---- lifetime ----------------------------------------------------------------------------
 
@@ -376,6 +389,56 @@ class Communicator:
         """Ends every registration register_graph_inputs made (collective); replays stage their
         inputs again, and the graphs' tensors may be freed."""
         self._lib.check(self._lib.comm_deregister_graph_inputs(self._h()))
+
+    # ---- serving ranks (docs/serving.md) ------------------------------------------------------
+
+    def attach_plane(self, serving):
+        """Gives this communicator a control plane (collective: every rank calls it). A rank
+        with serving=True serves (serve()); the others call exactly as before, and the lowest of
+        them publishes each call's shape into the plane before the call's agreement. Raises on
+        every rank where no rank calls."""
+        role = _PLANE_SERVE if serving else _PLANE_CALL
+        self._lib.check(self._lib.comm_attach_plane(self._h(), role))
+        self.serving = bool(serving)
+
+    def serve(self, timeout=None):
+        """A serving rank: makes, as a helper, every call the calling ranks make, with the shape
+        it reads from the plane, until they call stop_serving(); returns the number of calls
+        served. A served call that fails alike on every rank (a mismatch, a refusal) does not
+        end it. Raises where it cannot go on: a publisher that published nothing for `timeout`
+        seconds (default: the communicator's timeout) or died (relay.TimeoutError or
+        relay.PeerLostError naming it), a call that broke the communicator."""
+        served = c_uint64()
+        self._lib.check(self._lib.comm_serve(self._h(), _milliseconds(timeout), self._stream(),
+                                             byref(served)))
+        return served.value
+
+    def stop_serving(self):
+        """Every calling rank, after its last call: the serving ranks return from serve() once
+        they served every call made before it."""
+        self._lib.check(self._lib.comm_stop_serving(self._h()))
+
+    def control_publish(self, epoch, counts, op_code, dtype, red_op=0, flags=0, timeout=None):
+        """torchcomms' control plane: publishes a forward's plan as `epoch` (0, 1, 2, ...):
+        op_code (0 shutdown, 1 all_reduce, 2 reduce_scatter, 3 all_gather, 4 all_to_all),
+        dtype, red_op, flags (0) and one count per call, carried as given. The plane's publisher
+        only (the lowest calling rank); waits at most `timeout` seconds for a consumer still on
+        an older epoch."""
+        counts = [int(c) for c in counts]
+        self._lib.check(self._lib.comm_control_publish(
+            self._h(), int(epoch), _capi.int64_array(counts), len(counts), int(op_code),
+            int(dtype), int(red_op), int(flags), _milliseconds(timeout)))
+
+    def control_consume(self, epoch, timeout=None):
+        """The plan published as `epoch`, waited for at most `timeout` seconds (default: the
+        communicator's timeout): (op_code, dtype, red_op, flags, counts), counts a list."""
+        fields = [c_int32() for _ in range(5)]
+        room = _capi.int64_array([0] * _PLAN_COUNTS)
+        self._lib.check(self._lib.comm_control_consume(
+            self._h(), int(epoch), _milliseconds(timeout), *(byref(f) for f in fields[:4]),
+            room, _PLAN_COUNTS, byref(fields[4])))
+        op_code, dtype, red_op, flags, n = (f.value for f in fields)
+        return op_code, dtype, red_op, flags, list(room[:n])
 
     # ---- the collectives -----------------------------------------------------------------------
 

@@ -106,6 +106,10 @@ class TorchCommRelay(TorchCommBackend):
         return backend
 
     def _adopt(self, comm, name):
+        # A control plane on which every rank calls (rank 0 publishes: RCCLX's rule) for
+        # relay_control_publish and relay_control_consume, unless the communicator has one.
+        if comm.serving is None:
+            comm.attach_plane(serving=False)
         self._comm = comm
         self._name = name
         self._all = [list(range(comm.size))]
@@ -176,6 +180,23 @@ class TorchCommRelay(TorchCommBackend):
         return self._sharded("sharded_relay_multi_group_all_gather", "all-gather",
                              input_tensors, output_tensors, None, all_active_ranks,
                              per_group_send_counts, async_op, low_precision)
+
+    # ---- the control plane (TorchCommRCCLX's) ----------------------------------------------------
+
+    def relay_control_publish(self, epoch, counts, op_code, dtype, timeout_ns, red_op=0, flags=0):
+        """Publishes a forward's plan as `epoch` (0, 1, 2, ...) for the ranks that consume it:
+        op_code (0 shutdown, 1 all_reduce, 2 reduce_scatter, 3 all_gather, 4 all_to_all), dtype,
+        red_op, flags (0) and one count per call, carried as given. Rank 0 only (the plane's
+        publisher); waits at most `timeout_ns` (0: the communicator's timeout) for a consumer
+        still on an older epoch."""
+        self.communicator.control_publish(epoch, counts, op_code, dtype, red_op, flags,
+                                          timeout=_seconds(timeout_ns))
+
+    def relay_control_consume(self, epoch, timeout_ns):
+        """The plan rank 0 published as `epoch`, waited for at most `timeout_ns` (0: the
+        communicator's timeout; a wait that times out raises relay.TimeoutError naming rank 0):
+        (op_code, dtype, red_op, flags, counts), counts a list of ints."""
+        return self.communicator.control_consume(epoch, timeout=_seconds(timeout_ns))
 
     def _sharded(self, what, coll, ins, outs, op, groups, counts, async_op, low_precision):
         comm = self.communicator
@@ -373,6 +394,12 @@ class TorchCommRelay(TorchCommBackend):
 
 _METHODS = {"allreduce": "all_reduce", "reduce-scatter": "reduce_scatter",
             "all-gather": "all_gather", "all-to-all": "all_to_all"}
+
+
+def _seconds(timeout_ns):
+    """torchcomms' nanoseconds as relay.torch's seconds (None: the communicator's timeout)."""
+    ns = int(timeout_ns)
+    return ns / 1e9 if ns > 0 else None
 
 
 def _out_arg(coll, y):
