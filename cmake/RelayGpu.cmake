@@ -50,10 +50,36 @@ if(RELAY_GPU MATCHES "^(AUTO|CUDA|BOTH)$")
   endif()
 endif()
 
-# relay_hip_device_libs(<out> <clang> <archs>): sets <out> to a --rocm-device-lib-path for these
-# architectures, or to a sentence saying why there is none. The system's (Debian's
+# relay_hip_clang_takes(<why> <clang> <archs> <lld package>): sets <why> to "" where <clang> takes
+# every architecture of <archs> and has an ld.lld of its own for the device link (given lld-14,
+# Debian's default ld.lld, a newer clang's device link fails), else to a sentence saying why not.
+function(relay_hip_clang_takes why clang archs lld_package)
+  get_filename_component(clang_dir ${clang} REALPATH)
+  get_filename_component(clang_dir ${clang_dir} DIRECTORY)
+  execute_process(COMMAND ${clang} -print-prog-name=ld.lld
+                  OUTPUT_VARIABLE lld OUTPUT_STRIP_TRAILING_WHITESPACE)
+  set(arch_flags "")
+  foreach(arch ${archs})
+    list(APPEND arch_flags --offload-arch=${arch})
+  endforeach()
+  execute_process(COMMAND ${clang} -x hip ${arch_flags} -nogpulib -nogpuinc --cuda-device-only
+                          -fsyntax-only /dev/null
+                  RESULT_VARIABLE arch_rc ERROR_VARIABLE arch_err)
+  set(${why} "" PARENT_SCOPE)
+  if(NOT arch_rc EQUAL 0)
+    string(STRIP "${arch_err}" arch_err)
+    list(JOIN arch_flags " " shown)
+    set(${why} "${clang} does not take ${shown}: ${arch_err}" PARENT_SCOPE)
+  elseif(NOT lld STREQUAL "${clang_dir}/ld.lld" OR NOT EXISTS "${lld}")
+    set(${why} "${clang} finds no ld.lld of its own in ${clang_dir} for the device link (Debian: "
+               "apt install ${lld_package})" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# relay_hip_device_libs(<out> <clang> <archs> [<folder>]): sets <out> to a --rocm-device-lib-path
+# for these architectures, or to a sentence saying why there is none. The system's (Debian's
 # rocm-device-libs, or a ROCm install's) where it has every oclc_isa_version_<n>.bc needed;
-# otherwise a folder in the build tree of links to it plus the missing files. Each such file is one
+# otherwise <folder> (build/rocm-device-libs by default) of links to it plus the missing files. Each such file is one
 # constant, __oclc_ISA_version = major * 1000 + minor * 100 + stepping (gfx942: 9402, gfx90a:
 # 9010), which is what ROCm's own oclc/src/isa_version_<n>.cl defines; it is written as IR and
 # assembled by the same clang.
@@ -85,6 +111,9 @@ function(relay_hip_device_libs out clang archs)
     return()
   endif()
   set(dir ${CMAKE_BINARY_DIR}/rocm-device-libs)
+  if(ARGC GREATER 3)
+    set(dir ${ARGV3})
+  endif()
   file(REMOVE_RECURSE ${dir})
   file(MAKE_DIRECTORY ${dir})
   file(GLOB libs ${RELAY_ROCM_DEVICE_LIBS}/*.bc)
@@ -136,25 +165,8 @@ if(RELAY_GPU MATCHES "^(AUTO|HIP|BOTH)$")
     elseif(NOT RELAY_HIP_INCLUDE_DIR OR NOT RELAY_HIP_RUNTIME)
       set(why "no HIP headers or libamdhip64 found (Debian: apt install libamdhip64-dev)")
     else()
-      get_filename_component(clang_dir ${RELAY_HIP_CLANG} REALPATH)
-      get_filename_component(clang_dir ${clang_dir} DIRECTORY)
-      execute_process(COMMAND ${RELAY_HIP_CLANG} -print-prog-name=ld.lld
-                      OUTPUT_VARIABLE lld OUTPUT_STRIP_TRAILING_WHITESPACE)
-      set(arch_flags "")
-      foreach(arch ${RELAY_HIP_CLANG_ARCHS})
-        list(APPEND arch_flags --offload-arch=${arch})
-      endforeach()
-      execute_process(COMMAND ${RELAY_HIP_CLANG} -x hip ${arch_flags} -nogpulib -nogpuinc
-                              --cuda-device-only -E -o /dev/null /dev/null
-                      RESULT_VARIABLE arch_rc ERROR_VARIABLE arch_err)
-      if(NOT arch_rc EQUAL 0)
-        string(STRIP "${arch_err}" arch_err)
-        list(JOIN arch_flags " " shown)
-        set(why "${RELAY_HIP_CLANG} does not take ${shown}: ${arch_err}")
-      elseif(NOT lld STREQUAL "${clang_dir}/ld.lld" OR NOT EXISTS "${lld}")
-        set(why "${RELAY_HIP_CLANG} finds no ld.lld of its own in ${clang_dir} for the device "
-                "link (Debian: apt install lld-19)")
-      else()
+      relay_hip_clang_takes(why ${RELAY_HIP_CLANG} "${RELAY_HIP_CLANG_ARCHS}" lld-19)
+      if(why STREQUAL "")
         relay_hip_device_libs(RELAY_HIP_DEVICE_LIBS ${RELAY_HIP_CLANG} "${RELAY_HIP_CLANG_ARCHS}")
         if(NOT IS_DIRECTORY "${RELAY_HIP_DEVICE_LIBS}")
           set(why "${RELAY_HIP_DEVICE_LIBS}")

@@ -1,5 +1,6 @@
-/* relay's C ABI: one shared library (librelay_c.so: the shm transport; librelay_c_cuda.so: shm,
- * ipc and nccl, the same symbols) for languages other than C++. C99, no C++ types.
+/* relay's C ABI: one shared library (librelay_c.so: the shm transport; librelay_c_cuda.so and,
+ * on AMD, librelay_c_hip.so: shm, ipc and nccl, the same symbols) for languages other than C++.
+ * C99, no C++ types.
  *
  *   relay_comm* comm = NULL;
  *   relay_comm_config cfg;

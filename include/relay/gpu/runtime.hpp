@@ -15,6 +15,8 @@
 
 #if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
 #include <hip/hip_runtime.h>
+
+#include "relay/gpu/hip_fence.hpp"
 #define RELAY_GPU_HIP 1
 #define RELAY_RT(name) hip##name
 #elif defined(__CUDACC__)
