@@ -275,9 +275,42 @@ inline error_t free_async(void* p, stream_t s) {
   return RELAY_RT(FreeAsync)(p, s);
 }
 // Pinned host memory that the device writes directly (its device address from device_address).
+// Device memory that kernels on other devices write while this device's kernels poll it: on AMD
+// uncached (hipDeviceMallocUncached: every access bypasses the caches), or fine-grained where the
+// HIP headers have no such flag (HIP 5: coherent while kernels run, through the page tables'
+// coherence bit); plain device memory on NVIDIA, whose peer memory is coherent at system scope.
+// uncached_kind names which, as the configure step prints it.
+#if defined(RELAY_GPU_HIP) && defined(hipDeviceMallocUncached)
+inline constexpr const char* uncached_kind = "uncached (hipDeviceMallocUncached)";
+#elif defined(RELAY_GPU_HIP)
+inline constexpr const char* uncached_kind = "fine-grained (hipDeviceMallocFinegrained)";
+#else
+inline constexpr const char* uncached_kind = "device memory (cudaMalloc)";
+#endif
+inline error_t malloc_uncached(void** p, std::size_t n) {
+#if defined(RELAY_GPU_HIP) && defined(hipDeviceMallocUncached)
+  return hipExtMallocWithFlags(p, n, hipDeviceMallocUncached);
+#elif defined(RELAY_GPU_HIP)
+  return hipExtMallocWithFlags(p, n, hipDeviceMallocFinegrained);
+#else
+  return cudaMalloc(p, n);
+#endif
+}
+// Device memory that kernels on other devices write and this device's kernels read after a
+// signal: fine-grained on AMD (coherent while kernels run; coarse-grained memory is coherent
+// only at kernel boundaries), plain device memory on NVIDIA.
+inline error_t malloc_fine_grained(void** p, std::size_t n) {
+#if defined(RELAY_GPU_HIP)
+  return hipExtMallocWithFlags(p, n, hipDeviceMallocFinegrained);
+#else
+  return cudaMalloc(p, n);
+#endif
+}
+// Host memory mapped into the device, coherent while kernels run (AMD: hipHostMallocCoherent, so
+// a kernel's stores reach the host and the host's reach polling kernels without a synchronize).
 inline error_t host_alloc_mapped(void** p, std::size_t n) {
 #if defined(RELAY_GPU_HIP)
-  return hipHostMalloc(p, n, hipHostMallocMapped);
+  return hipHostMalloc(p, n, hipHostMallocMapped | hipHostMallocCoherent);
 #else
   return cudaHostAlloc(p, n, cudaHostAllocMapped);
 #endif

@@ -74,9 +74,11 @@
 
 namespace relay::ipc {
 
-// The start of every rank's registered area. signal[q], entries[.][q], alarms[q] and texts[q]
-// are written by rank q only (its kernels; its host writes its dead mark, alarm and text when
-// it aborts); the rest by this rank's own launches only.
+// Every rank's control block, an allocation of its own that AMD keeps coherent while kernels run
+// (ipc/memory.hpp). signal[q], entries[.][q], alarms[q], texts[q], pull_entries[.][q] and the
+// pull flags' [q] are written by rank q only (its kernels; its host writes its dead mark, alarm
+// and text when it aborts), and read here with system-scope loads (signals.hpp); the rest by
+// this rank's own launches only.
 struct ipc_control {
   std::uint64_t signal[max_ranks];  // rank q's latest mark (raised, never lowered)
   std::uint64_t call;               // calls entered
@@ -230,7 +232,7 @@ RELAY_IPC_COLD __device__ inline void ipc_peer_failed(const ipc_env& env, std::u
 __device__ inline bool ipc_peers_gave_up(const ipc_env& env, std::uint64_t call) {
   for (std::uint32_t q = 0; q < env.ranks; ++q) {
     if (q == env.rank) continue;
-    const std::uint64_t v = *static_cast<volatile std::uint64_t*>(&env.me->signal[q]);
+    const std::uint64_t v = signal_peek(&env.me->signal[q], env.system != 0);
     if (!signal_aborted(v)) continue;  // the cheap test first (a dead mark reads aborted too)
     signal_acquire(env.system != 0);
     const bool alarmed =
@@ -293,28 +295,29 @@ RELAY_IPC_COLD __device__ inline bool ipc_wait_tick(const ipc_env& env, const ip
   return false;
 }
 
-// Polls until the peer's mark satisfies `w` of `call` (true), the peer fails, this rank gives up
-// (any block's thread), another peer gives up, this rank's host raises its flag, or the timeout.
-__device__ inline bool ipc_wait_for(const ipc_env& env, const ipc_wait& w, std::uint64_t call) {
+// Polls until the peer's mark satisfies `given` of `call` (true), the peer fails, this rank gives
+// up (any block's thread), another peer gives up, this rank's host raises its flag, or the
+// timeout. The wait is copied first: its poll loop loads nothing but words peers write (what
+// tests/gpu/transport/ipc/signal_isa.py checks in the AMD code objects).
+__device__ inline bool ipc_wait_for(const ipc_env& env, const ipc_wait& given, std::uint64_t call) {
+  const ipc_wait w = given;
   const std::uint64_t* word = &env.me->signal[w.peer];
   const volatile std::uint64_t* sequence = &env.me->entries[call & 1][w.peer].sequence;
   std::uint64_t start = 0, scan = 0, host = 0;
   std::uint32_t spins = 0;
   for (;;) {
-    const std::uint64_t v = signal_peek(word);
+    const std::uint64_t v = signal_poll(word, env.system != 0);
     bool entered = false;
-    if (w.phase < 0 && signal_aborted(v) && signal_call(v) == call) {
-      signal_acquire(env.system != 0);  // its record, written before the mark
-      entered = *sequence == call;
-    }
+    if (w.phase < 0 && signal_aborted(v) && signal_call(v) == call)
+      entered = *sequence == call;  // its record, written before the mark
     const mark_reading m = read_mark(v, call, w.done, entered);
-    if (m != mark_reading::waiting) signal_acquire(env.system != 0);
     if (m == mark_reading::reached) return true;
     if (m == mark_reading::failed) {
       ipc_peer_failed(env, w.peer, call);
       return false;
     }
-    if (++spins % ipc_spins_per_look != 0) continue;
+    signal_backoff(++spins);
+    if (spins % ipc_spins_per_look != 0) continue;
     if (ipc_aborted(env) != 0 || ipc_wait_tick(env, w, call, start, scan, host)) return false;
   }
 }
@@ -327,12 +330,41 @@ __device__ inline bool ipc_wait_flag(const ipc_env& env, const std::uint64_t* fl
   std::uint64_t start = 0, scan = 0, host = 0;
   std::uint32_t spins = 0;
   for (;;) {
-    if (signal_peek(flag) >= call) {
-      signal_acquire(env.system != 0);
-      return true;
-    }
-    if (++spins % ipc_spins_per_look != 0) continue;
+    if (signal_poll(flag, env.system != 0) >= call) return true;
+    signal_backoff(++spins);
+    if (spins % ipc_spins_per_look != 0) continue;
     if (ipc_aborted(env) != 0 || ipc_wait_tick(env, w, call, start, scan, host)) return false;
+  }
+}
+
+// A wait of this rank's own blocks that never became resident gives up for the rank, naming it.
+RELAY_IPC_COLD __device__ inline void ipc_own_timed_out(const ipc_env& env, std::uint64_t call) {
+  ipc_wait w;
+  w.peer = env.rank;
+  w.phase = 0;
+  w.kind = ipc::wait_barrier;
+  ipc_give_up(env, ipc::report_timed_out,
+              ipc_alarm_of(env, ipc::report_timed_out, env.rank, w, call), env.rank, call, nullptr);
+}
+
+// A wait of this rank's own blocks (the one-shot kernel's grid barrier, the pull kernel's count of
+// its blocks), polling `done()` (a word of this device) with backoff: true once it holds, false
+// once the call's deadline passed, when this rank gives up (a block of its kernel was never
+// resident: other work filled the device), its abort marks telling every peer.
+template <class Done>
+__device__ inline bool ipc_wait_own(const ipc_env& env, std::uint64_t call, Done&& done) {
+  std::uint64_t start = 0;
+  for (std::uint32_t polls = 1;; ++polls) {
+    if (done()) return true;
+    signal_backoff(polls);
+    if (polls % ipc_spins_per_look != 0) continue;
+    const std::uint64_t now = wall_clock();
+    if (start == 0) {
+      start = now;
+    } else if (now - start > env.timeout_ticks) {
+      ipc_own_timed_out(env, call);
+      return false;
+    }
   }
 }
 
@@ -372,21 +404,21 @@ __device__ inline void ipc_write_entry_words(const ipc_env& env, std::uint32_t q
   e.in_offset = env.in_offset;
   std::uint64_t words[ipc::pull_entry_words];
   ipc::pull_entry_encode(call, e, words);
-  volatile std::uint64_t* w = env.controls[q]->pull_entries[call & 1][env.rank];
+  std::uint64_t* w = env.controls[q]->pull_entries[call & 1][env.rank];
 #pragma unroll
   for (int i = 0; i < ipc::pull_entry_words; ++i)
-    w[i] = words[i];
+    signal_store(&w[i], words[i], env.system != 0);
 }
 
 // Whether peer q's entry words in this rank's control block all name `call` (one poll, no
 // ordering); then `e` is the entry they carry. The reader of both forms' entry waits.
 __device__ inline bool ipc_read_entry_words(const ipc_env& env, std::uint32_t q, std::uint64_t call,
                                             ipc::pull_entry& e) {
-  const volatile std::uint64_t* w = env.me->pull_entries[call & 1][q];
+  const std::uint64_t* w = env.me->pull_entries[call & 1][q];
   std::uint64_t words[ipc::pull_entry_words];
 #pragma unroll
   for (int i = 0; i < ipc::pull_entry_words; ++i)
-    words[i] = w[i];
+    words[i] = signal_peek(&w[i], env.system != 0);
   return ipc::pull_entry_decode(call, words, e);
 }
 
@@ -435,15 +467,13 @@ __device__ inline bool ipc_wait_entry(const ipc_env& env, std::uint32_t q, std::
   std::uint64_t start = 0, scan = 0, host = 0;
   std::uint32_t spins = 0;
   for (;;) {
-    const std::uint64_t v = signal_peek(word);
+    const std::uint64_t v = signal_poll(word, env.system != 0);
     bool entered = false;
     if (signal_aborted(v) && signal_call(v) == call) {
-      signal_acquire(env.system != 0);  // its record or words, written before the mark
-      entered = *sequence == call;
+      entered = *sequence == call;  // its record or words, written before the mark
       if (!entered && words_name_call()) return true;
     }
     const mark_reading m = read_mark(v, call, 0, entered);
-    if (m != mark_reading::waiting) signal_acquire(env.system != 0);
     if (m == mark_reading::reached) {
       ipc_copy(&record, &env.me->entries[call & 1][q]);
       return true;
@@ -453,7 +483,8 @@ __device__ inline bool ipc_wait_entry(const ipc_env& env, std::uint32_t q, std::
       return false;
     }
     if (words_name_call()) return true;
-    if (++spins % ipc_spins_per_look != 0) continue;
+    signal_backoff(++spins);
+    if (spins % ipc_spins_per_look != 0) continue;
     if (ipc_aborted(env) != 0 || ipc_wait_tick(env, w, call, start, scan, host)) return false;
   }
 }
@@ -551,11 +582,12 @@ __device__ inline void ipc_stage_deltas(const ipc_env& env, const ipc_stage& s,
       d = env.out_delta;
     } else if (i >= ipc::tag_peer_output && ((s.push_mask >> (i - ipc::tag_peer_output)) & 1)) {
       const std::uint32_t q = i - ipc::tag_peer_output;
-      const volatile ipc_control* c = env.controls[q];
-      const std::uint64_t slot = c->out_slot;
+      const ipc_control* c = env.controls[q];
+      const std::uint64_t slot = signal_poll(&c->out_slot, env.system != 0);
       if (slot != 0) {
         const std::uint64_t start = env.registrations[q * ipc::max_registrations + slot - 1];
-        d = static_cast<std::int64_t>(start + c->out_offset - s.peer_out[q]);
+        const std::uint64_t offset = signal_poll(&c->out_offset, env.system != 0);
+        d = static_cast<std::int64_t>(start + offset - s.peer_out[q]);
       }
     }
     delta[i] = d;
@@ -648,16 +680,17 @@ __device__ inline void ipc_stage_work(const ipc_stage& s, const gpu::copy_desc& 
 }
 
 // Counts this block out of the stage (after all its threads' stores, into peers' memory too:
-// the block barrier orders them before thread 0's system fence, which is cumulative, so one
-// fence per block serves); true in thread 0 of the last block, once every block's work is done.
+// the block barrier orders them before thread 0's release, which is cumulative, so one fence per
+// block serves); true in thread 0 of the last block, once every block's work is done (its
+// acquire orders the other blocks' stores before the marks it raises).
 // A grid of one block needs no counting: the block barrier is the grid's.
 __device__ inline bool ipc_last_out(const ipc_env& env) {
   __syncthreads();
   if (threadIdx.x != 0) return false;
   if (gridDim.x == 1) return true;
-  signal_fence(env.system != 0);
+  signal_release(env.system != 0);
   if (atomicAdd(&env.me->arrived, 1u) != gridDim.x - 1) return false;
-  signal_fence(env.system != 0);
+  signal_acquire(env.system != 0);
   env.me->arrived = 0;  // for the next stage (a later launch, or after the grid barrier)
   return true;
 }
@@ -711,9 +744,10 @@ __global__ void __launch_bounds__(Block)
     ipc_one_shot_kernel(const ipc_stage* stages, std::uint32_t count, gpu::copy_desc in,
                         std::uint64_t in_tiles, gpu::copy_desc out, std::uint64_t out_tiles,
                         const RELAY_IPC_GRID_CONSTANT ipc_env env) {
-  __shared__ std::uint32_t give_up;
+  __shared__ std::uint32_t give_up, stuck;
   __shared__ std::int64_t delta[ipc_delta_count];
   __shared__ detail::ipc_entry_shared entry;
+  if (threadIdx.x == 0) stuck = 0;
   volatile std::uint32_t* generation = &env.me->generation;
   std::uint32_t seen = *generation;  // read by every block before the first barrier moves it
   const std::uint64_t call = *static_cast<volatile std::uint64_t*>(&env.me->call) + 1;
@@ -751,12 +785,14 @@ __global__ void __launch_bounds__(Block)
       __threadfence();
       *generation = seen + 1;
     } else if (threadIdx.x == 0) {
-      while (*generation == seen) {
-      }
+      // With its deadline: a block that never became resident (other work filled the device)
+      // would hold the others here forever.
+      stuck = detail::ipc_wait_own(env, call, [&] { return *generation != seen; }) ? 0u : 1u;
       __threadfence();
     }
     ++seen;
     __syncthreads();
+    if (stuck != 0) return;  // gave up for the rank: its abort marks are out
   }
 }
 

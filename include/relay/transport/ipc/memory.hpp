@@ -1,15 +1,21 @@
-// The ipc transport's memory (transport/ipc/transport.hpp): one registered area per rank, exported
-// with cudaIpcGetMemHandle / hipIpcGetMemHandle and opened by every peer, plus the host block
-// (transport/ipc/report.hpp: host memory mapped into the device) where its kernels write their
-// report and poll the host's flag.
+// The ipc transport's memory (transport/ipc/transport.hpp): per rank two allocations, each
+// exported with cudaIpcGetMemHandle / hipIpcGetMemHandle and opened by every peer, plus the host
+// block (transport/ipc/report.hpp: host memory mapped into the device, coherent) where its
+// kernels write their report and poll the host's flag.
 //
-// An area is [control block | outbox | controls | registrations | data]: the control block
-// (transport/ipc/kernels.hpp, ipc_control) holds what peers write (their signal words, entry
-// records, alarms and reason texts), the rank's call counter and where its current call's output
-// is; the outbox the peers' addresses of this rank's signal word in their areas; controls every
-// rank's control block as this process maps it; the registrations table where every rank's
-// registered user allocations start in this process (register_buffer); the data the plan's input,
-// output and scratch of this rank (plan/area_layout.hpp), where peers push.
+//   the control block  (kernels.hpp, ipc_control) what peers write while this rank's kernels poll
+//                      it: their signal words, entry records and words, pull flags, alarms and
+//                      reason texts; and the rank's call counter and where its current call's
+//                      output is. An allocation of its own that AMD keeps coherent while kernels
+//                      run: uncached where the HIP headers have hipDeviceMallocUncached, else
+//                      fine-grained (gpu::rt::malloc_uncached); plain device memory on NVIDIA.
+//   the area           [outbox | controls | registrations | data]: the outbox the peers'
+//                      addresses of this rank's signal word in their control blocks; controls
+//                      every rank's control block as this process maps it; the registrations
+//                      table where every rank's registered user allocations start in this
+//                      process (register_buffer); the data the plan's input, output and scratch
+//                      of this rank (plan/area_layout.hpp), where peers push: fine-grained on AMD
+//                      (gpu::rt::malloc_fine_grained; docs/amd.md says why).
 //
 // Opening is collective and all-or-nothing: every rank all-gathers its handle, opens every
 // peer's, and all-gathers whether it could; one failure anywhere fails every rank, so no rank
@@ -48,10 +54,11 @@
 
 namespace relay::ipc {
 
-inline constexpr std::size_t outbox_at = sizeof(ipc_control);
+inline constexpr std::size_t control_bytes = (sizeof(ipc_control) + 255) / 256 * 256;
+inline constexpr std::size_t outbox_at = 0;
 inline constexpr std::size_t controls_at = outbox_at + sizeof(std::uint64_t*) * max_ranks;
 inline constexpr std::size_t registrations_at = controls_at + sizeof(void*) * max_ranks;
-inline constexpr std::size_t control_bytes =
+inline constexpr std::size_t tables_bytes =
     (registrations_at + sizeof(std::uint64_t) * max_ranks * max_registrations + 255) / 256 * 256;
 
 // Whether `p` can be exported to other processes: a status naming why not. Stream-ordered pool
@@ -89,8 +96,10 @@ class area : no_copy {
     rec.pid = static_cast<std::uint64_t>(::getpid());
     rec.bytes = data_bytes;
     rec.pointer = reinterpret_cast<std::uintptr_t>(base_);
+    rec.control_pointer = reinterpret_cast<std::uintptr_t>(control_);
     rec.device = device;
     if (mine) (void)(mine = export_check(base_, device, &rec.handle));
+    if (mine) (void)(mine = export_check(control_, device, &rec.control_handle));
     rec.ok = mine.ok() ? 1 : 0;
     std::vector<std::vector<std::byte>> all;
     if (status s = boot.all_gather(std::as_bytes(std::span(&rec, 1)), all, timeout); !s) return s;
@@ -231,12 +240,18 @@ class area : no_copy {
     if (leave_ != nullptr) (void)gpu::rt::stream_destroy(leave_);
     leave_ = nullptr;
     for (std::size_t q = 0; q < peers_.size(); ++q)
-      if (opened_[q]) (void)gpu::rt::ipc_close(peers_[q]);
+      if (opened_[q]) {
+        (void)gpu::rt::ipc_close(peers_[q]);
+        (void)gpu::rt::ipc_close(controls_[q]);
+      }
     peers_.clear();
+    controls_.clear();
     opened_.clear();
     if (base_ != nullptr) (void)gpu::rt::free(base_);
+    if (control_ != nullptr) (void)gpu::rt::free(control_);
     if (host_ != nullptr) (void)gpu::rt::host_free(host_);
     base_ = nullptr;
+    control_ = nullptr;
     host_ = nullptr;
     host_device_ = nullptr;
     ranks_ = 0;
@@ -245,15 +260,13 @@ class area : no_copy {
   int ranks() const { return ranks_; }
   std::size_t data_bytes() const { return data_bytes_; }
   // Rank q's control block as this process addresses it.
-  ipc_control* control_of(int q) const {
-    return reinterpret_cast<ipc_control*>(peers_[static_cast<std::size_t>(q)]);
-  }
+  ipc_control* control_of(int q) const { return controls_[static_cast<std::size_t>(q)]; }
   // Rank q's data area as this process addresses it.
-  unsigned char* data(int q) const { return peers_[static_cast<std::size_t>(q)] + control_bytes; }
+  unsigned char* data(int q) const { return peers_[static_cast<std::size_t>(q)] + tables_bytes; }
 
   ipc_env env(std::uint64_t timeout_ticks, std::uint64_t ticks_per_ms) const {
     ipc_env e;
-    e.me = reinterpret_cast<ipc_control*>(base_);
+    e.me = control_;
     e.outbox = reinterpret_cast<std::uint64_t* const*>(base_ + outbox_at);
     e.controls = reinterpret_cast<ipc_control* const*>(base_ + controls_at);
     e.registrations = reinterpret_cast<const std::uint64_t*>(base_ + registrations_at);
@@ -314,9 +327,7 @@ class area : no_copy {
              std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::microseconds(20));
     };
-    auto control = [&](int q) {
-      return reinterpret_cast<ipc_control*>(peers_[static_cast<std::size_t>(q)]);
-    };
+    auto control = [&](int q) { return controls_[static_cast<std::size_t>(q)]; };
     // The alarm and the text, landed, before the mark that makes the peer read them.
     for (int q = 0; q < ranks_; ++q)
       if (q != me_) {
@@ -338,15 +349,16 @@ class area : no_copy {
   // What every peer needs of a rank's area: who it is, the size, the pointer (for ranks in this
   // process) and the handle.
   struct area_record {
-    std::uint64_t pid = 0, bytes = 0, pointer = 0;
+    std::uint64_t pid = 0, bytes = 0, pointer = 0, control_pointer = 0;
     std::int32_t device = 0, ok = 0;
-    gpu::rt::ipc_handle_t handle{};
+    gpu::rt::ipc_handle_t handle{}, control_handle{};
   };
 
   // Every rank's area mapped here from its record in `all` (`mine`: this rank's own).
   status map_areas(const std::vector<std::vector<std::byte>>& all, const area_record& mine) {
     const std::size_t R = all.size();
     peers_.assign(R, nullptr);
+    controls_.assign(R, nullptr);
     opened_.assign(R, false);
     pids_.assign(R, 0);
     std::string failed;
@@ -366,16 +378,24 @@ class area : no_copy {
                                     std::to_string(mine.bytes)};
       if (static_cast<int>(q) == me_) {
         peers_[q] = base_;
+        controls_[q] = control_;
       } else if (r.pid == mine.pid) {
         peers_[q] = reinterpret_cast<unsigned char*>(r.pointer);
+        controls_[q] = reinterpret_cast<ipc_control*>(r.control_pointer);
       } else {
         void* p = nullptr;
-        if (gpu::rt::error_t e = gpu::rt::ipc_open(&p, r.handle); e != gpu::rt::success)
+        void* c = nullptr;
+        gpu::rt::error_t e = gpu::rt::ipc_open(&p, r.handle);
+        if (e == gpu::rt::success &&
+            (e = gpu::rt::ipc_open(&c, r.control_handle)) != gpu::rt::success)
+          (void)gpu::rt::ipc_close(p);
+        if (e != gpu::rt::success)
           return gpu::failure(("opening rank " + std::to_string(q) +
                                "'s registered memory (device " + std::to_string(r.device) + ")")
                                   .c_str(),
                               device_, e);
         peers_[q] = static_cast<unsigned char*>(p);
+        controls_[q] = static_cast<ipc_control*>(c);
         opened_[q] = true;
       }
     }
@@ -489,16 +509,26 @@ class area : no_copy {
     if (gpu::rt::error_t e = gpu::rt::set_device(device); e != gpu::rt::success)
       return gpu::failure("selecting the device", device, e);
     void* p = nullptr;
-    if (gpu::rt::error_t e = gpu::rt::malloc(&p, control_bytes + data_bytes); e != gpu::rt::success)
-      return gpu::failure(("allocating " + std::to_string(control_bytes + data_bytes) +
+    if (gpu::rt::error_t e = gpu::rt::malloc_fine_grained(&p, tables_bytes + data_bytes);
+        e != gpu::rt::success)
+      return gpu::failure(("allocating " + std::to_string(tables_bytes + data_bytes) +
                            " bytes of registered memory")
                               .c_str(),
                           device, e);
     base_ = static_cast<unsigned char*>(p);
     data_bytes_ = data_bytes;
-    // Signal words start at 0 (no call entered) before any peer can see the area.
-    if (gpu::rt::error_t e = gpu::rt::memset(base_, 0, control_bytes); e != gpu::rt::success)
+    void* c = nullptr;
+    if (gpu::rt::error_t e = gpu::rt::malloc_uncached(&c, control_bytes); e != gpu::rt::success)
+      return gpu::failure(
+          ("allocating the control block (" + std::string(gpu::rt::uncached_kind) + ")").c_str(),
+          device, e);
+    control_ = static_cast<ipc_control*>(c);
+    // Signal words start at 0 (no call entered), and the tables empty (no registration), before
+    // any peer can see them.
+    if (gpu::rt::error_t e = gpu::rt::memset(control_, 0, control_bytes); e != gpu::rt::success)
       return gpu::failure("clearing the control block", device, e);
+    if (gpu::rt::error_t e = gpu::rt::memset(base_, 0, tables_bytes); e != gpu::rt::success)
+      return gpu::failure("clearing the registrations table", device, e);
     void* host = nullptr;
     if (gpu::rt::error_t e = gpu::rt::host_alloc_mapped(&host, sizeof(ipc::host_block));
         e != gpu::rt::success)
@@ -513,13 +543,13 @@ class area : no_copy {
     return {};
   }
 
-  // outbox[q] = the address of signal[me] in rank q's area: where this rank publishes to q;
-  // controls[q] = rank q's control block.
+  // outbox[q] = the address of signal[me] in rank q's control block: where this rank publishes
+  // to q; controls[q] = rank q's control block.
   status write_outbox(int R) {
     std::vector<std::uint64_t*> outbox(static_cast<std::size_t>(R), nullptr);
     std::vector<void*> controls(static_cast<std::size_t>(R), nullptr);
     for (int q = 0; q < R; ++q) {
-      auto* c = reinterpret_cast<ipc_control*>(peers_[static_cast<std::size_t>(q)]);
+      ipc_control* c = controls_[static_cast<std::size_t>(q)];
       controls[static_cast<std::size_t>(q)] = c;
       if (q != me_) outbox[static_cast<std::size_t>(q)] = &c->signal[me_];
     }
@@ -603,10 +633,12 @@ class area : no_copy {
   std::array<std::uintptr_t, max_registrations> starts_{};
   std::vector<peer_registration> theirs_;
   bool in_step_ = true;
-  std::vector<std::uint64_t> table_;  // [ranks][max_registrations], as at registrations_at
-  unsigned char* base_ = nullptr;
-  std::vector<unsigned char*> peers_;
-  std::vector<bool> opened_;
+  std::vector<std::uint64_t> table_;    // [ranks][max_registrations], as at registrations_at
+  unsigned char* base_ = nullptr;       // this rank's area: the tables, then the data
+  ipc_control* control_ = nullptr;      // this rank's control block
+  std::vector<unsigned char*> peers_;   // every rank's area as this process maps it
+  std::vector<ipc_control*> controls_;  // every rank's control block as this process maps it
+  std::vector<bool> opened_;            // this process opened rank q's handles (and closes them)
   std::vector<std::uint64_t> pids_;
   ipc::host_block* host_ = nullptr;         // as the host addresses it
   ipc::host_block* host_device_ = nullptr;  // as the device does

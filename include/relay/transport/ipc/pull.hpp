@@ -88,19 +88,19 @@ __device__ inline void ipc_pull_tell(const ipc_env& env, std::uint64_t mask, int
                                      std::uint64_t call) {
   __syncthreads();
   if (threadIdx.x < env.ranks && ((mask >> threadIdx.x) & 1) != 0) {
-    signal_fence(env.system != 0);
-    *static_cast<volatile std::uint64_t*>(
-        &env.controls[threadIdx.x]->pull_flags[which][blockIdx.x][env.rank]) = call;
+    signal_release(env.system != 0);
+    signal_store(&env.controls[threadIdx.x]->pull_flags[which][blockIdx.x][env.rank], call,
+                 env.system != 0);
   }
 }
 
 // Step 1's announcement, by block 0's thread q for peer q (not this rank): the reason text where
-// this rank refuses, then, after a fence where something written before must be seen with them
-// (that text, or block 0's staged tiles), the entry words.
+// this rank refuses, then, after a release where something written before must be seen with them
+// (that text, or block 0's staged tiles; on AMD always: signal_fence_ready_data), the entry words.
 __device__ inline void ipc_pull_announce(const ipc_env& env, std::uint32_t q, std::uint64_t call,
                                          bool fence) {
   if (env.record.code != 0) ipc_copy_text(env.controls[q]->texts[env.rank], env.host->own_text);
-  if (fence) signal_fence(env.system != 0);
+  if (fence || signal_fence_ready_data) signal_release(env.system != 0);
   ipc_write_entry_words(env, q, call);
 }
 
@@ -116,7 +116,8 @@ __device__ inline bool ipc_pull_wait_entry(const ipc_env& env, std::uint32_t q, 
   std::uint32_t spins = 0;
   for (;;) {
     if (ipc_read_entry_words(env, q, call, e)) return true;
-    if (++spins % ipc_spins_per_look != 0) continue;
+    signal_backoff(++spins);
+    if (spins % ipc_spins_per_look != 0) continue;
     if (ipc_aborted(env) != 0 || ipc_wait_tick(env, wait, call, start, scan, host)) return false;
   }
 }
@@ -282,7 +283,8 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
     staged[q] = e.in_slot == 0 ? 1 : 0;
     // A staged input (block 0's part) or a reason text was written before the words: this
     // thread's later loads, and after the barrier its block's, are ordered after them.
-    if (e.in_slot == 0 || e.record.code != 0) signal_acquire(env.system != 0);
+    if (e.in_slot == 0 || e.record.code != 0 || signal_fence_ready_data)
+      signal_acquire(env.system != 0);
     if (const int k = index_of[q]; k >= 0)
       delta[k] = e.in_slot == 0
                      ? 0
@@ -346,8 +348,9 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   detail::ipc_pull_trace(stamps, 7);
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     if (gridDim.x > 1) {
-      while (*static_cast<volatile std::uint32_t*>(&env.me->arrived) < gridDim.x) {
-      }
+      (void)detail::ipc_wait_own(env, call, [&] {
+        return *static_cast<volatile std::uint32_t*>(&env.me->arrived) >= gridDim.x;
+      });
       env.me->arrived = 0;
     }
     *static_cast<volatile std::uint64_t*>(&env.me->call) = call;

@@ -39,13 +39,15 @@ enum report_code : std::uint32_t {
 };
 
 // What a wait names: a peer's entry into the call, or a phase of either kind, or a phase's fp8
-// arrivals.
-// wait_read: the pull form's last wait, for a peer that reads this rank's input in place.
+// arrivals. wait_read: the pull form's last wait, for a peer that reads this rank's input in
+// place. wait_barrier: this rank's own blocks meeting (the one-shot kernel's grid barrier, the
+// pull kernel's count of its blocks).
 enum wait_kind : std::uint32_t {
   wait_transfer = 0,
   wait_reduce = 1,
   wait_arrival = 2,
-  wait_read = 3
+  wait_read = 3,
+  wait_barrier = 4
 };
 
 // The first failure of a chain, as the rank that found it (`by`) saw it.
@@ -127,9 +129,11 @@ RELAY_HOST_DEVICE inline void note_verdict(volatile judged& j, const verdict& v,
 }
 
 // What a wait was for: "enter call #3", "finish step 1 (transfer, phase 0) of call #3",
-// "finish reading this rank's input in call #3".
+// "finish reading this rank's input in call #3", "bring every block of its kernel to a grid
+// barrier in call #3" (a block never resident: other work filled the device).
 inline std::string waited_for(const alarm_record& a) {
   const std::string call = "call #" + std::to_string(a.call);
+  if (a.kind == wait_barrier) return "bring every block of its kernel to a grid barrier in " + call;
   if (a.phase < 0) return "enter " + call;
   if (a.kind == wait_read) return "finish reading this rank's input in " + call;
   const char* kind = a.kind == wait_reduce    ? " (reduce"

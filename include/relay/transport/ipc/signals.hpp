@@ -11,14 +11,25 @@
 //   dead mark:        all ones, written by the host of a rank that leaves (abort()): greater than
 //                     every mark, so no later store of that rank's kernels can hide it.
 //
-// Ordering. A writer makes its data stores visible before its mark with a fence
-// (__threadfence_system, which is fence.sc.sys on NVIDIA and a release at system scope on AMD)
-// and then an atomic maximum; a reader polls with volatile loads and fences once after it sees
-// the mark, so that its later loads of the pushed data cannot be satisfied earlier. System scope
-// where a peer is on another device (peer memory over NVLink or xGMI); device scope where every
-// rank of the job shares this device (their memory system is one). Plain volatile loads, fences and
-// the runtime's atomicMax_system rather than cuda::atomic_ref: the same code compiles under hipcc,
-// which has no libcu++.
+// Ordering. Every word a peer on another device writes (signal words, entry records and words,
+// pull flags, its output's place) lies in a control block of its own allocation, which AMD keeps
+// coherent while kernels run (uncached; ipc/memory.hpp), and is read with a system-scope atomic
+// load: a poll of one word is an acquire load (signal_poll); where several words are read
+// together (the pull form's entry words, loads in flight at once) they are relaxed loads
+// (signal_peek) and the reader takes a system-scope acquire fence (signal_acquire) before it acts
+// on them. A writer makes every store a peer will read visible first with a system-scope release
+// fence (signal_release), then raises its mark (an atomic maximum) or stores its flag. On gfx942
+// and gfx950 a system-scope load is `sc0 sc1`, the acquire `buffer_inv sc0 sc1` after it, and the
+// release `buffer_wbl2 sc0 sc1` (LLVM's AMDGPUUsage, memory model GFX942; docs/amd.md gives the
+// argument per read, and tests/gpu/transport/ipc/signal_isa.py checks the code objects). Where
+// every rank of the job shares this device, NVIDIA orders at device scope (one memory system, a
+// cheaper fence); AMD always orders at system scope (one rule the code objects can be checked
+// against). The loads are the compilers' atomic builtins and inline PTX rather than
+// cuda::atomic_ref: the same code compiles under hipcc, which has no libcu++.
+//
+// Every wait polls with backoff (signal_backoff: s_sleep on AMD, __nanosleep on NVIDIA) once it
+// has lasted a few polls, so that ranks sharing a device leave issue slots to the kernels they
+// wait for, and every wait has the call's deadline.
 //
 // Timeouts read a wall clock on the device: %globaltimer (nanoseconds) on NVIDIA, wall_clock64()
 // (a constant-rate counter: hipDeviceAttributeWallClockRate kHz, 100 MHz on HIP 5) on AMD;
@@ -80,36 +91,131 @@ RELAY_HOST_DEVICE constexpr bool peer_gave_up(std::uint64_t v, std::uint64_t cal
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 
-// A poll of `word` (no ordering: spinning on it costs no fence); signal_acquire once the value
-// read is acted on, so that nothing after it reads data older than the mark. `system`: some rank
-// of the job is on another device (peer memory over NVLink or xGMI), so ordering must hold at
-// system scope; where every rank shares this device its memory system orders all they see, and
-// device scope suffices (a system-scope fence is the dearer one).
-__device__ inline std::uint64_t signal_peek(const std::uint64_t* word) {
-  return *static_cast<const volatile std::uint64_t*>(word);
+// Whether data a peer made ready before a call (a registered input, which the pull form announces
+// without a fence on NVIDIA) takes the writer's release and the reader's acquire all the same.
+// On AMD it must: another device's lines may be stale in this device's L2, and the writer's
+// own may still be dirty in its L2 (docs/amd.md). On NVIDIA a kernel's writes are visible to
+// peers once it has ended.
+#if defined(RELAY_GPU_HIP)
+inline constexpr bool signal_fence_ready_data = true;
+#else
+inline constexpr bool signal_fence_ready_data = false;
+#endif
+
+// Whether a peer on another device may push into memory the caller allocated (a registered
+// output). On NVIDIA it may. On AMD the caller's memory is coarse-grained, where another device's
+// writes may stay hidden behind this device's L2 until its kernel ends (docs/amd.md): such an
+// output is staged, written by the rank's own exit copy.
+#if defined(RELAY_GPU_HIP)
+inline constexpr bool peers_push_into_user_memory = false;
+#else
+inline constexpr bool peers_push_into_user_memory = true;
+#endif
+
+// Where AMD orders everything at system scope (see the top).
+__device__ constexpr bool signal_system(bool system) {
+#if defined(RELAY_GPU_HIP)
+  (void)system;
+  return true;
+#else
+  return system;
+#endif
 }
-__device__ inline void signal_fence(bool system) {
+
+// A poll of a word a peer writes: an acquire load at system scope (`system`: some rank of the
+// job is on another device), at device scope where every rank shares this device (NVIDIA only).
+__device__ inline std::uint64_t signal_poll(const std::uint64_t* word, bool system) {
+#if defined(RELAY_GPU_HIP)
+  (void)system;
+  return __hip_atomic_load(word, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  std::uint64_t v = 0;
+  if (system)
+    asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
+  else
+    asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
+  return v;
+#endif
+}
+
+// A load of a word a peer writes with no ordering of its own: the loads of a group in flight at
+// once, then signal_acquire before anything depends on them.
+__device__ inline std::uint64_t signal_peek(const std::uint64_t* word, bool system) {
+#if defined(RELAY_GPU_HIP)
+  (void)system;
+  return __hip_atomic_load(word, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  std::uint64_t v = 0;
+  if (system)
+    asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
+  else
+    asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
+  return v;
+#endif
+}
+
+// Fences. signal_release before the mark or flag that makes a peer read what this thread stored
+// (every store before it visible first); signal_acquire after reads with no ordering of their own
+// (signal_peek), before anything that depends on them. NVIDIA keeps the sequentially consistent
+// fences it was measured with (__threadfence_system, __threadfence).
+__device__ inline void signal_release(bool system) {
+#if defined(RELAY_GPU_HIP)
+  (void)system;
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");
+#else
   if (system)
     __threadfence_system();
   else
     __threadfence();
+#endif
 }
 __device__ inline void signal_acquire(bool system) {
-  signal_fence(system);
+#if defined(RELAY_GPU_HIP)
+  (void)system;
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "");
+#else
+  if (system)
+    __threadfence_system();
+  else
+    __threadfence();
+#endif
 }
 
 // Raises `word` to `value` (never lowers it), with no fence of its own: after signal_release,
 // which makes every store of this thread before it visible first (one fence for the marks to
 // every peer).
-__device__ inline void signal_release(bool system) {
-  signal_fence(system);
-}
 __device__ inline void signal_raise(std::uint64_t* word, std::uint64_t value, bool system) {
-  if (system)
+  if (signal_system(system))
     atomicMax_system(reinterpret_cast<unsigned long long*>(word),
                      static_cast<unsigned long long>(value));
   else
     atomicMax(reinterpret_cast<unsigned long long*>(word), static_cast<unsigned long long>(value));
+}
+
+// Stores a flag a peer polls (a pull flag, an entry word), after signal_release.
+__device__ inline void signal_store(std::uint64_t* word, std::uint64_t value, bool system) {
+#if defined(RELAY_GPU_HIP)
+  (void)system;
+  __hip_atomic_store(word, value, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  if (system)
+    asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(word), "l"(value) : "memory");
+  else
+    asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(word), "l"(value) : "memory");
+#endif
+}
+
+// A pause before the next poll of a wait that has lasted `polls` polls: none for the first 64
+// (a mark usually lands within a few), then growing to about a microsecond.
+__device__ inline void signal_backoff(std::uint32_t polls) {
+  if (polls < 64) return;
+  const std::uint32_t steps = polls < 1024 ? polls / 64 : 16;  // 1 to 16
+#if defined(RELAY_GPU_HIP)
+  for (std::uint32_t i = 0; i < steps; ++i)
+    __builtin_amdgcn_s_sleep(1);  // 64 clocks each
+#else
+  __nanosleep(64u * steps);
+#endif
 }
 
 // The device's wall clock, in the ticks of ticks_per_ms.

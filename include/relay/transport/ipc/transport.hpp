@@ -8,18 +8,15 @@
 //   relay::allreduce(*comm, groups, send, recv, counts, relay::dtype::bfloat16,
 //                    relay::reduce_op::sum, {}, stream);                 // enqueues, returns
 //
-// By job, as CUB's device -> dispatch -> agent: this file sets up, runs (the call's places:
-// the caller's buffers or the staged ones, ipc/user_memory.hpp) and launches; ipc/program.hpp turns
-// a plan into a program on the host (ipc/programs.hpp keeps them on the device); kernels.hpp and
-// pull.hpp run it. docs/ipc-transport.md lists every file.
+// By job, as CUB's device -> dispatch -> agent: this file sets up, runs and launches (a call's
+// places: the caller's buffers or staged ones, ipc/user_memory.hpp); ipc/program.hpp turns a plan
+// into a program on the host, ipc/programs.hpp keeps them on the device, kernels.hpp and pull.hpp
+// run them. docs/ipc-transport.md says how every part works, and why.
 //
-// Set-up (collective): every rank allocates one area of device memory (ipc/memory.hpp), exports
-// it and maps every peer's. A call runs the out-of-place plan on the areas (plan/area_layout.hpp):
-// an entry stage (the agreement, the input staged or read in place), a stage per phase of the
-// slice this rank issues in (its waits, then its pushes into peers' areas or its reductions), an
-// exit stage; one launch each (stepped) or one in all (one-shot), or the pull kernel alone. All
-// on call.stream; run() returns without waiting. docs/ipc-transport.md says how user memory, the
-// fp8 wire, graph capture, failures and ranks sharing one device work, and why.
+// Set-up (collective): every rank allocates its control block and its area (ipc/memory.hpp),
+// exports them and maps every peer's. A call runs its plan's program (an entry, a stage per phase
+// this rank issues in, an exit) in one launch per stage, one in all, or the pull kernel alone,
+// all on call.stream; run() returns without waiting.
 //
 // Only code compiled by nvcc or hipcc may include this header.
 #pragma once
@@ -308,9 +305,8 @@ class transport final : public relay::transport {
     return {};
   }
 
-  // A call of the plan's forms: its input and output where the caller keeps them where they may
-  // be used there (ipc/user_memory.hpp), else staged through the area by the entry's and the exit's
-  // copies; then its stages, in one launch or one each.
+  // A call of the plan's forms: its input and output in the caller's buffers where they may be
+  // (ipc/user_memory.hpp), else staged by the entry's and the exit's copies; then its stages.
   status run_plan(const call_context& call, const loaded_program& prog, ipc_env& env,
                   gpu::rt::stream_t stream) {
     const plan& p = *call.p;
@@ -318,9 +314,13 @@ class transport final : public relay::transport {
     const area_layout at = layout_of(p, r);
     unsigned char* mine = areas_[r];
     const std::uint64_t in_bytes = p.input_bytes[r], out_bytes = p.output_bytes[r];
+    // Where peers on other devices may push into a registered output (not on AMD: signals.hpp).
+    const bool pushable = peers_push_into_user_memory || ranks_on_device_ == area_.ranks();
     const user_memory_choice user = choose_user_memory(
         prog.user_memory, call.placement, call.send, in_bytes, call.recv, out_bytes,
-        out_bytes > 0 ? find_registration(graph_inputs_.eager(), call.recv.data, out_bytes) : -1);
+        out_bytes > 0 && pushable
+            ? find_registration(graph_inputs_.eager(), call.recv.data, out_bytes)
+            : -1);
     if (user.input) env.in_delta = delta_to(call.send.data, mine + at.input);
     if (user.output) {
       env.out_delta = delta_to(call.recv.data, mine + at.output);

@@ -147,6 +147,13 @@ TEST_CASE("a failure names the rank that failed first, on every rank", "[transpo
   r.first.kind = wait_read;
   CHECK(report_status(r, c).message() ==
         "rank 3 did not finish reading this rank's input in call #2 within 2000 ms");
+  // This rank's own blocks that never met (one never resident): the rank names itself.
+  r.first.peer = 0;
+  r.first.kind = wait_barrier;
+  CHECK(report_status(r, c).message() ==
+        "rank 0 did not bring every block of its kernel to a grid barrier in call #2 within "
+        "2000 ms");
+  r.first.peer = 3;
   // Passed on: rank 6 saw rank 1's abort mark; rank 1 had timed out on rank 3.
   report passed;
   passed.code = report_peer_gave_up;
