@@ -11,7 +11,8 @@
 #      helper, an aborting helper);
 #   2. under MPS where nvidia-cuda-mps-control exists (no SM share set: every size must complete
 #      anyway), its steps named *_mps: the failure scenarios again, the property suites, the graph
-#      tests, registration, the host issue time, and the benchmarks: the floor program
+#      tests, registration (8 processes; the failure scenarios, property, registered and graph
+#      suites also with 2, steps *_2p_mps), the host issue time, and the benchmarks: the floor program
 #      (bench/tools/floor) and relay-bench -x ipc --baseline floor side by side, 2 and 8
 #      processes, eager and replayed, staged and registered, the groups on split communicators
 #      (--split), each form forced (pull, one-shot, stepped), every size from 4 KB to 1 GiB;
@@ -82,15 +83,17 @@ step() {  # step NAME LIMIT COMMAND...: runs it, logs to $OUT/NAME.log, prints i
 trap 'mps off' EXIT
 trap 'exit 143' TERM
 
-# The failure scenarios (ipc_tests.cpp: misbehave, leave). $1: a suffix for the step names.
+# The failure scenarios (ipc_tests.cpp: misbehave, leave). $1: a suffix for the step names;
+# $2: the processes (default 8; with 2 the culprit is the pair's other member).
 failures() {
-  TAILN=10 RELAY_TIMEOUT=2 step "stall$1" 60 "$RUN" -n 8 --timeout 55 -- "$T" stall
-  TAILN=10 RELAY_TIMEOUT=2 step "late$1" 60 "$RUN" -n 8 --timeout 55 -- "$T" late
+  local n=${2:-8}
+  TAILN=10 RELAY_TIMEOUT=2 step "stall$1" 60 "$RUN" -n "$n" --timeout 55 -- "$T" stall
+  TAILN=10 RELAY_TIMEOUT=2 step "late$1" 60 "$RUN" -n "$n" --timeout 55 -- "$T" late
   for s in refused refuse_plan refuse_early mismatch; do
-    TAILN=10 RELAY_TIMEOUT=10 step "$s$1" 60 "$RUN" -n 8 --timeout 55 -- "$T" "$s"
+    TAILN=10 RELAY_TIMEOUT=10 step "$s$1" 60 "$RUN" -n "$n" --timeout 55 -- "$T" "$s"
   done
   for s in exited abort; do
-    TAILN=9 RELAY_TIMEOUT=10 step "$s$1" 60 "$RUN" -n 8 --timeout 55 -- "$T" "$s"
+    TAILN=9 RELAY_TIMEOUT=10 step "$s$1" 60 "$RUN" -n "$n" --timeout 55 -- "$T" "$s"
   done
 }
 
@@ -112,6 +115,14 @@ step graph_mps 200 "$RUN" -n 8 --timeout 190 -- "$T" graph "$K" "$REPLAYS"
 TAILN=6 step graph_registered_mps 200 "$RUN" -n 8 --timeout 190 -- "$T" graph_registered "$K" \
   "$REPLAYS"
 TAILN=6 step registration_mps 60 "$RUN" -n 8 --timeout 55 -- "$T" registration
+# The same suites with 2 processes (the failure scenarios' culprit then the pair's other rank).
+failures _2p_mps 2
+step property_2p_mps 150 "$RUN" -n 2 --timeout 140 -- "$T" property "$CALLS"
+TAILN=6 step property_registered_2p_mps 150 "$RUN" -n 2 --timeout 140 -- "$T" \
+  property_registered "$CALLS"
+step graph_2p_mps 200 "$RUN" -n 2 --timeout 190 -- "$T" graph "$K" "$REPLAYS"
+TAILN=6 step graph_registered_2p_mps 200 "$RUN" -n 2 --timeout 190 -- "$T" graph_registered \
+  "$K" "$REPLAYS"
 TAILN=14 step hostpath_mps 90 "$RUN" -n 2 --timeout 85 -- "$T" hostpath 1000 100
 # The floor on its own, then beside relay in the same processes (relay-bench's baseline column).
 TAILN=12 step floor2_mps 60 "$RUN" -n 2 --timeout 55 -- "$FLOOR" -A 2 -b 4K -e 16M -n 200 -g 20

@@ -640,10 +640,15 @@ std::vector<std::string> gather_verdicts(communicator& comm, const std::string& 
 //   late         rank 3 calls once the others gave up on it: its call fails too, as theirs,
 //                naming its own missing entry (one outcome per call: no rank returns ok);
 // In every case no user memory is written on any rank, and a later call fails at once on every
-// rank that made one, with the same status (the transport stays broken).
+// rank that made one, with the same status (the transport stays broken). With fewer ranks than
+// that, the culprit is the last rank (with 2, an active of the one pair).
 int misbehave(communicator& comm, const std::string& what) {
   const int me = comm.rank(), N = comm.size();
-  const int culprit = what == "stall" || what == "late" ? 3 : what == "refused" ? 5 : 2;
+  const int culprit = std::min(what == "stall" || what == "late" ? 3
+                               : what == "refused"               ? 5
+                                                                 : 2,
+                               N - 1);
+  const std::string who = std::to_string(culprit);
   scene sc(comm, pairs_of(N), 5000);
   IPC_CHECK(gpu::rt::stream_create(&sc.d.stream));
   if (status s = sc.upload(2000); !s) return failed(s.to_string());
@@ -664,7 +669,7 @@ int misbehave(communicator& comm, const std::string& what) {
       bad[0] = -1;
       s = sc.call(bad);
       if (s.code() != errc::invalid_count || sc.keep.ctx.p != nullptr)
-        return failed("rank 2's own call: expected invalid count with no plan, got " +
+        return failed("rank " + who + "'s own call: expected invalid count with no plan, got " +
                       s.to_string());
     } else if (what == "refuse_early") {
       // As communicator::refuse passes a call refused before it had arguments to show.
@@ -716,24 +721,26 @@ int misbehave(communicator& comm, const std::string& what) {
     else if (what == "late")                // the cause first, on every rank, the late one included
       want = "timeout: " + rank + " did not enter call #2";
     else if (what == "mismatch")
-      want = "mismatch: rank(s) 2 called call #2 with arguments that differ from rank 0's";
+      want =
+          "mismatch: rank(s) " + who + " called call #2 with arguments that differ from rank 0's";
     else if (what == "refuse_plan")  // its arguments differ from the others': judge() says so
-      want = r == culprit
-                 ? "invalid count"
-                 : "mismatch: rank(s) 2 called call #2 with arguments that differ from rank 0's";
+      want = r == culprit ? "invalid count"
+                          : "mismatch: rank(s) " + who +
+                                " called call #2 with arguments that differ from rank 0's";
     else if (what == "refuse_early")  // no fingerprint to compare: its refusal
       want = r == culprit ? "invalid argument: no groups were given"
-                          : "peer error: rank 2 refused call #2: invalid argument: no groups "
-                            "were given";
+                          : "peer error: rank " + who +
+                                " refused call #2: invalid argument: no groups were given";
     else
-      want = r == culprit ? "invalid buffer: the input of rank 5 is null"
-                          : "peer error: rank 5 refused call #2: invalid buffer: the input of "
-                            "rank 5 is null";
+      want = r == culprit ? "invalid buffer: the input of rank " + who + " is null"
+                          : "peer error: rank " + who + " refused call #2: invalid buffer: the " +
+                                "input of rank " + who + " is null";
     if (v.rfind(want, 0) != 0)
       return failed("rank " + std::to_string(r) + " says '" + v + "', not '" + want + "...'");
     if (what == "stall" && r != culprit &&
         v.find(rank + " did not enter call #2") == std::string::npos)
-      return failed("rank " + std::to_string(r) + " does not name rank 3's missing entry: " + v);
+      return failed("rank " + std::to_string(r) + " does not name rank " + who +
+                    "'s missing entry: " + v);
   }
   std::printf("%s: every rank's error as promised, no output written\n", what.c_str());
   return 0;
@@ -746,10 +753,13 @@ int misbehave(communicator& comm, const std::string& what) {
 //   abort   rank 4, a helper, calls abort() on its transport instead of the call.
 // Every other rank's call must fail within 1 s naming it (errc::timeout "rank 7 (pid ...) exited",
 // errc::peer_error "rank 4 left the job"), with no output written. No gathering at the end: the
-// exited rank's bootstrap is gone.
+// exited rank's bootstrap is gone. With fewer than 8 ranks the last one leaves (with 2, the other
+// member of the pair).
 int leave(communicator& comm, bool exits) {
-  const int me = comm.rank(), culprit = exits ? 7 : 4;
-  if (comm.size() < 8) return failed("the leave scenarios need 8 ranks");
+  const int me = comm.rank(), N = comm.size();
+  const int culprit = N >= 8 ? (exits ? 7 : 4) : N - 1;
+  const std::string who = "rank " + std::to_string(culprit);
+  if (N < 2) return failed("the leave scenarios need 2 ranks or more");
   scene sc(comm, {{0, 1}}, 1 << 16);
   IPC_CHECK(gpu::rt::stream_create(&sc.d.stream));
   if (status s = sc.upload(); !s) return failed(s.to_string());
@@ -762,18 +772,18 @@ int leave(communicator& comm, bool exits) {
       std::fflush(nullptr);
       std::_Exit(0);
     }
-    comm.link().abort({errc::system_error, "the test aborts rank 4"});
+    comm.link().abort({errc::system_error, "the test aborts " + who});
     const status after = sc.call();
     if (after.code() != errc::system_error)
-      return failed("rank 4's call after its abort: " + after.to_string());
-    std::printf("rank 4 aborted; its next call: %s\n", after.to_string().c_str());
+      return failed(who + "'s call after its abort: " + after.to_string());
+    std::printf("%s aborted; its next call: %s\n", who.c_str(), after.to_string().c_str());
     std::this_thread::sleep_for(std::chrono::seconds(2));  // alive while the others look
     return 0;
   }
   const auto start = std::chrono::steady_clock::now();
   const status done = sc.finish(sc.call());
   const double waited = seconds_since(start);
-  const std::string named = exits ? "rank 7 (pid " : "rank 4 left the job";
+  const std::string named = exits ? who + " (pid " : who + " left the job";
   std::printf("rank %d: %s (%.0f ms)\n", me, done.to_string().c_str(), waited * 1000);
   if (done) return failed("rank " + std::to_string(me) + "'s call succeeded");
   if (done.message().find(named) == std::string::npos)
