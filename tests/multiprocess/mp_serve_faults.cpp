@@ -133,9 +133,6 @@ served_case_t case_of(const scenario& s, int i) {
 }
 
 fault_board* board = nullptr;
-// Added to every time limit: RELAY_TEST_SERVE_SLACK_MS (sanitizer builds, whose processes run
-// several times slower; 0 elsewhere).
-std::chrono::milliseconds slack{0};
 const scenario* current = nullptr;
 
 // A serving rank's hook on the shape it read (serve/serve.hpp): the faults of rank 4 and 5.
@@ -349,9 +346,8 @@ std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pid
   const std::string what = s.name;
   const long long fault_us = board->at_us.load();
   // Named "within 1 s" where a process is gone; after the timeout plus 1 s where one stalls.
-  const auto limit = (s.code == errc::timeout ? s.timeout + std::chrono::seconds(1)
-                                              : std::chrono::milliseconds(1000)) +
-                     slack;
+  const auto limit = s.code == errc::timeout ? s.timeout + std::chrono::seconds(1)
+                                             : std::chrono::milliseconds(1000);
   const std::string cause = "rank " + std::to_string(s.faulty);
   for (int q = 0; q < ranks; ++q) {
     const auto& reps = by_rank[static_cast<std::size_t>(q)];
@@ -452,7 +448,7 @@ std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pid
         for (const report& c : by_rank[static_cast<std::size_t>(a)])
           if (c.call == calls - 1) done_us = std::max(done_us, c.returned_us);
       if (done_us == 0 ||
-          std::chrono::microseconds(x.returned_us - done_us) > std::chrono::seconds(1) + slack)
+          std::chrono::microseconds(x.returned_us - done_us) > std::chrono::seconds(1))
         fail(who + " returned " + std::to_string((x.returned_us - done_us) / 1000) +
              " ms after the last call ended on the active ranks");
     }
@@ -472,8 +468,6 @@ std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pid
 
 int main(int argc, char** argv) {
   const std::string only = argc > 1 ? argv[1] : "";
-  if (const char* ms = std::getenv("RELAY_TEST_SERVE_SLACK_MS"))
-    slack = std::chrono::milliseconds(std::atoll(ms));
   void* shared = ::mmap(nullptr, sizeof(fault_board), PROT_READ | PROT_WRITE,
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) return 2;
