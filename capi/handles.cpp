@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "errors.hpp"
+#include "relay/bootstrap/exchange.hpp"
 #include "transports.hpp"
 #include "vocabulary.hpp"
 
@@ -43,24 +44,20 @@ status agree_on_transport(bootstrap& boot, std::string_view requested, memory_ki
                           std::chrono::milliseconds timeout, std::string& chosen) {
   const std::string request = std::string(requested.empty() ? "auto" : requested) + "|" +
                               (memory == memory_kind::device ? "device" : "host");
-  const std::string mine = request + "|" + node_identity();
-  std::vector<std::vector<std::byte>> all;
-  if (status s = boot.all_gather(std::as_bytes(std::span(mine)), all, timeout); !s) return s;
-  auto text = [&](std::size_t r) {
-    return std::string(reinterpret_cast<const char*>(all[r].data()), all[r].size());
-  };
-  const std::string root = text(0);
-  const std::string root_request = root.substr(0, root.find('|', root.find('|') + 1));
-  const std::string root_node = root.substr(root_request.size());
+  std::vector<std::string> all;
+  if (status s = exchange(boot, request + "|" + node_identity(), all, timeout); !s) return s;
+  // Each text is "transport|memory|node": the request, then where the rank runs.
+  auto request_of = [](std::string_view t) { return t.substr(0, t.find('|', t.find('|') + 1)); };
+  const std::string_view root = all[0], root_request = request_of(root);
   bool one_node = true;
   for (std::size_t r = 0; r < all.size(); ++r) {
-    const std::string t = text(r);
-    const std::string t_request = t.substr(0, t.find('|', t.find('|') + 1));
+    const std::string_view t = all[r], t_request = request_of(t);
     if (t_request != root_request)
-      return {errc::mismatch, "rank " + std::to_string(r) + " asked for transport " + t_request +
-                                  " but rank 0 for " + root_request +
+      return {errc::mismatch, "rank " + std::to_string(r) + " asked for transport " +
+                                  std::string(t_request) + " but rank 0 for " +
+                                  std::string(root_request) +
                                   "; every rank passes the same transport and memory"};
-    one_node = one_node && t.substr(t_request.size()) == root_node;
+    one_node = one_node && t.substr(t_request.size()) == root.substr(root_request.size());
   }
   return choose_transport(requested, memory, one_node, compiled_transports(), chosen);
 }

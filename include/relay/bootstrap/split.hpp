@@ -17,11 +17,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "relay/bootstrap/exchange.hpp"
 #include "relay/bootstrap/tcp_bootstrap.hpp"
 
 namespace relay {
@@ -39,60 +39,48 @@ namespace detail {
 // loses it, and that is not why) and what it was.
 inline status agree_on_outcome(bootstrap& parent, const status& mine, milliseconds timeout,
                                const std::string& what) {
-  std::string word(1, static_cast<char>(mine.code()));
-  word += mine.message();
-  std::vector<std::vector<std::byte>> all;
-  if (status s = parent.all_gather(std::as_bytes(std::span(word)), all, timeout); !s) return s;
+  std::vector<with_text<errc>> all;
+  if (status s = exchange(parent, mine.code(), mine.message(), all, timeout, "outcome"); !s)
+    return s;
   if (!mine) return mine;
-  auto failed = [&](std::size_t r) { return !all[r].empty() && all[r][0] != std::byte{0}; };
+  auto failed = [&](std::size_t r) { return all[r].value != errc::ok; };
   auto consequence = [&](std::size_t r) {
-    const auto code = static_cast<errc>(all[r][0]);
+    const errc code = all[r].value;
     return code == errc::timeout || code == errc::peer_error || code == errc::peer_lost;
   };
   std::size_t cause = all.size();
   for (std::size_t r = all.size(); r-- > 0;)  // the lowest cause, else the lowest failure
     if (failed(r) && (!consequence(r) || cause == all.size() || consequence(cause))) cause = r;
   if (cause == all.size()) return {};
-  return {
-      errc::peer_error,
-      "rank " + std::to_string(cause) + "'s " + what + " failed: " +
-          std::string(reinterpret_cast<const char*>(all[cause].data()) + 1, all[cause].size() - 1),
-      static_cast<int>(cause)};
+  return {errc::peer_error,
+          "rank " + std::to_string(cause) + "'s " + what + " failed: " + all[cause].text,
+          static_cast<int>(cause)};
 }
 
-// One rank's word in the split's exchange.
+// One rank's word in the split's exchange: these numbers, then the text of the store it offers
+// (a member: its address, address_size bytes) and why it refuses the split (the rest).
 struct split_word {
-  std::int32_t color = no_color, key = 0, port = 0;
-  std::string address, refusal;  // the store it offers (a member); why it refuses the split
-
-  std::vector<std::byte> bytes() const {
-    std::vector<std::byte> b(12 + 4 + address.size() + refusal.size());
-    const std::int32_t fixed[4] = {color, key, port, static_cast<std::int32_t>(address.size())};
-    std::memcpy(b.data(), fixed, 16);
-    std::memcpy(b.data() + 16, address.data(), address.size());
-    std::memcpy(b.data() + 16 + address.size(), refusal.data(), refusal.size());
-    return b;
-  }
-  static bool parse(const std::vector<std::byte>& b, split_word& w) {
-    std::int32_t fixed[4];
-    if (b.size() < 16) return false;
-    std::memcpy(fixed, b.data(), 16);
-    if (fixed[3] < 0 || b.size() < 16 + static_cast<std::size_t>(fixed[3])) return false;
-    const auto* text = reinterpret_cast<const char*>(b.data());
-    w.color = fixed[0], w.key = fixed[1], w.port = fixed[2];
-    w.address.assign(text + 16, static_cast<std::size_t>(fixed[3]));
-    w.refusal.assign(text + 16 + fixed[3], b.size() - 16 - static_cast<std::size_t>(fixed[3]));
-    return true;
-  }
+  std::int32_t color = no_color, key = 0, port = 0, address_size = 0;
 };
 
+// A word's address and refusal, from the text after it; false where the text is too short.
+inline bool split_texts(const with_text<split_word>& w, std::string& address,
+                        std::string& refusal) {
+  const auto n = static_cast<std::size_t>(w.value.address_size);
+  if (w.value.address_size < 0 || w.text.size() < n) return false;
+  address = w.text.substr(0, n);
+  refusal = w.text.substr(n);
+  return true;
+}
+
 // The sub-job of `color`: its members' parent ranks in their new order, (key, parent rank).
-inline std::vector<int> members_of(const std::vector<split_word>& words, int color) {
+inline std::vector<int> members_of(const std::vector<with_text<split_word>>& words, int color) {
   std::vector<int> members;
   for (std::size_t r = 0; r < words.size(); ++r)
-    if (words[r].color == color) members.push_back(static_cast<int>(r));
+    if (words[r].value.color == color) members.push_back(static_cast<int>(r));
   std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
-    return words[static_cast<std::size_t>(a)].key < words[static_cast<std::size_t>(b)].key;
+    return words[static_cast<std::size_t>(a)].value.key <
+           words[static_cast<std::size_t>(b)].value.key;
   });
   return members;
 }
@@ -112,50 +100,52 @@ inline status split_bootstrap(bootstrap& parent, int color, int key, millisecond
   split_word mine;
   mine.color = color < 0 || !refusal.ok() ? no_color : color;
   mine.key = key;
+  std::string address, refused;  // the store this rank offers; why it refuses the split
   unique_fd listener;
   if (!refusal.ok())
-    mine.refusal = refusal.to_string();
+    refused = refusal.to_string();
   else if (color < 0 && color != no_color)
-    mine.refusal = "color " + std::to_string(color) + " is neither >= 0 nor relay::no_color (-1)";
+    refused = "color " + std::to_string(color) + " is neither >= 0 nor relay::no_color (-1)";
   // Every rank of a color offers a store, so the split needs one exchange; all but each color's
   // first member close theirs unused.
   sockaddr_in at{};
-  if (mine.refusal.empty() && color >= 0) {
+  if (refused.empty() && color >= 0) {
     environment here;
     here.store_addr = parent.address();
     here.timeout = timeout;
     if (status s = resolve(here, at, steady::now() + timeout); !s)
-      mine.refusal = s.message();
+      refused = s.message();
     else if (status l = listen_at(at, parent.size(), "the split's store",
                                   here.store_addr + " (this rank's address in the parent job)",
                                   listener, mine.port);
              !l)
-      mine.refusal = l.message();
-    mine.address = here.store_addr;
+      refused = l.message();
+    address = here.store_addr;
   }
-  std::vector<std::vector<std::byte>> all;
-  if (status s = parent.all_gather(mine.bytes(), all, timeout); !s) return s;
-  std::vector<split_word> words(all.size());
-  for (std::size_t r = 0; r < all.size(); ++r)
-    if (!split_word::parse(all[r], words[r]))
+  mine.address_size = static_cast<std::int32_t>(address.size());
+  std::vector<with_text<split_word>> words;
+  if (status s = exchange(parent, mine, address + refused, words, timeout, "split word"); !s)
+    return s;
+  std::vector<std::string> addresses(words.size()), refusals(words.size());
+  for (std::size_t r = 0; r < words.size(); ++r)
+    if (!split_texts(words[r], addresses[r], refusals[r]))
       return {errc::system_error, "rank " + std::to_string(r) + "'s split word is malformed"};
   if (!refusal.ok()) return refusal;
-  if (!mine.refusal.empty()) return {errc::invalid_argument, mine.refusal};
+  if (!refused.empty()) return {errc::invalid_argument, refused};
   for (std::size_t r = 0; r < words.size(); ++r)
-    if (!words[r].refusal.empty())
-      return {errc::peer_error,
-              "rank " + std::to_string(r) + " refused the split: " + words[r].refusal,
+    if (!refusals[r].empty())
+      return {errc::peer_error, "rank " + std::to_string(r) + " refused the split: " + refusals[r],
               static_cast<int>(r)};
   status joined;
   if (color >= 0) {
     const std::vector<int> members = members_of(words, color);
     const auto me = std::find(members.begin(), members.end(), parent.rank()) - members.begin();
-    const split_word& first = words[static_cast<std::size_t>(members[0])];
+    const auto first = static_cast<std::size_t>(members[0]);
     environment e;
     e.rank = static_cast<int>(me);
     e.size = static_cast<int>(members.size());
-    e.store_addr = first.address;
-    e.store_port = first.port;
+    e.store_addr = addresses[first];
+    e.store_port = words[first].value.port;
     e.timeout = timeout;
     if (e.rank != 0) listener = unique_fd();
     const auto start = steady::now();

@@ -35,6 +35,7 @@
 
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
+#include "relay/bootstrap/exchange.hpp"
 #include "relay/comm/announcer.hpp"
 #include "relay/cost/choose.hpp"
 #include "relay/plan/call_shape.hpp"
@@ -165,7 +166,7 @@ class communicator {
     std::uint64_t last_use = 0;
   };
   inline status run(const detail::rank_call& call);
-  inline status explain_mismatch(const std::string& shape, placement where, status verdict);
+  inline status explain_mismatch(const std::string& shape, status verdict);
   inline cached* find(const detail::rank_call& call, std::uint64_t key);
   std::size_t slots() const { return std::max<std::size_t>(1, config_.plan_cache_entries); }
   inline status prepare(const detail::rank_call& call, std::uint64_t key, std::string shape, plan p,
@@ -231,27 +232,19 @@ inline communicator::communicator(std::shared_ptr<bootstrap> boot, std::unique_p
 // After a mismatch verdict on a host transport, which every rank reached from the same records:
 // every rank shows the text of its call, so that the message says what each called. Where the
 // exchange itself fails, the verdict's own message stands.
-inline status communicator::explain_mismatch(const std::string& shape, placement where,
-                                             status verdict) {
-  const std::string mine = std::string(1, static_cast<char>('0' + static_cast<int>(where))) + shape;
-  std::vector<std::vector<std::byte>> all;
-  if (status s = boot_->all_gather(std::as_bytes(std::span(mine)), all, config_.timeout); !s)
-    return verdict;
-  auto text = [&](std::size_t r) {
-    return std::string(reinterpret_cast<const char*>(all[r].data()), all[r].size());
-  };
-  const std::string root = text(0);
+inline status communicator::explain_mismatch(const std::string& shape, status verdict) {
+  std::vector<std::string> all;
+  if (status s = exchange(*boot_, shape, all, config_.timeout); !s) return verdict;
+  const std::string& root = all[0];
   std::string differ, first;
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    const std::string t = text(r);
-    if (t.empty() || t.substr(1) != root.substr(1)) {
-      if (differ.empty()) first = t.empty() ? "" : t.substr(1);
+  for (std::size_t r = 0; r < all.size(); ++r)
+    if (all[r] != root) {
+      if (differ.empty()) first = all[r];
       differ.append(differ.empty() ? "" : ",").append(std::to_string(r));
     }
-  }
   if (differ.empty()) return verdict;  // the arguments agree: in place against out of place
   return {errc::mismatch,
-          "rank(s) " + differ + " called " + first + "; rank 0 called " + root.substr(1) + " (" +
+          "rank(s) " + differ + " called " + first + "; rank 0 called " + root + " (" +
               verdict.message() + ")",
           std::stoi(differ)};  // the first rank of the list
 }
@@ -334,7 +327,7 @@ inline status communicator::agree_refused(const detail::rank_call& call, std::ui
   ctx.stream = call.stream;
   status s = link_->run(ctx);
   if (s.code() == errc::mismatch && link_->judges_on_host())
-    return explain_mismatch(shape, where, std::move(s));
+    return explain_mismatch(shape, std::move(s));
   return s;
 }
 
@@ -422,7 +415,7 @@ inline status communicator::run(const detail::rank_call& call) {
   ctx.stream = call.stream;
   status s = link_->run(ctx);
   if (s.code() == errc::mismatch && link_->judges_on_host())
-    return explain_mismatch(c->shape, where, std::move(s));
+    return explain_mismatch(c->shape, std::move(s));
   return s;
 }
 

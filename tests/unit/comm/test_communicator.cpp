@@ -49,7 +49,7 @@ class recording_transport final : public transport {
 struct fixture {
   std::vector<recorded> calls;
   int gathers = 0, odd_rank = -1;
-  std::string odd_text = "1allreduce something else";
+  std::string odd_text = "allreduce something else";
   status verdict;  // what the transport's agreement returns (ok: each rank's own status)
   communicator comm;
 

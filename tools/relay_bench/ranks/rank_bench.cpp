@@ -9,12 +9,11 @@
 // gives the wire taken and the largest relative error over the ranks.
 #include <fmt/format.h>
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <span>
 
 #include "ranks/gpu_rank.hpp"
+#include "ranks/over_ranks.hpp"
 #include "ranks/rank_bench.hpp"
 #include "ranks/shm.hpp"
 #include "report/conventions.hpp"
@@ -29,12 +28,6 @@
 namespace relay::bench {
 
 namespace {
-
-// Every rank's bytes; all[r] is rank r's.
-status gather(gpu_rank& me, std::span<const std::byte> mine,
-              std::vector<std::vector<std::byte>>& all) {
-  return me.boot().all_gather(mine, all, me.timeout());
-}
 
 // One form of one row on this rank: relay's (vendor = false) or NCCL's.
 status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place, bool vendor,
@@ -88,14 +81,7 @@ status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place,
   if (status st = me.boot().barrier(me.timeout()); !st) return st;
   std::vector<double> mine;
   if (status st = me.run(c, vendor, o.iterations, &mine); !st) return st;
-  std::vector<std::vector<std::byte>> all;
-  if (status st = gather(me, std::as_bytes(std::span(mine)), all); !st) return st;
-  for (const auto& a : all)
-    for (std::size_t i = 0; i < mine.size() && (i + 1) * sizeof(double) <= a.size(); ++i) {
-      double x = 0;
-      std::memcpy(&x, a.data() + i * sizeof x, sizeof x);
-      mine[i] = std::max(mine[i], x);
-    }
+  if (status st = largest_over_ranks(me.boot(), mine, me.timeout()); !st) return st;
   result.seconds = median(mine);
   result.ran = true;
   if (!o.check) return {};
@@ -114,30 +100,12 @@ status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place,
                               c.groups[static_cast<std::size_t>(group)], index, r.n, o.seed,
                               host.data() + out_at * es);
   }
-  // Every rank's note: its wrong count, its largest relative error (fp8), where it first erred.
-  const double error = std::isnan(verdict.max_relative_error) ? 0.0 : verdict.max_relative_error;
-  constexpr std::size_t head = sizeof(std::int64_t) + sizeof(double);
-  std::vector<std::byte> note(head + verdict.first.size());
-  std::memcpy(note.data(), &verdict.wrong, sizeof(std::int64_t));
-  std::memcpy(note.data() + sizeof(std::int64_t), &error, sizeof(double));
-  std::memcpy(note.data() + head, verdict.first.data(), verdict.first.size());
-  if (status st = gather(me, note, all); !st) return st;
-  result.wrong = 0;
-  if (wire.taken != wire_format::native) result.max_relative_error = 0;
-  for (std::size_t q = 0; q < all.size(); ++q) {
-    if (all[q].size() < head) return {errc::mismatch, fmt::format("rank {} sent a short note", q)};
-    std::int64_t w = 0;
-    double e = 0;
-    std::memcpy(&w, all[q].data(), sizeof w);
-    std::memcpy(&e, all[q].data() + sizeof w, sizeof e);
-    result.wrong += w;
-    if (wire.taken != wire_format::native)
-      result.max_relative_error = std::max(result.max_relative_error, e);
-    if (result.first_wrong.empty() && all[q].size() > head)
-      result.first_wrong = fmt::format(
-          "rank {}: {}", q,
-          std::string(reinterpret_cast<const char*>(all[q].data() + head), all[q].size() - head));
-  }
+  // Every rank's check: the wrong count, the largest relative error (fp8), where it first erred.
+  check_result all;
+  if (status st = combine_checks(me.boot(), verdict, all, me.timeout()); !st) return st;
+  result.wrong = all.wrong;
+  result.first_wrong = all.first;
+  if (wire.taken != wire_format::native) result.max_relative_error = all.max_relative_error;
   return {};
 }
 

@@ -3,10 +3,9 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstring>
 #include <span>
 
+#include "ranks/over_ranks.hpp"
 #include "relay/comm/collectives.hpp"
 #include "relay/comm/from_environment.hpp"
 #include "relay/transport/shm/factory.hpp"
@@ -46,44 +45,6 @@ std::size_t staging_bytes(const options& o, const std::vector<call_shape>& shape
 }
 
 namespace {
-
-// Sums a count over the ranks (and keeps the first non-empty note, lowest rank first).
-status sum_over_ranks(communicator& comm, std::int64_t mine, const std::string& note,
-                      std::int64_t& total, std::string& first_note) {
-  std::vector<std::byte> bytes(8 + note.size());
-  std::memcpy(bytes.data(), &mine, 8);
-  std::memcpy(bytes.data() + 8, note.data(), note.size());
-  std::vector<std::vector<std::byte>> all;
-  if (status s = comm.boot().all_gather(bytes, all, comm.config().timeout); !s) return s;
-  total = 0;
-  first_note.clear();
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    std::int64_t x = 0;
-    std::memcpy(&x, all[r].data(), 8);
-    total += x;
-    if (first_note.empty() && all[r].size() > 8)
-      first_note = fmt::format(
-          "rank {}: {}", r,
-          std::string(reinterpret_cast<const char*>(all[r].data() + 8), all[r].size() - 8));
-  }
-  return {};
-}
-
-// Replaces each value by its largest over the ranks (an iteration by its slowest rank's time).
-status largest_over_ranks(communicator& comm, std::vector<double>& times) {
-  std::vector<std::vector<std::byte>> all;
-  if (status s =
-          comm.boot().all_gather(std::as_bytes(std::span(times)), all, comm.config().timeout);
-      !s)
-    return s;
-  for (const auto& a : all)
-    for (std::size_t i = 0; i < times.size() && (i + 1) * sizeof(double) <= a.size(); ++i) {
-      double x = 0;
-      std::memcpy(&x, a.data() + i * sizeof x, sizeof x);
-      times[i] = std::max(times[i], x);
-    }
-  return {};
-}
 
 // One form (in or out of place) of one row, on this rank.
 status measure_form(communicator& comm, const options& o, const row& r, bool in_place,
@@ -145,7 +106,7 @@ status measure_form(communicator& comm, const options& o, const row& r, bool in_
     t = std::chrono::duration<double>(now - last).count();
     last = now;
   }
-  if (status st = largest_over_ranks(comm, mine); !st) return st;
+  if (status st = largest_over_ranks(comm.boot(), mine, comm.config().timeout); !st) return st;
   result.seconds = median(mine);
   result.ran = true;
   result.wire = wire.taken;  // the same decision on every rank: the call's arguments made it
@@ -167,14 +128,13 @@ status measure_form(communicator& comm, const options& o, const row& r, bool in_
   if (group >= 0)
     mine_check = check_output_on(wire.taken, r.chosen, s.coll, o.type, o.op, mine_group, index, r.n,
                                  o.seed, static_cast<const std::byte*>(recv.data));
-  if (wire.taken != wire_format::native) {  // the largest relative error over the ranks
-    std::vector<double> largest{
-        std::isnan(mine_check.max_relative_error) ? 0.0 : mine_check.max_relative_error};
-    if (status st = largest_over_ranks(comm, largest); !st) return st;
-    result.max_relative_error = largest[0];
-  }
-  return sum_over_ranks(comm, mine_check.wrong, mine_check.wrong > 0 ? mine_check.first : "",
-                        result.wrong, result.first_wrong);
+  check_result all;
+  if (status st = combine_checks(comm.boot(), mine_check, all, comm.config().timeout); !st)
+    return st;
+  result.wrong = all.wrong;
+  result.first_wrong = all.first;
+  if (wire.taken != wire_format::native) result.max_relative_error = all.max_relative_error;
+  return {};
 }
 
 }  // namespace

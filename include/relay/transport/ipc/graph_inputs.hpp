@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "relay/bootstrap/bootstrap.hpp"
+#include "relay/bootstrap/exchange.hpp"
 #include "relay/core/status.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/runtime.hpp"
@@ -205,15 +205,9 @@ class graph_inputs {
   // The largest `n` of any rank (collective).
   static status most_of_all(bootstrap& boot, std::uint64_t n, std::uint64_t& most,
                             std::chrono::milliseconds timeout) {
-    std::vector<std::vector<std::byte>> all;
-    if (status s = boot.all_gather(std::as_bytes(std::span(&n, 1)), all, timeout); !s) return s;
-    most = 0;
-    for (const auto& x : all) {
-      std::uint64_t v = 0;
-      if (x.size() != sizeof v) return {errc::mismatch, "a malformed count of registrations"};
-      std::memcpy(&v, x.data(), sizeof v);
-      most = std::max(most, v);
-    }
+    std::vector<std::uint64_t> all;
+    if (status s = exchange(boot, n, all, timeout, "count of registrations"); !s) return s;
+    most = *std::max_element(all.begin(), all.end());
     return {};
   }
 

@@ -8,12 +8,11 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
-#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "relay/bootstrap/bootstrap.hpp"
+#include "relay/bootstrap/exchange.hpp"
 #include "relay/core/status.hpp"
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
@@ -105,12 +104,8 @@ inline status agree_on_grids(std::span<const device_info> all, int me, grids& ou
 // Every rank's device_info (collective), then agree_on_grids.
 inline status gather_grids(bootstrap& boot, const device_info& mine,
                            std::chrono::milliseconds timeout, grids& out) {
-  std::vector<std::vector<std::byte>> all;
-  if (status s = boot.all_gather(std::as_bytes(std::span(&mine, 1)), all, timeout); !s) return s;
-  std::vector<device_info> devices(all.size());
-  for (std::size_t q = 0; q < all.size(); ++q)
-    if (all[q].size() == sizeof(device_info))
-      std::memcpy(&devices[q], all[q].data(), sizeof(device_info));
+  std::vector<device_info> devices;
+  if (status s = exchange(boot, mine, devices, timeout, "device description"); !s) return s;
   return agree_on_grids(devices, boot.rank(), out);
 }
 

@@ -68,8 +68,8 @@
 #include <string_view>
 #include <vector>
 
-#include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
+#include "relay/bootstrap/exchange.hpp"
 #include "relay/core/lru.hpp"
 #include "relay/core/status.hpp"
 #include "relay/gpu/fp8_kernels.hpp"
@@ -139,14 +139,9 @@ class nccl_transport final : public transport {
     if (boot->rank() == 0)
       if (nccl_result r = nccl->get_unique_id(&id); r != nccl_success)
         return detail::nccl_failure(*nccl, "ncclGetUniqueId", r);
-    std::vector<std::vector<std::byte>> all;
-    std::array<std::byte, sizeof(id)> mine{};
-    std::memcpy(mine.data(), &id, sizeof(id));
-    if (status s = boot->all_gather(mine, all, timeout); !s) return s;
-    if (all[0].size() != sizeof(id))
-      return {errc::mismatch, "rank 0 sent an NCCL unique id of " + std::to_string(all[0].size()) +
-                                  " bytes, not " + std::to_string(sizeof(id))};
-    std::memcpy(&id, all[0].data(), sizeof(id));
+    std::vector<nccl_unique_id> all;  // rank 0's is the one
+    if (status s = exchange(*boot, id, all, timeout, "NCCL unique id"); !s) return s;
+    id = all[0];
     const gpu::device_guard keep;
     if (gpu::rt::error_t e = gpu::rt::set_device(device); e != gpu::rt::success)
       return gpu::failure("selecting the device", device, e);
@@ -308,32 +303,21 @@ class nccl_transport final : public transport {
   }
 
   // The call's agreement (transport/agreement.hpp) over the bootstrap, before anything is
-  // enqueued: every rank's record, with the start of its reason when it refused (its buffers, or
+  // enqueued: every rank's record, with its reason when it refused (its buffers, or
   // a preparation that failed: out of memory), judged alike everywhere.
   status agree(const call_context& call, const status& local) {
-    constexpr std::size_t reason_bytes = 200;
-    std::array<std::byte, sizeof(entry_record) + reason_bytes> bytes{};
     entry_record mine = record_of(call);
     mine.code = static_cast<std::uint8_t>(local.code());
-    std::memcpy(bytes.data(), &mine, sizeof mine);
-    local.message().copy(reinterpret_cast<char*>(bytes.data() + sizeof mine), reason_bytes - 1);
-    std::vector<std::vector<std::byte>> all;
-    if (status s = boot_->all_gather(bytes, all, call.timeout); !s) return fail(s);
+    std::vector<with_text<entry_record>> all;
+    if (status s = exchange(*boot_, mine, local.message(), all, call.timeout, "call record"); !s)
+      return fail(s);
     std::vector<entry_record> records(all.size());
-    for (std::size_t r = 0; r < all.size(); ++r) {
-      if (all[r].size() != bytes.size())
-        return fail(
-            {errc::mismatch, "rank " + std::to_string(r) + " sent a malformed call record"});
-      std::memcpy(&records[r], all[r].data(), sizeof(entry_record));
-    }
+    for (std::size_t r = 0; r < all.size(); ++r)
+      records[r] = all[r].value;
     const int ranks = static_cast<int>(records.size());
-    const int me = boot_->rank();
-    const verdict v = judge(records.data(), ranks, me);
-    return verdict_status(v, records.data(), ranks, local, call.sequence, [&](int q) {
-      const auto* text = reinterpret_cast<const char*>(all[static_cast<std::size_t>(q)].data() +
-                                                       sizeof(entry_record));
-      return std::string(text, ::strnlen(text, reason_bytes));
-    });
+    const verdict v = judge(records.data(), ranks, boot_->rank());
+    return verdict_status(v, records.data(), ranks, local, call.sequence,
+                          [&](int q) { return all[static_cast<std::size_t>(q)].text; });
   }
 
   // One device allocation, grow-only: [scratch | staging | stand-in output], 256-byte aligned.

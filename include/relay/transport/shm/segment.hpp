@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "relay/bootstrap/bootstrap.hpp"
+#include "relay/bootstrap/exchange.hpp"
 #include "relay/bootstrap/socket.hpp"
 #include "relay/transport/shm/fd_passing.hpp"
 #include "relay/transport/transport.hpp"
@@ -124,9 +124,9 @@ class segment {
     } else {
       mine = std::to_string(::getpid());
     }
-    std::vector<std::vector<std::byte>> all;
-    if (status s = boot.all_gather(std::as_bytes(std::span(mine)), all, timeout); !s) return s;
-    const std::string announced(reinterpret_cast<const char*>(all[0].data()), all[0].size());
+    std::vector<std::string> all;
+    if (status s = exchange(boot, mine, all, timeout); !s) return s;
+    const std::string announced = all[0];
     std::string attach_error;
     const auto deadline = detail::steady::now() + timeout;
     if (announced.empty() || announced[0] != '+') {
@@ -135,8 +135,7 @@ class segment {
       // A rank that does not come is named by the exchange below (its error, or its absence).
       std::vector<pid_t> pids;
       for (std::size_t r = 1; r < all.size(); ++r)
-        pids.push_back(static_cast<pid_t>(std::atol(
-            std::string(reinterpret_cast<const char*>(all[r].data()), all[r].size()).c_str())));
+        pids.push_back(static_cast<pid_t>(std::atol(all[r].c_str())));
       (void)offer.serve(memory.get(), pids, deadline);
     } else {
       detail::unique_fd fd;
@@ -147,13 +146,9 @@ class segment {
     }
     memory = {};
     if (attach_error.empty()) control_of(boot.rank()).pid = ::getpid();
-    if (status s = boot.all_gather(std::as_bytes(std::span(attach_error)), all, timeout); !s)
-      return s;
+    if (status s = exchange(boot, attach_error, all, timeout); !s) return s;
     for (std::size_t r = 0; r < all.size(); ++r)
-      if (!all[r].empty())
-        return {errc::system_error,
-                "rank " + std::to_string(r) + ": " +
-                    std::string(reinterpret_cast<const char*>(all[r].data()), all[r].size())};
+      if (!all[r].empty()) return {errc::system_error, "rank " + std::to_string(r) + ": " + all[r]};
     return {};
   }
 
