@@ -264,7 +264,7 @@ void on_reading(call_shape& shape, std::uint64_t sequence) {
       r.wrong = -1;
     }
     send(out, r);
-    if (!st.ok() && comm->link().broken()) break;
+    if (!st.ok() && comm->transport().broken()) break;
   }
   if (name != "stop_in_flight" || rank != 0) (void)serve::stop_serving(*comm);
   comm.reset();

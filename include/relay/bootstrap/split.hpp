@@ -90,20 +90,20 @@ inline std::vector<int> members_of(const std::vector<with_text<split_word>>& wor
 // Collective over `parent`: this rank's bootstrap in the sub-job of `color` (ranked by `key`,
 // ties by parent rank) into `out`, or nullptr for no_color. Any other negative color is refused
 // (errc::invalid_argument here, errc::peer_error naming this rank elsewhere), and so is every
-// split of a rank that passes a failing `refusal` (its own checks of its arguments failed: it
-// takes part as a refusal, so its peers fail at once naming it, and returns `refusal`). Every
+// split of a rank whose `own_checks` failed (its checks of its arguments: it takes part as a
+// refusal, so its peers fail at once naming it, and returns `own_checks`). Every
 // wait has `timeout`.
 inline status split_bootstrap(bootstrap& parent, int color, int key, milliseconds timeout,
-                              std::unique_ptr<bootstrap>& out, const status& refusal = {}) {
+                              std::unique_ptr<bootstrap>& out, const status& own_checks = {}) {
   using namespace detail;
   out.reset();
   split_word mine;
-  mine.color = color < 0 || !refusal.ok() ? no_color : color;
+  mine.color = color < 0 || !own_checks.ok() ? no_color : color;
   mine.key = key;
   std::string address, refused;  // the store this rank offers; why it refuses the split
   unique_fd listener;
-  if (!refusal.ok())
-    refused = refusal.to_string();
+  if (!own_checks.ok())
+    refused = own_checks.to_string();
   else if (color < 0 && color != no_color)
     refused = "color " + std::to_string(color) + " is neither >= 0 nor relay::no_color (-1)";
   // Every rank of a color offers a store, so the split needs one exchange; all but each color's
@@ -130,7 +130,7 @@ inline status split_bootstrap(bootstrap& parent, int color, int key, millisecond
   for (std::size_t r = 0; r < words.size(); ++r)
     if (!split_texts(words[r], addresses[r], refusals[r]))
       return {errc::system_error, "rank " + std::to_string(r) + "'s split word is malformed"};
-  if (!refusal.ok()) return refusal;
+  if (!own_checks.ok()) return own_checks;
   if (!refused.empty()) return {errc::invalid_argument, refused};
   for (std::size_t r = 0; r < words.size(); ++r)
     if (!refusals[r].empty())

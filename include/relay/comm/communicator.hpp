@@ -75,7 +75,7 @@ struct rank_call {
 class communicator {
  public:
   // The bootstrap is shared with the transport (which may keep using it).
-  inline communicator(std::shared_ptr<bootstrap> boot, std::unique_ptr<transport> link,
+  inline communicator(std::shared_ptr<bootstrap> boot, std::unique_ptr<relay::transport> transport,
                       comm_config config);
 
   int rank() const { return boot_->rank(); }
@@ -83,8 +83,8 @@ class communicator {
   int device() const { return config_.device; }
   const comm_config& config() const { return config_; }
   bootstrap& boot() { return *boot_; }
-  relay::transport& link() { return *link_; }
-  const relay::transport& link() const { return *link_; }
+  relay::transport& transport() { return *transport_; }
+  const relay::transport& transport() const { return *transport_; }
 
   // Runs one call of collective `c` (the rank-local collectives in comm/collectives.hpp forward
   // here). The arguments are written into a call record the communicator keeps, reusing its
@@ -102,13 +102,13 @@ class communicator {
   // accept it and do nothing.
   status register_buffer(void* p, std::size_t bytes) {
     if (status s = announce_step(announced_step::register_buffer); !s) return s;
-    return link_->register_buffer(p, bytes, config_.timeout);
+    return transport_->register_buffer(p, bytes, config_.timeout);
   }
   // Ends the registration that begins at `p` (collective, like register_buffer; null: none this
   // time). No call in flight or captured graph may use the buffer afterwards.
   status deregister_buffer(void* p) {
     if (status s = announce_step(announced_step::deregister_buffer); !s) return s;
-    return link_->deregister_buffer(p, config_.timeout);
+    return transport_->deregister_buffer(p, config_.timeout);
   }
 
   // After capturing calls into a graph: registers the memory their inputs lie in, so that the
@@ -119,11 +119,11 @@ class communicator {
   // until deregister_graph_inputs, which ends every such registration (replays then stage again).
   status register_graph_inputs() {
     if (status s = announce_step(announced_step::register_graph_inputs); !s) return s;
-    return link_->register_graph_inputs(config_.timeout);
+    return transport_->register_graph_inputs(config_.timeout);
   }
   status deregister_graph_inputs() {
     if (status s = announce_step(announced_step::deregister_graph_inputs); !s) return s;
-    return link_->deregister_graph_inputs(config_.timeout);
+    return transport_->deregister_graph_inputs(config_.timeout);
   }
 
   // This rank refuses the call its peers are making now (its own checks failed, say, before it
@@ -135,10 +135,12 @@ class communicator {
   inline status refuse(status why, void* stream = nullptr);
   // Tells the peers this rank gives up on the job: their waits end at once with an error naming
   // it, and every later call here fails. Destroy the communicator afterwards.
-  void abort() { link_->abort({errc::peer_error, "rank " + std::to_string(rank()) + " aborted"}); }
+  void abort() {
+    transport_->abort({errc::peer_error, "rank " + std::to_string(rank()) + " aborted"});
+  }
   // What is known now of earlier calls, without waiting: on a stream transport (ipc) a failure
   // its device found after the call returned; ok where nothing failed.
-  status async_status() const { return link_->async_status(); }
+  status async_status() const { return transport_->async_status(); }
 
   // Shapes in the plan cache (tests watch it).
   std::size_t cached_shapes() const { return cache_.size(); }
@@ -186,7 +188,7 @@ class communicator {
   }
 
   std::shared_ptr<bootstrap> boot_;
-  std::unique_ptr<relay::transport> link_;
+  std::unique_ptr<relay::transport> transport_;
   comm_config config_;
   std::uint64_t sequence_ = 0;
   // Slots, never reallocated (reserved at construction), so a cached plan's address is stable
@@ -222,9 +224,9 @@ inline std::uint64_t fingerprint_of(std::string_view shape, const wire_choice& w
 
 }  // namespace detail
 
-inline communicator::communicator(std::shared_ptr<bootstrap> boot, std::unique_ptr<transport> link,
-                                  comm_config config)
-    : boot_(std::move(boot)), link_(std::move(link)), config_(config) {
+inline communicator::communicator(std::shared_ptr<bootstrap> boot,
+                                  std::unique_ptr<relay::transport> transport, comm_config config)
+    : boot_(std::move(boot)), transport_(std::move(transport)), config_(config) {
   cache_.reserve(slots());
   keys_.reserve(slots());
 }
@@ -283,7 +285,7 @@ inline status communicator::prepare(const detail::rank_call& call, std::uint64_t
   }
   cached& c = cache_[slot];
   c.asked = call.request;  // the shape; not the machine, which may not outlive the cache
-  c.slice = slice_plan(p, rank(), link_->wire_ends());
+  c.slice = slice_plan(p, rank(), transport_->wire_ends());
   c.p = std::move(p);
   c.fingerprint = detail::fingerprint_of(shape, c.p.wire);
   c.shape = std::move(shape);
@@ -295,7 +297,7 @@ inline status communicator::prepare(const detail::rank_call& call, std::uint64_t
 
 inline status communicator::announce(const announcement& a) {
   status s = announcer_->announce(a);
-  if (!s) link_->abort(s);
+  if (!s) transport_->abort(s);
   return s;
 }
 
@@ -325,8 +327,8 @@ inline status communicator::agree_refused(const detail::rank_call& call, std::ui
   ctx.local = std::move(why);
   ctx.timeout = config_.timeout;
   ctx.stream = call.stream;
-  status s = link_->run(ctx);
-  if (s.code() == errc::mismatch && link_->judges_on_host())
+  status s = transport_->run(ctx);
+  if (s.code() == errc::mismatch && transport_->judges_on_host())
     return explain_mismatch(shape, std::move(s));
   return s;
 }
@@ -413,8 +415,8 @@ inline status communicator::run(const detail::rank_call& call) {
                                 : call.refusal;
   ctx.timeout = config_.timeout;
   ctx.stream = call.stream;
-  status s = link_->run(ctx);
-  if (s.code() == errc::mismatch && link_->judges_on_host())
+  status s = transport_->run(ctx);
+  if (s.code() == errc::mismatch && transport_->judges_on_host())
     return explain_mismatch(c->shape, std::move(s));
   return s;
 }

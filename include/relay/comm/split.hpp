@@ -40,7 +40,7 @@ inline status split_communicator(communicator& parent, int color, int key,
     env.timeout = timeout;
     // The parent's ranks on this device go on driving it: a transport that divides the device
     // among its ranks (ipc) must count them, or the child's spinning kernels could fill it.
-    env.device_share = parent.link().device_share();
+    env.device_share = parent.transport().device_share();
     std::shared_ptr<bootstrap> shared(std::move(boot));
     std::unique_ptr<transport> link;
     made = make(*shared, env, link);

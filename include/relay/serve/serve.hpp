@@ -61,7 +61,7 @@ inline void (*after_reading)(call_shape& shape, std::uint64_t sequence) = nullpt
 // Gives up on the job with `why`: every rank's next call fails at once, naming it.
 inline status leave(communicator& comm, control_plane& plane, status why) {
   why = plane.give_up(std::move(why));
-  comm.link().abort(why);
+  comm.transport().abort(why);
   return why;
 }
 
@@ -193,7 +193,7 @@ inline status serve(communicator& comm, const serve_options& opt = {},
     plane->set_serving(false);
     if (st.ok()) continue;
     // A step that leaves the ranks in step failed alike everywhere: serving goes on.
-    const bool usable = (is_call || !graph_step) && !comm.link().broken();
+    const bool usable = (is_call || !graph_step) && !comm.transport().broken();
     if (!usable) return detail::leave(comm, *plane, st);
     ++rep.failed;
     rep.last_failure = st;

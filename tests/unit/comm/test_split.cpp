@@ -75,7 +75,7 @@ TEST_CASE("a split's transport learns the parent's device share, device and time
       };
       std::unique_ptr<communicator> child;
       result[at] = split_communicator(parent, colors[r], keys[r], make, child);
-      if (child) child_share[at] = child->link().device_share();
+      if (child) child_share[at] = child->transport().device_share();
     });
   for (auto& t : threads)
     t.join();

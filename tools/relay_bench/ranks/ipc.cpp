@@ -56,7 +56,7 @@ class cuda_ipc_rank final : public stream_rank {
     (void)gpu::rt::device_name(name, device());
     std::ostringstream text;
     text << "relay's ipc transport, rank " << rank() << " on device " << device() << " (" << name
-         << "), " << (link().bytes_per_rank() >> 20) << " MiB registered"
+         << "), " << (transport().bytes_per_rank() >> 20) << " MiB registered"
          << (register_memory_ ? ", user buffers registered" : "")
          << (replays_graphs() && graph_inputs_ ? ", graph inputs registered after capture" : "");
     return text.str();
@@ -67,11 +67,14 @@ class cuda_ipc_rank final : public stream_rank {
   }
 
  private:
-  const ipc_transport& link() const { return static_cast<const ipc_transport&>(comm().link()); }
+  const ipc_transport& transport() const {
+    return static_cast<const ipc_transport&>(comm().transport());
+  }
   status after_calls() override {
-    if (status s = link().device_status(); !s) return s;
+    if (status s = transport().device_status(); !s) return s;
     if (const communicator* g = group_communicator())
-      if (status s = static_cast<const ipc_transport&>(g->link()).device_status(); !s) return s;
+      if (status s = static_cast<const ipc_transport&>(g->transport()).device_status(); !s)
+        return s;
     return floor_ ? floor_->error() : status{};
   }
   bool vendor_graphs() const override { return true; }
@@ -103,7 +106,7 @@ std::unique_ptr<gpu_rank> make_ipc_rank(std::size_t bytes_per_rank, int graph_ca
   o.bytes_per_rank = bytes_per_rank;
   return make_stream_rank<cuda_ipc_rank>(
       ipc_factory(o),
-      [](communicator& c) { return static_cast<ipc_transport&>(c.link()).device(); }, why,
+      [](communicator& c) { return static_cast<ipc_transport&>(c.transport()).device(); }, why,
       graph_calls, floor, split, o);
 }
 

@@ -18,7 +18,7 @@ class nccl_rank final : public stream_rank {
 
   std::string description() const override {
     int version = 0;
-    (void)link().nccl().get_version(&version);
+    (void)transport().nccl().get_version(&version);
     std::string name;
     (void)gpu::rt::device_name(name, device());
     std::ostringstream text;
@@ -33,16 +33,18 @@ class nccl_rank final : public stream_rank {
   }
 
  private:
-  const nccl_transport& link() const { return static_cast<const nccl_transport&>(comm().link()); }
+  const nccl_transport& transport() const {
+    return static_cast<const nccl_transport&>(comm().transport());
+  }
 
   status after_calls() override {
-    if (comm().link().broken())
+    if (comm().transport().broken())
       return {errc::gpu_error, "the NCCL communicator reported an asynchronous error"};
     return {};
   }
 
   status vendor_call(const rank_collective& c) override {
-    return nccl_collective(link().nccl(), link().comm(), size(), c.coll, c.type, c.op,
+    return nccl_collective(transport().nccl(), transport().comm(), size(), c.coll, c.type, c.op,
                            static_cast<std::size_t>(c.counts[0]), c.send.data, c.recv.data,
                            stream());
   }

@@ -111,7 +111,7 @@ struct device_side {
 };
 
 ipc_transport& link_of(communicator& comm) {
-  return static_cast<ipc_transport&>(comm.link());
+  return static_cast<ipc_transport&>(comm.transport());
 }
 
 // Waits for the stream; the call's status is then the device's verdict too.
@@ -493,7 +493,7 @@ status run_direct(communicator& comm, const group_list& groups, std::vector<std:
       placement_of(coll, groups, counts, size_of(type), comm.rank(), send, recv);
   keep.ctx = {};
   if (status made = make_plan(q, chosen, keep.p); made) {
-    keep.slice = slice_plan(keep.p, comm.rank(), comm.link().wire_ends());
+    keep.slice = slice_plan(keep.p, comm.rank(), comm.transport().wire_ends());
     keep.ctx.p = &keep.p;
     keep.ctx.slice = &keep.slice;
     keep.ctx.local = validate_rank_buffers(keep.p, comm.rank(), send, recv, where);
@@ -506,7 +506,7 @@ status run_direct(communicator& comm, const group_list& groups, std::vector<std:
   keep.ctx.fingerprint = relay::detail::fnv1a(describe(as_chosen(q, chosen)));
   keep.ctx.timeout = comm.config().timeout;
   keep.ctx.stream = stream;
-  return comm.link().run(keep.ctx);
+  return comm.transport().run(keep.ctx);
 }
 
 // One rank's part of a failure scenario: its buffers for allreduce A=2 float32 over the pairs of
@@ -570,7 +570,7 @@ struct scene {
     if (gpu::rt::error_t e = gpu::rt::stream_synchronize(d.stream); e != gpu::rt::success)
       return gpu::failure("synchronizing the stream", 0, e);
     if (!issued) return issued;
-    return comm.link().async_status();
+    return comm.transport().async_status();
   }
   // Whether this rank's output is right (against the naive reference of its inputs).
   bool right() {
@@ -677,7 +677,7 @@ int misbehave(communicator& comm, const std::string& what) {
       ctx.local = {errc::invalid_argument, "no groups were given"};
       ctx.timeout = comm.config().timeout;
       ctx.stream = sc.d.stream;
-      s = comm.link().run(ctx);
+      s = comm.transport().run(ctx);
     } else if (what == "mismatch") {
       // Room for 6000 elements: its buffers are right for its own call.
       const std::size_t bytes = 6000 * 4;
@@ -772,7 +772,7 @@ int leave(communicator& comm, bool exits) {
       std::fflush(nullptr);
       std::_Exit(0);
     }
-    comm.link().abort({errc::system_error, "the test aborts " + who});
+    comm.transport().abort({errc::system_error, "the test aborts " + who});
     const status after = sc.call();
     if (after.code() != errc::system_error)
       return failed(who + "'s call after its abort: " + after.to_string());
