@@ -6,7 +6,8 @@
 //              the naive reference a run's outputs are checked against
 //   topology/  the machines the cost model knows
 //   cost/      link loads, beta and alpha-beta cost, ceilings, lower bounds, route choice
-//   plan/      one call made concrete: physical ranks, byte offsets, validation
+//   plan/      one call made concrete: physical ranks, byte offsets, validation; its
+//              operations on host memory
 //   exec/      executors that run plans (the host reference executor here; gpu/ for GPUs)
 //   api/       the collective calls a communication library makes
 #pragma once

@@ -7,7 +7,7 @@
 
 #include "relay/check/wire_reference.hpp"
 #include "relay/cost/choose.hpp"
-#include "relay/exec/host_ops.hpp"
+#include "relay/plan/host_ops.hpp"
 #include "support/property_suite.hpp"
 
 using namespace relay;

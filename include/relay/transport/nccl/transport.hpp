@@ -20,8 +20,8 @@
 // per copy), and the group sends that image (fp8_wire_bytes(count) bytes) instead of the
 // elements; the receiver posts its receive into its receive slot in scratch and, after the group,
 // dequantizes the image into the copy's destination. Copies within a rank stay native. The same
-// kernels and bits as the GPU executor's (exec/gpu/lowering.hpp, split_fp8_copy), so both give the
-// host executor's result. The slots lie in plan::scratch_bytes, reserved as for a native plan.
+// kernels (gpu/fp8_kernels.hpp) and bits as the GPU executor's fp8 copies, so both give the host
+// executor's result. The slots lie in plan::scratch_bytes, reserved as for a native plan.
 //
 // Why the slice's waits need nothing here: NCCL starts a receive only when the receiver's stream
 // reaches it, so a peer's push cannot land before this rank finished its earlier phases (WAR,

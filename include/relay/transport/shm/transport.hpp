@@ -43,7 +43,7 @@
 
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
-#include "relay/exec/host_ops.hpp"
+#include "relay/plan/host_ops.hpp"
 #include "relay/plan/area_layout.hpp"
 #include "relay/plan/bind.hpp"
 #include "relay/plan/validate.hpp"
