@@ -3,9 +3,7 @@
 // (examples.rank_local):
 //
 //   build/tools/relay-run -n 8 -- build/examples/rank_local
-#include <relay/comm/collectives.hpp>
-#include <relay/comm/from_environment.hpp>
-#include <relay/transport/shm/factory.hpp>
+#include <relay/rank_local.hpp>
 
 #include <cstdint>
 #include <cstdio>
@@ -30,6 +28,7 @@ int main() {
   const std::size_t n = 1000, bytes = n * sizeof(float);
   std::vector<float> in(n, static_cast<float>(comm->rank() + 1)), out(n, -1.0f);
   const std::vector<std::int64_t> counts(4, static_cast<std::int64_t>(n));
+  // Every rank, with its own buffers (a helper, a rank in no group, passes relay::buffer_view{}):
   relay::status st =
       relay::allreduce(*comm, {{0, 1}, {2, 3}, {4, 5}, {6, 7}}, {in.data(), bytes},
                        {out.data(), bytes}, counts, relay::dtype::float32, relay::reduce_op::sum);

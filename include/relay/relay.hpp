@@ -10,6 +10,9 @@
 //              operations on host memory
 //   exec/      executors that run plans (the host reference executor here; gpu/ for GPUs)
 //   api/       the collective calls a communication library makes
+//
+// This header is the entry for one process that holds every rank's buffers; one process per
+// rank includes relay/rank_local.hpp.
 #pragma once
 
 #include "relay/api/collectives.hpp"
