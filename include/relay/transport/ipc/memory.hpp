@@ -43,7 +43,7 @@
 #include <thread>
 #include <vector>
 
-#include "relay/bootstrap/bootstrap.hpp"
+#include "relay/bootstrap/exchange.hpp"
 #include "relay/core/no_copy.hpp"
 #include "relay/core/status.hpp"
 #include "relay/gpu/handles.hpp"
@@ -101,8 +101,8 @@ class area : no_copy {
     if (mine) (void)(mine = export_check(base_, device, &rec.handle));
     if (mine) (void)(mine = export_check(control_, device, &rec.control_handle));
     rec.ok = mine.ok() ? 1 : 0;
-    std::vector<std::vector<std::byte>> all;
-    if (status s = boot.all_gather(std::as_bytes(std::span(&rec, 1)), all, timeout); !s) return s;
+    std::vector<area_record> all;
+    if (status s = exchange(boot, rec, all, timeout, "ipc area record"); !s) return s;
     if (mine) (void)(mine = map_areas(all, rec));
     if (mine) (void)(mine = write_outbox(R));
     // All or nothing: every rank learns whether every rank is ready.
@@ -135,22 +135,19 @@ class area : no_copy {
     if (p != nullptr && bytes > 0)
       (void)(mine = prepare(p, bytes, rec.slot, rec.start, rec.alias, rec.handle));
     if (!mine) rec.slot = -1;
-    std::vector<std::vector<std::byte>> all;
-    if (status s = boot.all_gather(std::as_bytes(std::span(&rec, 1)), all, timeout); !s) return s;
+    std::vector<registration_record> all;
+    if (status s = exchange(boot, rec, all, timeout, "registration"); !s) return s;
     registration_round r;
     if (status s = map_round(all, rec.pid, r); !s) return s;
-    if (status s = boot.all_gather(std::as_bytes(std::span(&r.failed, 1)), all, timeout); !s)
-      return s;
+    std::vector<std::uint64_t> failed;  // every rank's bits of the registrations it could not map
+    if (status s = exchange(boot, r.failed, failed, timeout, "mapping outcome"); !s) return s;
     std::uint64_t unmapped = 0;  // bit q: some rank could not map rank q's registration
-    for (const auto& f : all) {
-      std::uint64_t v = 0;
-      if (f.size() == sizeof v) std::memcpy(&v, f.data(), sizeof v);
-      unmapped |= v;
-    }
+    for (std::uint64_t f : failed)
+      unmapped |= f;
     const int kept = keep_round(r, unmapped, p, bytes);
     if (used != nullptr) *used = kept;
     if (rec.slot >= 0 && kept < 0)
-      mine = {errc::peer_error, "rank(s) " + ranks_with_bit(all, me_) +
+      mine = {errc::peer_error, "rank(s) " + ranks_with_bit(failed, me_) +
                                     " could not map this rank's registered buffer"};
     if (status s = upload_table(); !s) return s;
     in_step_ = true;
@@ -178,12 +175,10 @@ class area : no_copy {
     // Before the exchange: once every rank contributed, no rank has work in flight.
     if (gpu::rt::error_t e = gpu::rt::device_synchronize(); e != gpu::rt::success)
       return gpu::failure("waiting before a deregistration", device_, e);
-    std::vector<std::vector<std::byte>> all;
-    if (status s = boot.all_gather(std::as_bytes(std::span(&slot, 1)), all, timeout); !s) return s;
+    std::vector<std::int32_t> slots;
+    if (status s = exchange(boot, slot, slots, timeout, "deregistered slot"); !s) return s;
     for (int q = 0; q < ranks_; ++q) {
-      std::int32_t k = -1;
-      if (all[static_cast<std::size_t>(q)].size() == sizeof k)
-        std::memcpy(&k, all[static_cast<std::size_t>(q)].data(), sizeof k);
+      const std::int32_t k = slots[static_cast<std::size_t>(q)];
       if (k < 0 || k >= max_registrations) continue;
       table_[static_cast<std::size_t>(q) * max_registrations + static_cast<std::size_t>(k)] = 0;
       if (q == me_) {
@@ -355,7 +350,7 @@ class area : no_copy {
   };
 
   // Every rank's area mapped here from its record in `all` (`mine`: this rank's own).
-  status map_areas(const std::vector<std::vector<std::byte>>& all, const area_record& mine) {
+  status map_areas(const std::vector<area_record>& all, const area_record& mine) {
     const std::size_t R = all.size();
     peers_.assign(R, nullptr);
     controls_.assign(R, nullptr);
@@ -363,10 +358,7 @@ class area : no_copy {
     pids_.assign(R, 0);
     std::string failed;
     for (std::size_t q = 0; q < R; ++q) {
-      area_record r;
-      if (all[q].size() != sizeof r)
-        return {errc::mismatch, "rank " + std::to_string(q) + " sent a malformed ipc record"};
-      std::memcpy(&r, all[q].data(), sizeof r);
+      const area_record& r = all[q];
       pids_[q] = r.pid;
       if (r.ok == 0) {
         failed += (failed.empty() ? "" : ", ") + std::to_string(q);
@@ -407,14 +399,12 @@ class area : no_copy {
   // Collective: `mine`, else whether every rank is ready (each rank's `mine` was ok).
   static status all_ready(bootstrap& boot, const status& mine, std::chrono::milliseconds timeout) {
     const std::int32_t ready = mine.ok() ? 1 : 0;
-    std::vector<std::vector<std::byte>> all;
-    if (status s = boot.all_gather(std::as_bytes(std::span(&ready, 1)), all, timeout); !s) return s;
+    std::vector<std::int32_t> all;
+    if (status s = exchange(boot, ready, all, timeout, "readiness"); !s) return s;
     if (!mine) return mine;
     std::string unready;
     for (std::size_t q = 0; q < all.size(); ++q) {
-      std::int32_t v = 0;
-      if (all[q].size() == sizeof v) std::memcpy(&v, all[q].data(), sizeof v);
-      if (v == 0) unready += (unready.empty() ? "" : ", ") + std::to_string(q);
+      if (all[q] == 0) unready += (unready.empty() ? "" : ", ") + std::to_string(q);
     }
     if (!unready.empty())
       return {errc::peer_error, "rank(s) " + unready + " could not map their peers' ipc memory"};
@@ -438,16 +428,13 @@ class area : no_copy {
 
   // Every peer's registration of the round in `all` mapped here: through the allocation an
   // earlier slot of it exported, directly in this process, or by opening its handle.
-  status map_round(const std::vector<std::vector<std::byte>>& all, std::uint64_t pid,
+  status map_round(const std::vector<registration_record>& all, std::uint64_t pid,
                    registration_round& r) {
-    const auto R = static_cast<std::size_t>(ranks_);
-    r.recs.assign(R, {});
+    const std::size_t R = all.size();
+    r.recs = all;
     r.mapped.assign(R, 0);
     r.opened.assign(R, false);
     for (std::size_t i = 0; i < R; ++i) {
-      if (all[i].size() != sizeof(registration_record))
-        return {errc::mismatch, "a malformed registration"};
-      std::memcpy(&r.recs[i], all[i].data(), sizeof(registration_record));
       const registration_record& x = r.recs[i];
       if (x.slot < 0 || static_cast<int>(i) == me_) continue;
       if (x.alias >= 0) {
@@ -494,13 +481,11 @@ class area : no_copy {
     return kept;
   }
 
-  // The ranks whose word in `all` has bit `bit` set, as "1, 3".
-  static std::string ranks_with_bit(const std::vector<std::vector<std::byte>>& all, int bit) {
+  // The ranks whose word in `words` has bit `bit` set, as "1, 3".
+  static std::string ranks_with_bit(const std::vector<std::uint64_t>& words, int bit) {
     std::string who;
-    for (std::size_t q = 0; q < all.size(); ++q) {
-      std::uint64_t v = 0;
-      if (all[q].size() == sizeof v) std::memcpy(&v, all[q].data(), sizeof v);
-      if (((v >> bit) & 1) != 0) who += (who.empty() ? "" : ", ") + std::to_string(q);
+    for (std::size_t q = 0; q < words.size(); ++q) {
+      if (((words[q] >> bit) & 1) != 0) who += (who.empty() ? "" : ", ") + std::to_string(q);
     }
     return who;
   }
