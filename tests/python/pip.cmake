@@ -22,6 +22,17 @@ message(STATUS "${out}")
 if(NOT rc EQUAL 0 OR NOT out MATCHES "${WORK}/venv/.*/relay/_lib/librelay_c.so")
   message(FATAL_ERROR "relay.torch did not import from the virtual environment")
 endif()
+# Every library the build made is in the package (librelay_c_cuda and librelay_c_hip where their
+# compilers were), beside the librelay_c.so found above.
+string(REGEX REPLACE "/librelay_c\\.so.*" "" package_lib "${out}")
+string(REGEX REPLACE "^.* " "" package_lib "${package_lib}")
+file(GLOB built RELATIVE ${LIBRARIES} ${LIBRARIES}/librelay_c*.so)
+foreach(name ${built})
+  if(NOT EXISTS ${package_lib}/${name})
+    message(FATAL_ERROR "pip install left out ${name}")
+  endif()
+endforeach()
+message(STATUS "in ${package_lib}: ${built}")
 execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=RELAY_C_LIBRARY_DIR --unset=PYTHONPATH
                         ${WORK}/venv/bin/python -c
                         "from importlib.metadata import entry_points; import relay.torchrec; print([e.load().__name__ for e in entry_points(group='torchcomms.backends') if e.name == 'relay'])"
