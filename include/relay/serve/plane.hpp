@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "relay/bootstrap/exchange.hpp"
 #include "relay/comm/communicator.hpp"
 #include "relay/core/no_copy.hpp"
 #include "relay/serve/record.hpp"
@@ -66,13 +67,12 @@ class control_plane final : public announcer, no_copy {
     me.pid = ::getpid();
     me.role = static_cast<std::uint32_t>(role);
     open_ = true;
-    const std::byte mine{static_cast<unsigned char>(role)};
-    std::vector<std::vector<std::byte>> all;
-    if (status s = boot.all_gather(std::span(&mine, 1), all, timeout_); !s) return s;
+    std::vector<plane_role> all;
+    if (status s = exchange(boot, role, all, timeout_, "control-plane role"); !s) return s;
     publisher_ = -1;
     servers_.clear();
     for (std::size_t q = 0; q < all.size(); ++q) {
-      const auto r = all[q].size() == 1 ? static_cast<plane_role>(all[q][0]) : plane_role{};
+      const plane_role r = all[q];
       if (r == plane_role::call && publisher_ < 0) publisher_ = static_cast<int>(q);
       if (r == plane_role::serve) servers_.push_back(static_cast<int>(q));
       if (r != plane_role::call && r != plane_role::serve)

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "relay/bootstrap/bootstrap.hpp"
+#include "relay/bootstrap/exchange.hpp"
 #include "relay/transport/shm/fd_passing.hpp"
 
 namespace relay::serve {
@@ -135,9 +136,9 @@ class plane_segment {
     } else {
       mine = std::to_string(::getpid());
     }
-    std::vector<std::vector<std::byte>> all;
-    if (status s = boot.all_gather(std::as_bytes(std::span(mine)), all, timeout); !s) return s;
-    const std::string announced(reinterpret_cast<const char*>(all[0].data()), all[0].size());
+    std::vector<std::string> all;
+    if (status s = exchange(boot, mine, all, timeout); !s) return s;
+    const std::string announced = all[0];
     std::string attach_error;
     const auto deadline = relay::detail::steady::now() + timeout;
     if (announced.empty() || announced[0] != '+') {
@@ -145,8 +146,7 @@ class plane_segment {
     } else if (boot.rank() == 0) {
       std::vector<pid_t> pids;
       for (std::size_t r = 1; r < all.size(); ++r)
-        pids.push_back(static_cast<pid_t>(std::atol(
-            std::string(reinterpret_cast<const char*>(all[r].data()), all[r].size()).c_str())));
+        pids.push_back(static_cast<pid_t>(std::atol(all[r].c_str())));
       (void)offer.serve(memory.get(), pids, deadline);
     } else {
       relay::detail::unique_fd fd;
@@ -156,13 +156,9 @@ class plane_segment {
         attach_error = attach(fd.get());
     }
     memory = {};
-    if (status s = boot.all_gather(std::as_bytes(std::span(attach_error)), all, timeout); !s)
-      return s;
+    if (status s = exchange(boot, attach_error, all, timeout); !s) return s;
     for (std::size_t r = 0; r < all.size(); ++r)
-      if (!all[r].empty())
-        return {errc::system_error,
-                "rank " + std::to_string(r) + ": " +
-                    std::string(reinterpret_cast<const char*>(all[r].data()), all[r].size())};
+      if (!all[r].empty()) return {errc::system_error, "rank " + std::to_string(r) + ": " + all[r]};
     return {};
   }
 
