@@ -20,15 +20,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <random>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "relay/bootstrap/bootstrap.hpp"
-#include "relay/bootstrap/exchange.hpp"
 #include "relay/transport/shm/fd_passing.hpp"
 
 namespace relay::serve {
@@ -120,46 +117,12 @@ class plane_segment {
   // maps it, each within `timeout`. Fails on every rank, naming the rank that could not.
   status open(bootstrap& boot, plane_geometry geometry, std::chrono::milliseconds timeout) {
     ranks_ = boot.size();
-    std::string mine;
-    relay::detail::unique_fd memory;
-    relay::detail::fd_offer offer;
-    if (boot.rank() == 0) {
-      if (geometry.record_bytes == 0) geometry.record_bytes = default_record_bytes(ranks_);
-      mine = create(memory, geometry);
-      if (mine.empty()) {
-        std::random_device rd;
-        const std::string name = "relay-plane-" + std::to_string(::getpid()) + "-" +
-                                 std::to_string(rd()) + std::to_string(rd());
-        const status s = offer.listen(name, ranks_);
-        mine = s ? "+" + name : s.message();
-      }
-    } else {
-      mine = std::to_string(::getpid());
-    }
-    std::vector<std::string> all;
-    if (status s = exchange(boot, mine, all, timeout); !s) return s;
-    const std::string announced = all[0];
-    std::string attach_error;
-    const auto deadline = relay::detail::steady::now() + timeout;
-    if (announced.empty() || announced[0] != '+') {
-      attach_error = "rank 0 could not create the control plane's segment: " + announced;
-    } else if (boot.rank() == 0) {
-      std::vector<pid_t> pids;
-      for (std::size_t r = 1; r < all.size(); ++r)
-        pids.push_back(static_cast<pid_t>(std::atol(all[r].c_str())));
-      (void)offer.serve(memory.get(), pids, deadline);
-    } else {
-      relay::detail::unique_fd fd;
-      if (status s = relay::detail::fetch_fd(announced.substr(1), "rank 0", deadline, fd); !s)
-        attach_error = s.message();
-      else
-        attach_error = attach(fd.get());
-    }
-    memory = {};
-    if (status s = exchange(boot, attach_error, all, timeout); !s) return s;
-    for (std::size_t r = 0; r < all.size(); ++r)
-      if (!all[r].empty()) return {errc::system_error, "rank " + std::to_string(r) + ": " + all[r]};
-    return {};
+    if (boot.rank() == 0 && geometry.record_bytes == 0)
+      geometry.record_bytes = default_record_bytes(ranks_);
+    return relay::detail::share_memory_file(
+        boot, "the control plane's segment", "relay-plane",
+        [&](relay::detail::unique_fd& memory) { return create(memory, geometry); },
+        [&](int fd) { return attach(fd); }, timeout);
   }
 
  private:

@@ -14,12 +14,17 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "relay/bootstrap/exchange.hpp"
 #include "relay/bootstrap/socket.hpp"
 #include "relay/core/status.hpp"
 
@@ -144,6 +149,57 @@ inline status fetch_fd(const std::string& name, const std::string& holder,
   int fd = -1;
   std::memcpy(&fd, CMSG_DATA(h), sizeof fd);
   out = unique_fd(fd);
+  return {};
+}
+
+// Collective over `boot`: rank 0 makes a memory file (create(memory): "" or why not) and hands it
+// to every other rank, which maps it (attach(fd): "" or why not), each within `timeout`. Fails on
+// every rank, naming the rank that could not: what the shm segment and the control plane share.
+// `what` names the file in an error; `socket_prefix` begins its socket's name.
+template <class Create, class Attach>
+status share_memory_file(bootstrap& boot, std::string_view what, std::string_view socket_prefix,
+                         Create&& create, Attach&& attach, std::chrono::milliseconds timeout) {
+  // Rank 0 says "+" and its socket's name, or why it has none; every other rank its pid, the
+  // only processes rank 0 hands the file to.
+  std::string mine;
+  unique_fd memory;
+  fd_offer offer;
+  if (boot.rank() == 0) {
+    mine = create(memory);
+    if (mine.empty()) {
+      std::random_device rd;
+      const std::string name = std::string(socket_prefix) + "-" + std::to_string(::getpid()) + "-" +
+                               std::to_string(rd()) + std::to_string(rd());
+      const status s = offer.listen(name, boot.size());
+      mine = s ? "+" + name : s.message();
+    }
+  } else {
+    mine = std::to_string(::getpid());
+  }
+  std::vector<std::string> all;
+  if (status s = exchange(boot, mine, all, timeout); !s) return s;
+  const std::string announced = all[0];
+  std::string attach_error;
+  const auto deadline = steady::now() + timeout;
+  if (announced.empty() || announced[0] != '+') {
+    attach_error = "rank 0 could not create " + std::string(what) + ": " + announced;
+  } else if (boot.rank() == 0) {
+    // A rank that does not come is named by the exchange below (its error, or its absence).
+    std::vector<pid_t> pids;
+    for (std::size_t r = 1; r < all.size(); ++r)
+      pids.push_back(static_cast<pid_t>(std::atol(all[r].c_str())));
+    (void)offer.serve(memory.get(), pids, deadline);
+  } else {
+    unique_fd fd;
+    if (status s = fetch_fd(announced.substr(1), "rank 0", deadline, fd); !s)
+      attach_error = s.message();
+    else
+      attach_error = attach(fd.get());
+  }
+  memory = {};
+  if (status s = exchange(boot, attach_error, all, timeout); !s) return s;
+  for (std::size_t r = 0; r < all.size(); ++r)
+    if (!all[r].empty()) return {errc::system_error, "rank " + std::to_string(r) + ": " + all[r]};
   return {};
 }
 

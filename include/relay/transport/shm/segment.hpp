@@ -20,9 +20,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -107,49 +105,21 @@ class segment {
     ranks_ = boot.size();
     per_rank_ = round_up(bytes_per_rank, page);
     bytes_ = data_offset(ranks_) + per_rank_ * static_cast<std::size_t>(ranks_);
-    // Rank 0 says "+" and its socket's name, or why it has none; every other rank its pid, the
-    // only processes rank 0 hands the segment to.
-    std::string mine;
-    detail::unique_fd memory;
-    detail::fd_offer offer;
-    if (boot.rank() == 0) {
-      mine = create(memory);
-      if (mine.empty()) {
-        std::random_device rd;
-        const std::string name = "relay-shm-" + std::to_string(::getpid()) + "-" +
-                                 std::to_string(rd()) + std::to_string(rd());
-        const status s = offer.listen(name, ranks_);
-        mine = s ? "+" + name : s.message();
-      }
-    } else {
-      mine = std::to_string(::getpid());
-    }
-    std::vector<std::string> all;
-    if (status s = exchange(boot, mine, all, timeout); !s) return s;
-    const std::string announced = all[0];
-    std::string attach_error;
-    const auto deadline = detail::steady::now() + timeout;
-    if (announced.empty() || announced[0] != '+') {
-      attach_error = "rank 0 could not create the shared-memory segment: " + announced;
-    } else if (boot.rank() == 0) {
-      // A rank that does not come is named by the exchange below (its error, or its absence).
-      std::vector<pid_t> pids;
-      for (std::size_t r = 1; r < all.size(); ++r)
-        pids.push_back(static_cast<pid_t>(std::atol(all[r].c_str())));
-      (void)offer.serve(memory.get(), pids, deadline);
-    } else {
-      detail::unique_fd fd;
-      if (status s = detail::fetch_fd(announced.substr(1), "rank 0", deadline, fd); !s)
-        attach_error = s.message();
-      else
-        attach_error = attach(fd.get());
-    }
-    memory = {};
-    if (attach_error.empty()) control_of(boot.rank()).pid = ::getpid();
-    if (status s = exchange(boot, attach_error, all, timeout); !s) return s;
-    for (std::size_t r = 0; r < all.size(); ++r)
-      if (!all[r].empty()) return {errc::system_error, "rank " + std::to_string(r) + ": " + all[r]};
-    return {};
+    // Each rank that has the segment says so in its control block (its pid) before the last
+    // exchange, so every rank sees every peer's pid once open returns.
+    const int me = boot.rank();
+    auto made = [&](detail::unique_fd& memory) {
+      std::string why = create(memory);
+      if (why.empty()) control_of(me).pid = ::getpid();
+      return why;
+    };
+    auto mapped = [&](int fd) {
+      std::string why = attach(fd);
+      if (why.empty()) control_of(me).pid = ::getpid();
+      return why;
+    };
+    return detail::share_memory_file(boot, "the shared-memory segment", "relay-shm", made, mapped,
+                                     timeout);
   }
 
  private:
