@@ -1,8 +1,9 @@
 // One all-gather, typed: every rank contributes a value of a trivially copyable struct (and,
-// where the exchange carries one, a text after it), and every rank gets every rank's copy, each
-// checked to be the size of the struct. What transports and communicators exchange at set-up
-// (memory handles, segment names), in their agreements and outcomes, and when they explain a
-// failure, all go through here instead of unpacking bytes by hand.
+// where the exchange carries one, a text after it; or an array of them, as long on every rank),
+// and every rank gets every rank's copy, each checked to be the size of the struct. What
+// transports and communicators exchange at set-up (memory handles, segment names), in their
+// agreements and outcomes, and when they explain a failure, all go through here instead of
+// unpacking bytes by hand.
 //
 //   struct record { std::uint64_t pid; std::int32_t device; };
 //   std::vector<record> all;
@@ -80,6 +81,22 @@ status exchange(bootstrap& boot, const T& mine, std::string_view text,
     if (bytes[r].size() < sizeof(T)) return detail::malformed(r, what, bytes[r].size(), sizeof(T));
     std::memcpy(&all[r].value, bytes[r].data(), sizeof(T));
     all[r].text = detail::text_of(bytes[r], sizeof(T));
+  }
+  return {};
+}
+
+// Every rank's `mine`, as many values on every rank, into all[r] (collective).
+template <exchangeable T>
+status exchange(bootstrap& boot, std::span<const T> mine, std::vector<std::vector<T>>& all,
+                milliseconds timeout, std::string_view what) {
+  std::vector<std::vector<std::byte>> bytes;
+  if (status s = boot.all_gather(std::as_bytes(mine), bytes, timeout); !s) return s;
+  all.resize(bytes.size());
+  for (std::size_t r = 0; r < bytes.size(); ++r) {
+    if (bytes[r].size() != mine.size_bytes())
+      return detail::malformed(r, what, bytes[r].size(), mine.size_bytes());
+    all[r].resize(mine.size());
+    std::memcpy(all[r].data(), bytes[r].data(), mine.size_bytes());
   }
   return {};
 }

@@ -109,3 +109,22 @@ TEST_CASE("exchange: a struct with a text after it, and texts alone", "[bootstra
   CHECK(boot.sent.size() == 3);
   CHECK(texts == std::vector<std::string>{"abc", "", "d"});
 }
+
+TEST_CASE("exchange: arrays as long on every rank", "[bootstrap][exchange]") {
+  canned boot;
+  const std::vector<double> mine{0.5, 2.0};
+  auto bytes_of_array = [](std::vector<double> v) {
+    const auto b = std::as_bytes(std::span(v));
+    return std::vector<std::byte>(b.begin(), b.end());
+  };
+  boot.replies = {bytes_of_array({1.0, 1.5}), bytes_of_array(mine), bytes_of_array({-3.0, 9.0})};
+  std::vector<std::vector<double>> all;
+  REQUIRE(exchange(boot, std::span<const double>(mine), all, 1s, "list of times"));
+  CHECK(boot.sent == bytes_of_array(mine));
+  CHECK(all == std::vector<std::vector<double>>{{1.0, 1.5}, {0.5, 2.0}, {-3.0, 9.0}});
+  // A rank that ran another number of iterations is named.
+  boot.replies[2] = bytes_of_array({-3.0});
+  const status s = exchange(boot, std::span<const double>(mine), all, 1s, "list of times");
+  CHECK(s.code() == errc::mismatch);
+  CHECK(s.message() == "rank 2 sent a list of times of 8 bytes, not 16");
+}

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -20,18 +19,12 @@ namespace relay::bench {
 // Replaces each of `times` by its largest over the ranks (every rank passes as many).
 inline status largest_over_ranks(bootstrap& boot, std::vector<double>& times,
                                  milliseconds timeout) {
-  std::vector<std::vector<std::byte>> all;
-  if (status s = boot.all_gather(std::as_bytes(std::span(times)), all, timeout); !s) return s;
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    if (all[r].size() != times.size() * sizeof(double))
-      return {errc::mismatch, fmt::format("rank {} sent {} bytes of times, not {}", r,
-                                          all[r].size(), times.size() * sizeof(double))};
-    for (std::size_t i = 0; i < times.size(); ++i) {
-      double x = 0;
-      std::memcpy(&x, all[r].data() + i * sizeof x, sizeof x);
-      times[i] = std::max(times[i], x);
-    }
-  }
+  std::vector<std::vector<double>> all;
+  if (status s = exchange(boot, std::span<const double>(times), all, timeout, "list of times"); !s)
+    return s;
+  for (const std::vector<double>& theirs : all)
+    for (std::size_t i = 0; i < times.size(); ++i)
+      times[i] = std::max(times[i], theirs[i]);
   return {};
 }
 
