@@ -15,9 +15,9 @@
 
 #include "relay/core/no_copy.hpp"
 #include "relay/exec/executor.hpp"
-#include "relay/plan/host_ops.hpp"
 #include "relay/exec/rank_threads.hpp"
 #include "relay/plan/bind.hpp"
+#include "relay/plan/host_ops.hpp"
 #include "relay/plan/validate.hpp"
 
 namespace relay {

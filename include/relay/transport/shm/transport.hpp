@@ -43,9 +43,9 @@
 
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
-#include "relay/plan/host_ops.hpp"
 #include "relay/plan/area_layout.hpp"
 #include "relay/plan/bind.hpp"
+#include "relay/plan/host_ops.hpp"
 #include "relay/plan/validate.hpp"
 #include "relay/transport/shm/segment.hpp"
 #include "relay/transport/shm/wait.hpp"
