@@ -21,6 +21,19 @@ else()
 endif()
 set(RELAY_GPU "${relay_gpu_default}" CACHE STRING "GPU paths to build: AUTO, CUDA, HIP, BOTH, OFF")
 set_property(CACHE RELAY_GPU PROPERTY STRINGS AUTO CUDA HIP BOTH OFF)
+# RELAY_GPU_COMPILE_CHECK: the GPU programs of this build (tests, tools, examples and
+# librelay_c_cuda) are compile-and-link checks that nothing runs, as in CI, which has no GPU: they
+# build unoptimized (nvcc's host compiler and ptxas at -O0, the HIP executables at -O0), at a
+# third of the optimized build's time for nvcc and a sixth for HIP. librelay_c_hip keeps -O2: its
+# code objects are what ci.ipc_signal_isa_c_hip_* disassembles. The environment variable of the
+# same name sets the default (.ci/run sets it).
+if(DEFINED ENV{RELAY_GPU_COMPILE_CHECK} AND NOT "$ENV{RELAY_GPU_COMPILE_CHECK}" STREQUAL "")
+  set(relay_compile_check_default "$ENV{RELAY_GPU_COMPILE_CHECK}")
+else()
+  set(relay_compile_check_default OFF)
+endif()
+option(RELAY_GPU_COMPILE_CHECK "GPU programs built as unoptimized compile-and-link checks"
+       ${relay_compile_check_default})
 set(RELAY_HIP_ARCH "gfx90a" CACHE STRING "--offload-arch of the hipcc build")
 set(RELAY_HIP_CLANG_ARCHS "gfx942" CACHE STRING
     "--offload-arch list of the clang build (RELAY_HIP_CLANG); empty: no such build")
@@ -45,6 +58,13 @@ if(RELAY_GPU MATCHES "^(AUTO|CUDA|BOTH)$")
     endif()
     enable_language(CUDA)
     set(RELAY_HAVE_CUDA ON)
+    if(RELAY_GPU_COMPILE_CHECK)
+      # nvcc's -O is its host compiler's; a second -O is an error, so the build type's is replaced.
+      foreach(type RELEASE RELWITHDEBINFO MINSIZEREL)
+        string(REGEX REPLACE "-O[0-3s]" "-O0" CMAKE_CUDA_FLAGS_${type} "${CMAKE_CUDA_FLAGS_${type}}")
+      endforeach()
+      string(APPEND CMAKE_CUDA_FLAGS " -Xptxas -O0")
+    endif()
   elseif(NOT RELAY_GPU STREQUAL "AUTO")
     message(FATAL_ERROR "RELAY_GPU=${RELAY_GPU} needs nvcc; none found (set CMAKE_CUDA_COMPILER)")
   endif()
@@ -190,7 +210,8 @@ if(RELAY_GPU MATCHES "^(AUTO|HIP|BOTH)$")
 endif()
 message(STATUS "relay GPU paths: CUDA ${RELAY_HAVE_CUDA} (${CMAKE_CUDA_ARCHITECTURES}), "
                "HIP: hipcc ${RELAY_HAVE_HIPCC} (${RELAY_HIP_ARCH}), "
-               "clang ${RELAY_HIP_CLANG_BUILD} (${RELAY_HIP_CLANG_ARCHS})")
+               "clang ${RELAY_HIP_CLANG_BUILD} (${RELAY_HIP_CLANG_ARCHS}); "
+               "compile check only (unoptimized): ${RELAY_GPU_COMPILE_CHECK}")
 
 # nvcc spells warnings its own way; -Wpedantic and -Wold-style-cast are left out because they fire
 # on the code nvcc generates (line markers, casts in its host stubs), not on ours.
@@ -198,6 +219,10 @@ set(RELAY_CUDA_WARNINGS
     -Werror=all-warnings
     "-Xcompiler=-Wall,-Wextra,-Wshadow,-Wnon-virtual-dtor,-Wcast-align,-Woverloaded-virtual,-Wnull-dereference,-Wformat=2,-Werror")
 set(RELAY_HIP_WARNINGS ${RELAY_WARNINGS})
+set(RELAY_HIP_EXECUTABLE_OPT -O2)
+if(RELAY_GPU_COMPILE_CHECK)
+  set(RELAY_HIP_EXECUTABLE_OPT -O0)
+endif()
 
 # relay_cuda_target(<target>): C++20, warnings as errors, for a target whose GPU sources are marked
 # LANGUAGE CUDA (see relay_gpu_sources).
@@ -263,7 +288,8 @@ function(relay_hip_variant name suffix archs compiler compile_flags link_flags)
     add_custom_command(
       OUTPUT ${obj}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/${target}.dir
-      COMMAND ${compiler} -std=c++20 ${arch_flags} ${compile_flags} -O2 ${RELAY_HIP_WARNINGS}
+      COMMAND ${compiler} -std=c++20 ${arch_flags} ${compile_flags} ${RELAY_HIP_EXECUTABLE_OPT}
+              ${RELAY_HIP_WARNINGS}
               ${includes} -MD -MF ${obj}.d -x hip -c ${CMAKE_CURRENT_SOURCE_DIR}/${src} -o ${obj}
       DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${src}
       DEPFILE ${obj}.d
