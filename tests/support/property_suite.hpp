@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -91,6 +92,17 @@ inline std::int64_t random_count(std::mt19937_64& rng, const property_case& c) {
   }
   if (p < 99) return std::uniform_int_distribution<std::int64_t>(1, 20 * N * a)(rng);
   return std::uniform_int_distribution<std::int64_t>(100'000, 400'000)(rng);  // large
+}
+
+// How many cases a random suite runs. RELAY_PROPERTY_CASES, where set, is the host property
+// suite's count (its own default is 10,000); every other suite runs the same share of its own
+// `full` count, at least `least` (or `full`, where smaller). The sanitizer presets and the quick
+// loop set it, so that every suite shrinks alike; unset, every suite runs its full count.
+inline int property_cases(int full, int least = 20) {
+  const char* v = std::getenv("RELAY_PROPERTY_CASES");
+  if (v == nullptr) return full;
+  const double share = std::strtod(v, nullptr) / 10'000.0;
+  return std::max(static_cast<int>(full * share), std::min(least, full));
 }
 
 // A random valid case; `rng` advances, so a sequence of cases replays from its first seed.
