@@ -23,8 +23,8 @@ set(RELAY_GPU "${relay_gpu_default}" CACHE STRING "GPU paths to build: AUTO, CUD
 set_property(CACHE RELAY_GPU PROPERTY STRINGS AUTO CUDA HIP BOTH OFF)
 # RELAY_GPU_COMPILE_CHECK: the GPU programs of this build (tests, tools, examples and
 # librelay_c_cuda) are compile-and-link checks that nothing runs, as in CI, which has no GPU: they
-# build unoptimized (nvcc's host compiler and ptxas at -O0, the HIP executables at -O0), at a
-# third of the optimized build's time for nvcc and a sixth for HIP. librelay_c_hip keeps -O2: its
+# build unoptimized (nvcc's host compiler, NVVM and ptxas at -O0, the HIP executables at -O0), at
+# a third of the optimized build's time for nvcc and a sixth for HIP. librelay_c_hip keeps -O2: its
 # code objects are what ci.ipc_signal_isa_c_hip_* disassembles. The environment variable of the
 # same name sets the default (.ci/run sets it).
 if(DEFINED ENV{RELAY_GPU_COMPILE_CHECK} AND NOT "$ENV{RELAY_GPU_COMPILE_CHECK}" STREQUAL "")
@@ -63,7 +63,7 @@ if(RELAY_GPU MATCHES "^(AUTO|CUDA|BOTH)$")
       foreach(type RELEASE RELWITHDEBINFO MINSIZEREL)
         string(REGEX REPLACE "-O[0-3s]" "-O0" CMAKE_CUDA_FLAGS_${type} "${CMAKE_CUDA_FLAGS_${type}}")
       endforeach()
-      string(APPEND CMAKE_CUDA_FLAGS " -Xptxas -O0")
+      string(APPEND CMAKE_CUDA_FLAGS " -Xcicc -O0 -Xptxas -O0")
     endif()
   elseif(NOT RELAY_GPU STREQUAL "AUTO")
     message(FATAL_ERROR "RELAY_GPU=${RELAY_GPU} needs nvcc; none found (set CMAKE_CUDA_COMPILER)")
