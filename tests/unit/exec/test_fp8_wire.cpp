@@ -216,7 +216,8 @@ TEST_CASE("fp8 wire property suite: the GPU suite's cases on the host executor",
   host_executor ex;
   std::mt19937_64 rng(20261129);
   int failures = 0;
-  for (int i = 0; i < testing::property_cases(501); ++i) {
+  const int cases = testing::property_cases(501);
+  for (int i = 0; i < cases; ++i) {
     testing::property_case c = testing::random_case(rng);
     testing::make_fp8(c);
     if (i == 195)
