@@ -23,9 +23,16 @@
 #   bench_rccl       relay-bench -x gpu over the 8 GPUs with RCCL's own collectives in the same
 #                    process (--baseline nccl): all four collectives, A=2 and 4, fused, parallel
 #                    and single, 4 KB-1 GB, every element checked
+#   bench_ipc_rccl   relay-bench -x ipc in 8 processes, one per GPU, with RCCL's own collectives
+#                    in the same processes (--baseline nccl: each group on an RCCL communicator of
+#                    its own): all four collectives, A=2 and 4, fused and single, 4 KB-1 GB, every
+#                    element checked
+#   bench_ipc_rccl_graph  the same from 4 KB to 64 MB, both sides replayed from graphs of 20
+#                    captured calls (--graph 20)
 #   python           tests/python/test_gpu.py on this node's ROCm torch (librelay_c_hip)
 # OUTDIR holds what bench/results/ holds for a run: README.md (machine, date, commit, commands,
-# each step's result), machine.txt, each step's log, relay-bench's rows (bench_rccl.csv).
+# each step's result), machine.txt, each step's log, relay-bench's rows (bench_rccl.csv,
+# bench_ipc_rccl.csv, bench_ipc_rccl_graph.csv).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 root=$PWD
@@ -68,6 +75,8 @@ if ((dry_run)); then
   # Each program starts with the arguments its steps give (no GPU is needed to parse them).
   "$RUN" --version >/dev/null || exit 1
   "$BENCH" --version >/dev/null || exit 1
+  # relay-bench's rank executors are compiled in (-x ipc, -x nccl), not stand-ins.
+  cmake -DBENCH="$BENCH" -DRUN="$RUN" -P tests/tools/relay_bench/hip_rank_modes.cmake || exit 1
   "$IPC" no_such_scenario >/dev/null 2>&1 && {
     echo "$IPC accepted an unknown scenario" >&2
     exit 1
@@ -149,6 +158,12 @@ step bench_rccl 7200 "$BENCH" -x gpu -N 8 --devices "$devices" -C all -A 2,4 \
   -m fused,parallel,single -b 4K -e 1G -f 4 -t "$topology" --baseline nccl \
   --csv "$OUT/bench_rccl.csv"
 
+ipc_bench=("${run[@]}" --timeout 7000 -- "$BENCH" -x ipc -N 8 -C all -A "2,4" -m "fused,single"
+  -t "$topology" --baseline nccl)
+step bench_ipc_rccl 7200 "${ipc_bench[@]}" -b 4K -e 1G -f 4 --csv "$OUT/bench_ipc_rccl.csv"
+step bench_ipc_rccl_graph 3600 "${ipc_bench[@]}" -b 4K -e 64M -f 4 --graph 20 \
+  --csv "$OUT/bench_ipc_rccl_graph.csv"
+
 step python 1800 env PYTHONPATH="$root/python" RELAY_C_LIBRARY_DIR="$root/$BUILD/capi" \
   python3 -m pytest -p no:cacheprovider -v -rs tests/python/test_gpu.py
 
@@ -162,9 +177,10 @@ step python 1800 env PYTHONPATH="$root/python" RELAY_C_LIBRARY_DIR="$root/$BUILD
   echo "|---|---|---|---|"
   printf '%s\n' "${results[@]}"
   echo
-  echo "Each step's output is in <step>.log; relay-bench's table in bench_rccl.log (#wrong summed"
-  echo "over every rank), its rows in bench_rccl.csv. What the numbers say is for whoever ran it"
-  echo "to write here, and a row to add to bench/results/README.md."
+  echo "Each step's output is in <step>.log; relay-bench's tables in bench_rccl.log and"
+  echo "bench_ipc_rccl*.log (#wrong summed over every rank), their rows in the .csv files of the"
+  echo "same names. What the numbers say is for whoever ran it to write here, and a row to add"
+  echo "to bench/results/README.md."
 } >"$OUT/README.md"
 echo "results: $OUT"
 exit $status

@@ -78,9 +78,12 @@ inline std::vector<int> members_of(const std::vector<with_text<split_word>>& wor
   std::vector<int> members;
   for (std::size_t r = 0; r < words.size(); ++r)
     if (words[r].value.color == color) members.push_back(static_cast<int>(r));
-  std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
-    return words[static_cast<std::size_t>(a)].value.key <
-           words[static_cast<std::size_t>(b)].value.key;
+  // (key, parent rank) orders every pair, so no stable sort is needed (libstdc++'s takes a
+  // temporary buffer through an interface clang's C++20 mode warns of as deprecated).
+  std::sort(members.begin(), members.end(), [&](int a, int b) {
+    const std::int32_t ka = words[static_cast<std::size_t>(a)].value.key;
+    const std::int32_t kb = words[static_cast<std::size_t>(b)].value.key;
+    return ka != kb ? ka < kb : a < b;
   });
   return members;
 }

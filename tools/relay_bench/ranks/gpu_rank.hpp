@@ -2,8 +2,9 @@
 // and its calls go through a rank-local communicator over a GPU transport, on a stream of its
 // own:
 //   -x nccl  the nccl transport; NCCL's own collectives on the same NCCL communicator as the
-//            baseline (nccl_rank.cpp);
-//   -x ipc   the ipc transport, eager or replaying a captured graph (ipc_rank.cpp).
+//            baseline (nccl.cpp);
+//   -x ipc   the ipc transport, eager or replaying a captured graph (ipc.cpp), the floor's or
+//            NCCL's collective beside it.
 // This header knows nothing of CUDA or NCCL: the GPU files implement it (stream_rank.hpp holds
 // what they share), rank_bench.cpp drives the sweep with it.
 #pragma once
@@ -43,8 +44,13 @@ class gpu_rank {
   virtual void* device_memory(std::size_t bytes) = 0;
   virtual status upload(void* dst, const void* host_src, std::size_t bytes) = 0;
   virtual status download(void* host_dst, const void* src, std::size_t bytes) = 0;
-  // Whether the vendor's own collective can run the call (one group covering every rank).
-  virtual bool vendor_supports(const rank_collective& c) const = 0;
+  // The vendor's collective beside relay's calls: whether it runs (on the shapes rank_bench.cpp
+  // gives it), and the tables' words for it: what it is, or "none (why)".
+  struct vendor_info {
+    bool runs = false;
+    std::string description;
+  };
+  virtual vendor_info vendor() const = 0;
   // Issues the call `iterations` times on this rank's stream (the vendor's collective when
   // `vendor`), each between device events, and waits; `seconds` (if given) gets each one's time.
   virtual status run(const rank_collective& c, bool vendor, int iterations,
@@ -54,13 +60,21 @@ class gpu_rank {
 // This process's rank, from the environment (relay-run's or torchrun's variables); nullptr and
 // `why` where it cannot start (no launcher, no GPU, the transport refused).
 std::unique_ptr<gpu_rank> make_nccl_rank(std::string& why);
+
+// The vendor's collective beside relay's ipc ranks (--baseline), replayed from graphs like
+// relay's calls:
+//   floor, floor_job  the floor (bench/tools/floor/floor_allreduce.hpp), its entry meeting each
+//                     group's ranks or every rank;
+//   nccl              NCCL's (RCCL's) own collective, each group on an NCCL communicator of its
+//                     own, split from the job's; it needs a device per rank (NCCL puts one rank
+//                     on a device), and where a rank shares one, or the library is missing,
+//                     every rank fails to start, saying why;
+//   automatic         nccl where it can run, else none, the header saying why.
+enum class ipc_vendor : unsigned char { none, floor, floor_job, nccl, automatic };
 // bytes_per_rank: the ipc transport's registered data area. graph_calls > 0: timed runs replay
-// a captured graph of that many calls. floor other than none: the vendor's collective is the
-// floor (bench/tools/floor/floor_allreduce.hpp), replayed from graphs like relay's, its entry
-// meeting each group's ranks or every rank. split: relay's calls run on a communicator of the
-// rank's group, split from the job's (--split).
-enum class floor_entry : unsigned char { none, group, job };
+// a captured graph of that many calls. split: relay's calls run on a communicator of the rank's
+// group, split from the job's (--split).
 std::unique_ptr<gpu_rank> make_ipc_rank(std::size_t bytes_per_rank, int graph_calls,
-                                        floor_entry floor, bool split, std::string& why);
+                                        ipc_vendor vendor, bool split, std::string& why);
 
 }  // namespace relay::bench

@@ -3,7 +3,7 @@
 
 namespace relay::bench {
 
-std::unique_ptr<gpu_rank> make_ipc_rank(std::size_t, int, floor_entry, bool, std::string& why) {
+std::unique_ptr<gpu_rank> make_ipc_rank(std::size_t, int, ipc_vendor, bool, std::string& why) {
   why =
       "this relay-bench was built without the GPU code of the ipc transport (configure where "
       "CUDA is found)";

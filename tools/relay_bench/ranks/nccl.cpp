@@ -28,8 +28,9 @@ class nccl_rank final : public stream_rank {
     return text.str();
   }
 
-  bool vendor_supports(const rank_collective& c) const override {
-    return c.groups.size() == 1 && static_cast<int>(c.groups[0].size()) == size();
+  // It runs where one group covers every rank (rank_bench.cpp), on the transport's communicator.
+  vendor_info vendor() const override {
+    return {true, "NCCL's own collectives on the transport's communicator (" + description() + ")"};
   }
 
  private:

@@ -1,7 +1,8 @@
 // relay-bench -x nccl or -x ipc as one rank of a multi-process job (relay-run -n G -- relay-bench
 // -x nccl ...): every call through this rank's communicator over the transport; with nccl,
 // NCCL's own collective on the same NCCL communicator beside it where one group covers the node;
-// with ipc and --graph K, timed runs replay a captured graph of K calls. Each rank checks its own
+// with ipc, the floor's or NCCL's collective beside it (gpu_rank.hpp's ipc_vendor), and with
+// --graph K timed runs replay a captured graph of K calls. Each rank checks its own
 // output element by element; an iteration lasts as long as its slowest rank's part (device
 // events); rank 0 prints the table with #wrong summed over the ranks; every rank exits 1 when
 // any element anywhere was wrong. With --wire fp8, relay's calls take the fp8 wire
@@ -124,12 +125,14 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
       size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);
   const bool ipc = o.executor == executor_kind::ipc;
   std::string why;
+  const ipc_vendor beside = o.baseline == baseline_kind::floor       ? ipc_vendor::floor
+                            : o.baseline == baseline_kind::floor_job ? ipc_vendor::floor_job
+                            : o.baseline == baseline_kind::nccl      ? ipc_vendor::nccl
+                            : o.baseline == baseline_kind::automatic ? ipc_vendor::automatic
+                                                                     : ipc_vendor::none;
   std::unique_ptr<gpu_rank> me =
       ipc ? make_ipc_rank(staging_bytes(o, shapes, sizes.empty() ? 0 : sizes.back()), o.graph_calls,
-                          o.baseline == baseline_kind::floor       ? floor_entry::group
-                          : o.baseline == baseline_kind::floor_job ? floor_entry::job
-                                                                   : floor_entry::none,
-                          o.split, why)
+                          beside, o.split, why)
           : make_nccl_rank(why);
   if (!me) {
     fmt::print(stderr, "relay-bench: {}: {}\n", executor, why);
@@ -138,14 +141,7 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
   if (int refused = refuse_rank_job(executor, o, shapes, me->size())) return refused;
   const bool lead = me->rank() == 0;
   const bool floor = ipc && is_floor(o.baseline);
-  const std::string vendor =
-      floor ? std::string(
-                  "the floor: a single-kernel one-shot allreduce reading every member's "
-                  "input in place, its entry meeting ") +
-                  (o.baseline == baseline_kind::floor_job ? "every rank" : "each group's ranks") +
-                  " (bench/tools/floor; allreduce sum, out of place)"
-      : ipc ? "none (NCCL allows one rank per device; these ranks may share one)"
-            : "NCCL's own collectives on the transport's communicator (" + me->description() + ")";
+  const gpu_rank::vendor_info vendor = me->vendor();
   const std::string how =
       ipc ? fmt::format("ipc: {} processes, one rank each ({}); {}{}", o.ranks, me->description(),
                         o.graph_calls > 0
@@ -157,19 +153,20 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
                                 : "")
           : fmt::format("nccl: {} processes, one rank and one device each, relay's nccl transport",
                         o.ranks);
-  const run_info info = describe_run(o, how, vendor);
+  const run_info info = describe_run(o, how, vendor.description);
   if (lead) print_run_header(stdout, info, info.executor);
   rank_job job;
   job.lead = lead;
   job.who = fmt::format("rank {}: ", me->rank());
   // Where the floor is asked for but cannot run, the table says why instead of a bare "none".
-  job.baseline = !floor ? "none"
+  job.baseline = !floor ? (vendor.runs ? "none" : vendor.description)
                  : o.baseline == baseline_kind::floor_job
                      ? "none (the floor-job runs an allreduce sum only, and only where every "
                        "rank is in a group: its entry meets every rank)"
                      : "none (the floor runs an allreduce sum only)";
-  job.vendor = vendor;
+  job.vendor = vendor.description;
   job.with_vendor = [&](const call_shape& s) {
+    if (!vendor.runs) return false;
     if (floor) {
       if (s.coll != collective::allreduce || o.op != reduce_op::sum) return false;
       if (o.baseline != baseline_kind::floor_job) return true;
@@ -179,8 +176,10 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
         members += g.size();
       return members == static_cast<std::size_t>(s.ranks);
     }
-    return !ipc && o.baseline != baseline_kind::none && s.active == s.ranks &&
-           s.mode == run_mode::single;
+    // NCCL beside the ipc transport runs each group on a communicator of its own; the nccl
+    // transport's communicator holds every rank, so there one group must cover them.
+    if (ipc) return true;
+    return o.baseline != baseline_kind::none && s.active == s.ranks && s.mode == run_mode::single;
   };
   job.measure = [&](const row& r, bool in_place, bool v, form_result& f) {
     if (floor && v && in_place) return status{};  // the floor runs out of place only: n/a

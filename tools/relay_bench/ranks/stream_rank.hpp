@@ -1,4 +1,4 @@
-// What relay-bench's GPU ranks share (GPU code: nccl_rank.cpp, ipc_rank.cpp): the communicator,
+// What relay-bench's GPU ranks share (GPU code: ranks/nccl.cpp, ranks/ipc.cpp): the communicator,
 // this rank's stream, its timing events, its device memory, and the timed loop, eager or (for
 // transports whose calls can be captured) replaying a graph of captured calls. Subclasses say
 // how the vendor's collective runs, if there is one. With split_groups (--split), relay's calls
@@ -20,6 +20,18 @@
 #include "relay/gpu/runtime.hpp"
 
 namespace relay::bench {
+
+// Where `rank` sits in `groups`: its group's index and its position there (no_color and 0 where
+// it is in none), the color and key of a split into the groups.
+struct group_place {
+  int group = no_color, index = 0;
+};
+inline group_place place_in(const group_list& groups, int rank) {
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (std::size_t k = 0; k < groups[g].size(); ++k)
+      if (groups[g][k] == rank) return {static_cast<int>(g), static_cast<int>(k)};
+  return {};
+}
 
 class stream_rank : public gpu_rank {
  public:
@@ -99,6 +111,7 @@ class stream_rank : public gpu_rank {
              std::vector<double>* seconds) override {
     if (split_)
       if (status s = split_for(c.groups); !s) return s;
+    if (status s = before_calls(c, vendor); !s) return s;
     while (events_.size() < 2 * static_cast<std::size_t>(iterations)) {
       gpu::rt::event_t e = nullptr;
       if (gpu::rt::error_t x = gpu::rt::event_create(&e, true); x != gpu::rt::success)
@@ -176,6 +189,9 @@ class stream_rank : public gpu_rank {
   // Register a graph's inputs after capture (see the constructor).
   bool graph_inputs_ = true;
   bool replays_graphs() const { return graph_calls_ > 0; }
+  // What a run of `c` needs made first (collective: every rank runs every form of every row),
+  // such as the vendor's communicators of its groups.
+  virtual status before_calls(const rank_collective& /*c*/, bool /*vendor*/) { return {}; }
   // The transport's verdict once the stream is idle (asynchronous errors).
   virtual status after_calls() = 0;
 
@@ -195,14 +211,12 @@ class stream_rank : public gpu_rank {
       (void)group_comm_->deregister_buffer(memory_);
     group_comm_.reset();
     split_made_ = false;
-    int color = no_color, key = 0;
-    for (std::size_t g = 0; g < groups.size(); ++g)
-      for (std::size_t k = 0; k < groups[g].size(); ++k)
-        if (groups[g][k] == rank()) color = static_cast<int>(g), key = static_cast<int>(k);
-    if (status s = split_communicator(*comm_, color, key, split_, group_comm_); !s) return s;
+    const group_place at = place_in(groups, rank());
+    if (status s = split_communicator(*comm_, at.group, at.index, split_, group_comm_); !s)
+      return s;
     split_of_ = groups;
     split_made_ = true;
-    split_group_ = color;
+    split_group_ = at.group;
     // The group alone, ranked by its position in the job's group (the split's key).
     split_call_.assign(1, {});
     for (int r = 0; group_comm_ && r < group_comm_->size(); ++r)
@@ -264,8 +278,8 @@ class stream_rank : public gpu_rank {
 // (collective), then a Rank on the device `device_of(communicator)` names, started; nullptr and
 // `why` where any of it fails.
 template <class Rank, class DeviceOf, class... Extra>
-std::unique_ptr<gpu_rank> make_stream_rank(const transport_factory& factory, DeviceOf device_of,
-                                           std::string& why, Extra... extra) {
+std::unique_ptr<Rank> make_stream_rank(const transport_factory& factory, DeviceOf device_of,
+                                       std::string& why, Extra... extra) {
   std::unique_ptr<communicator> comm;
   if (status s = communicator_from_environment(factory, comm); !s) {
     why = s.to_string();

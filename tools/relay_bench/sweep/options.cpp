@@ -141,7 +141,9 @@ where
                           (gpu_calibrate prints one; default mi300x)
       --baseline B        auto, nccl, direct, none, floor, floor-job (default auto: NCCL/RCCL
                           where it can run these ranks, else relay's direct route on this
-                          executor; floor, -x ipc allreduce only: a single-kernel one-shot
+                          executor; with -x ipc, NCCL/RCCL runs each group on a communicator
+                          of its own where every rank has a device of its own, else none;
+                          floor, -x ipc allreduce only: a single-kernel one-shot
                           allreduce whose entry meets each group; floor-job: the same kernel
                           whose entry meets every rank, as one relay call's agreement does)
 

@@ -15,7 +15,8 @@
 #      suites also with 2, steps *_2p_mps), the host issue time, and the benchmarks: the floor program
 #      (bench/tools/floor) and relay-bench -x ipc --baseline floor side by side, 2 and 8
 #      processes, eager and replayed, staged and registered, the groups on split communicators
-#      (--split), each form forced (pull, one-shot, stepped), every size from 4 KB to 1 GiB;
+#      (--split), each form forced (pull, one-shot, stepped), every size from 4 KB to 1 GiB,
+#      and NCCL beside the ipc ranks refused where they share the GPU (--baseline nccl);
 #   3. without MPS again: compute-sanitizer memcheck and racecheck on reduced property runs,
 #      memcheck on relay-bench over split communicators, and the long eager run that once
 #      stalled (soak: 2 processes, 64 MB, RELAY_TIMEOUT=10).
@@ -154,6 +155,12 @@ RELAY_BENCH_REGISTER=1 TAILN=14 step bench8_split_mps 90 "$RUN" -n 8 --timeout 8
   -x ipc -N 8 -m fused -A 2 -r direct --split 1 "${small[@]}"
 TAILN=14 step bench8_split_graph_mps 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 \
   -m fused -A 4 -r direct --split 1 --graph 20 "${small[@]}"
+# NCCL beside the ipc ranks needs a device per rank: here 2 ranks share one, so --baseline nccl
+# fails at the start on both, each naming the cause (the default, auto, runs none beside them).
+refused='"$@" >"$0" 2>&1; rc=$?; cat "$0"; ((rc == 3)) && (($(grep -c "2 ranks share device" "$0") == 2))'
+TAILN=4 step bench2_nccl_refused_mps 60 bash -c "$refused" "$OUT/bench2_nccl_refused.txt" "$RUN" \
+  -n 2 --timeout 55 -- "$BENCH" -x ipc -N 2 -m single -r direct -C allreduce -b 4K -e 4K \
+  --baseline nccl
 # Every size from 4 KB to 1 GiB completes, no SM share set (the area sized by relay-bench).
 sizes=(-C allreduce -A 2 -d bfloat16 -b 4K -e 1G -f 4 -n 3 -w 1 -t switched:363.3:13.59:0.00)
 TAILN=14 step sizes2_mps 150 "$RUN" -n 2 --timeout 145 -- "$BENCH" -x ipc -N 2 -m single -r direct \
