@@ -25,8 +25,8 @@
 #                    and single, 4 KB-1 GB, every element checked
 #   bench_ipc_rccl   relay-bench -x ipc in 8 processes, one per GPU, with RCCL's own collectives
 #                    in the same processes (--baseline nccl: each group on an RCCL communicator of
-#                    its own): all four collectives, A=2 and 4, fused and single, 4 KB-1 GB, every
-#                    element checked
+#                    its own): all four collectives, A=2 and 4, fused, parallel and single,
+#                    4 KB-1 GB, every element checked
 #   bench_ipc_rccl_graph  the same from 4 KB to 64 MB, both sides replayed from graphs of 20
 #                    captured calls (--graph 20)
 #   python           tests/python/test_gpu.py on this node's ROCm torch (librelay_c_hip)
@@ -158,8 +158,8 @@ step bench_rccl 7200 "$BENCH" -x gpu -N 8 --devices "$devices" -C all -A 2,4 \
   -m fused,parallel,single -b 4K -e 1G -f 4 -t "$topology" --baseline nccl \
   --csv "$OUT/bench_rccl.csv"
 
-ipc_bench=("${run[@]}" --timeout 7000 -- "$BENCH" -x ipc -N 8 -C all -A "2,4" -m "fused,single"
-  -t "$topology" --baseline nccl)
+ipc_bench=("${run[@]}" --timeout 7000 -- "$BENCH" -x ipc -N 8 -C all -A "2,4"
+  -m "fused,parallel,single" -t "$topology" --baseline nccl)
 step bench_ipc_rccl 7200 "${ipc_bench[@]}" -b 4K -e 1G -f 4 --csv "$OUT/bench_ipc_rccl.csv"
 step bench_ipc_rccl_graph 3600 "${ipc_bench[@]}" -b 4K -e 64M -f 4 --graph 20 \
   --csv "$OUT/bench_ipc_rccl_graph.csv"

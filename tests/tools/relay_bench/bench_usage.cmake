@@ -28,6 +28,12 @@ expect(2 "--baseline nccl needs a GPU executor" --baseline nccl)
 expect(2 "relay-bench: --emulate-mesh paces the GPU executor's copies: it needs --executor gpu"
        --emulate-mesh 12)
 expect(2 "--graph times replays of captured calls: it needs --executor ipc" --graph 10)
+expect(2 "parallel mode runs each group's plan on a copy of the job's: give -m fused or single"
+       -x ipc --split 1 -r direct -m parallel)
+# A job of one process per rank: shm runs fused and single; ipc parallel mode too, so it gets as
+# far as its start (no launcher here, or no GPU code in this build).
+expect(2 "relay-bench: -x shm runs fused and single, not parallel" -x shm -m parallel)
+expect(3 "relay-bench: -x ipc: " -x ipc -m parallel -b 4K -e 4K)
 expect(2 "pipelined schedule exists for single groups only" -r pipelined -m fused)
 expect(2 "relay-bench: --topology: 'dgx' is not one of mi300x" -t dgx)
 expect(2 "relay-bench: --topology: 'mesh:inf' is not one of" -t mesh:inf)

@@ -29,6 +29,9 @@ struct rank_collective {
   reduce_op op = reduce_op::sum;
   relay::options opt{};
   buffer_view send{}, recv{};
+  // Parallel mode: each group's single-group plan on a communicator of its own, all at once
+  // (-x ipc); otherwise one call over every group.
+  bool parallel = false;
 };
 
 class gpu_rank {

@@ -35,6 +35,13 @@ class ipc_rank final : public stream_rank {
            bool split, ipc_options o)
       : stream_rank(std::move(comm), device, graph_calls), vendor_(vendor) {
     if (split) split_groups(ipc_factory(o));
+    // Parallel mode's plans run at once on this device: each copy of the job's communicator
+    // divides it among the plans too, so that their spinning kernels cannot starve each other.
+    parallel_plans([this, o](int plans) -> transport_factory {
+      ipc_options each = o;
+      each.device_share = plans * transport().device_share();
+      return ipc_factory(each);
+    });
     const char* v = std::getenv("RELAY_BENCH_REGISTER");
     register_memory_ = v != nullptr && std::string(v) == "1";
   }

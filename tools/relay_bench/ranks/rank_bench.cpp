@@ -45,6 +45,7 @@ status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place,
   c.opt.permille = s.permille;
   c.opt.tiles = r.chosen == route::pipelined ? s.tiles : 0;
   c.opt.alignment = o.alignment;
+  c.parallel = s.mode == run_mode::parallel;
   wire_choice wire;  // NCCL's own collective (vendor) runs natively and leaves it so
   if (!vendor) {
     c.opt.wire = o.wire;
@@ -120,10 +121,10 @@ bool launched_as_rank() {
 
 int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
   const std::string executor = fmt::format("-x {}", name(o.executor));
-  if (int refused = refuse_rank_job(executor, o, shapes, -1)) return refused;
+  const bool ipc = o.executor == executor_kind::ipc;  // runs parallel mode too
+  if (int refused = refuse_rank_job(executor, o, shapes, -1, ipc)) return refused;
   const std::vector<std::int64_t> sizes =
       size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);
-  const bool ipc = o.executor == executor_kind::ipc;
   std::string why;
   const ipc_vendor beside = o.baseline == baseline_kind::floor       ? ipc_vendor::floor
                             : o.baseline == baseline_kind::floor_job ? ipc_vendor::floor_job
@@ -138,19 +139,24 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
     fmt::print(stderr, "relay-bench: {}: {}\n", executor, why);
     return exit_failed;
   }
-  if (int refused = refuse_rank_job(executor, o, shapes, me->size())) return refused;
+  if (int refused = refuse_rank_job(executor, o, shapes, me->size(), ipc)) return refused;
   const bool lead = me->rank() == 0;
   const bool floor = ipc && is_floor(o.baseline);
   const gpu_rank::vendor_info vendor = me->vendor();
+  const bool parallel =
+      std::find(o.modes.begin(), o.modes.end(), run_mode::parallel) != o.modes.end();
+  const char* apart = o.split    ? "; each group's calls on a communicator of its own, split from "
+                                   "the job's (--split)"
+                      : parallel ? "; parallel mode: each group's plan on a copy of the job's "
+                                   "communicator and a stream of its own, all at once"
+                                 : "";
   const std::string how =
       ipc ? fmt::format("ipc: {} processes, one rank each ({}); {}{}", o.ranks, me->description(),
                         o.graph_calls > 0
                             ? fmt::format("times from replays of a graph of {} captured calls",
                                           o.graph_calls)
                             : std::string("eager calls"),
-                        o.split ? "; each group's calls on a communicator of its own, split "
-                                  "from the job's (--split)"
-                                : "")
+                        apart)
           : fmt::format("nccl: {} processes, one rank and one device each, relay's nccl transport",
                         o.ranks);
   const run_info info = describe_run(o, how, vendor.description);

@@ -3,12 +3,17 @@
 // transports whose calls can be captured) replaying a graph of captured calls. Subclasses say
 // how the vendor's collective runs, if there is one. With split_groups (--split), relay's calls
 // run on a communicator of the rank's group only, split from the job's; the job's communicator
-// keeps the bench's own exchanges (barriers, timings, the checks' notes) and the vendor's.
+// keeps the bench's own exchanges (barriers, timings, the checks' notes) and the vendor's. With
+// parallel_plans, a call of parallel mode runs each group's single-group plan on a communicator
+// of its own spanning the job (the other groups' ranks its helpers), each on a stream of its own
+// forked from the rank's stream and joined back, so that the plans run at once.
 #pragma once
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,13 +51,21 @@ class stream_rank : public gpu_rank {
   ~stream_rank() override {
     (void)gpu::rt::set_device(device_);
     if (stream_ != nullptr) (void)gpu::rt::stream_synchronize(stream_);
+    for (gpu::rt::stream_t s : plan_streams_)
+      (void)gpu::rt::stream_synchronize(s);
     for (gpu::rt::event_t e : events_)
       (void)gpu::rt::event_destroy(e);
-    if (communicator* holder = relays_on(); register_memory_ && holder && memory_ != nullptr)
-      (void)holder->deregister_buffer(memory_);
+    for (gpu::rt::event_t e : plan_events_)
+      (void)gpu::rt::event_destroy(e);
+    if (register_memory_ && memory_ != nullptr)
+      for (communicator* holder : holders())
+        (void)holder->deregister_buffer(memory_);
     if (memory_ != nullptr) (void)gpu::rt::free(memory_);
+    plan_comms_.clear();
     group_comm_.reset();
     comm_.reset();
+    for (gpu::rt::stream_t s : plan_streams_)
+      (void)gpu::rt::stream_destroy(s);
     if (stream_ != nullptr) (void)gpu::rt::stream_destroy(stream_);
   }
 
@@ -68,19 +81,26 @@ class stream_rank : public gpu_rank {
   // job's over the transport `make` builds (collective: at the first call of a shape whose
   // groups are new, every rank takes part).
   void split_groups(transport_factory make) { split_ = std::move(make); }
+  // Parallel mode's communicators, each a copy of the job's, are made over the transport
+  // `make(plans)` builds for `plans` plans at once (collective: at the first call of parallel
+  // mode with another number of groups than the last).
+  using plans_factory = std::function<transport_factory(int plans)>;
+  void parallel_plans(plans_factory make) { parallel_ = std::move(make); }
 
   int rank() const override { return comm_->rank(); }
   int size() const override { return comm_->size(); }
   std::chrono::milliseconds timeout() const override { return comm_->config().timeout; }
   bootstrap& boot() override { return comm_->boot(); }
 
-  // Grow-only. With register_memory_ the memory is registered with the communicator relay's
+  // Grow-only. With register_memory_ the memory is registered with every communicator relay's
   // calls run on (register_buffer); registration is collective, so every rank takes part on
   // every call, with its new memory or none.
   void* device_memory(std::size_t bytes) override {
     const bool grow = bytes > capacity_;
-    communicator* holder = register_memory_ ? relays_on() : nullptr;
-    if (holder) report(holder->deregister_buffer(grow ? memory_ : nullptr));
+    const std::vector<communicator*> held =
+        register_memory_ ? holders() : std::vector<communicator*>{};
+    for (communicator* holder : held)
+      report(holder->deregister_buffer(grow ? memory_ : nullptr));
     if (grow) {
       (void)gpu::rt::stream_synchronize(stream_);
       if (memory_ != nullptr) (void)gpu::rt::free(memory_);
@@ -93,7 +113,8 @@ class stream_rank : public gpu_rank {
         capacity_ = bytes;
       }
     }
-    if (holder) report(holder->register_buffer(grow ? memory_ : nullptr, grow ? capacity_ : 0));
+    for (communicator* holder : held)
+      report(holder->register_buffer(grow ? memory_ : nullptr, grow ? capacity_ : 0));
     return memory_;
   }
   status upload(void* dst, const void* src, std::size_t bytes) override {
@@ -111,6 +132,8 @@ class stream_rank : public gpu_rank {
              std::vector<double>* seconds) override {
     if (split_)
       if (status s = split_for(c.groups); !s) return s;
+    if (c.parallel && !vendor)
+      if (status s = make_plan_comms(c.groups.size()); !s) return s;
     if (status s = before_calls(c, vendor); !s) return s;
     while (events_.size() < 2 * static_cast<std::size_t>(iterations)) {
       gpu::rt::event_t e = nullptr;
@@ -142,8 +165,9 @@ class stream_rank : public gpu_rank {
     const gpu::rt::error_t synced = gpu::rt::stream_synchronize(stream_);
     if (exec != nullptr) (void)gpu::rt::graph_exec_destroy(exec);
     // Before the memory can be reallocated for the next row (collective, as the capture was).
-    if (communicator* calls = relays_on(); replay && !vendor && graph_inputs_ && calls)
-      if (status s = calls->deregister_graph_inputs(); !s) return s;
+    if (replay && !vendor && graph_inputs_)
+      for (communicator* calls : calls_on(c))
+        if (status s = calls->deregister_graph_inputs(); !s) return s;
     if (!issued) return issued;
     if (synced != gpu::rt::success) return gpu::failure("running the calls", device_, synced);
     if (status s = after_calls(); !s) return s;
@@ -173,6 +197,7 @@ class stream_rank : public gpu_rank {
   const communicator* group_communicator() const { return group_comm_.get(); }
 
   status relay_call(const rank_collective& c) {
+    if (c.parallel) return parallel_call(c);
     if (!split_)
       return run_collective(*comm_, c.coll, c.groups, c.send, c.recv, c.counts, c.type, c.op, c.opt,
                             stream_);
@@ -199,6 +224,100 @@ class stream_rank : public gpu_rank {
   // The communicator relay's calls run on: the group's where the groups run apart (null where
   // the rank is in none), else the job's.
   communicator* relays_on() { return split_ ? group_comm_.get() : comm_.get(); }
+  // Every communicator a registration goes to: that one and parallel mode's.
+  std::vector<communicator*> holders() {
+    std::vector<communicator*> all;
+    if (communicator* c = relays_on()) all.push_back(c);
+    for (const std::unique_ptr<communicator>& p : plan_comms_)
+      all.push_back(p.get());
+    return all;
+  }
+  // The communicators the relay call `c` runs on.
+  std::vector<communicator*> calls_on(const rank_collective& c) {
+    std::vector<communicator*> on;
+    if (c.parallel) {
+      for (std::size_t g = 0; g < c.groups.size() && g < plan_comms_.size(); ++g)
+        on.push_back(plan_comms_[g].get());
+    } else if (communicator* one = relays_on()) {
+      on.push_back(one);
+    }
+    return on;
+  }
+
+  // Parallel mode's communicators (copies of the job's: one color, keyed by rank), streams
+  // and fork/join events, `groups` of each, unless the last parallel call made as many; the
+  // memory is registered with new ones. Made for that many plans at once (a transport that
+  // divides the device among its ranks divides it among the plans too).
+  status make_plan_comms(std::size_t groups) {
+    if (!parallel_)
+      return {errc::unsupported, "this transport's ranks run fused and single, not parallel"};
+    if (plan_comms_.size() != groups) {
+      for (gpu::rt::stream_t s : plan_streams_)
+        if (gpu::rt::error_t e = gpu::rt::stream_synchronize(s); e != gpu::rt::success)
+          return gpu::failure("finishing the plans before new ones", device_, e);
+      for (const std::unique_ptr<communicator>& old : plan_comms_)
+        if (register_memory_ && memory_ != nullptr) (void)old->deregister_buffer(memory_);
+      plan_comms_.clear();
+      const transport_factory make = parallel_(static_cast<int>(groups));
+      while (plan_comms_.size() < groups) {
+        std::unique_ptr<communicator> copy;
+        if (status s = split_communicator(*comm_, 0, rank(), make, copy); !s) return s;
+        if (register_memory_)
+          report(copy->register_buffer(memory_, memory_ != nullptr ? capacity_ : 0));
+        plan_comms_.push_back(std::move(copy));
+      }
+    }
+    while (plan_streams_.size() < groups) {
+      gpu::rt::stream_t s = nullptr;
+      if (gpu::rt::error_t e = gpu::rt::stream_create(&s); e != gpu::rt::success)
+        return gpu::failure("creating a stream", device_, e);
+      plan_streams_.push_back(s);
+    }
+    while (plan_events_.size() < groups + 1) {  // the fork's, then each plan's join
+      gpu::rt::event_t e = nullptr;
+      if (gpu::rt::error_t x = gpu::rt::event_create(&e, false); x != gpu::rt::success)
+        return gpu::failure("creating an event", device_, x);
+      plan_events_.push_back(e);
+    }
+    return {};
+  }
+
+  // Each group's single-group call on its own communicator and stream: the rank's own group
+  // with its buffers, the others as a helper. Forked from the rank's stream and joined back, so
+  // that the timing events (and a capture) around the call hold every plan.
+  status parallel_call(const rank_collective& c) {
+    const std::size_t groups = c.groups.size();
+    if (plan_comms_.size() != groups || plan_streams_.size() < groups)
+      return {errc::invalid_argument, "parallel mode's communicators are not made"};
+    auto fail = [&](const char* what, gpu::rt::error_t e) {
+      return gpu::failure(what, device_, e);
+    };
+    if (gpu::rt::error_t e = gpu::rt::event_record(plan_events_[0], stream_); e != gpu::rt::success)
+      return fail("recording the fork of parallel mode", e);
+    const int mine = place_in(c.groups, rank()).group;
+    status issued;
+    for (std::size_t g = 0; g < groups; ++g) {
+      gpu::rt::stream_t on = plan_streams_[g];
+      if (gpu::rt::error_t e = gpu::rt::stream_wait_event(on, plan_events_[0]);
+          e != gpu::rt::success)
+        return fail("forking a plan's stream", e);
+      const bool member = static_cast<int>(g) == mine;
+      const group_list one{c.groups[g]};
+      const std::int64_t count = c.counts[g];
+      if (issued)
+        (void)(issued = run_collective(
+                   *plan_comms_[g], c.coll, one, member ? c.send : buffer_view{},
+                   member ? c.recv : buffer_view{}, std::span(&count, 1), c.type, c.op, c.opt, on));
+      // Joined back even after a failure, so that the rank's stream (a capture) stays whole.
+      if (gpu::rt::error_t e = gpu::rt::event_record(plan_events_[g + 1], on);
+          e != gpu::rt::success)
+        return fail("recording a plan's join", e);
+      if (gpu::rt::error_t e = gpu::rt::stream_wait_event(stream_, plan_events_[g + 1]);
+          e != gpu::rt::success)
+        return fail("joining a plan's stream", e);
+    }
+    return issued;
+  }
 
   // A communicator per group of `groups` (color: the group's index, key: the rank's position in
   // it), unless the last split made these already. The old one goes first, with its
@@ -251,8 +370,9 @@ class stream_rank : public gpu_rank {
     const gpu::rt::error_t made = gpu::rt::graph_instantiate(&exec, graph);
     (void)gpu::rt::graph_destroy(graph);
     if (made != gpu::rt::success) return gpu::failure("instantiating the graph", device_, made);
-    if (communicator* calls = relays_on(); !vendor && graph_inputs_ && calls)
-      if (status s = calls->register_graph_inputs(); !s) return s;
+    if (!vendor && graph_inputs_)
+      for (communicator* calls : calls_on(c))
+        if (status s = calls->register_graph_inputs(); !s) return s;
     return {};
   }
 
@@ -265,6 +385,12 @@ class stream_rank : public gpu_rank {
   bool split_made_ = false;
   int split_group_ = -1;
   group_list split_call_;
+  // Parallel mode: how its communicators are made, and each plan's communicator, stream and
+  // join event (plan_events_[0]: the fork).
+  plans_factory parallel_;
+  std::vector<std::unique_ptr<communicator>> plan_comms_;
+  std::vector<gpu::rt::stream_t> plan_streams_;
+  std::vector<gpu::rt::event_t> plan_events_;
   int device_ = 0;
   int graph_calls_ = 0;
   gpu::rt::stream_t stream_ = nullptr;

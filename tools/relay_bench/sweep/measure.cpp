@@ -366,9 +366,9 @@ status row_runner::measure(row& r) {
 }
 
 int refuse_rank_job(std::string_view executor, const options& o,
-                    const std::vector<call_shape>& shapes, int job_size) {
+                    const std::vector<call_shape>& shapes, int job_size, bool parallel) {
   for (const call_shape& s : shapes)
-    if (s.mode == run_mode::parallel) {
+    if (s.mode == run_mode::parallel && !parallel) {
       fmt::print(stderr, "relay-bench: {} runs fused and single, not parallel\n", executor);
       return exit_usage;
     }

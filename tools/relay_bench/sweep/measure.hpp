@@ -52,9 +52,10 @@ struct rank_job {
 };
 
 // What a job of one process per rank refuses, said on stderr as `executor` ("-x shm"): a parallel
-// shape, and a job whose size is not -N (job_size < 0: not known yet). exit_usage, or 0.
+// shape where its ranks run fused and single only (!parallel), and a job whose size is not -N
+// (job_size < 0: not known yet). exit_usage, or 0.
 int refuse_rank_job(std::string_view executor, const options& o,
-                    const std::vector<call_shape>& shapes, int job_size);
+                    const std::vector<call_shape>& shapes, int job_size, bool parallel = false);
 
 // Every shape at every size, out of place and in place where the collective has one, relay and
 // the vendor's collective where it runs; the lead prints the tables, the wrong forms and the

@@ -125,7 +125,9 @@ where
                           process, under relay-run -n N; nccl: the nccl transport, a rank per
                           device, each rank a thread running its slice (or a process, under
                           relay-run); ipc: the ipc transport, one rank per process under
-                          relay-run, ranks sharing the devices round-robin
+                          relay-run, ranks sharing the devices round-robin (parallel mode:
+                          each group's plan on a copy of the job's communicator); a job of
+                          processes runs shm and nccl fused and single
       --devices LIST      gpu: the device of each rank, e.g. 0,0,0,0,1,1,1,1
                           (default: ranks round-robin over the visible devices)
       --emulate-mesh B    gpu: emulate a mesh, one link per pair of ranks: every copy
@@ -521,6 +523,12 @@ parse_outcome parse_options(int argc, const char* const* argv) {
       out.error =
           "--split: a group's own communicator has no helpers, so its calls take the direct "
           "route; pass -r direct";
+      return out;
+    }
+    if (std::find(o.modes.begin(), o.modes.end(), run_mode::parallel) != o.modes.end()) {
+      out.error =
+          "--split runs each group's direct calls on the group's own communicator; parallel "
+          "mode runs each group's plan on a copy of the job's: give -m fused or single";
       return out;
     }
   }

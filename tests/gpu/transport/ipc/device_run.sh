@@ -16,7 +16,8 @@
 #      (bench/tools/floor) and relay-bench -x ipc --baseline floor side by side, 2 and 8
 #      processes, eager and replayed, staged and registered, the groups on split communicators
 #      (--split), each form forced (pull, one-shot, stepped), every size from 4 KB to 1 GiB,
-#      and NCCL beside the ipc ranks refused where they share the GPU (--baseline nccl);
+#      parallel mode (each group's plan on a copy of the job's communicator), and NCCL beside
+#      the ipc ranks refused where they share the GPU (--baseline nccl);
 #   3. without MPS again: compute-sanitizer memcheck and racecheck on reduced property runs,
 #      memcheck on relay-bench over split communicators, and the long eager run that once
 #      stalled (soak: 2 processes, 64 MB, RELAY_TIMEOUT=10).
@@ -155,6 +156,12 @@ RELAY_BENCH_REGISTER=1 TAILN=14 step bench8_split_mps 90 "$RUN" -n 8 --timeout 8
   -x ipc -N 8 -m fused -A 2 -r direct --split 1 "${small[@]}"
 TAILN=14 step bench8_split_graph_mps 90 "$RUN" -n 8 --timeout 85 -- "$BENCH" -x ipc -N 8 \
   -m fused -A 4 -r direct --split 1 --graph 20 "${small[@]}"
+# Parallel mode: each group's plan on a copy of the job's communicator, all at once (every
+# collective, A=2 and 4), eager and replayed.
+par=(-N 8 -m parallel -A 2,4 -C all -d bfloat16 -b 4K -e 4M -f 4 -n 10 -w 2 --baseline none)
+TAILN=14 step bench8_parallel_mps 120 "$RUN" -n 8 --timeout 115 -- "$BENCH" -x ipc "${par[@]}"
+TAILN=14 step bench8_parallel_graph_mps 120 "$RUN" -n 8 --timeout 115 -- "$BENCH" -x ipc \
+  --graph 10 "${par[@]}"
 # NCCL beside the ipc ranks needs a device per rank: here 2 ranks share one, so --baseline nccl
 # fails at the start on both, each naming the cause (the default, auto, runs none beside them).
 refused='"$@" >"$0" 2>&1; rc=$?; cat "$0"; ((rc == 3)) && (($(grep -c "2 ranks share device" "$0") == 2))'
