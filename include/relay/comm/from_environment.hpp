@@ -28,7 +28,9 @@ inline status communicator_from_environment(const transport_factory& make_transp
   std::unique_ptr<transport> link;
   if (status s = make_transport(*shared, env, link); !s) return s;
   comm_config config;
-  config.device = env.device;
+  // The transport's device where it drives one (the ipc transport's is the environment's modulo
+  // the devices this process sees), so that communicator::device() names the GPU the calls use.
+  config.device = link->device() >= 0 ? link->device() : env.device;
   config.timeout = env.timeout;
   out = std::make_unique<communicator>(shared, std::move(link), config);
   return {};

@@ -92,6 +92,9 @@ class transport : no_copy {
   // Who runs the receiving end of a copy that crosses an fp8 wire (plan/slice.hpp): the slice
   // handed to run() is cut with these ends (the communicator asks once per shape).
   virtual fp8_ends wire_ends() const { return fp8_ends::sender; }
+  // The GPU this rank's transport drives (the environment's device as the process sees it: the
+  // ipc transport takes it modulo the visible devices), or -1 for a transport of no device.
+  virtual int device() const { return -1; }
   // The ranks that drive this rank's device, itself included, as the transport counts them for
   // dividing the device (environment::device_share); 1 for a transport that does not divide it.
   virtual int device_share() const { return 1; }

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "relay/plan/plan.hpp"
@@ -39,16 +40,17 @@ inline bool pull_applies(const plan& p) {
 
 // What one rank does in the pull form of `p` (pull_applies).
 struct pull_role {
-  std::vector<int> members;   // the ranks whose inputs it sums, in group order (empty: none)
-  std::uint64_t count = 0;    // elements of each input and of its output
-  std::uint64_t readers = 0;  // bit q: rank q reads this rank's input
+  std::span<const int> members;  // the ranks whose inputs it sums, in group order (the plan's
+                                 // group: valid while the plan is; empty: none)
+  std::uint64_t count = 0;       // elements of each input and of its output
+  std::uint64_t readers = 0;     // bit q: rank q reads this rank's input
 };
 inline pull_role pull_role_of(const plan& p, int rank) {
   pull_role r;
   for (std::size_t g = 0; g < p.groups.size(); ++g) {
     const std::vector<int>& group = p.groups[g];
     if (std::find(group.begin(), group.end(), rank) == group.end() || p.counts[g] <= 0) continue;
-    r.members = group;
+    r.members = group;  // a view (g++ 13 at -O3 took a copy's inlined loop for a null write)
     r.count = static_cast<std::uint64_t>(p.counts[g]);
     for (int q : group)
       if (q != rank) r.readers |= std::uint64_t{1} << q;

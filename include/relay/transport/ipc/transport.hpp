@@ -134,7 +134,7 @@ class transport final : public relay::transport {
   // The pull form's per-phase device times of its last trace_calls calls, block 0's wall clock at
   // each trace point (ipc/pull.hpp; zeros unless built with RELAY_IPC_TRACE=1).
   void device_trace(std::uint64_t (&out)[trace_calls][trace_points]) const { area_.trace(out); }
-  int device() const { return device_; }
+  int device() const override { return device_; }
   std::size_t bytes_per_rank() const { return area_.data_bytes(); }
   // The ranks the device's blocks are divided among: this communicator's there, or the more that
   // options::device_share names (a split communicator's parent's).

@@ -164,7 +164,7 @@ class nccl_transport final : public transport {
   std::string_view name() const override { return "nccl"; }
   nccl_comm comm() const { return comm_; }
   const nccl_api& nccl() const { return nccl_; }
-  int device() const { return device_; }
+  int device() const override { return device_; }
 
   bool broken() const override {
     if (broken_) return true;
