@@ -28,17 +28,26 @@ std::size_t staging_bytes(const options& o, const std::vector<call_shape>& shape
     for (route r : {route::relay, route::direct}) {
       const route taken =
           o.route == route_choice::automatic ? r : resolve_route(s, o.route, o.topo, n, es);
+      // Parallel mode runs each group's plan alone (on a communicator of its own).
       const std::vector<std::vector<int>> groups = call_groups(s);
-      plan_request q =
-          request_for(plan_spec(s, taken), groups, std::vector<std::int64_t>(groups.size(), n));
-      q.type = o.type;
-      q.alignment = o.alignment;
-      q.wire = o.wire;  // an fp8 plan's wire slots are scratch too
-      q.wire_threshold = o.wire_threshold;
-      plan p;
-      if (!make_plan(q, p)) continue;
-      for (std::size_t k = 0; k < p.input_bytes.size(); ++k)
-        need = std::max<std::size_t>(need, layout_of(p, k).end);
+      std::vector<group_list> calls;
+      if (s.mode == run_mode::parallel)
+        for (const std::vector<int>& g : groups)
+          calls.push_back({g});
+      else
+        calls.push_back(groups);
+      for (const group_list& call : calls) {
+        plan_request q =
+            request_for(plan_spec(s, taken), call, std::vector<std::int64_t>(call.size(), n));
+        q.type = o.type;
+        q.alignment = o.alignment;
+        q.wire = o.wire;  // an fp8 plan's wire slots are scratch too
+        q.wire_threshold = o.wire_threshold;
+        plan p;
+        if (!make_plan(q, p)) continue;
+        for (std::size_t k = 0; k < p.input_bytes.size(); ++k)
+          need = std::max<std::size_t>(need, layout_of(p, k).end);
+      }
     }
   }
   return need;

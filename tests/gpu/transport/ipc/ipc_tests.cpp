@@ -486,7 +486,12 @@ status run_direct(communicator& comm, const group_list& groups, std::vector<std:
                   buffer_view send, buffer_view recv, void* stream, direct_call& keep) {
   const collective coll = collective::allreduce;
   const dtype type = dtype::float32;
-  plan_request q = call_request(coll, groups, comm.size(), counts, type, reduce_op::sum, {});
+  // The relay route where the groups leave helpers; a group of every rank (2 processes) has none.
+  options opt;
+  opt.route = groups.size() == 1 && static_cast<int>(groups.front().size()) == comm.size()
+                  ? route::direct
+                  : route::relay;
+  plan_request q = call_request(coll, groups, comm.size(), counts, type, reduce_op::sum, opt);
   q.in_place = false;
   const call_choice chosen = choose(q);
   const placement where =
