@@ -126,7 +126,8 @@ inline status call(communicator& comm, const property_case& c, rank_frame& f) {
 
 // The property run: `calls` random cases (all four collectives, A=2 and 4, fused and single, every
 // route, dtype and operator, odd and zero counts, in and out of place; counts capped at
-// `max_count`), each made on every rank through `run(c, frame)`, which makes this rank's call
+// `max_count`; a job of 2, one group of both on the direct route: whole_job_case), each made on
+// every rank through `run(c, frame)`, which makes this rank's call
 // with its frame and leaves the frame as the call left it. Every rank checks its canaries and its
 // untouched input, then every rank checks every rank's output (all-gathered through the
 // bootstrap) against the naive reference. Returns the process's exit status; a failure names the
@@ -141,8 +142,11 @@ int property_run(communicator& comm, int calls, std::uint64_t seed, std::int64_t
   std::int64_t elements = 0;
   for (int i = 0; i < calls; ++i) {
     property_case c = random_case(cases);
-    while (c.ranks != comm.size() || c.active >= c.ranks)
-      c = random_case(cases);
+    if (!drawn_job_size(comm.size()))
+      c = whole_job_case(c, comm.size());
+    else
+      while (c.ranks != comm.size() || c.active >= c.ranks)
+        c = random_case(cases);
     for (auto& n : c.counts)
       n = std::min<std::int64_t>(n, max_count);
     if (fp8) make_fp8(c);

@@ -144,6 +144,29 @@ inline property_case random_case(std::mt19937_64& rng) {
   return c;
 }
 
+// Whether random_case draws cases of a job of `ranks` (4, 8 or 16 ranks).
+constexpr bool drawn_job_size(int ranks) {
+  return ranks == 4 || ranks == 8 || ranks == 16;
+}
+
+// `c` made a case of a job of `ranks` that random_case does not draw (2 ranks: no helper for a
+// relay): one group of every rank on the direct route, with c's collective, dtype, operator,
+// alignment, placement and precision, the group's order and count drawn from c's seed.
+inline property_case whole_job_case(property_case c, int ranks) {
+  std::mt19937_64 r(c.seed ^ 0x9e3779b97f4a7c15ULL);
+  c.ranks = ranks;
+  c.active = ranks;
+  c.mode = mode::single;
+  c.route = route::direct;
+  c.tiles = 0;
+  std::vector<int> order(static_cast<std::size_t>(ranks));
+  std::iota(order.begin(), order.end(), 0);
+  if (r() % 2) std::shuffle(order.begin(), order.end(), r);
+  c.groups.assign(1, order);
+  c.counts.assign(1, random_count(r, c));
+  return c;
+}
+
 // `c` made an fp8 wire case, from its seed: a floating dtype, one of the two encodings, one of
 // the five data kinds (detail::fill_fp8).
 inline void make_fp8(property_case& c) {

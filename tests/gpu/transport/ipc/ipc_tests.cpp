@@ -215,8 +215,31 @@ int property_registered(communicator& comm, int argc, char** argv) {
   return 0;
 }
 
-// The graph test's shapes: every collective, fused and single, integer and floating types.
-std::vector<property_case> graph_shapes() {
+// The graph test's shapes: every collective, fused and single, integer and floating types, with
+// 8 ranks; with any other number, one group of every rank per collective on the direct route
+// (the allreduce in the pull form), as a job of 2 can run them.
+std::vector<property_case> graph_shapes(int ranks) {
+  if (ranks != 8) {
+    std::vector<property_case> whole;
+    const std::pair<collective, dtype> calls[] = {{collective::allreduce, dtype::int32},
+                                                  {collective::reduce_scatter, dtype::float32},
+                                                  {collective::all_gather, dtype::int64},
+                                                  {collective::all_to_all, dtype::uint8}};
+    for (const auto& [coll, type] : calls) {
+      property_case c;
+      c.coll = coll;
+      c.active = c.ranks = ranks;
+      c.mode = mode::single;
+      c.route = route::direct;
+      c.type = type;
+      c.groups.assign(1, {});
+      for (int r = ranks - 1; r >= 0; --r)  // not in rank order: any order must work
+        c.groups[0].push_back(r);
+      c.counts.assign(1, 3001);
+      whole.push_back(c);
+    }
+    return whole;
+  }
   auto shape = [](collective coll, int active, relay::mode m, dtype t, std::int64_t n) {
     property_case c;
     c.coll = coll;
@@ -435,7 +458,8 @@ int graph(communicator& comm, int argc, char** argv, bool registered) {
   const int replays = argc > 3 ? std::atoi(argv[3]) : 100;
   const std::uint64_t seed = 20261201;
   const auto start = std::chrono::steady_clock::now();
-  for (const property_case& c : graph_shapes())
+  const std::vector<property_case> shapes = graph_shapes(comm.size());
+  for (const property_case& c : shapes)
     if (int w = graph_case(comm, c, K, replays, seed, registered); w != 0)
       return failed("graph test, seed " + std::to_string(seed) + ": " + c.describe());
   const std::string which = registered ? "graph test (registered buffers)" : "graph test";
@@ -443,7 +467,7 @@ int graph(communicator& comm, int argc, char** argv, bool registered) {
     std::printf(
         "%s: %zu shapes, %d calls captured, %d replays each, every output right (exact; "
         "the fp8 shape within its bound) and every replay the eager run's bits (%.1f s)\n",
-        which.c_str(), graph_shapes().size(), K, replays,
+        which.c_str(), shapes.size(), K, replays,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   direct_sums sums;
   if (int r = direct_totals(comm, which + ", eager calls", sums); r != 0) return r;
