@@ -132,9 +132,9 @@ class ipc_rank final : public stream_rank {
   // NCCL's communicators of the call's groups, unless the last vendor run made these already
   // (collective: every rank runs the vendor's form of every row where it runs).
   status before_calls(const rank_collective& c, bool vendor) override {
-    if (!vendor || vendor_ != ipc_vendor::nccl || (nccl_made_ && c.groups == nccl_of_)) return {};
+    if (!vendor || vendor_ != ipc_vendor::nccl || c.groups == nccl_of_) return {};
     nccl_comm_.reset();
-    nccl_made_ = false;
+    nccl_of_.clear();
     nccl_config config;
     config.check_every_call = false;  // its collectives are NCCL's own, not relay's calls
     const group_place at = place_in(c.groups, rank());
@@ -142,7 +142,6 @@ class ipc_rank final : public stream_rank {
         !s)
       return s;
     nccl_of_ = c.groups;
-    nccl_made_ = true;
     nccl_group_ = at.group;
     return {};
   }
@@ -189,11 +188,10 @@ class ipc_rank final : public stream_rank {
   std::unique_ptr<bench::floor::floor_allreduce> floor_;
   bench::floor::floor_options floor_how_;
   status floor_status_;
-  // NCCL's: the communicator of this rank's group (null: in none), the groups it was made for,
-  // and the group's index.
+  // NCCL's: the communicator of this rank's group (null: in none), the groups it was made for
+  // (none yet: empty, which no call's groups are), and the group's index.
   std::unique_ptr<communicator> nccl_comm_;
   group_list nccl_of_;
-  bool nccl_made_ = false;
   int nccl_group_ = -1;
 };
 

@@ -14,6 +14,7 @@
 #include <span>
 
 #include "ranks/gpu_rank.hpp"
+#include "ranks/group_place.hpp"
 #include "ranks/over_ranks.hpp"
 #include "ranks/rank_bench.hpp"
 #include "ranks/shm.hpp"
@@ -53,15 +54,13 @@ status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place,
     c.opt.wire_report = &wire;
     c.opt.machine = &o.topo;  // the fp8 encoding and threshold of --topology
   }
-  int group = -1, index = -1;
-  for (std::size_t g = 0; g < c.groups.size(); ++g)
-    for (std::size_t k = 0; k < c.groups[g].size(); ++k)
-      if (c.groups[g][k] == rank) group = static_cast<int>(g), index = static_cast<int>(k);
+  const group_place place = place_in(c.groups, rank);
+  const int group = place.group, index = place.index;
   const std::int64_t in_elems = group >= 0 ? input_elements(s.coll, s.active, r.n) : 0;
   const std::int64_t out_elems = group >= 0 ? output_elements(s.coll, s.active, r.n) : 0;
   std::int64_t in_at = 0, out_at = in_elems;
   if (in_place) {
-    const in_place_offsets at = in_place_layout(s.coll, std::max(index, 0), r.n);
+    const in_place_offsets at = in_place_layout(s.coll, index, r.n);
     in_at = at.input;
     out_at = at.output;
   }

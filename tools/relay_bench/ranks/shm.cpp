@@ -5,6 +5,7 @@
 #include <chrono>
 #include <span>
 
+#include "ranks/group_place.hpp"
 #include "ranks/over_ranks.hpp"
 #include "relay/comm/collectives.hpp"
 #include "relay/comm/from_environment.hpp"
@@ -63,15 +64,13 @@ status measure_form(communicator& comm, const options& o, const row& r, bool in_
   const group_list groups = call_groups(s);
   const std::vector<std::int64_t> counts(groups.size(), r.n);
   // This rank's place: its group and index, or a helper.
-  int group = -1, index = -1;
-  for (std::size_t g = 0; g < groups.size(); ++g)
-    for (std::size_t k = 0; k < groups[g].size(); ++k)
-      if (groups[g][k] == me) group = static_cast<int>(g), index = static_cast<int>(k);
+  const group_place place = place_in(groups, me);
+  const int group = place.group, index = place.index;
   const auto in_elems = group >= 0 ? input_elements(s.coll, s.active, r.n) : 0;
   const auto out_elems = group >= 0 ? output_elements(s.coll, s.active, r.n) : 0;
   std::int64_t in_at = 0, out_at = in_elems;
   if (in_place) {
-    const in_place_offsets at = in_place_layout(s.coll, std::max(index, 0), r.n);
+    const in_place_offsets at = in_place_layout(s.coll, index, r.n);
     in_at = at.input;
     out_at = at.output;
   }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ranks/gpu_rank.hpp"
+#include "ranks/group_place.hpp"
 #include "relay/comm/collectives.hpp"
 #include "relay/comm/from_environment.hpp"
 #include "relay/comm/split.hpp"
@@ -26,17 +27,8 @@
 
 namespace relay::bench {
 
-// Where `rank` sits in `groups`: its group's index and its position there (no_color and 0 where
-// it is in none), the color and key of a split into the groups.
-struct group_place {
-  int group = no_color, index = 0;
-};
-inline group_place place_in(const group_list& groups, int rank) {
-  for (std::size_t g = 0; g < groups.size(); ++g)
-    for (std::size_t k = 0; k < groups[g].size(); ++k)
-      if (groups[g][k] == rank) return {static_cast<int>(g), static_cast<int>(k)};
-  return {};
-}
+// A rank's place in the groups is the color and key of a split into them.
+static_assert(group_place{}.group == no_color);
 
 class stream_rank : public gpu_rank {
  public:
