@@ -4,9 +4,9 @@
 #include "relay/comm/from_environment.hpp"
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <optional>
 #include <string>
+
+#include "support/scoped_env.hpp"
 
 using namespace relay;
 
@@ -26,37 +26,15 @@ class device_transport final : public transport {
   int device_;
 };
 
-// Sets the variables for the test's duration, and puts back what was there.
-class scoped_environment {
- public:
-  void set(const char* name, const std::string& value) {
-    const char* old = std::getenv(name);
-    saved_.push_back({name, old ? std::optional<std::string>(old) : std::nullopt});
-    REQUIRE(::setenv(name, value.c_str(), 1) == 0);
-  }
-  ~scoped_environment() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second)
-        (void)::setenv(it->first, it->second->c_str(), 1);
-      else
-        (void)::unsetenv(it->first);
-    }
-  }
-
- private:
-  std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
-};
-
 // A communicator of one rank whose RELAY_DEVICE is 5, over a transport driving `drives`.
 int device_of_communicator(int drives) {
   int port = 0;
   REQUIRE(free_loopback_port(port));
-  scoped_environment env;
-  env.set("RELAY_RANK", "0");
-  env.set("RELAY_WORLD_SIZE", "1");
-  env.set("RELAY_STORE_ADDR", "127.0.0.1");
-  env.set("RELAY_STORE_PORT", std::to_string(port));
-  env.set("RELAY_DEVICE", "5");
+  const testing::scoped_env env{{"RELAY_RANK", "0"},
+                                {"RELAY_WORLD_SIZE", "1"},
+                                {"RELAY_STORE_ADDR", "127.0.0.1"},
+                                {"RELAY_STORE_PORT", std::to_string(port)},
+                                {"RELAY_DEVICE", "5"}};
   int factory_saw = -1;
   const transport_factory make = [&](bootstrap&, const environment& e,
                                      std::unique_ptr<transport>& out) {

@@ -2,29 +2,12 @@
 #include "relay/transport/ipc/options.hpp"
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
+
+#include "support/scoped_env.hpp"
 
 using namespace relay;
 using namespace relay::ipc;
-
-namespace {
-
-// Sets the variables for one check and clears them after.
-struct scoped_env {
-  std::vector<const char*> names;
-  scoped_env(std::initializer_list<std::pair<const char*, const char*>> vars) {
-    for (const auto& [name, value] : vars) {
-      ::setenv(name, value, 1);
-      names.push_back(name);
-    }
-  }
-  ~scoped_env() {
-    for (const char* name : names)
-      ::unsetenv(name);
-  }
-};
-
-}  // namespace
+using relay::testing::scoped_env;
 
 TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
   {
