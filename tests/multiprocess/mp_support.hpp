@@ -124,19 +124,65 @@ inline status call(communicator& comm, const property_case& c, rank_frame& f) {
   return call(comm, c, f.send(), f.recv());
 }
 
+// One case made on every rank through `run(c, frame)`, which makes this rank's call with its
+// frame and leaves the frame as the call left it: every rank checks its canaries and its
+// untouched input, then every rank checks every rank's output (all-gathered through the
+// bootstrap) against the naive reference (fp8 wire cases: against the fp8 bound). Returns what
+// failed, empty when nothing did.
+template <class Run>
+std::string run_and_check(communicator& comm, const property_case& c, Run&& run) {
+  const int me = comm.rank();
+  const auto inputs = all_inputs(c);
+  rank_frame frame(c, me, inputs[static_cast<std::size_t>(me)]);
+  const status s = run(c, frame);
+  std::string failure;
+  if (!s) failure = "the call failed: " + s.to_string();
+  if (failure.empty() && !frame.canaries_intact()) failure = "a canary byte changed";
+  if (failure.empty() && !c.in_place && frame.in_bytes > 0 &&
+      !std::equal(inputs[static_cast<std::size_t>(me)].begin(),
+                  inputs[static_cast<std::size_t>(me)].end(),
+                  frame.bytes.begin() + static_cast<std::ptrdiff_t>(frame.in_off)))
+    failure = "the input changed out of place";
+  // Every rank's verdict and output, to every rank.
+  std::vector<std::byte> mine(1, std::byte{failure.empty() ? std::uint8_t{1} : std::uint8_t{0}});
+  const auto out = frame.output();
+  mine.insert(mine.end(), out.begin(), out.end());
+  std::vector<std::vector<std::byte>> all;
+  if (status g = comm.boot().all_gather(mine, all, std::chrono::seconds(60)); !g)
+    return "gathering the outputs failed: " + g.to_string();
+  std::vector<std::vector<std::byte>> outputs(all.size());
+  std::string bad_ranks;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (all[r].empty() || all[r][0] != std::byte{1}) {
+      // Appended in two parts: GCC 12 at -O3 warns (-Wrestrict, a false positive) about
+      // " " + std::to_string(r) inlined here.
+      bad_ranks += ' ';
+      bad_ranks += std::to_string(r);
+    }
+    if (!all[r].empty()) outputs[r].assign(all[r].begin() + 1, all[r].end());
+  }
+  if (failure.empty() && !bad_ranks.empty()) failure = "ranks" + bad_ranks + " failed";
+  const reference::call_data call{c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs};
+  if (failure.empty() && c.wire != wire_format::native) {
+    const reference::wire_check m = reference::check_outputs_fp8(
+        call, fp8_format_of(c.wire), reference::wire_hops(c.coll, c.route, c.active));
+    if (m.wrong > 0)
+      failure = std::to_string(m.wrong) + " elements outside the fp8 bound; first: " + m.first;
+  } else if (failure.empty()) {
+    const reference::mismatch_report m = reference::check_outputs(call);
+    if (m.wrong > 0) failure = std::to_string(m.wrong) + " wrong elements; first: " + m.first;
+  }
+  return failure;
+}
+
 // The property run: `calls` random cases (all four collectives, A=2 and 4, fused and single, every
 // route, dtype and operator, odd and zero counts, in and out of place; counts capped at
-// `max_count`; a job of 2, one group of both on the direct route: whole_job_case), each made on
-// every rank through `run(c, frame)`, which makes this rank's call
-// with its frame and leaves the frame as the call left it. Every rank checks its canaries and its
-// untouched input, then every rank checks every rank's output (all-gathered through the
-// bootstrap) against the naive reference. Returns the process's exit status; a failure names the
-// call, the seed and the case. `fp8`: every case made an fp8 wire case (make_fp8), checked
-// against the fp8 bound.
+// `max_count`; a job of 2, one group of both on the direct route: whole_job_case), each checked
+// by run_and_check. Returns the process's exit status; a failure names the call, the seed and the
+// case. `fp8`: every case made an fp8 wire case (make_fp8), checked against the fp8 bound.
 template <class Run>
 int property_run(communicator& comm, int calls, std::uint64_t seed, std::int64_t max_count,
                  const char* where, Run&& run, bool fp8 = false) {
-  const int me = comm.rank();
   std::mt19937_64 cases(seed);
   const auto start = std::chrono::steady_clock::now();
   std::int64_t elements = 0;
@@ -150,49 +196,7 @@ int property_run(communicator& comm, int calls, std::uint64_t seed, std::int64_t
     for (auto& n : c.counts)
       n = std::min<std::int64_t>(n, max_count);
     if (fp8) make_fp8(c);
-    const auto inputs = all_inputs(c);
-    rank_frame frame(c, me, inputs[static_cast<std::size_t>(me)]);
-    const status s = run(c, frame);
-    std::string failure;
-    if (!s) failure = "the call failed: " + s.to_string();
-    if (failure.empty() && !frame.canaries_intact()) failure = "a canary byte changed";
-    if (failure.empty() && !c.in_place && frame.in_bytes > 0 &&
-        !std::equal(inputs[static_cast<std::size_t>(me)].begin(),
-                    inputs[static_cast<std::size_t>(me)].end(),
-                    frame.bytes.begin() + static_cast<std::ptrdiff_t>(frame.in_off)))
-      failure = "the input changed out of place";
-    // Every rank's verdict and output, to every rank.
-    std::vector<std::byte> mine(1, std::byte{failure.empty() ? std::uint8_t{1} : std::uint8_t{0}});
-    const auto out = frame.output();
-    mine.insert(mine.end(), out.begin(), out.end());
-    std::vector<std::vector<std::byte>> all;
-    if (status g = comm.boot().all_gather(mine, all, std::chrono::seconds(60)); !g) {
-      std::fprintf(stderr, "call %d: gathering the outputs failed: %s\n", i, g.to_string().c_str());
-      return 1;
-    }
-    std::vector<std::vector<std::byte>> outputs(all.size());
-    std::string bad_ranks;
-    for (std::size_t r = 0; r < all.size(); ++r) {
-      if (all[r].empty() || all[r][0] != std::byte{1}) {
-        // Appended in two parts: GCC 12 at -O3 warns (-Wrestrict, a false positive) about
-        // " " + std::to_string(r) inlined here.
-        bad_ranks += ' ';
-        bad_ranks += std::to_string(r);
-      }
-      if (!all[r].empty()) outputs[r].assign(all[r].begin() + 1, all[r].end());
-    }
-    if (failure.empty() && !bad_ranks.empty()) failure = "ranks" + bad_ranks + " failed";
-    const reference::call_data call{c.coll, c.type, c.op, c.groups, c.counts, inputs, outputs};
-    if (failure.empty() && c.wire != wire_format::native) {
-      const reference::wire_check m = reference::check_outputs_fp8(
-          call, fp8_format_of(c.wire), reference::wire_hops(c.coll, c.route, c.active));
-      if (m.wrong > 0)
-        failure = std::to_string(m.wrong) + " elements outside the fp8 bound; first: " + m.first;
-    } else if (failure.empty()) {
-      const reference::mismatch_report m = reference::check_outputs(call);
-      if (m.wrong > 0) failure = std::to_string(m.wrong) + " wrong elements; first: " + m.first;
-    }
-    if (!failure.empty()) {
+    if (const std::string failure = run_and_check(comm, c, run); !failure.empty()) {
       std::fprintf(stderr, "call %d of seed %llu: %s: %s\n", i,
                    static_cast<unsigned long long>(seed), c.describe().c_str(), failure.c_str());
       return 1;
@@ -202,7 +206,7 @@ int property_run(communicator& comm, int calls, std::uint64_t seed, std::int64_t
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (me == 0)
+  if (comm.rank() == 0)
     std::printf(
         "%d calls over %d processes%s, every output right on every rank (seed %llu, %lld "
         "elements per group in all, %.1f s)\n",

@@ -208,7 +208,8 @@ typedef struct relay_comm_config {
   const char* transport;
   int32_t memory;           /* relay_memory: what the calls pass */
   int64_t timeout_ms;       /* every wait for a peer; <= 0: RELAY_TIMEOUT, else 30 s */
-  uint64_t transport_bytes; /* shm/ipc data area per rank; 0: RELAY_SHM_BYTES / RELAY_IPC_BYTES */
+  uint64_t transport_bytes; /* shm/ipc data area per rank; 0: RELAY_SHM_BYTES / RELAY_IPC_BYTES;
+                               a call larger than it runs in pieces */
   /* The bootstrap: all_gather is required, barrier may be NULL (an empty all-gather serves).
    * They and `user` stay valid until relay_comm_destroy returns (teardown may use them). */
   relay_all_gather_fn all_gather;

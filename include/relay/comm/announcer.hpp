@@ -30,6 +30,9 @@ struct announcement {
   announced_step step = announced_step::call;
   // The call's sequence (call, refusal: the same on every rank), else the calls made before it.
   std::uint64_t sequence = 0;
+  // The sequence numbers the call takes: its pieces where it is larger than the transport's area
+  // (plan/pieces.hpp), else 1; whoever serves it cuts it alike.
+  std::uint64_t rounds = 1;
   const call_shape* shape = nullptr;    // call: as the caller passed it
   const call_choice* choice = nullptr;  // call: the route and wire taken
   const status* refusal = nullptr;      // refusal: the rank's reason

@@ -16,6 +16,10 @@
 //   - In place is detected on each active rank from its own pointers and must agree across all
 //     active ranks of the call (helpers have no buffers and do not vote).
 //
+// A call whose plan needs more than the transport's area (transport::area_bytes) runs in pieces
+// (plan/pieces.hpp), each its own call of the transport with its own agreement and sequence
+// number; the cut is made with the shape's plan and cached with it.
+//
 // The repeated call (a shape in the cache) allocates nothing and builds no string: the cache is
 // found by the hash of the call's shape as passed (plan/call_shape.hpp), confirmed by comparing
 // it with the cached copy (a collision of hashes is a miss, never a wrong plan), and the last
@@ -40,6 +44,7 @@
 #include "relay/cost/choose.hpp"
 #include "relay/plan/call_shape.hpp"
 #include "relay/plan/make_plan.hpp"
+#include "relay/plan/pieces.hpp"
 #include "relay/plan/rank_buffers.hpp"
 #include "relay/plan/slice.hpp"
 #include "relay/transport/transport.hpp"
@@ -144,7 +149,8 @@ class communicator {
 
   // Shapes in the plan cache (tests watch it).
   std::size_t cached_shapes() const { return cache_.size(); }
-  // The calls made so far (the sequence of the last one: every rank's is the same).
+  // The transport's calls so far (the sequence of the last one: every rank's is the same); a call
+  // larger than the transport's area makes one per piece (plan/pieces.hpp).
   std::uint64_t calls_made() const { return sequence_; }
 
   // Who is told of each step before its agreement (comm/announcer.hpp): a control plane, where
@@ -159,6 +165,12 @@ class communicator {
                            void* stream);
 
  private:
+  // One distinct plan of a call cut into pieces (plan/pieces.hpp), from piece `first` on.
+  struct piece_plan {
+    std::uint64_t first = 0;
+    plan p;
+    plan_slice slice;
+  };
   struct cached {
     call_shape asked;  // the shape as passed (route not yet chosen): what a hit must equal
     plan p;
@@ -166,8 +178,13 @@ class communicator {
     std::string shape;  // describe(the shape as chosen): what a mismatch message shows
     std::uint64_t fingerprint = 0;
     std::uint64_t last_use = 0;
+    // Where the whole plan needs more than the transport's area: the call runs in cut.pieces
+    // pieces, with these plans (cut.pieces == 1: whole, pieces empty).
+    piece_cut cut;
+    std::vector<piece_plan> pieces;
   };
   inline status run(const detail::rank_call& call);
+  inline status run_pieces(const cached& c, const detail::rank_call& call, call_context ctx);
   inline status explain_mismatch(const std::string& shape, status verdict);
   inline cached* find(const detail::rank_call& call, std::uint64_t key);
   std::size_t slots() const { return std::max<std::size_t>(1, config_.plan_cache_entries); }
@@ -222,6 +239,24 @@ inline std::uint64_t fingerprint_of(std::string_view shape, const wire_choice& w
   return w.requested == wire_format::native ? h : fnv1a(name(w.taken), fnv1a(" taken=", h));
 }
 
+// Piece j of `pieces` of the call whose fingerprint is `call`: ranks that cut one call alike agree
+// on every piece; a piece never agrees with a call that runs whole, nor with another piece.
+inline std::uint64_t piece_fingerprint(std::uint64_t call, std::uint64_t j, std::uint64_t pieces) {
+  std::uint64_t h = call;
+  for (std::uint64_t v : {j, pieces})
+    for (int b = 0; b < 64; b += 8)
+      h = (h ^ ((v >> b) & 0xff)) * 0x100000001b3ull;
+  return h;
+}
+
+// A piece's part of a caller's buffer (plan/pieces.hpp): its first run, its runs' total, and how
+// they lie.
+inline buffer_view piece_view(buffer_view whole, const piece_runs& r, buffer_runs& runs) {
+  runs = {std::max<std::uint32_t>(1, r.runs), r.stride};
+  return {static_cast<std::byte*>(whole.data) + (whole.data != nullptr ? r.offset : 0),
+          r.run_bytes * r.runs};
+}
+
 }  // namespace detail
 
 inline communicator::communicator(std::shared_ptr<bootstrap> boot,
@@ -271,6 +306,20 @@ inline communicator::cached* communicator::find(const detail::rank_call& call, s
 // the least recently used shape.
 inline status communicator::prepare(const detail::rank_call& call, std::uint64_t key,
                                     std::string shape, plan p, cached*& out) {
+  // Too large for the transport's area: the pieces' plans, each with the whole call's choice.
+  call_shape whole = call.request;
+  whole.in_place = false;
+  const call_choice chosen = choice_of(p);
+  const piece_cut cut = cut_into_pieces(whole, chosen, p, transport_->area_bytes());
+  std::vector<piece_plan> pieces;
+  if (cut.pieces > 1)
+    for (piece_shape& part : piece_shapes(whole.counts, cut)) {
+      whole.counts = std::move(part.counts);
+      piece_plan& pp = pieces.emplace_back();
+      pp.first = part.first;
+      if (status s = make_plan(whole, chosen, pp.p); !s) return s;
+      pp.slice = slice_plan(pp.p, rank(), transport_->wire_ends());
+    }
   std::size_t slot = cache_.size();
   for (std::size_t i = 0; i < keys_.size(); ++i)  // a collision of keys: replace that shape
     if (keys_[i] == key) slot = i;
@@ -289,6 +338,8 @@ inline status communicator::prepare(const detail::rank_call& call, std::uint64_t
   c.p = std::move(p);
   c.fingerprint = detail::fingerprint_of(shape, c.p.wire);
   c.shape = std::move(shape);
+  c.cut = cut;
+  c.pieces = std::move(pieces);
   keys_[slot] = key;
   last_ = slot;
   out = &c;
@@ -395,6 +446,7 @@ inline status communicator::run(const detail::rank_call& call) {
     const call_choice made = choice_of(c->p);
     announcement a;
     a.sequence = sequence_ + 1;
+    a.rounds = c->cut.pieces;
     a.shape = &call.request;
     a.choice = &made;
     a.stream = call.stream;
@@ -415,10 +467,42 @@ inline status communicator::run(const detail::rank_call& call) {
                                 : call.refusal;
   ctx.timeout = config_.timeout;
   ctx.stream = call.stream;
+  if (c->cut.pieces > 1) return run_pieces(*c, call, std::move(ctx));
   status s = transport_->run(ctx);
   if (s.code() == errc::mismatch && transport_->judges_on_host())
     return explain_mismatch(c->shape, std::move(s));
   return s;
+}
+
+// A call cut into pieces: one transport call per piece, each with its own agreement, in order,
+// on this rank's parts of the caller's buffers. Every piece carries the call's own refusal, so a
+// call refused anywhere is refused at its first piece, where every rank stops (a host transport
+// returns the same verdict everywhere) and nothing is written. A failure in a later piece (a
+// peer lost, a timeout) leaves the pieces before it written.
+inline status communicator::run_pieces(const cached& c, const detail::rank_call& call,
+                                       call_context ctx) {
+  const plan_request& r = call.request;
+  const int es = size_of(r.type);
+  std::size_t part = 0;
+  for (std::uint64_t j = 0; j < c.cut.pieces; ++j) {
+    while (part + 1 < c.pieces.size() && c.pieces[part + 1].first <= j)
+      ++part;
+    ctx.p = &c.pieces[part].p;
+    ctx.slice = &c.pieces[part].slice;
+    ctx.sequence = j == 0 ? ctx.sequence : ++sequence_;
+    ctx.fingerprint = detail::piece_fingerprint(c.fingerprint, j, c.cut.pieces);
+    ctx.send = detail::piece_view(
+        call.send, runs_of_piece(r.coll, r.groups, r.counts, c.cut, j, rank(), es, true),
+        ctx.send_runs);
+    ctx.recv = detail::piece_view(
+        call.recv, runs_of_piece(r.coll, r.groups, r.counts, c.cut, j, rank(), es, false),
+        ctx.recv_runs);
+    status s = transport_->run(ctx);
+    if (s.code() == errc::mismatch && transport_->judges_on_host())
+      return explain_mismatch(c.shape, std::move(s));
+    if (!s) return s;
+  }
+  return {};
 }
 
 }  // namespace relay

@@ -21,6 +21,9 @@
 //     fingerprints differ make every rank return errc::mismatch. No user memory is written
 //     anywhere when the verdict is not `go`.
 //   - call.slice is cut with the transport's wire_ends().
+//   - A transport that bounds its area (area_bytes()) copies a piece's runs (call.send_runs,
+//     call.recv_runs) between the caller's buffers and its area; one without a bound never sees
+//     more than one run.
 //   - It runs slice.phases in order, each phase's waits before its issued operations, and
 //     slice.exit_waits before this rank's output is final.
 //   - Every wait has call.timeout. On expiry, or when a peer exited or gave up, run() returns
@@ -48,6 +51,13 @@
 
 namespace relay {
 
+// How a buffer of a call lies in the caller's memory: `count` runs of equal length, `stride`
+// bytes apart (one run: contiguous).
+struct buffer_runs {
+  std::uint32_t count = 1;
+  std::size_t stride = 0;
+};
+
 struct call_context {
   // The out-of-place plan of the call and this rank's slice of it: identical on every rank for
   // the same arguments, whatever each rank's placement. (A transport that works on user memory
@@ -57,6 +67,10 @@ struct call_context {
   const plan* p = nullptr;
   const plan_slice* slice = nullptr;
   buffer_view send{}, recv{};  // this rank's user buffers; empty on a helper
+  // A piece of a larger call (plan/pieces.hpp) whose part of a buffer is several runs of the
+  // caller's: send.bytes / send_runs.count bytes at send.data, at send.data + stride, ... (the
+  // plan's input is those runs end to end); likewise recv. One run: the buffer as it is.
+  buffer_runs send_runs{}, recv_runs{};
   relay::placement placement = placement::helper;
   std::uint64_t sequence = 0;  // 1, 2, ... per communicator, the same on every rank
   // Of the arguments every rank must pass alike (not the buffers); 0 only for a refusal made
@@ -92,6 +106,10 @@ class transport : no_copy {
   // Who runs the receiving end of a copy that crosses an fp8 wire (plan/slice.hpp): the slice
   // handed to run() is cut with these ends (the communicator asks once per shape).
   virtual fp8_ends wire_ends() const { return fp8_ends::sender; }
+  // The most a call's plan may lay out per rank (largest_area), the same number on every rank of
+  // the job; 0: no bound. A call that needs more runs in pieces (plan/pieces.hpp), each with its
+  // own agreement, whose buffers may be several runs (call_context::send_runs).
+  virtual std::uint64_t area_bytes() const { return 0; }
   // The GPU this rank's transport drives (the environment's device as the process sees it: the
   // ipc transport takes it modulo the visible devices), or -1 for a transport of no device.
   virtual int device() const { return -1; }

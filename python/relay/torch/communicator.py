@@ -157,7 +157,7 @@ class Communicator:
                device where CUDA is available, else the CPU).
     timeout:   seconds any rank waits for a peer (default: RELAY_TIMEOUT, else 30).
     transport_bytes: the shm or ipc data area per rank (default: RELAY_SHM_BYTES or
-               RELAY_IPC_BYTES, else 64 MiB); a call must fit in it.
+               RELAY_IPC_BYTES, else 64 MiB); a larger call runs in pieces.
     """
 
     def __init__(self, group=None, *, transport="auto", device=None, timeout=None,

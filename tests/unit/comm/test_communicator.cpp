@@ -361,3 +361,90 @@ TEST_CASE("the slice reaching the transport is cut with the transport's fp8 ends
     CHECK(marks == (ends == fp8_ends::receiver ? 2 : 1));
   }
 }
+
+TEST_CASE("a call larger than the transport's area runs in pieces, each agreed on its own",
+          "[comm][pieces]") {
+  // A transport whose area holds 32768 bytes a rank. Reduce-scatter, fused A = 2 of N = 4 on the
+  // direct route, float32, 8192 elements a group: a rank lays out its 2 input blocks, its output
+  // and the peer's block in scratch, 16 bytes an element, 131072 bytes; 4 pieces of 2048 fit.
+  struct seen {
+    std::uint64_t sequence, fingerprint;
+    errc local;
+    std::int64_t plan_count;
+    placement where;
+    buffer_view send, recv;
+    buffer_runs send_runs, recv_runs;
+  };
+  struct piece_transport final : transport {
+    explicit piece_transport(std::vector<seen>& s) : calls(s) {}
+    std::string_view name() const override { return "pieces"; }
+    bool broken() const override { return false; }
+    void abort(const status&) override {}
+    std::uint64_t area_bytes() const override { return 32768; }
+    status run(const call_context& c) override {
+      calls.push_back({c.sequence, c.fingerprint, c.local.code(), c.p ? c.p->counts[0] : -1,
+                       c.placement, c.send, c.recv, c.send_runs, c.recv_runs});
+      return c.local;
+    }
+    std::vector<seen>& calls;
+  };
+  std::vector<seen> calls;
+  communicator comm(std::make_shared<callback_bootstrap>(
+                        1, 4,
+                        [](std::span<const std::byte> mine,
+                           std::vector<std::vector<std::byte>>& all, milliseconds) {
+                          all.assign(4, std::vector<std::byte>(mine.begin(), mine.end()));
+                          return status{};
+                        }),
+                    std::make_unique<piece_transport>(calls), comm_config{0, milliseconds(100), 8});
+  std::vector<float> in(2 * 8192), out(8192);
+  const group_list pairs{{0, 1}, {2, 3}};
+  const std::vector<std::int64_t> counts{8192, 8192};
+  options opt;
+  opt.route = route::direct;
+  REQUIRE(relay::reduce_scatter(comm, pairs, {in.data(), in.size() * 4},
+                                {out.data(), out.size() * 4}, counts, dtype::float32,
+                                reduce_op::sum, opt));
+  REQUIRE(calls.size() == 4);
+  auto* in_bytes = reinterpret_cast<std::byte*>(in.data());
+  auto* out_bytes = reinterpret_cast<std::byte*>(out.data());
+  for (std::size_t j = 0; j < 4; ++j) {
+    const seen& c = calls[j];
+    INFO("piece " << j);
+    CHECK(c.sequence == j + 1);
+    CHECK(c.plan_count == 2048);
+    CHECK(c.where == placement::out_of_place);
+    // Its elements 2048 j.. of each input block (8192 floats apart) and of the output.
+    CHECK(c.send.data == in_bytes + j * 8192);
+    CHECK(c.send.bytes == 16384);
+    CHECK(c.send_runs.count == 2);
+    CHECK(c.send_runs.stride == 32768);
+    CHECK(c.recv.data == out_bytes + j * 8192);
+    CHECK(c.recv.bytes == 8192);
+    CHECK(c.recv_runs.count == 1);
+    for (std::size_t k = 0; k < j; ++k)
+      CHECK(c.fingerprint != calls[k].fingerprint);
+  }
+  // The next call, one that fits, is the next in sequence; a repeat of the large one is cut alike.
+  REQUIRE(relay::reduce_scatter(comm, pairs, {in.data(), 64}, {out.data(), 32},
+                                std::vector<std::int64_t>{8, 8}, dtype::float32, reduce_op::sum,
+                                opt));
+  REQUIRE(calls.size() == 5);
+  CHECK(calls[4].sequence == 5);
+  CHECK(calls[4].plan_count == 8);
+  REQUIRE(relay::reduce_scatter(comm, pairs, {in.data(), in.size() * 4},
+                                {out.data(), out.size() * 4}, counts, dtype::float32,
+                                reduce_op::sum, opt));
+  REQUIRE(calls.size() == 9);
+  CHECK(calls[8].sequence == 9);
+  CHECK(calls[8].fingerprint == calls[3].fingerprint);
+  CHECK(comm.cached_shapes() == 2);
+  // This rank's buffer refused: its first piece carries the refusal, and the call ends there.
+  const status s =
+      relay::reduce_scatter(comm, pairs, {in.data(), in.size() * 4}, {nullptr, out.size() * 4},
+                            counts, dtype::float32, reduce_op::sum, opt);
+  CHECK(s.message() == "the output of rank 1 is null");
+  REQUIRE(calls.size() == 10);
+  CHECK(calls[9].local == errc::invalid_buffer);
+  CHECK(calls[9].fingerprint == calls[0].fingerprint);
+}

@@ -65,6 +65,8 @@ class transport final : public relay::transport {
   segment& seg() { return seg_; }
 
   std::string_view name() const override { return "shm"; }
+  // Rank 0's RELAY_SHM_BYTES (segment::open): one number for the job.
+  std::uint64_t area_bytes() const override { return seg_.bytes_per_rank(); }
   bool broken() const override { return !broken_.ok(); }
   status async_status() const override { return broken_; }
   // Between calls: peers still finishing the last call may do so; the next fails everywhere.
@@ -330,8 +332,9 @@ class transport final : public relay::transport {
     const plan& p = *call.p;
     const plan_slice& s = *call.slice;
     if (p.input_bytes[me] > 0)
-      std::memcpy(address(p, {static_cast<std::uint16_t>(me), buffer::input, 0}), call.send.data,
-                  p.input_bytes[me]);
+      copy_runs(address(p, {static_cast<std::uint16_t>(me), buffer::input, 0}), 0,
+                static_cast<const std::byte*>(call.send.data), call.send_runs.stride,
+                p.input_bytes[me], call.send_runs.count);
     for (const slice_phase& ph : s.phases) {
       for (const slice_wait& w : ph.waits)
         if (status st = wait(w.peer, w.phase, call); !st) return st;
@@ -346,9 +349,20 @@ class transport final : public relay::transport {
     if (failure gone = peer_gave_up(call.sequence); gone.code != errc::ok)
       return adopt(std::move(gone));
     if (p.output_bytes[me] > 0)
-      std::memcpy(call.recv.data, address(p, {static_cast<std::uint16_t>(me), buffer::output, 0}),
-                  p.output_bytes[me]);
+      copy_runs(static_cast<std::byte*>(call.recv.data), call.recv_runs.stride,
+                address(p, {static_cast<std::uint16_t>(me), buffer::output, 0}), 0,
+                p.output_bytes[me], call.recv_runs.count);
     return {};
+  }
+
+  // `bytes` in `runs` equal runs from `from` to `to`, each side's runs `stride` apart (0: end to
+  // end: the area's side).
+  static void copy_runs(std::byte* to, std::size_t to_stride, const std::byte* from,
+                        std::size_t from_stride, std::uint64_t bytes, std::uint32_t runs) {
+    const std::uint64_t run = bytes / runs;
+    for (std::uint32_t k = 0; k < runs; ++k)
+      std::memcpy(to + k * (to_stride ? to_stride : run),
+                  from + k * (from_stride ? from_stride : run), run);
   }
 
   int rank_;
