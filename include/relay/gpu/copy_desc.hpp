@@ -42,8 +42,9 @@ std::uint64_t assign_tiles(Desc* descs, std::size_t n, std::uint64_t tile_units)
 }
 
 // The widest word both ends can move in after a common head. Returns the descriptor; the caller
-// sets first_tile (see assign_tiles).
-inline copy_desc make_copy(const void* src, void* dst, std::uint64_t bytes) {
+// sets first_tile (see assign_tiles). On the device too: the ipc kernels cut the runs of a piece
+// of a call there (transport/ipc/stage.hpp, user_runs).
+RELAY_HOST_DEVICE inline copy_desc make_copy(const void* src, void* dst, std::uint64_t bytes) {
   const auto s = reinterpret_cast<std::uintptr_t>(src);
   const auto d = reinterpret_cast<std::uintptr_t>(dst);
   std::uint32_t w = 16;

@@ -646,10 +646,23 @@ __device__ inline void ipc_fp8_tile(const ipc_stage& s, int w, std::uint64_t t) 
     ipc_fp8_end<float, fnuz>(d, deq, tile);
 }
 
+// Tile t of a user copy: of its one run, or of run t / run_tiles, cut here.
+template <int Block, int Unroll>
+__device__ inline void ipc_user_tile(const user_runs& u, std::uint64_t t) {
+  if (u.runs == 1) {
+    gpu::copy_desc_tile<Block, Unroll, false>(u.first, t);
+    return;
+  }
+  const std::uint64_t k = t / u.run_tiles;
+  const gpu::copy_desc c =
+      gpu::make_copy(u.first.src + k * u.src_stride, u.first.dst + k * u.dst_stride, u.run_bytes);
+  gpu::copy_desc_tile<Block, Unroll, false>(c, t - k * u.run_tiles);
+}
+
 // This block's tiles of a stage: the user copy, then the copy list, then the reduction list,
 // then (Fp8) the fp8 lists.
 template <class T, int Block, int Unroll, bool Fp8 = false>
-__device__ inline void ipc_stage_work(const ipc_stage& s, const gpu::copy_desc& user,
+__device__ inline void ipc_stage_work(const ipc_stage& s, const user_runs& user,
                                       std::uint64_t user_tiles, const std::int64_t* delta) {
   const std::uint64_t lists = user_tiles + s.copy_tiles;
   const std::uint64_t reduced = lists + s.reduce_tiles;
@@ -667,7 +680,7 @@ __device__ inline void ipc_stage_work(const ipc_stage& s, const gpu::copy_desc& 
       }
     }
     if (t < user_tiles)
-      gpu::copy_desc_tile<Block, Unroll, false>(user, t);
+      ipc_user_tile<Block, Unroll>(user, t);
     else if (t < lists && s.copy_tags != nullptr)
       ipc_moved_copy_tile<Block, Unroll>(s, t - user_tiles, delta);
     else if (t < lists)
@@ -713,7 +726,7 @@ __device__ inline void ipc_publish(const ipc_env& env, const ipc_stage& s, std::
 template <class T, int Block = gpu::default_block, int Unroll = gpu::default_unroll,
           bool Fp8 = false>
 __global__ void __launch_bounds__(Block)
-    ipc_step_kernel(const ipc_stage* stage, gpu::copy_desc user, std::uint64_t user_tiles,
+    ipc_step_kernel(const ipc_stage* stage, user_runs user, std::uint64_t user_tiles,
                     const RELAY_IPC_GRID_CONSTANT ipc_env env) {
   __shared__ std::uint32_t give_up;
   __shared__ std::int64_t delta[ipc_delta_count];
@@ -741,8 +754,8 @@ __global__ void __launch_bounds__(Block)
 // and the last one advances the call counter (every block read it at its start).
 template <class T, int Block = gpu::default_block, int Unroll = gpu::default_unroll>
 __global__ void __launch_bounds__(Block)
-    ipc_one_shot_kernel(const ipc_stage* stages, std::uint32_t count, gpu::copy_desc in,
-                        std::uint64_t in_tiles, gpu::copy_desc out, std::uint64_t out_tiles,
+    ipc_one_shot_kernel(const ipc_stage* stages, std::uint32_t count, user_runs in,
+                        std::uint64_t in_tiles, user_runs out, std::uint64_t out_tiles,
                         const RELAY_IPC_GRID_CONSTANT ipc_env env) {
   __shared__ std::uint32_t give_up, stuck;
   __shared__ std::int64_t delta[ipc_delta_count];
@@ -762,7 +775,7 @@ __global__ void __launch_bounds__(Block)
       detail::ipc_stage_work<T, Block, Unroll>(s,
                                                i == 0 ? in
                                                : last ? out
-                                                      : gpu::copy_desc{},
+                                                      : user_runs{},
                                                user_tiles, delta);
     }
     if (last) {

@@ -32,13 +32,13 @@ namespace relay::ipc {
 // an fp8 wire; ignored for other types). With a bare entry stage it is a refusal's entry.
 RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_step_kernel(
     dtype type, bool fp8, unsigned grid, gpu::rt::stream_t stream, const ipc_stage* stage,
-    const gpu::copy_desc& user, std::uint64_t user_tiles, const ipc_env& env);
+    const user_runs& user, std::uint64_t user_tiles, const ipc_env& env);
 
 // A whole call of the one-shot form (ipc_one_shot_kernel): `count` stages from `stages`.
 RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_one_shot_kernel(
     dtype type, unsigned grid, gpu::rt::stream_t stream, const ipc_stage* stages,
-    std::uint32_t count, const gpu::copy_desc& in, std::uint64_t in_tiles,
-    const gpu::copy_desc& out, std::uint64_t out_tiles, const ipc_env& env);
+    std::uint32_t count, const user_runs& in, std::uint64_t in_tiles, const user_runs& out,
+    std::uint64_t out_tiles, const ipc_env& env);
 
 // A whole call of the pull form (ipc_pull_kernel), pl.grid blocks.
 RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_pull_kernel(

@@ -13,7 +13,7 @@ namespace relay::ipc {
 
 RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_step_kernel(
     dtype type, bool fp8, unsigned grid, gpu::rt::stream_t stream, const ipc_stage* stage,
-    const gpu::copy_desc& user, std::uint64_t user_tiles, const ipc_env& env) {
+    const user_runs& user, std::uint64_t user_tiles, const ipc_env& env) {
   return visit_dtype(type, [&](auto x) {
     using T = decltype(x);
     if constexpr (fp8_wire_type<T>)
@@ -27,8 +27,8 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_step_kernel(
 
 RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_one_shot_kernel(
     dtype type, unsigned grid, gpu::rt::stream_t stream, const ipc_stage* stages,
-    std::uint32_t count, const gpu::copy_desc& in, std::uint64_t in_tiles,
-    const gpu::copy_desc& out, std::uint64_t out_tiles, const ipc_env& env) {
+    std::uint32_t count, const user_runs& in, std::uint64_t in_tiles, const user_runs& out,
+    std::uint64_t out_tiles, const ipc_env& env) {
   return visit_dtype(type, [&](auto x) {
     using T = decltype(x);
     return gpu::rt::launch(ipc_one_shot_kernel<T>, grid, gpu::default_block, stream, stages, count,

@@ -103,6 +103,9 @@ class area : no_copy {
     rec.ok = mine.ok() ? 1 : 0;
     std::vector<area_record> all;
     if (status s = exchange(boot, rec, all, timeout, "ipc area record"); !s) return s;
+    smallest_bytes_ = data_bytes;
+    for (const area_record& r : all)
+      smallest_bytes_ = std::min<std::size_t>(smallest_bytes_, r.bytes);
     if (mine) (void)(mine = map_areas(all, rec));
     if (mine) (void)(mine = write_outbox(R));
     // All or nothing: every rank learns whether every rank is ready.
@@ -254,6 +257,8 @@ class area : no_copy {
 
   int ranks() const { return ranks_; }
   std::size_t data_bytes() const { return data_bytes_; }
+  // The smallest data area of any rank (their set-up records'): one number for the job.
+  std::size_t smallest_data_bytes() const { return smallest_bytes_; }
   // Rank q's control block as this process addresses it.
   ipc_control* control_of(int q) const { return controls_[static_cast<std::size_t>(q)]; }
   // Rank q's data area as this process addresses it.
@@ -614,6 +619,7 @@ class area : no_copy {
 
   int device_ = 0, me_ = 0, ranks_ = 0;
   std::size_t data_bytes_ = 0;
+  std::size_t smallest_bytes_ = 0;
   std::array<registration, max_registrations> ranges_{};  // this rank's; empty: a free slot
   std::array<std::uintptr_t, max_registrations> starts_{};
   std::vector<peer_registration> theirs_;

@@ -63,6 +63,30 @@ inline gpu::copy_desc user_copy(const void* src, void* dst, std::uint64_t bytes)
 inline std::uint64_t user_copy_tiles(const gpu::copy_desc& c, std::uint64_t bytes) {
   return bytes > 0 ? gpu::tiles_for(c.units, tile_units) : 0;
 }
+// The same for a copy of `bytes` in `runs` equal runs, each side's runs `src_stride` and
+// `dst_stride` apart (0: end to end), with its tiles in `tiles`.
+inline user_runs user_copy_runs(const void* src, std::uint64_t src_stride, void* dst,
+                                std::uint64_t dst_stride, std::uint64_t bytes, std::uint32_t runs,
+                                std::uint64_t& tiles) {
+  user_runs u;
+  u.runs = std::max<std::uint32_t>(1, runs);
+  u.run_bytes = bytes / u.runs;
+  u.src_stride = src_stride != 0 ? src_stride : u.run_bytes;
+  u.dst_stride = dst_stride != 0 ? dst_stride : u.run_bytes;
+  u.first = user_copy(src, dst, u.run_bytes);
+  if (u.runs == 1) {
+    tiles = user_copy_tiles(u.first, bytes);
+    return u;
+  }
+  for (std::uint32_t k = 0; k < u.runs; ++k) {
+    const gpu::copy_desc c =
+        user_copy(static_cast<const unsigned char*>(src) + k * u.src_stride,
+                  static_cast<unsigned char*>(dst) + k * u.dst_stride, u.run_bytes);
+    u.run_tiles = std::max(u.run_tiles, user_copy_tiles(c, u.run_bytes));
+  }
+  tiles = u.run_tiles * u.runs;
+  return u;
+}
 
 // What a program is built against besides the plan and the slice, the same for every plan of a
 // transport: where every rank's data area lies in this process, and what chooses the form (the

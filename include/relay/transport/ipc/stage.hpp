@@ -15,6 +15,17 @@
 
 namespace relay::ipc {
 
+// The copy between the caller's buffer and this rank's area that the entry (in) or the exit
+// (out) makes: `runs` runs of `run_bytes`, each side's `src_stride` / `dst_stride` apart (a piece
+// of a larger call: plan/pieces.hpp; the area's side end to end). One run: `first`, cut on the
+// host; several: run k is cut on the device as gpu::make_copy cuts it (the runs' alignments may
+// differ) and takes `run_tiles` tiles, the most any run needs.
+struct user_runs {
+  gpu::copy_desc first{};
+  std::uint64_t run_bytes = 0, src_stride = 0, dst_stride = 0, run_tiles = 0;
+  std::uint32_t runs = 1;
+};
+
 // One slice_wait, with what a report needs to name it.
 struct ipc_wait {
   std::uint32_t peer = 0;

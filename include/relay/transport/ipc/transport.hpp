@@ -136,6 +136,9 @@ class transport final : public relay::transport {
   void device_trace(std::uint64_t (&out)[trace_calls][trace_points]) const { area_.trace(out); }
   int device() const override { return device_; }
   std::size_t bytes_per_rank() const { return area_.data_bytes(); }
+  // The smallest of the job's areas (ranks may ask for different sizes): what every rank cuts
+  // calls into pieces by, alike.
+  std::uint64_t area_bytes() const override { return area_.smallest_data_bytes(); }
   // The ranks the device's blocks are divided among: this communicator's there, or the more that
   // options::device_share names (a split communicator's parent's).
   int device_share() const override { return device_share_; }
@@ -316,11 +319,16 @@ class transport final : public relay::transport {
     const std::uint64_t in_bytes = p.input_bytes[r], out_bytes = p.output_bytes[r];
     // Where peers on other devices may push into a registered output (not on AMD: signals.hpp).
     const bool pushable = peers_push_into_user_memory || ranks_on_device_ == area_.ranks();
-    const user_memory_choice user = choose_user_memory(
+    // A piece of a larger call whose buffer is several runs is staged: the kernels move an
+    // operand by one delta.
+    const bool in_runs = call.send_runs.count > 1, out_runs = call.recv_runs.count > 1;
+    user_memory_choice user = choose_user_memory(
         prog.user_memory, call.placement, call.send, in_bytes, call.recv, out_bytes,
-        out_bytes > 0 && pushable
+        out_bytes > 0 && pushable && !out_runs
             ? find_registration(graph_inputs_.eager(), call.recv.data, out_bytes)
             : -1);
+    if (in_runs) user.input = false;
+    if (out_runs) user.output = false;
     if (user.input) env.in_delta = delta_to(call.send.data, mine + at.input);
     if (user.output) {
       env.out_delta = delta_to(call.recv.data, mine + at.output);
@@ -333,10 +341,11 @@ class transport final : public relay::transport {
     counts_.outputs += user.output ? 1 : 0;
     const std::uint64_t in_copied = user.input ? 0 : in_bytes;
     const std::uint64_t out_copied = user.output ? 0 : out_bytes;
-    const gpu::copy_desc in = user_copy(call.send.data, mine + at.input, in_copied);
-    const gpu::copy_desc out = user_copy(mine + at.output, call.recv.data, out_copied);
-    const std::uint64_t in_tiles = user_copy_tiles(in, in_copied);
-    const std::uint64_t out_tiles = user_copy_tiles(out, out_copied);
+    std::uint64_t in_tiles = 0, out_tiles = 0;
+    const user_runs in = user_copy_runs(call.send.data, call.send_runs.stride, mine + at.input, 0,
+                                        in_copied, call.send_runs.count, in_tiles);
+    const user_runs out = user_copy_runs(mine + at.output, 0, call.recv.data, call.recv_runs.stride,
+                                         out_copied, call.recv_runs.count, out_tiles);
     if (prog.form.one_shot) {
       ++counts_.one_shot;
       return launch_one_shot(p.type, prog, in, in_tiles, out, out_tiles, env, stream);
@@ -347,7 +356,7 @@ class transport final : public relay::transport {
     return launch_stage(p.type, prog.exit, out, out_tiles, env, stream);
   }
 
-  status launch_stage(dtype type, const stage_ref& st, const gpu::copy_desc& user,
+  status launch_stage(dtype type, const stage_ref& st, const user_runs& user,
                       std::uint64_t user_tiles, const ipc_env& env, gpu::rt::stream_t stream) {
     const std::uint64_t tiles = std::max<std::uint64_t>(1, st.tiles + user_tiles);
     const auto most = static_cast<std::uint64_t>(std::max(1, stepped_grid_));
@@ -361,8 +370,8 @@ class transport final : public relay::transport {
 
   // The whole call in one launch, one block per tile of its largest stage up to one per
   // multiprocessor (all resident; a larger stage's blocks walk its tiles in rounds).
-  status launch_one_shot(dtype type, const loaded_program& prog, const gpu::copy_desc& in,
-                         std::uint64_t in_tiles, const gpu::copy_desc& out, std::uint64_t out_tiles,
+  status launch_one_shot(dtype type, const loaded_program& prog, const user_runs& in,
+                         std::uint64_t in_tiles, const user_runs& out, std::uint64_t out_tiles,
                          const ipc_env& env, gpu::rt::stream_t stream) {
     const auto grid = static_cast<unsigned>(std::min(
         one_shot_grid_, std::max<std::uint64_t>({1, prog.most_tiles, prog.entry.tiles + in_tiles,
@@ -378,7 +387,8 @@ class transport final : public relay::transport {
   // A call of the pull form (ipc/pull.hpp): the output always in the caller's buffer (only this
   // rank writes it); the input read by the peers where the caller keeps it when that lies in a
   // registration and is 16-byte aligned (and is not also the output), else staged by the kernel's
-  // own copy; this rank reads its own input where it is.
+  // own copy; this rank reads its own input where it is. An allreduce, its only collective, has
+  // one block a buffer: a piece of one is a single run of the caller's.
   status run_pull(const call_context& call, const loaded_program& prog, ipc_env& env,
                   gpu::rt::stream_t stream) {
     const plan& p = *call.p;

@@ -11,7 +11,7 @@
 #      helper, an aborting helper);
 #   2. under MPS where nvidia-cuda-mps-control exists (no SM share set: every size must complete
 #      anyway), its steps named *_mps: the failure scenarios again, the property suites, the graph
-#      tests, registration (8 processes; the failure scenarios, property, registered and graph
+#      tests, calls larger than the area (*_pieces_mps), registration (8 processes; the failure scenarios, property, registered and graph
 #      suites also with 2, steps *_2p_mps), the host issue time, and the benchmarks: the floor program
 #      (bench/tools/floor) and relay-bench -x ipc --baseline floor side by side, 2 and 8
 #      processes, eager and replayed, staged and registered, the groups on split communicators
@@ -114,6 +114,13 @@ RELAY_IPC_FORM=one_shot step property_one_shot_mps 150 "$RUN" -n 8 --timeout 140
 TAILN=6 step property_registered_mps 150 "$RUN" -n 8 --timeout 140 -- "$T" property_registered \
   "$CALLS"
 step graph_mps 200 "$RUN" -n 8 --timeout 190 -- "$T" graph "$K" "$REPLAYS"
+# Calls larger than a 64 KiB area, in pieces: the cases at 1x-9.5x the area, and the property
+# and registered suites, most of whose calls the small area cuts.
+RELAY_IPC_BYTES=65536 step pieces_mps 200 "$RUN" -n 8 --timeout 190 -- "$T" pieces
+RELAY_IPC_BYTES=65536 step property_pieces_mps 150 "$RUN" -n 8 --timeout 140 -- "$T" property \
+  "$CALLS" 13
+RELAY_IPC_BYTES=65536 TAILN=6 step property_registered_pieces_mps 150 "$RUN" -n 8 --timeout 140 \
+  -- "$T" property_registered "$CALLS" 14
 TAILN=6 step graph_registered_mps 200 "$RUN" -n 8 --timeout 190 -- "$T" graph_registered "$K" \
   "$REPLAYS"
 TAILN=6 step registration_mps 60 "$RUN" -n 8 --timeout 55 -- "$T" registration

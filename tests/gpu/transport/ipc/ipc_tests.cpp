@@ -27,6 +27,9 @@
 //   relay-run -n 8 -- relay_ipc_tests exited                    helper rank 7 exits mid-job:
 //                                                               every rank names it within 1 s
 //   relay-run -n 8 -- relay_ipc_tests abort                     helper rank 4 aborts: the same
+//   relay-run -n 8 -- relay_ipc_tests pieces [STRIDE]          calls of 1x to 9.5x the area
+//                                                               (multiprocess/pieces_suite.hpp;
+//                                                               RELAY_IPC_BYTES=65536)
 //   relay-run -n 8 -- relay_ipc_tests property_registered [CALLS] [SEED]
 //                                                the property suite with every rank's frames in
 //                                                one registered allocation: outputs written in
@@ -66,6 +69,7 @@
 #include <vector>
 
 #include "multiprocess/mp_support.hpp"
+#include "multiprocess/pieces_suite.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "relay/transport/ipc/factory.hpp"
 #include "support/alloc_counter.hpp"
@@ -149,6 +153,16 @@ int property(communicator& comm, int argc, char** argv, bool fp8) {
       comm, calls, seed, 20'000,
       fp8 ? " through the ipc transport on the fp8 wire" : " through the ipc transport",
       [&](const property_case& c, rank_frame& f) { return device_call(comm, d, c, f); }, fp8);
+}
+
+// Calls larger than the area, in pieces (multiprocess/pieces_suite.hpp), through device memory.
+int pieces(communicator& comm, int argc, char** argv) {
+  const int stride = argc > 2 ? std::atoi(argv[2]) : 1;
+  device_side d;
+  IPC_CHECK(gpu::rt::stream_create(&d.stream));
+  return pieces_run(
+      comm, stride, " through the ipc transport",
+      [&](const property_case& c, rank_frame& f) { return device_call(comm, d, c, f); });
 }
 
 // The calls that ran on user memory (ipc::call_counts), summed over the ranks.
@@ -1199,6 +1213,7 @@ int main(int argc, char** argv) {
   if (what == "property" || what == "property_fp8")
     return property(*comm, argc, argv, what == "property_fp8");
   if (what == "graph") return graph(*comm, argc, argv, false);
+  if (what == "pieces") return pieces(*comm, argc, argv);
   if (what == "stall" || what == "late" || what == "refused" || what == "refuse_plan" ||
       what == "refuse_early" || what == "mismatch")
     return misbehave(*comm, what);
@@ -1212,6 +1227,6 @@ int main(int argc, char** argv) {
   return failed("unknown scenario '" + what +
                 "' (property, property_fp8, graph, stall, late, refused, refuse_plan, "
                 "refuse_early, mismatch, "
-                "exited, abort, "
+                "exited, abort, pieces, "
                 "property_registered, graph_registered, registration, hostpath, soak)");
 }
