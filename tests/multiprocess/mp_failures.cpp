@@ -8,6 +8,12 @@
 //                   one: errc::mismatch on every rank at once (no timeout); the next call is right
 //   refuse          one rank refuses the call (communicator::refuse): peer_error naming it on
 //                   every other rank at once; the next call is right
+//   deferred        the shm transport judging as a stream transport's device does
+//                   (RELAY_SHM_VERDICTS=deferred): a rank's null output, another shape on one
+//                   rank, a refusal with refuse(), and (with a small RELAY_SHM_BYTES) a refusal of
+//                   a call in pieces: the refusing rank's call fails at once, every other rank's
+//                   returns ok and writes nothing, and its async_status() then names the call and
+//                   the rank, once; the communicator goes on: the next call is right everywhere
 // (A peer killed or stopped mid-job, and randomized faults of every kind: mp_faults.cpp.)
 //   invalid_buffer  a rank passes a null output (new shape) or a too small input (cached shape):
 //                   that rank gets invalid_buffer, every other rank peer_error naming it; then
@@ -211,6 +217,80 @@ void refuse(communicator& comm, std::chrono::milliseconds timeout) {
   good_call(comm, 4, "after the refusal");
 }
 
+// One call that one rank spoils, on a transport that reports verdicts after the call returned:
+// `spoil` makes the call on this rank (`bad` it spoils); `mine` what the spoiling rank's own call
+// returns, `theirs` what every rank's async_status reports afterwards (the spoiling rank's too
+// where its call returned ok), each a text it must contain.
+template <class Spoil>
+void deferred_case(communicator& comm, std::int64_t count, int bad, Spoil&& spoil,
+                   const std::string& mine, const std::string& theirs, const std::string& when) {
+  const int me = comm.rank();
+  buffers b(me, static_cast<std::size_t>(count));
+  const status s = spoil(b);
+  if (me == bad && !mine.empty()) {
+    expect_error(s, s.code(), mine, b, when + ": the spoiling rank's own call");
+  } else {
+    expect(s.ok(), when + ": the call returned " + s.to_string() +
+                       ", not ok (its verdict is reported afterwards)");
+    expect(b.untouched(), when + ": the output was written");
+    const status later = comm.async_status();
+    expect(!later.ok() && later.message().find(theirs) != std::string::npos,
+           when + ": async_status says '" + later.to_string() + "', not '" + theirs + "'");
+  }
+  const status again = comm.async_status();
+  expect(again.ok(), when + ": a second async_status says " + again.to_string());
+  good_call(comm, count, "after " + when);
+  expect(comm.async_status().ok(), when + ": the good call after it reported a failure");
+}
+
+// The calls of 512 elements fit every area here; those of 4096 do not fit the smaller one (the
+// last case), whose later pieces are then void (not counted by the transport, which numbers the
+// calls in its messages): it comes last.
+void deferred(communicator& comm) {
+  const int me = comm.rank(), last = comm.size() - 1;
+  good_call(comm, 512, "warming the shape");
+  const std::string call = " call #" + std::to_string(comm.calls_made() + 1);
+  deferred_case(
+      comm, 512, 1,
+      [&](buffers& b) {
+        return allreduce_pairs(comm, b, 512, {},
+                               me == 1 ? buffer_view{nullptr, 512 * 4} : buffer_view{});
+      },
+      "the output of rank 1 is null",
+      "rank 1 refused" + call + ": invalid buffer: the output of rank 1 is null", "a null output");
+  const std::string call2 = " call #" + std::to_string(comm.calls_made() + 1);
+  deferred_case(
+      comm, 512, last, [&](buffers& b) { return allreduce_pairs(comm, b, me == last ? 500 : 512); },
+      "", "rank(s) " + std::to_string(last) + " called" + call2, "another shape on one rank");
+  const std::string call3 = " call #" + std::to_string(comm.calls_made() + 1);
+  deferred_case(
+      comm, 512, 2,
+      [&](buffers& b) {
+        return me == 2 ? comm.refuse({errc::invalid_argument, "tensor 'grad' is float64"})
+                       : allreduce_pairs(comm, b, 512);
+      },
+      "tensor 'grad' is float64",
+      "rank 2 refused" + call3 + ": invalid argument: tensor 'grad' is float64", "refuse()");
+  // A call larger than the area, in pieces (every rank makes every piece; the refusal of the
+  // first is reported once, naming the call's first sequence).
+  if (comm.transport().area_bytes() < 4096 * 4 * 3) {
+    const std::uint64_t before = comm.calls_made();
+    const std::string first = " call #" + std::to_string(before + 1);
+    deferred_case(
+        comm, 4096, 1,
+        [&](buffers& b) {
+          return allreduce_pairs(comm, b, 4096, {},
+                                 me == 1 ? buffer_view{nullptr, 4096 * 4} : buffer_view{});
+        },
+        "the output of rank 1 is null",
+        "rank 1 refused" + first + ": invalid buffer: the output of rank 1 is null",
+        "a null output in a call in pieces");
+    expect(comm.calls_made() - before > 2, "the call in pieces took " +
+                                               std::to_string(comm.calls_made() - before) +
+                                               " sequence numbers with the good call after it");
+  }
+}
+
 void absent_peer(communicator& comm, bool warm, bool stall, std::chrono::milliseconds timeout) {
   const int me = comm.rank(), last = comm.size() - 1;
   if (warm) {
@@ -277,6 +357,8 @@ int main(int argc, char** argv) {
     absent_peer(*comm, false, false, timeout);
   else if (scenario == "stall")
     absent_peer(*comm, true, true, timeout);
+  else if (scenario == "deferred")
+    deferred(*comm);
   else {
     std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
     return 2;

@@ -144,8 +144,14 @@ class communicator {
     transport_->abort({errc::peer_error, "rank " + std::to_string(rank()) + " aborted"});
   }
   // What is known now of earlier calls, without waiting: on a stream transport (ipc) a failure
-  // its device found after the call returned; ok where nothing failed.
-  status async_status() const { return transport_->async_status(); }
+  // its device found after the call returned (the transport stays broken), else the oldest call
+  // its device found not to `go` (a peer refused it, ranks called it differently) that no
+  // async_status() has returned yet: each such call once, its status naming it (the
+  // communicator stays usable); ok where nothing failed.
+  status async_status() {
+    if (status s = transport_->async_status(); !s) return s;
+    return transport_->take_failed_call();
+  }
 
   // Shapes in the plan cache (tests watch it).
   std::size_t cached_shapes() const { return cache_.size(); }
@@ -476,13 +482,18 @@ inline status communicator::run(const detail::rank_call& call) {
 
 // A call cut into pieces: one transport call per piece, each with its own agreement, in order,
 // on this rank's parts of the caller's buffers. Every piece carries the call's own refusal, so a
-// call refused anywhere is refused at its first piece, where every rank stops (a host transport
-// returns the same verdict everywhere) and nothing is written. A failure in a later piece (a
-// peer lost, a timeout) leaves the pieces before it written.
+// call refused anywhere is refused at its first piece, and nothing is written: on a host
+// transport every rank stops there (the same verdict everywhere); on a stream transport every
+// rank makes every piece (their devices judge; the later pieces of a call whose first did not go
+// are void there, transport.hpp), so ranks that cut the call alike count its pieces alike, and
+// this rank returns its first failure. A failure in a later piece (a peer lost, a timeout) leaves
+// the pieces before it written.
 inline status communicator::run_pieces(const cached& c, const detail::rank_call& call,
                                        call_context ctx) {
   const plan_request& r = call.request;
   const int es = size_of(r.type);
+  const bool host = transport_->judges_on_host();
+  status first;  // a stream transport's first failure (this rank's refusal)
   std::size_t part = 0;
   for (std::uint64_t j = 0; j < c.cut.pieces; ++j) {
     while (part + 1 < c.pieces.size() && c.pieces[part + 1].first <= j)
@@ -491,6 +502,7 @@ inline status communicator::run_pieces(const cached& c, const detail::rank_call&
     ctx.slice = &c.pieces[part].slice;
     ctx.sequence = j == 0 ? ctx.sequence : ++sequence_;
     ctx.fingerprint = detail::piece_fingerprint(c.fingerprint, j, c.cut.pieces);
+    ctx.piece = j;
     ctx.send = detail::piece_view(
         call.send, runs_of_piece(r.coll, r.groups, r.counts, c.cut, j, rank(), es, true),
         ctx.send_runs);
@@ -498,11 +510,11 @@ inline status communicator::run_pieces(const cached& c, const detail::rank_call&
         call.recv, runs_of_piece(r.coll, r.groups, r.counts, c.cut, j, rank(), es, false),
         ctx.recv_runs);
     status s = transport_->run(ctx);
-    if (s.code() == errc::mismatch && transport_->judges_on_host())
-      return explain_mismatch(c.shape, std::move(s));
-    if (!s) return s;
+    if (s.code() == errc::mismatch && host) return explain_mismatch(c.shape, std::move(s));
+    if (!s && (host || transport_->broken())) return s;
+    if (!s && first.ok()) first = std::move(s);
   }
-  return {};
+  return first;
 }
 
 }  // namespace relay

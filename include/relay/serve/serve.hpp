@@ -208,7 +208,7 @@ inline status stop_serving(communicator& comm) {
   control_plane* plane = plane_of(comm);
   if (plane == nullptr)
     return {errc::invalid_argument, "the communicator has no control plane (serve::attach_plane)"};
-  return plane->publish_step(record_kind::stop, 0, comm.async_status());
+  return plane->publish_step(record_kind::stop, 0, comm.transport().async_status());
 }
 
 }  // namespace relay::serve

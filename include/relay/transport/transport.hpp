@@ -23,7 +23,11 @@
 //   - call.slice is cut with the transport's wire_ends().
 //   - A transport that bounds its area (area_bytes()) copies a piece's runs (call.send_runs,
 //     call.recv_runs) between the caller's buffers and its area; one without a bound never sees
-//     more than one run.
+//     more than one run. A later piece (call.piece > 0) of a call whose first piece did not go
+//     is void: it takes part in no agreement, moves nothing and counts as no call of the
+//     transport (its ranks know that first verdict alike), so ranks that cut a disputed call
+//     into different numbers of pieces stay in step. (A host transport never sees one: the
+//     communicator stops at a first piece that did not go.)
 //   - It runs slice.phases in order, each phase's waits before its issued operations, and
 //     slice.exit_waits before this rank's output is final.
 //   - Every wait has call.timeout. On expiry, or when a peer exited or gave up, run() returns
@@ -31,10 +35,13 @@
 //     (broken()): every later run() fails at once with the same message, and the transport makes
 //     that visible to every peer, so a peer waiting on any rank gives up within milliseconds
 //     instead of waiting out its own timeout.
-//   - A host transport (shm, nccl) returns the verdict from run() and stays usable after a
-//     verdict that is not `go` (every rank took the same path). A stream transport (ipc) may
-//     judge on the device: run() returns once the call is enqueued, and a failure found there
-//     is reported by async_status() and by every later run(); it then stays broken.
+//   - Every transport stays usable after a verdict that is not `go`: every rank took the same
+//     path, and no data moved. A host transport (shm, nccl) returns the verdict from run(). A
+//     stream transport (ipc) may judge on the device: run() returns once the call is enqueued
+//     (a rank's own refusal it returns at once), and the verdict found there is reported
+//     afterwards by take_failed_call(), each call's once, naming the call. A failure after the
+//     verdict (a timeout, a lost peer, an abort) is reported by async_status() and by every
+//     later run(): the transport then stays broken.
 #pragma once
 
 #include <chrono>
@@ -71,6 +78,9 @@ struct call_context {
   // caller's: send.bytes / send_runs.count bytes at send.data, at send.data + stride, ... (the
   // plan's input is those runs end to end); likewise recv. One run: the buffer as it is.
   buffer_runs send_runs{}, recv_runs{};
+  // 0 for a call or the first piece of one; j for piece j > 0 of a call in pieces (see the
+  // contract above: a later piece of a call whose first piece did not go is void).
+  std::uint64_t piece = 0;
   relay::placement placement = placement::helper;
   std::uint64_t sequence = 0;  // 1, 2, ... per communicator, the same on every rank
   // Of the arguments every rank must pass alike (not the buffers); 0 only for a refusal made
@@ -116,9 +126,14 @@ class transport : no_copy {
   // The ranks that drive this rank's device, itself included, as the transport counts them for
   // dividing the device (environment::device_share); 1 for a transport that does not divide it.
   virtual int device_share() const { return 1; }
-  // What is known of earlier calls now, without waiting: a stream transport's failure found on
-  // the device after run() returned, or the broken state; ok otherwise.
+  // What is known of earlier calls now, without waiting: the broken state (a stream transport's
+  // failure found on the device after run() returned among them); ok otherwise.
   virtual status async_status() const { return {}; }
+  // A stream transport: the oldest call found not to `go` on the device after run() returned
+  // (refused by a peer, or called differently) and not taken yet, as its verdict's status (it
+  // names the call), or ok where there is none now; without waiting. The transport stays usable.
+  // Host transports return every verdict from run() and have none.
+  virtual status take_failed_call() { return {}; }
   // This rank leaves: every peer's waits end at once with an error naming it, and every later
   // run() here fails. For a process that is about to give up on the job (communicator::abort).
   virtual void abort(const status& why) = 0;

@@ -6,7 +6,10 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdlib>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
@@ -15,22 +18,35 @@
 namespace relay {
 
 struct shm_options {
-  // Bytes of data area per rank: a call needs its input, output and scratch there (a larger
-  // call fails on every rank with errc::out_of_memory naming the size). RELAY_SHM_BYTES
-  // overrides the default.
+  // Bytes of data area per rank: a call's input, output and scratch lie there (a larger call
+  // runs in pieces, plan/pieces.hpp). RELAY_SHM_BYTES overrides the default.
   std::size_t bytes_per_rank = std::size_t{64} << 20;
+  // A verdict that is not `go` is returned to the ranks that did not refuse the call afterwards
+  // (transport::take_failed_call), as a stream transport's device reports it: for tests of the
+  // layers above (shm/transport.hpp). RELAY_SHM_VERDICTS=deferred sets it (any other value but
+  // `host`, the default, is refused).
+  bool deferred_verdicts = false;
 };
 
-// Reads RELAY_SHM_BYTES (bytes; K, M, G suffixes) into `o`, leaving it as it is when unset.
+// Reads RELAY_SHM_BYTES (bytes; K, M, G suffixes) and RELAY_SHM_VERDICTS (host or deferred)
+// into `o`, leaving each as it is when unset.
 inline status shm_options_from_environment(shm_options& o) {
-  return size_from_environment("RELAY_SHM_BYTES", o.bytes_per_rank);
+  if (status s = size_from_environment("RELAY_SHM_BYTES", o.bytes_per_rank); !s) return s;
+  if (const char* v = std::getenv("RELAY_SHM_VERDICTS"); v != nullptr && *v != 0) {
+    const std::string_view text(v);
+    if (text != "host" && text != "deferred")
+      return {errc::invalid_argument,
+              "RELAY_SHM_VERDICTS='" + std::string(text) + "': give host or deferred"};
+    o.deferred_verdicts = text == "deferred";
+  }
+  return {};
 }
 
 // Creates and maps the segment (collective: every rank of `boot` calls it).
 inline status make_shm_transport(bootstrap& boot, const shm_options& o,
                                  std::chrono::milliseconds timeout,
                                  std::unique_ptr<transport>& out) {
-  auto t = std::make_unique<shm::transport>(boot.rank());
+  auto t = std::make_unique<shm::transport>(boot.rank(), o.deferred_verdicts);
   if (status s = t->seg().open(boot, o.bytes_per_rank, timeout); !s) return s;
   out = std::move(t);
   return {};

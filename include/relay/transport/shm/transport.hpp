@@ -32,12 +32,19 @@
 // after a peer gave up on the call returns that peer's error and writes nothing. What remains is
 // a window: a peer that gives up after this rank returned (docs/multiprocess.md, "One outcome
 // per call"); then the next call fails on every rank at once, naming it.
+//
+// Deferred verdicts (shm_options::deferred_verdicts): the stream transports' contract modelled on
+// the CPU, for tests of what is built over a transport (the communicator, the C ABI, Python's
+// work objects): run() returns ok for a call that a peer refused or that ranks called differently
+// (a rank's own refusal it returns at once), as an ipc rank whose device judges later does, and
+// take_failed_call() reports it afterwards; judges_on_host() is false. Nothing else changes.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <string>
 
@@ -61,10 +68,18 @@ using relay::layout_of;
 
 class transport final : public relay::transport {
  public:
-  explicit transport(int rank) : rank_(rank) {}
+  explicit transport(int rank, bool deferred_verdicts = false)
+      : rank_(rank), deferred_(deferred_verdicts) {}
   segment& seg() { return seg_; }
 
   std::string_view name() const override { return "shm"; }
+  bool judges_on_host() const override { return !deferred_; }
+  status take_failed_call() override {
+    if (failed_calls_.empty()) return {};
+    status s = std::move(failed_calls_.front());
+    failed_calls_.pop_front();
+    return s;
+  }
   // Rank 0's RELAY_SHM_BYTES (segment::open): one number for the job.
   std::uint64_t area_bytes() const override { return seg_.bytes_per_rank(); }
   bool broken() const override { return !broken_.ok(); }
@@ -76,15 +91,27 @@ class transport final : public relay::transport {
                      : failure{why.code(), why.peer(), rank_, why.message(), next_call_});
   }
 
-  status run(const call_context& call) override {
+  status run(const call_context& given) override {
     if (!broken_.ok()) return broken_;
+    // A later piece of a call whose first piece did not go is void (transport.hpp).
+    if (given.piece > 0 && skipped_) return {};
     // The fp8 wire runs as on the host executor (host_run_op): the sender quantizes into its
     // send slot, pushes the image into the receiver's slot and dequantizes it into the
     // destination; the slice orders the slots' reuse across phases (plan/slice.hpp).
+    // Numbered by this transport's own count of calls, which void pieces do not advance.
+    call_context call = given;
+    call.sequence = ++sequence_;
     failed_ = {};
+    refused_here_ = false;
     next_call_ = call.sequence + 1;
     status s = run_call(call);
-    if (failed_.code != errc::ok) give_up(failed_);  // the ranks are out of step
+    if (failed_.code == errc::ok) skipped_ = !s.ok();  // else broken: nothing follows
+    if (failed_.code != errc::ok) {
+      give_up(failed_);  // the ranks are out of step
+    } else if (!s && deferred_ && !refused_here_) {
+      failed_calls_.push_back(std::move(s));  // as a device reports it, later
+      return {};
+    }
     return s;
   }
 
@@ -325,6 +352,7 @@ class transport final : public relay::transport {
     if (local && (call.p == nullptr || call.slice == nullptr))
       local = {errc::invalid_argument, "the call has no plan or no slice"};
     if (local) local = check(*call.p);
+    refused_here_ = !local.ok();
     // A refusal anywhere ends the call on every rank before any data moves, so no user memory
     // is written. This rank's input is staged after the verdict: reading it early would win
     // nothing (the peers push only after they, too, have the verdict).
@@ -366,6 +394,11 @@ class transport final : public relay::transport {
   }
 
   int rank_;
+  bool deferred_;                    // shm_options::deferred_verdicts
+  bool refused_here_ = false;        // this call was refused by this rank
+  std::deque<status> failed_calls_;  // deferred verdicts not taken yet
+  std::uint64_t sequence_ = 0;       // this transport's calls (void pieces not counted)
+  bool skipped_ = false;             // the last call's verdict was not `go`
   segment seg_;
   status broken_;
   failure failed_;               // why this call left the ranks out of step, if it did
