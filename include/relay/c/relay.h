@@ -318,6 +318,17 @@ RELAY_C_API relay_status relay_comm_control_consume(relay_comm* comm, uint64_t e
                                                     int32_t* dtype, int32_t* red_op, int32_t* flags,
                                                     int64_t* counts, int32_t capacity,
                                                     int32_t* num_counts);
+/* How many counts a plan may have: *max_calls (NCCL_RELAY_CONTROL_MAX_CALLS where set when the
+ * plane was attached, else 128, RCCLX's default; the same on every rank, which attach_plane
+ * checks) and *counts_held (what the plane's plan slots hold: 8186). A plan of more than
+ * *max_calls counts is refused before anything is published. Either pointer may be NULL. */
+RELAY_C_API relay_status relay_comm_control_limits(relay_comm* comm, int32_t* max_calls,
+                                                   int32_t* counts_held);
+/* A rank that will consume plans says so before its first consume (which does it too): the
+ * publisher waits for it from then on before it reuses a slot. A consumer that may start more
+ * than the stream's depth (4 epochs) behind the publisher joins first, then meets it (a barrier,
+ * say). The publisher may not join. */
+RELAY_C_API relay_status relay_comm_control_join(relay_comm* comm);
 
 /* ---- the collectives -------------------------------------------------------------------- */
 

@@ -418,7 +418,7 @@ inline status communicator::run(const detail::rank_call& call) {
   status s = transport_->run(ctx);
   if (s.code() == errc::mismatch && transport_->judges_on_host())
     return explain_mismatch(c->shape, std::move(s));
-  return s;
+  return announcer_ && !s ? announcer_->explain(ctx.sequence, std::move(s)) : s;
 }
 
 }  // namespace relay
