@@ -93,6 +93,8 @@ typedef enum relay_dtype {
   RELAY_FLOAT32 = 8,
   RELAY_FLOAT64 = 9
 } relay_dtype;
+/* RELAY_AVG: the sum divided once by the contributions; on integer dtypes the sum wraps in the
+ * dtype's width and the division truncates toward zero (-7 / 2 is -3). */
 typedef enum relay_op { RELAY_SUM = 0, RELAY_AVG = 1 } relay_op;
 typedef enum relay_collective {
   RELAY_ALLREDUCE = 0,
@@ -349,7 +351,9 @@ typedef struct relay_options {
   int32_t wire;           /* relay_wire */
   int32_t precision;      /* relay_precision */
   int32_t permille;       /* allreduce offload share (relay route); 0: the link-balanced default */
-  int32_t tiles;          /* pipeline depth (pipelined route); 0: the default */
+  int32_t tiles;          /* pipeline depth: 2..64 on the pipelined route, which has no default
+                             (0 is refused there); 0 on the relay, direct and legacy routes;
+                             unread with RELAY_ROUTE_AUTOMATIC, which picks its own */
   int64_t alignment;      /* chunk alignment in elements; 0: the default */
   int64_t wire_threshold; /* fp8 below this many bytes runs natively; -1: the cost model's */
   /* Where a call that returns RELAY_OK wrote the wire it took (every rank, helpers too); NULL:

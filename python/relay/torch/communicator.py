@@ -155,8 +155,9 @@ class Communicator:
     device:    where the tensors live: "cpu", "cuda", "cuda:1", ... (default: the current CUDA
                device where CUDA is available, else the CPU).
     timeout:   seconds any rank waits for a peer (default: RELAY_TIMEOUT, else 30).
-    transport_bytes: the shm or ipc data area per rank (default: RELAY_SHM_BYTES or
-               RELAY_IPC_BYTES, else 64 MiB); a call must fit in it.
+    transport_bytes: the size of each rank's shm or ipc data area (default: RELAY_SHM_BYTES or
+               RELAY_IPC_BYTES, else 64 MiB); a call must fit in it. On shm rank 0's value sizes
+               every rank's area; on ipc each rank's own does. Pass the same everywhere.
     """
 
     def __init__(self, group=None, *, transport="auto", device=None, timeout=None,
