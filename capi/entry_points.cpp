@@ -437,6 +437,26 @@ relay_status relay_comm_control_consume(relay_comm* c, uint64_t epoch, int64_t t
   });
 }
 
+relay_status relay_comm_control_limits(relay_comm* c, int32_t* max_calls, int32_t* counts_held) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    serve::plan_stream_limits limits;
+    if (status s = serve::plan_limits_of(*h->comm, limits); !s) return s;
+    if (max_calls != nullptr) *max_calls = static_cast<int32_t>(limits.control_max_calls);
+    if (counts_held != nullptr) *counts_held = static_cast<int32_t>(limits.control_counts_held);
+    return {};
+  });
+}
+
+relay_status relay_comm_control_join(relay_comm* c) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    return serve::join_plan_stream(*h->comm);
+  });
+}
+
 // ---- the collectives --------------------------------------------------------------------------
 
 void relay_options_init(relay_options* o) {

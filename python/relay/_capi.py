@@ -165,6 +165,8 @@ _FUNCTIONS = {
         c_int,
         [_P, c_uint64, c_int64, _I32P, _I32P, _I32P, _I32P, _I64P, c_int32, _I32P],
     ),
+    "relay_comm_control_limits": (c_int, [_P, _I32P, _I32P]),
+    "relay_comm_control_join": (c_int, [_P]),
     "relay_options_init": (None, [POINTER(Options)]),
     "relay_wire_carries": (c_int32, [c_int32, c_int32]),
 }

@@ -376,6 +376,8 @@ static void expect_bad_handle(relay_comm* comm, const char* what) {
   EXPECT_STATUS(relay_comm_register_graph_inputs(comm), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_deregister_graph_inputs(comm), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_abort(comm), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_control_limits(comm, &i, &i), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_control_join(comm), RELAY_INVALID_ARGUMENT);
   relay_comm* child = (relay_comm*)&i; /* not NULL: a failed split sets it so */
   EXPECT_STATUS(relay_comm_split(comm, 0, 0, &child), RELAY_INVALID_ARGUMENT);
   CHECK(child == NULL, "a failed split left its out pointer set");
@@ -884,8 +886,10 @@ static void run_split(relay_comm* comm, int me) {
 /* Rank 1 aborts: every other rank's next call fails at once naming it. */
 /* Serving ranks on a communicator split off the job's: ranks 0 and 1 call (rank 0 publishes), 2
  * and 3 serve; five allreduce and all-gather calls of varying counts, each output against its
- * value by hand; then torchcomms' plan stream, its five fields against constants (op_code 3,
- * dtype 7, red_op 2, flags 0: distinct, so a swap of any two shows). */
+ * value by hand; then torchcomms' plan stream, its limits (128 counts, RCCLX's default where
+ * NCCL_RELAY_CONTROL_MAX_CALLS is unset; 8186 in a slot), a plan of 129 counts refused, and its
+ * five fields against constants (op_code 3, dtype 7, red_op 2, flags 0: distinct, so a swap of
+ * any two shows). */
 static void run_serving(relay_comm* comm, int me) {
   enum { most = 300, calls = 5 };
   int32_t in[most], out[2 * most + 1];
@@ -896,8 +900,16 @@ static void run_serving(relay_comm* comm, int me) {
   EXPECT_STATUS(relay_comm_split(comm, 0, me, &served), RELAY_OK);
   if (served == NULL) return;
   part = "serving: attach";
+  int32_t max_calls = -1, counts_held = -1;
+  EXPECT_STATUS(relay_comm_control_limits(served, &max_calls, &counts_held),
+                RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("no control plane");
   EXPECT_STATUS(relay_comm_attach_plane(served, me < 2 ? RELAY_PLANE_CALL : RELAY_PLANE_SERVE),
                 RELAY_OK);
+  EXPECT_STATUS(relay_comm_control_limits(served, &max_calls, &counts_held), RELAY_OK);
+  CHECK(max_calls == 128 && counts_held == 8186, "rank %d: limits %d and %d", me, max_calls,
+        counts_held);
+  EXPECT_STATUS(relay_comm_control_limits(served, NULL, NULL), RELAY_OK);
   if (me >= 2) {
     part = "serving: serve";
     uint64_t n_served = 0;
@@ -941,6 +953,14 @@ static void run_serving(relay_comm* comm, int me) {
   part = "serving: torchcomms' plan";
   const int64_t plan_counts[] = {1024, 512, 256};
   if (me == 0) {
+    int64_t too_many[129];
+    for (int i = 0; i < 129; ++i)
+      too_many[i] = 1000 + i;
+    EXPECT_STATUS(relay_comm_control_publish(served, 0, too_many, 129, 3, 7, 2, 0, 2000),
+                  RELAY_INVALID_ARGUMENT);
+    EXPECT_ERROR_TEXT("the plan of epoch 0 has 129 counts; a torchcomms plan holds at most 128");
+    EXPECT_STATUS(relay_comm_control_join(served), RELAY_INVALID_ARGUMENT);
+    EXPECT_ERROR_TEXT("publishes this plane's plans");
     EXPECT_STATUS(relay_comm_control_publish(served, 0, plan_counts, 3, 3, 7, 2, 1, 2000),
                   RELAY_INVALID_ARGUMENT);
     EXPECT_ERROR_TEXT("flags 1");
@@ -949,6 +969,7 @@ static void run_serving(relay_comm* comm, int me) {
   } else {
     int32_t op = -1, type = -1, red = -1, flags = -1, n = -1;
     int64_t got[4] = {-1, -1, -1, -1};
+    EXPECT_STATUS(relay_comm_control_join(served), RELAY_OK);
     EXPECT_STATUS(relay_comm_control_consume(served, 0, 5000, &op, &type, &red, &flags, got, 2, &n),
                   RELAY_INVALID_ARGUMENT);
     CHECK(n == 3 && got[0] == -1, "rank %d: a plan too long for the room: %d counts, got[0] %lld",

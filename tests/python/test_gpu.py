@@ -17,12 +17,15 @@ tests/python/gpu_run.sh runs it on a GPU machine.
                  flight on their operation streams, torchrec's wrapper, low precision)
   op stream      an async call runs on the communicator's operation stream after the current
                  stream's earlier work, is not complete while that work runs, and wait() orders
-                 the current stream after it; a call without async_op right after waits for it
+                 the current stream after it; a call without async_op right after waits for it;
+                 wait_blocking() returns only once the call is done on the device (its output
+                 read on a stream that never waited for it)
   graph methods  each of the four sharded_relay calls captured into a CUDA graph (and again
                  with async_op=True, waited inside the capture), replays bit-identical to eager
 """
 
 import os
+import time
 
 import pytest
 import torch
@@ -277,6 +280,20 @@ def _op_stream(rank, size):
     seen["result"] = bool((y == want).all())
     seen["then"] = bool((out2 == 10 * want).all())
     seen["placeholder"] = placeholder.item() == -9
+    # wait_blocking: this thread waits until the call is done on its stream; the current stream
+    # is not made to wait (the output is read on a side stream that never waited for anything).
+    out.fill_(-1.0)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(200_000_000)  # ~0.1 s before the call, on the current stream
+    work = call(ins, "sum", FUSED, [n] * 4, async_op=True, output_tensors=outs)
+    seen["blocking: in flight"] = not work.is_completed()
+    start = time.monotonic()
+    work.wait_blocking()
+    seen["blocking: waited"] = time.monotonic() - start > 0.02
+    seen["blocking: completed"] = work.is_completed()
+    side = torch.cuda.Stream(dev)
+    with torch.cuda.stream(side):
+        seen["blocking: result"] = bool((out == want).all())
     b.finalize()
     return seen
 

@@ -25,11 +25,13 @@ every output against torch.distributed's gloo collective on the same processes (
                  float64 sum, the others bit for bit
 and, on 2 processes, registration: a stand-in torchcomms (tests/python/standin) whose new_comm
 looks the name up reaches relay's class once relay.torchcomms is imported, and
-docs/torchcomms.md's example runs as written.
+docs/torchcomms.md's example runs as written; and in this process Work.wait_blocking (torchcomms'
+TorchWork.wait_blocking) against a stand-in event: the thread waits until it is done.
 """
 
 import logging
 import os
+import time
 
 import torch
 import torch.nn.functional as F
@@ -548,6 +550,7 @@ def _registration(rank, size):
                                                      [4], async_op=True)
     work.wait()
     seen["sharded"] = tensors[0].tolist()
+    seen["blocking"] = (work.wait_blocking(), work.is_completed())
     comm.finalize()
     # docs/torchcomms.md's example, as it is written there.
     example = {}
@@ -573,4 +576,52 @@ def test_registration_reaches_relays_class():
         assert seen["identity"] == (rank, 2, "relay")
         assert seen["all_reduce"] == [3.0] * 3
         assert seen["sharded"] == [1.5] * 4
+        assert seen["blocking"] == (None, True)  # a CPU call is done when it returns
         assert seen["example"] == [0.5]  # the pair's average of 0 and 1
+
+
+class _SlowEvent:
+    """A CUDA event's two calls Work makes: done 0.2 s into synchronize()."""
+
+    def __init__(self):
+        self.done, self.synchronized = False, 0
+
+    def query(self):
+        return self.done
+
+    def synchronize(self):
+        self.synchronized += 1
+        time.sleep(0.2)
+        self.done = True
+
+
+class _FailedComm:
+    """A communicator whose device work reported a peer's failure (relay_comm_async_status)."""
+
+    def async_status(self):
+        import relay
+
+        raise relay.PeerError("rank 3 refused call #2", 3)
+
+
+def test_wait_blocking_blocks_this_thread_until_the_work_is_done():
+    """torchcomms' TorchWork.wait_blocking: the host waits for the call's event (wait() only
+    orders the current stream), then raises what the device reported; on the CPU, nothing."""
+    import relay
+    from relay.torch.work import Work
+
+    event = _SlowEvent()
+    work = Work("out", event=event)
+    assert not work.is_completed()
+    start = time.monotonic()
+    assert work.wait_blocking() is None
+    assert time.monotonic() - start >= 0.2
+    assert work.is_completed() and event.synchronized == 1
+    failed = Work("out", event=_SlowEvent(), comm=_FailedComm())
+    try:
+        failed.wait_blocking()
+        raise AssertionError("the device's failure was not raised")
+    except relay.PeerError as e:
+        assert e.peer == 3 and failed.is_completed(), e
+    cpu = Work("out")
+    assert cpu.wait_blocking() is None and cpu.is_completed()

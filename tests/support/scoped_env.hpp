@@ -1,5 +1,6 @@
-// Environment variables set for one scope and put back as they were when it ends (tests that
-// read the environment: the ipc transport's options, a communicator from the environment).
+// Environment variables set (or, given std::nullopt, unset) for one scope and put back as they
+// were when it ends (tests that read the environment: the ipc transport's options, a
+// communicator from the environment, the control plane's plan limit).
 #pragma once
 
 #include <cstdlib>
@@ -13,11 +14,14 @@ namespace relay::testing {
 
 class scoped_env {
  public:
-  scoped_env(std::initializer_list<std::pair<const char*, std::string>> vars) {
+  scoped_env(std::initializer_list<std::pair<const char*, std::optional<std::string>>> vars) {
     for (const auto& [name, value] : vars) {
       const char* old = std::getenv(name);
       saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-      ::setenv(name, value.c_str(), 1);
+      if (value)
+        ::setenv(name, value->c_str(), 1);
+      else
+        ::unsetenv(name);
     }
   }
   ~scoped_env() {

@@ -93,6 +93,8 @@ typedef enum relay_dtype {
   RELAY_FLOAT32 = 8,
   RELAY_FLOAT64 = 9
 } relay_dtype;
+/* RELAY_AVG: the sum divided once by the contributions; on integer dtypes the sum wraps in the
+ * dtype's width and the division truncates toward zero (-7 / 2 is -3). */
 typedef enum relay_op { RELAY_SUM = 0, RELAY_AVG = 1 } relay_op;
 typedef enum relay_collective {
   RELAY_ALLREDUCE = 0,
@@ -319,6 +321,17 @@ RELAY_C_API relay_status relay_comm_control_consume(relay_comm* comm, uint64_t e
                                                     int32_t* dtype, int32_t* red_op, int32_t* flags,
                                                     int64_t* counts, int32_t capacity,
                                                     int32_t* num_counts);
+/* How many counts a plan may have: *max_calls (NCCL_RELAY_CONTROL_MAX_CALLS where set when the
+ * plane was attached, else 128, RCCLX's default; the same on every rank, which attach_plane
+ * checks) and *counts_held (what the plane's plan slots hold: 8186). A plan of more than
+ * *max_calls counts is refused before anything is published. Either pointer may be NULL. */
+RELAY_C_API relay_status relay_comm_control_limits(relay_comm* comm, int32_t* max_calls,
+                                                   int32_t* counts_held);
+/* A rank that will consume plans says so before its first consume (which does it too): the
+ * publisher waits for it from then on before it reuses a slot. A consumer that may start more
+ * than the stream's depth (4 epochs) behind the publisher joins first, then meets it (a barrier,
+ * say). The publisher may not join. */
+RELAY_C_API relay_status relay_comm_control_join(relay_comm* comm);
 
 /* ---- the collectives -------------------------------------------------------------------- */
 
@@ -339,7 +352,9 @@ typedef struct relay_options {
   int32_t wire;           /* relay_wire */
   int32_t precision;      /* relay_precision */
   int32_t permille;       /* allreduce offload share (relay route); 0: the link-balanced default */
-  int32_t tiles;          /* pipeline depth (pipelined route); 0: the default */
+  int32_t tiles;          /* pipeline depth: 2..64 on the pipelined route, which has no default
+                             (0 is refused there); 0 on the relay, direct and legacy routes;
+                             unread with RELAY_ROUTE_AUTOMATIC, which picks its own */
   int64_t alignment;      /* chunk alignment in elements; 0: the default */
   int64_t wire_threshold; /* fp8 below this many bytes runs natively; -1: the cost model's */
   /* Where a call that returns RELAY_OK wrote the wire it took (every rank, helpers too); NULL:

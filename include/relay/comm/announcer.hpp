@@ -7,7 +7,8 @@
 // The communicator announces before the step's agreement, on every rank; what the announcer does
 // with it is its own rule (the plane publishes from one rank and does nothing on the others). An
 // announcer that fails leaves whoever serves out of step: the communicator then gives up on the
-// job (transport::abort, with the announcer's status) and returns that status.
+// job (transport::abort, with the announcer's status) and returns that status. A call that fails
+// is passed to the announcer's explain before it returns.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,13 @@ class announcer {
  public:
   virtual ~announcer() = default;
   virtual status announce(const announcement& a) = 0;
+  // The call of sequence `sequence` failed with `failure`: what the call returns, which names a
+  // cause the announcer knows of where it knows one (a plane whose publisher stopped the ranks
+  // that serve before the call), else `failure` as it is.
+  virtual status explain(std::uint64_t sequence, status failure) {
+    (void)sequence;
+    return failure;
+  }
 };
 
 }  // namespace relay

@@ -473,11 +473,16 @@ inline status communicator::run(const detail::rank_call& call) {
                                 : call.refusal;
   ctx.timeout = config_.timeout;
   ctx.stream = call.stream;
-  if (c->cut.pieces > 1) return run_pieces(*c, call, std::move(ctx));
-  status s = transport_->run(ctx);
-  if (s.code() == errc::mismatch && transport_->judges_on_host())
-    return explain_mismatch(c->shape, std::move(s));
-  return s;
+  const std::uint64_t sequence = ctx.sequence;
+  status s;
+  if (c->cut.pieces > 1) {
+    s = run_pieces(*c, call, std::move(ctx));  // explains its mismatches itself
+  } else {
+    s = transport_->run(ctx);
+    if (s.code() == errc::mismatch && transport_->judges_on_host())
+      return explain_mismatch(c->shape, std::move(s));
+  }
+  return announcer_ && !s ? announcer_->explain(sequence, std::move(s)) : s;
 }
 
 // A call cut into pieces: one transport call per piece, each with its own agreement, in order,

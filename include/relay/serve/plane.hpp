@@ -19,12 +19,18 @@
 //   - the plan stream: a program's own plans, by epoch (0, 1, 2, ...), for helpers that run
 //     ahead (publish_forward / consume_forward in relay's terms, publish_control /
 //     consume_control in torchcomms'). Only the publisher publishes; any other rank consumes, and
-//     is waited for from its first consume on.
+//     is waited for from its first consume on. A consumer's wait watches the publisher and every
+//     other consumer: one gone is a failure of the stream, named at once on every rank that
+//     waits, and the publisher's next publish gives up on the plane with it.
 //
 // Every wait has a deadline and checks the rank it waits for every few milliseconds: a process
 // gone, a plane closed, a rank that gave up (its failure, recorded in its block) end the wait at
 // once with an error naming that rank first; a stalled one after the deadline. A rank that gives
 // up on the plane records why, so the ranks waiting on it report the same cause.
+//
+// At attach_plane every rank gathers every rank's role and torchcomms plan limit
+// (serve/plan_limits.hpp): a rank whose limit differs from rank 0's, or whose own was refused,
+// fails the plane on every rank, named first.
 #pragma once
 
 #include <atomic>
@@ -39,6 +45,7 @@
 #include "relay/bootstrap/exchange.hpp"
 #include "relay/comm/communicator.hpp"
 #include "relay/core/no_copy.hpp"
+#include "relay/serve/plan_limits.hpp"
 #include "relay/serve/record.hpp"
 #include "relay/serve/ring.hpp"
 #include "relay/serve/segment.hpp"
@@ -67,12 +74,29 @@ class control_plane final : public announcer, no_copy {
     me.pid = ::getpid();
     me.role = static_cast<std::uint32_t>(role);
     open_ = true;
-    std::vector<plane_role> all;
-    if (status s = exchange(boot, role, all, timeout_, "control-plane role"); !s) return s;
+    // What every rank must agree on: its role, its plan limit (or why it has none: the text).
+    const status own = resolve_control_limit(geometry.control_max_calls, plan_bytes(), limit_);
+    const attach_terms mine{role, own.ok() ? limit_.max_calls : 0};
+    std::vector<with_text<attach_terms>> all;
+    if (status s = exchange(boot, mine, own.message(), all, timeout_, "control-plane terms"); !s)
+      return s;
+    for (std::size_t q = 0; q < all.size(); ++q) {
+      const std::string who = "rank " + std::to_string(q);
+      if (all[q].value.max_calls == 0)
+        return {errc::invalid_argument, who + ": " + all[q].text, static_cast<int>(q)};
+      if (all[q].value.max_calls != all[0].value.max_calls)
+        return {errc::invalid_argument,
+                who + " limits torchcomms plans to " + std::to_string(all[q].value.max_calls) +
+                    " counts, rank 0 to " + std::to_string(all[0].value.max_calls) + " (" +
+                    control_max_calls_variable +
+                    "): every rank's must be the same, or a plan one rank publishes another "
+                    "would refuse",
+                static_cast<int>(q)};
+    }
     publisher_ = -1;
     servers_.clear();
     for (std::size_t q = 0; q < all.size(); ++q) {
-      const plane_role r = all[q];
+      const plane_role r = all[q].value.role;
       if (r == plane_role::call && publisher_ < 0) publisher_ = static_cast<int>(q);
       if (r == plane_role::serve) servers_.push_back(static_cast<int>(q));
       if (r != plane_role::call && r != plane_role::serve)
@@ -94,6 +118,13 @@ class control_plane final : public announcer, no_copy {
   const std::vector<int>& servers() const { return servers_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   std::size_t plan_bytes() const { return seg_.header().plan_bytes; }
+  // The most counts a torchcomms plan may have here (every rank's is the same), where it came
+  // from, and the most the plan slots hold.
+  std::uint32_t control_max_calls() const { return limit_.max_calls; }
+  const std::string& control_limit_source() const { return limit_.source; }
+  std::uint32_t control_counts_held() const {
+    return serve::control_counts_held(seg_.header().plan_bytes);
+  }
   // The publisher: call-stream records written so far (any thread may ask).
   std::uint64_t published() const { return published_.load(std::memory_order_acquire); }
   // Whether this rank gave up on the plane (its failure is what every later use returns).
@@ -105,6 +136,7 @@ class control_plane final : public announcer, no_copy {
     if (role_ == plane_role::serve) return serving_ ? status{} : pass_over(a);
     if (!publishes() || servers_.empty()) return {};
     std::lock_guard<std::mutex> hold(publishing_);
+    mark_stopped(0);
     record_head h;
     h.publisher = static_cast<std::uint32_t>(rank_);
     h.sequence = a.sequence;
@@ -163,8 +195,38 @@ class control_plane final : public announcer, no_copy {
                      : write_refusal(
                            scratch_, h,
                            served_refusal{failure.code(), failure.message(), failure.peer()}, fits);
-    return publish_record(std::span<const std::byte>(scratch_.data(), n));
+    // Marked before the record is written: a serving rank returns once it reads the stop, and
+    // a caller that finds it gone then finds the mark (explain).
+    mark_stopped(kind == record_kind::stop ? last_call_ + 1 : 0);
+    status s = publish_record(std::span<const std::byte>(scratch_.data(), n));
+    if (!s) mark_stopped(0);
+    return s;
   }
+
+  // A call of a rank that calls failed waiting for its peers: where the publisher's stop was
+  // its last step before the call (the ranks that serve returned from serve() and take no part),
+  // the failure is that stop's, named so (comm/announcer.hpp).
+  status explain(std::uint64_t sequence, status failure) override {
+    if (failure.ok() || role_ != plane_role::call || publishes() || servers_.empty() ||
+        (failure.code() != errc::peer_lost && failure.code() != errc::timeout))
+      return failure;
+    const std::uint64_t stop =
+        std::atomic_ref<const std::uint64_t>(seg_.rank_block(publisher_).stopped)
+            .load(std::memory_order_acquire);
+    if (stop == 0 || sequence < stop) return failure;
+    return {errc::peer_error,
+            "rank " + std::to_string(publisher_) +
+                ", the publisher, stopped the ranks that serve after call #" +
+                std::to_string(stop - 1) +
+                " (stop_serving) and made no call since: they take no "
+                "part in call #" +
+                std::to_string(sequence) + " (" + failure.message() + ")",
+            publisher_};
+  }
+
+  // serve() holds this while it serves: one serve() per communicator at a time.
+  bool claim_serving() { return !serve_claimed_.exchange(true, std::memory_order_acq_rel); }
+  void release_serving() { serve_claimed_.store(false, std::memory_order_release); }
 
   // A serving rank: the call stream's next record, waited for up to `timeout` (the publisher's
   // process and plane watched meanwhile); copied out, then the slot is the publisher's again.
@@ -259,23 +321,26 @@ class control_plane final : public announcer, no_copy {
                                           " bytes; the plane's plan slots hold " +
                                           std::to_string(seg_.header().plan_bytes) +
                                           " (plane_geometry::plan_bytes)"};
-    for (int q = 0; q < seg_.ranks(); ++q)
-      if (status s = gave_up_status(q); !s) return s;
+    // A rank that gave up, or a consumer gone, ends the stream: this rank gives up on the plane
+    // with that cause, so every rank waiting on it reports it too.
+    for (int q = 0; q < seg_.ranks(); ++q) {
+      if (q == rank_) continue;
+      if (status s = consumes(q) ? rank_trouble(q, "which consumes plans") : gave_up_status(q); !s)
+        return give_up(s);
+    }
     const std::uint64_t depth = seg_.header().plan_depth;
     if (epoch >= depth) {
       const std::uint64_t need = epoch - depth + 2;
       const auto deadline = clock::now() + timeout;
       for (int q = 0; q < seg_.ranks(); ++q) {
-        if (q == rank_) continue;
-        const std::uint64_t& taken = seg_.rank_block(q).plans_taken;
-        if (std::atomic_ref<const std::uint64_t>(taken).load(std::memory_order_acquire) == 0)
-          continue;  // never consumed: not waited for
+        if (q == rank_ || !consumes(q)) continue;  // never consumed: not waited for
         status trouble;
-        const shm::wait_result w = shm::wait_at_least(taken, need, deadline, [&] {
-          trouble = rank_trouble(q, "which consumes plans");
-          return !trouble.ok();
-        });
-        if (w == shm::wait_result::trouble) return trouble;
+        const shm::wait_result w =
+            shm::wait_at_least(seg_.rank_block(q).plans_taken, need, deadline, [&] {
+              trouble = rank_trouble(q, "which consumes plans");
+              return !trouble.ok();
+            });
+        if (w == shm::wait_result::trouble) return give_up(trouble);
         if (w == shm::wait_result::timed_out)
           return {errc::timeout,
                   "rank " + std::to_string(q) + " did not consume epoch " +
@@ -304,8 +369,10 @@ class control_plane final : public announcer, no_copy {
     return {};
   }
 
-  // A consumer: epoch `epoch` of the plan stream, waited for up to `timeout`. A wait that times
-  // out gives up on the plane: the publisher's next publish fails naming this rank.
+  // A consumer: epoch `epoch` of the plan stream, waited for up to `timeout`, the publisher and
+  // every other consumer watched meanwhile (one gone, or given up, ends the wait naming it). A
+  // wait that fails gives up on the plane with its cause: one that times out names the
+  // publisher, and the publisher's next publish fails naming this rank.
   status consume_plan(std::uint64_t epoch, std::vector<std::byte>& record,
                       std::chrono::milliseconds timeout) {
     if (!failed_.ok()) return failed_;
@@ -326,10 +393,15 @@ class control_plane final : public announcer, no_copy {
       if (r == slot_read::torn) continue;
       status trouble;
       const shm::wait_result w = shm::wait_at_least(s.word, word_written(epoch), deadline, [&] {
-        trouble = publisher_trouble();
+        trouble = rank_trouble(publisher_, "the publisher");
+        for (int q = 0; q < seg_.ranks() && trouble.ok(); ++q)
+          if (q != rank_ && q != publisher_ && consumes(q))
+            trouble = rank_trouble(q, "which consumes plans");
         return !trouble.ok();
       });
-      if (w == shm::wait_result::trouble) return trouble;
+      // Given up with the cause, so that a rank that finds this one gone later (it may exit
+      // now) reports the cause, not this rank.
+      if (w == shm::wait_result::trouble) return give_up(trouble);
       if (w == shm::wait_result::timed_out)
         return give_up({errc::timeout,
                         "rank " + std::to_string(publisher_) +
@@ -429,6 +501,18 @@ class control_plane final : public announcer, no_copy {
             b.gave_up_root};
   }
 
+  // Whether rank q consumes plans (its first consume, or join_plans, is done).
+  bool consumes(int q) const {
+    return std::atomic_ref<const std::uint64_t>(seg_.rank_block(q).plans_taken)
+               .load(std::memory_order_acquire) != 0;
+  }
+
+  // The publisher: marks whether its last record is a stop (1 + the calls before it), or not (0).
+  void mark_stopped(std::uint64_t value) {
+    std::atomic_ref<std::uint64_t>(seg_.rank_block(rank_).stopped)
+        .store(value, std::memory_order_release);
+  }
+
   // Whether rank q (what it is: "which serves") can still do its part: its recorded failure, its
   // process gone, its plane closed.
   status rank_trouble(int q, const std::string& what) const {
@@ -448,7 +532,11 @@ class control_plane final : public announcer, no_copy {
     return {};
   }
 
+  // The publisher's trouble, for a rank that waits on its call stream: the failure it gave up
+  // with, as it is (its cause named first); else, where it is gone, that it did not stop this
+  // rank, and after which call.
   status publisher_trouble() const {
+    if (status recorded = gave_up_status(publisher_); !recorded) return recorded;
     status s = rank_trouble(publisher_, "the publisher");
     if (s.ok() || s.code() != errc::peer_lost) return s;
     const plane_rank& b = seg_.rank_block(publisher_);
@@ -466,6 +554,12 @@ class control_plane final : public announcer, no_copy {
             publisher_};
   }
 
+  // What every rank sends at attach_plane.
+  struct attach_terms {
+    plane_role role = plane_role::call;
+    std::uint32_t max_calls = 0;  // this rank's plan limit; 0: refused (its text says why)
+  };
+
   int rank_;
   std::chrono::milliseconds timeout_;
   plane_role role_ = plane_role::call;
@@ -475,6 +569,8 @@ class control_plane final : public announcer, no_copy {
   std::vector<int> servers_;
   status failed_;
   bool serving_ = false;
+  std::atomic<bool> serve_claimed_{false};  // a serve() is running (claim_serving)
+  control_limit limit_;
   std::mutex publishing_;  // steps and plans, published from any thread
   std::vector<std::byte> scratch_ = std::vector<std::byte>(1 << 16);
   std::atomic<std::uint64_t> published_{0};  // the publisher: call-stream records written

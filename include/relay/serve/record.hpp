@@ -114,13 +114,16 @@ struct forward_plan {
 namespace detail {
 
 // Appends into a caller's buffer of fixed capacity; `fits()` is false once anything did not.
+// `needed()` counts every byte asked for, written or not: what the record takes (an empty buffer
+// measures a record without writing it).
 class record_writer {
  public:
   explicit record_writer(std::span<std::byte> out) : out_(out) {}
   template <class T>
   void put(T v) {
     static_assert(std::is_trivially_copyable_v<T>);
-    if (used_ + sizeof(T) > out_.size()) {
+    needed_ += sizeof(T);
+    if (!fits_ || used_ + sizeof(T) > out_.size()) {
       fits_ = false;
       return;
     }
@@ -130,7 +133,8 @@ class record_writer {
   void put_text(const std::string& s, std::size_t most) {
     const std::size_t n = std::min(s.size(), most);
     put(static_cast<std::uint32_t>(n));
-    if (used_ + n > out_.size()) {
+    needed_ += n;
+    if (!fits_ || used_ + n > out_.size()) {
       fits_ = false;
       return;
     }
@@ -139,10 +143,12 @@ class record_writer {
   }
   bool fits() const { return fits_; }
   std::size_t size() const { return used_; }
+  std::size_t needed() const { return needed_; }
 
  private:
   std::span<std::byte> out_;
   std::size_t used_ = 0;
+  std::size_t needed_ = 0;
   bool fits_ = true;
 };
 
@@ -276,6 +282,14 @@ inline void get_choice(record_reader& r, call_choice& c) {
   c.wire.threshold_bytes = r.get<std::uint64_t>();
 }
 
+inline void put_forward(record_writer& w, const record_head& h, const forward_plan& p) {
+  put_head(w, h);
+  w.put(static_cast<std::uint8_t>(p.stop));
+  w.put(static_cast<std::uint32_t>(p.calls.size()));
+  for (const call_shape& s : p.calls)
+    put_shape(w, s);
+}
+
 inline status short_record(const char* what) {
   return {errc::system_error, std::string("the plane's record of ") + what +
                                   " is malformed (short or with bytes past its end)"};
@@ -316,11 +330,7 @@ inline std::size_t write_head(std::span<std::byte> out, const record_head& h, bo
 inline std::size_t write_forward(std::span<std::byte> out, const record_head& h,
                                  const forward_plan& p, bool& fits) {
   detail::record_writer w(out);
-  detail::put_head(w, h);
-  w.put(static_cast<std::uint8_t>(p.stop));
-  w.put(static_cast<std::uint32_t>(p.calls.size()));
-  for (const call_shape& s : p.calls)
-    detail::put_shape(w, s);
+  detail::put_forward(w, h, p);
   fits = w.fits();
   return w.size();
 }
@@ -338,6 +348,26 @@ inline std::size_t write_control(std::span<std::byte> out, const record_head& h,
     w.put(n);
   fits = w.fits();
   return w.size();
+}
+
+// The bytes of a forward's record: what must fit a plan slot (plane_geometry::plan_bytes).
+inline std::size_t forward_plan_bytes(const forward_plan& p) {
+  detail::record_writer w({});
+  detail::put_forward(w, record_head{}, p);
+  return w.needed();
+}
+
+// The bytes of a control plan's record of `counts` counts: its head and four fields, the number
+// of counts, one int64 per count (write_control).
+constexpr std::size_t control_plan_bytes(std::size_t counts) {
+  return record_head_bytes + 5 * sizeof(std::uint32_t) + counts * sizeof(std::int64_t);
+}
+// The most counts a control plan may have for its record to fit `plan_bytes`.
+constexpr std::uint32_t control_counts_held(std::uint32_t plan_bytes) {
+  return plan_bytes < control_plan_bytes(0)
+             ? 0
+             : static_cast<std::uint32_t>((plan_bytes - control_plan_bytes(0)) /
+                                          sizeof(std::int64_t));
 }
 
 // Readers: the head of any record, then its body by kind.

@@ -4,9 +4,10 @@
 // It serves every transport (the plane is host-side: shm, ipc and nccl alike), on one host.
 //
 // Layout: a header; one block per rank (its process id, its role, whether it closed the plane,
-// how far it has read each stream, and the failure it gave up with, if it did); then two rings
-// of slots: the call stream's (`depth` slots of `record_bytes`) and the plan stream's
-// (`plan_depth` slots of `plan_bytes`). A slot is a sequence word and a record:
+// how far it has read each stream, the failure it gave up with, if it did, and on the publisher
+// whether its last step was a stop); then two rings of slots: the call stream's (`depth` slots
+// of `record_bytes`) and the plan stream's (`plan_depth` slots of `plan_bytes`). A slot is a
+// sequence word and a record:
 //   word = 2 * index + 1 while record `index` is written, 2 * index + 2 once it is whole;
 // one writer per ring (the plane's publisher), which reuses a slot only after every reader has
 // taken the record it held (serve/ring.hpp).
@@ -37,11 +38,17 @@ enum class plane_role : std::uint32_t {
   serve = 2,  // learns every call from the plane (serve/serve.hpp)
 };
 
+// The plane's sizes are rank 0's (its values win); control_max_calls is each rank's own.
 struct plane_geometry {
-  std::uint32_t depth = 8;             // call-stream slots: how far the publisher runs ahead
-  std::uint32_t record_bytes = 0;      // 0: enough for any shape of the job's size
-  std::uint32_t plan_depth = 4;        // plan-stream slots (forwards published ahead)
-  std::uint32_t plan_bytes = 1 << 16;  // a forward's plan, at most (8,000 counts, torchcomms')
+  std::uint32_t depth = 8;         // call-stream slots: how far the publisher runs ahead
+  std::uint32_t record_bytes = 0;  // 0: enough for any shape of the job's size
+  std::uint32_t plan_depth = 4;    // plan-stream slots (forwards published ahead)
+  // A plan's record, at most: 65,536 bytes hold 8,186 counts of a torchcomms plan, or 1,023
+  // calls of one group of 2 (serve/plan_limits.hpp).
+  std::uint32_t plan_bytes = 1 << 16;
+  // The most counts a torchcomms plan may have (publish_control); 0: NCCL_RELAY_CONTROL_MAX_CALLS
+  // where set, else 128. Every rank's must be the same, and the plan slots must hold it.
+  std::uint32_t control_max_calls = 0;
 };
 
 struct plane_header {
@@ -57,9 +64,12 @@ struct plane_header {
 struct alignas(128) plane_rank {
   std::int64_t pid = 0;
   std::uint32_t role = 0;
-  std::uint32_t left = 0;          // atomic_ref only: non-zero once the rank closed the plane
-  std::uint64_t calls_taken = 0;   // atomic_ref only: call-stream records this rank has read
-  std::uint64_t plans_taken = 0;   // atomic_ref only: 0 never consumed, 1 consuming, e + 2 done
+  std::uint32_t left = 0;         // atomic_ref only: non-zero once the rank closed the plane
+  std::uint64_t calls_taken = 0;  // atomic_ref only: call-stream records this rank has read
+  std::uint64_t plans_taken = 0;  // atomic_ref only: 0 never consumed, 1 consuming, e + 2 done
+  // atomic_ref only; the publisher's: 1 + the calls made before its stop while that stop is the
+  // last record it published (the ranks that serve returned), else 0.
+  std::uint64_t stopped = 0;
   std::uint32_t gave_up = 0;       // atomic_ref only: the errc of the failure it gave up with
   std::int32_t gave_up_root = -1;  // the rank that failure names first
   char gave_up_reason[240] = {};   // written before gave_up (release)

@@ -19,7 +19,12 @@
 // stop, and an error where it cannot go on: the plane failed (a publisher that stalled past the
 // timeout, exited or closed its communicator without stopping: named first), the communicator
 // broke (a peer gone mid-call), or it cannot follow a graph. It then gives up on the job
-// (transport::abort), so every rank's next call fails at once, naming the same cause.
+// (transport::abort), so every rank's next call fails at once, naming the same cause. One serve()
+// per communicator at a time: a second, from another thread while the first runs, is refused at
+// once on its rank (errc::invalid_argument) and changes nothing else.
+//
+// A caller's call made after the publisher's stop (the ranks that serve returned: they take no
+// part) fails naming the publisher, errc::peer_error (control_plane::explain).
 #pragma once
 
 #include <chrono>
@@ -94,6 +99,17 @@ inline status serve(communicator& comm, const serve_options& opt = {},
   if (plane->role() != plane_role::serve)
     return {errc::invalid_argument,
             "rank " + std::to_string(comm.rank()) + " calls: serve() is for the ranks that serve"};
+  // A second serve() of the same communicator (another thread) would take the first one's
+  // records: it is refused here, on this rank alone, and the first goes on.
+  if (!plane->claim_serving())
+    return {errc::invalid_argument,
+            "rank " + std::to_string(comm.rank()) +
+                " serves this communicator already (a serve() in another thread): one serve() "
+                "per communicator at a time"};
+  struct release {
+    control_plane& p;
+    ~release() { p.release_serving(); }
+  } const serving{*plane};
   const auto timeout = opt.timeout.count() > 0 ? opt.timeout : comm.config().timeout;
   const std::string me = "rank " + std::to_string(comm.rank());
   std::vector<std::byte> record;

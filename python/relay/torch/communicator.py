@@ -23,7 +23,7 @@ import itertools
 import math
 import threading
 import weakref
-from ctypes import byref, c_char_p, c_int32, c_uint64, c_void_p, pointer
+from ctypes import byref, c_char_p, c_int32, c_int64, c_uint64, c_void_p, pointer
 
 import torch
 import torch.distributed as dist
@@ -46,7 +46,6 @@ _NO_COLOR = -1  # RELAY_NO_COLOR
 _INT32 = (-(2**31), 2**31 - 1)
 _KEPT = 256  # call shapes (and group lists, and counts from sizes) a communicator keeps
 _PLANE_CALL, _PLANE_SERVE = 1, 2  # relay_plane_role
-_PLAN_COUNTS = 8192  # room for a consumed plan's counts (the plane's plan slots hold 8,000)
 
 _ids = itertools.count(1)
 _live = weakref.WeakValueDictionary()  # id -> Communicator, for the torch.library ops
@@ -156,8 +155,10 @@ class Communicator:
     device:    where the tensors live: "cpu", "cuda", "cuda:1", ... (default: the current CUDA
                device where CUDA is available, else the CPU).
     timeout:   seconds any rank waits for a peer (default: RELAY_TIMEOUT, else 30).
-    transport_bytes: the shm or ipc data area per rank (default: RELAY_SHM_BYTES or
-               RELAY_IPC_BYTES, else 64 MiB); a larger call runs in pieces.
+    transport_bytes: the size of each rank's shm or ipc data area (default: RELAY_SHM_BYTES or
+               RELAY_IPC_BYTES, else 64 MiB); a larger call runs in pieces. On shm rank 0's
+               value sizes every rank's area; on ipc each rank's own does. Pass the same
+               everywhere.
     """
 
     def __init__(self, group=None, *, transport="auto", device=None, timeout=None,
@@ -242,6 +243,7 @@ class Communicator:
         self._capturing = False
         self._lock = threading.Lock()
         self.serving = None  # attach_plane: whether this rank serves (None: no control plane)
+        self._plan_counts = None  # control_consume's room: the most counts a plan may have
 
     # ---- lifetime ----------------------------------------------------------------------------
 
@@ -423,7 +425,9 @@ class Communicator:
         op_code (0 shutdown, 1 all_reduce, 2 reduce_scatter, 3 all_gather, 4 all_to_all),
         dtype, red_op, flags (0) and one count per call, carried as given. The plane's publisher
         only (the lowest calling rank); waits at most `timeout` seconds for a consumer still on
-        an older epoch."""
+        an older epoch. More counts than control_limits() allows raise InvalidArgumentError and
+        publish nothing (the epoch can be published next with fewer). A consumer that died or
+        closed its communicator raises PeerLostError naming it, and the stream ends."""
         counts = [int(c) for c in counts]
         self._lib.check(self._lib.comm_control_publish(
             self._h(), int(epoch), _capi.int64_array(counts), len(counts), int(op_code),
@@ -431,14 +435,33 @@ class Communicator:
 
     def control_consume(self, epoch, timeout=None):
         """The plan published as `epoch`, waited for at most `timeout` seconds (default: the
-        communicator's timeout): (op_code, dtype, red_op, flags, counts), counts a list."""
+        communicator's timeout): (op_code, dtype, red_op, flags, counts), counts a list. The
+        wait watches the publisher and every other consumer: one that died, closed its
+        communicator or gave up raises (PeerLostError naming it, or its own failure)."""
+        if self._plan_counts is None:
+            self._plan_counts = self.control_limits()[0]
+        room = (c_int64 * self._plan_counts)()
         fields = [c_int32() for _ in range(5)]
-        room = _capi.int64_array([0] * _PLAN_COUNTS)
         self._lib.check(self._lib.comm_control_consume(
             self._h(), int(epoch), _milliseconds(timeout), *(byref(f) for f in fields[:4]),
-            room, _PLAN_COUNTS, byref(fields[4])))
+            room, len(room), byref(fields[4])))
         op_code, dtype, red_op, flags, n = (f.value for f in fields)
         return op_code, dtype, red_op, flags, list(room[:n])
+
+    def control_limits(self):
+        """(max_calls, counts_held): the most counts a plan may have on this communicator
+        (NCCL_RELAY_CONTROL_MAX_CALLS where set when the plane was attached, else 128, RCCLX's
+        default; every rank's is the same) and the most the plane's plan slots hold."""
+        max_calls, held = c_int32(), c_int32()
+        self._lib.check(self._lib.comm_control_limits(self._h(), byref(max_calls), byref(held)))
+        return max_calls.value, held.value
+
+    def control_join(self):
+        """This rank will consume plans: the publisher waits for it from now on before it
+        reuses a slot (the first control_consume does it too). A consumer that may start more
+        than the stream's depth (4 epochs) behind the publisher joins first, then meets it (a
+        barrier). Not on the publisher."""
+        self._lib.check(self._lib.comm_control_join(self._h()))
 
     # ---- the collectives -----------------------------------------------------------------------
 

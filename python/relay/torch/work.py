@@ -1,9 +1,10 @@
 """The work of a relay call made with async_op=True, as torch.distributed's and torchcomms' work
-objects are: wait() and is_completed(), and what the call chose (its wire).
+objects are: wait(), wait_blocking() and is_completed(), and what the call chose (its wire).
 
     work = comm.all_reduce(grad, groups, op="avg", async_op=True)
     ...                                    # other work on the current stream overlaps the call
     work.wait()                            # the current stream now waits for it
+    work.wait_blocking()                   # or: this thread waits until it is done
 
 Where a call runs:
   - CUDA, async_op=True: on the communicator's operation stream (one per communicator, made at
@@ -93,6 +94,19 @@ class Work:
         if self._comm is not None:
             self._comm.async_status()
         return True
+
+    def wait_blocking(self):
+        """Blocks this thread until the call has finished on its stream (torchcomms'
+        TorchWork.wait_blocking; wait() only orders the current stream after it), then raises
+        what the communicator's device work reported, if anything. is_completed() is True
+        after it returns; calling it again returns at once. Returns None. Its wait is the
+        call's own, which relay's timeout bounds (a peer that dies or stalls fails the call); work
+        queued on the stream before the call is waited for too. On the CPU the call is done when
+        it returns: nothing to wait for."""
+        if self._event is not None:
+            self._event.synchronize()
+        if self._comm is not None:
+            self._comm.async_status()
 
     def is_completed(self):
         """Whether the call has finished on its stream (always, on the CPU)."""

@@ -14,7 +14,8 @@ _RANK_SIZE = (
     ("RANK", "WORLD_SIZE"),
 )
 # relay's hints (torchcomms' CommOptions.hints, strings): the transport ("auto", "shm", "ipc",
-# "nccl") and its data area per rank in bytes (K, M, G suffixes).
+# "nccl") and the size of each rank's data area in bytes (K, M, G suffixes; on shm rank 0's sizes
+# every rank's).
 HINT_TRANSPORT = "relay.transport"
 HINT_TRANSPORT_BYTES = "relay.transport_bytes"
 

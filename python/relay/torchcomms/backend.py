@@ -188,14 +188,17 @@ class TorchCommRelay(TorchCommBackend):
         op_code (0 shutdown, 1 all_reduce, 2 reduce_scatter, 3 all_gather, 4 all_to_all), dtype,
         red_op, flags (0) and one count per call, carried as given. Rank 0 only (the plane's
         publisher); waits at most `timeout_ns` (0: the communicator's timeout) for a consumer
-        still on an older epoch."""
+        still on an older epoch. More counts than NCCL_RELAY_CONTROL_MAX_CALLS (default 128, as
+        RCCLX's) raise relay.InvalidArgumentError and publish nothing; a consumer that died or
+        closed its communicator raises relay.PeerLostError naming it."""
         self.communicator.control_publish(epoch, counts, op_code, dtype, red_op, flags,
                                           timeout=_seconds(timeout_ns))
 
     def relay_control_consume(self, epoch, timeout_ns):
         """The plan rank 0 published as `epoch`, waited for at most `timeout_ns` (0: the
-        communicator's timeout; a wait that times out raises relay.TimeoutError naming rank 0):
-        (op_code, dtype, red_op, flags, counts), counts a list of ints."""
+        communicator's timeout; a wait that times out raises relay.TimeoutError naming rank 0; a
+        publisher or another consumer that died or closed its communicator, relay.PeerLostError
+        naming it): (op_code, dtype, red_op, flags, counts), counts a list of ints."""
         return self.communicator.control_consume(epoch, timeout=_seconds(timeout_ns))
 
     def _sharded(self, what, coll, ins, outs, op, groups, counts, async_op, low_precision):

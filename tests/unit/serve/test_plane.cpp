@@ -1,8 +1,10 @@
 // The control plane (serve/plane.hpp, serve/plans.hpp) across ranks on threads, each with its
 // own communicator over the shm transport and the TCP bootstrap: who publishes, the plan stream's
-// order and bounded waits, and torchcomms' five fields end to end.
+// order and bounded waits, torchcomms' five fields end to end, how large a plan may be, and a
+// consumer that leaves or gives up, named by every rank of the stream.
 #include "relay/serve/plane.hpp"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <functional>
 #include <thread>
@@ -10,6 +12,7 @@
 #include "relay/bootstrap/tcp_bootstrap.hpp"
 #include "relay/serve/plans.hpp"
 #include "relay/transport/shm/factory.hpp"
+#include "support/scoped_env.hpp"
 
 using namespace relay;
 using namespace relay::serve;
@@ -18,11 +21,13 @@ using namespace std::chrono_literals;
 namespace {
 
 // Runs `body(rank, comm)` on R threads, each with a communicator of its own (its timeout
-// `timeout`) whose plane has the role `roles[rank]`; `attached[rank]` is what attach_plane
+// `timeout`) whose plane has the role `roles[rank]` and the geometry `geometry` (with
+// `per_rank(rank, geometry)` applied, where given); `attached[rank]` is what attach_plane
 // returned.
 void on_ranks(const std::vector<plane_role>& roles, const plane_geometry& geometry,
               std::vector<status>& attached, const std::function<void(int, communicator&)>& body,
-              std::chrono::milliseconds timeout = 5s) {
+              std::chrono::milliseconds timeout = 5s,
+              const std::function<void(int, plane_geometry&)>& per_rank = {}) {
   const int R = static_cast<int>(roles.size());
   int port = 0;
   REQUIRE(free_loopback_port(port));
@@ -45,7 +50,9 @@ void on_ranks(const std::vector<plane_role>& roles, const plane_geometry& geomet
       comm_config config;
       config.timeout = timeout;
       communicator comm(shared, std::move(link), config);
-      s = attach_plane(comm, roles[static_cast<std::size_t>(r)], geometry);
+      plane_geometry mine = geometry;
+      if (per_rank) per_rank(r, mine);
+      s = attach_plane(comm, roles[static_cast<std::size_t>(r)], mine);
       if (s) body(r, comm);
     });
   for (auto& t : threads)
@@ -278,4 +285,248 @@ TEST_CASE("torchcomms-shaped plans carry their five fields to every consumer", "
     CHECK(second[static_cast<std::size_t>(r)].op_code == control_op_shutdown);
     CHECK(second[static_cast<std::size_t>(r)].counts.empty());
   }
+}
+
+namespace {
+
+// 128 counts, distinct: 1000, 1001, ...
+std::vector<std::int64_t> counts_from_1000(std::size_t n) {
+  std::vector<std::int64_t> c(n);
+  for (std::size_t i = 0; i < n; ++i)
+    c[i] = 1000 + static_cast<std::int64_t>(i);
+  return c;
+}
+
+// Rank 0 publishes `refused` counts as epoch 0 (refused: `why` is what it says), then `taken`;
+// ranks 1 and 2 consume epoch 0. results[r]: rank r's failure; got[r]: what it consumed;
+// limits[r]: plan_limits_of.
+struct limit_run {
+  std::vector<status> attached, results = std::vector<status>(3);
+  std::vector<control_plan> got = std::vector<control_plan>(3);
+  std::vector<plan_stream_limits> limits = std::vector<plan_stream_limits>(3);
+  status refusal;
+};
+
+limit_run publish_over_and_at(std::size_t refused, std::size_t taken,
+                              const plane_geometry& g = {}) {
+  limit_run run;
+  on_ranks({plane_role::call, plane_role::call, plane_role::call}, g, run.attached,
+           [&](int r, communicator& comm) {
+             status& out = run.results[static_cast<std::size_t>(r)];
+             out = plan_limits_of(comm, run.limits[static_cast<std::size_t>(r)]);
+             if (r == 0) {
+               run.refusal = publish_control(comm, 0, {1, 7, 0, 0, counts_from_1000(refused)}, 5s);
+               (void)comm.boot().barrier(10s);
+               if (out) out = publish_control(comm, 0, {1, 7, 0, 0, counts_from_1000(taken)}, 5s);
+               return;
+             }
+             if (out) out = join_plan_stream(comm);
+             (void)comm.boot().barrier(10s);
+             if (out) out = consume_control(comm, 0, run.got[static_cast<std::size_t>(r)], 5s);
+           });
+  return run;
+}
+
+// What every such run must show: the plan over the limit refused (its message starting with
+// `refused`), every rank's limits those given, and the epoch then published within the limit
+// (`taken` counts) on every consumer.
+void expect_refused_then_taken(const limit_run& run, const std::string& refused,
+                               const plan_stream_limits& limits, std::size_t taken) {
+  CHECK(run.refusal.code() == errc::invalid_argument);
+  CHECK(run.refusal.message().rfind(refused, 0) == 0);
+  for (int r = 0; r < 3; ++r) {
+    INFO("rank " << r << ": " << run.refusal.message());
+    const auto at = static_cast<std::size_t>(r);
+    REQUIRE(run.attached[at].ok());
+    CHECK(run.results[at].ok());
+    CHECK(run.limits[at].plan_bytes == limits.plan_bytes);
+    CHECK(run.limits[at].control_max_calls == limits.control_max_calls);
+    CHECK(run.limits[at].control_counts_held == limits.control_counts_held);
+    if (r > 0) CHECK(run.got[at].counts == counts_from_1000(taken));
+  }
+}
+
+}  // namespace
+
+// torchcomms' example publishes NCCL_RELAY_CONTROL_MAX_CALLS + 1 counts and expects an error.
+TEST_CASE("a torchcomms plan over RCCLX's default of 128 counts is refused, publishing nothing",
+          "[serve]") {
+  const testing::scoped_env env{{"NCCL_RELAY_CONTROL_MAX_CALLS", std::nullopt}};
+  expect_refused_then_taken(
+      publish_over_and_at(129, 128),
+      "the plan of epoch 0 has 129 counts; a torchcomms plan holds at most 128 (RCCLX's default",
+      {65536, 128, 8186}, 128);
+}
+
+TEST_CASE("NCCL_RELAY_CONTROL_MAX_CALLS sets the limit, up to the 8,186 the slots hold",
+          "[serve]") {
+  {
+    const testing::scoped_env env{{"NCCL_RELAY_CONTROL_MAX_CALLS", "8000"}};
+    expect_refused_then_taken(publish_over_and_at(8001, 8000),
+                              "the plan of epoch 0 has 8001 counts; a torchcomms plan holds at "
+                              "most 8000 (NCCL_RELAY_CONTROL_MAX_CALLS=8000",
+                              {65536, 8000, 8186}, 8000);
+  }
+  // One past what the slots hold, and values that are no count: refused on every rank, naming
+  // rank 0 (the first) and the value.
+  for (const char* value : {"8187", "0", "-5", "12x", "99999999999"}) {
+    INFO("NCCL_RELAY_CONTROL_MAX_CALLS=" << value);
+    const testing::scoped_env env{{"NCCL_RELAY_CONTROL_MAX_CALLS", value}};
+    std::vector<status> attached;
+    on_ranks({plane_role::call, plane_role::call}, {}, attached, [](int, communicator&) {});
+    for (const status& s : attached) {
+      CHECK(s.code() == errc::invalid_argument);
+      CHECK(s.peer() == 0);
+      CHECK(s.message().rfind("rank 0: NCCL_RELAY_CONTROL_MAX_CALLS", 0) == 0);
+      CHECK(s.message().find(value) != std::string::npos);
+      if (std::string(value) == "8187")
+        CHECK(s.message().find("plan slots of 65536 bytes hold 8186") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("ranks whose plan limits differ fail the plane on every rank, naming one", "[serve]") {
+  const testing::scoped_env env{{"NCCL_RELAY_CONTROL_MAX_CALLS", std::nullopt}};
+  std::vector<status> attached;
+  on_ranks(
+      {plane_role::call, plane_role::serve, plane_role::serve}, {}, attached,
+      [](int, communicator&) {}, 5s,
+      [](int r, plane_geometry& g) { g.control_max_calls = r == 2 ? 64 : 0; });
+  for (const status& s : attached) {
+    CHECK(s.code() == errc::invalid_argument);
+    CHECK(s.peer() == 2);
+    CHECK(s.message().rfind("rank 2 limits torchcomms plans to 64 counts, rank 0 to 128", 0) == 0);
+  }
+}
+
+// Slots of 1,000 bytes hold (1000 - 44) / 8 = 119 counts, or (1000 - 29) / 64 = 15 calls of one
+// group of 2 (forward_of's): the default limit is lowered to 119; one more of either is refused,
+// naming the bytes, and the epoch then goes out within them.
+TEST_CASE("small plan slots lower the default limit; a forward that does not fit is refused",
+          "[serve]") {
+  const testing::scoped_env env{{"NCCL_RELAY_CONTROL_MAX_CALLS", std::nullopt}};
+  plane_geometry g;
+  g.plan_bytes = 1000;
+  expect_refused_then_taken(publish_over_and_at(120, 119, g),
+                            "the plan of epoch 0 has 120 counts; a torchcomms plan holds at most "
+                            "119 (what plan slots of 1000 bytes hold",
+                            {1000, 119, 119}, 119);
+
+  std::vector<status> attached, results(2);
+  std::vector<std::size_t> consumed(2, 0);
+  status refusal;
+  on_ranks({plane_role::call, plane_role::call}, g, attached, [&](int r, communicator& comm) {
+    forward_plan p;
+    if (r == 0) {
+      p.calls.assign(16, forward_of(0).calls[0]);
+      refusal = publish_forward(comm, 0, p, 5s);
+      p.calls.pop_back();
+      results[0] = publish_forward(comm, 0, p, 5s);
+      return;
+    }
+    results[1] = consume_forward(comm, 0, p, 5s);
+    consumed[1] = p.calls.size();
+  });
+  CHECK(refusal.code() == errc::invalid_argument);
+  CHECK(refusal.message() ==
+        "the plan of epoch 0 takes 1053 bytes; the plane's plan slots hold 1000 "
+        "(plane_geometry::plan_bytes)");
+  CHECK(results[0].ok());
+  CHECK(results[1].ok());
+  CHECK(consumed[1] == 15);
+}
+
+namespace {
+
+// A consumer's fault on threads: rank 0 publishes epoch 0 and ranks 1 and 2 consume it; then
+// rank 2 runs `fault` (which sets its status, and returns whether it closes its communicator)
+// while rank 1 waits for epoch 1 (5 s); once rank 1 is done, rank 0 publishes epoch 1. The ranks
+// that stay open stay until rank 0 has published.
+struct fault_run {
+  std::vector<status> attached, results = std::vector<status>(3);
+  status publisher_failure;             // what rank 0's plane gave up with
+  std::chrono::milliseconds waited{0};  // rank 1's wait for epoch 1
+};
+
+fault_run consumer_fault(const std::function<bool(communicator&, status&)>& fault) {
+  fault_run run;
+  std::atomic<bool> consumer_done{false}, publisher_done{false};
+  auto stay_open = [&] {
+    for (int i = 0; i < 1000 && !publisher_done; ++i)
+      std::this_thread::sleep_for(10ms);
+  };
+  on_ranks({plane_role::call, plane_role::call, plane_role::call}, {}, run.attached,
+           [&](int r, communicator& comm) {
+             status& out = run.results[static_cast<std::size_t>(r)];
+             if (r == 0) {
+               out = publish_forward(comm, 0, forward_of(0), 5s);
+               (void)comm.boot().barrier(10s);  // epoch 0 consumed
+               for (int i = 0; i < 1000 && !consumer_done; ++i)
+                 std::this_thread::sleep_for(10ms);
+               if (out) out = publish_forward(comm, 1, forward_of(1), 5s);
+               if (const control_plane* p = plane_of(comm); p != nullptr)
+                 run.publisher_failure = p->failure();
+               publisher_done = true;
+               return;
+             }
+             forward_plan p;
+             out = consume_forward(comm, 0, p, 5s);
+             (void)comm.boot().barrier(10s);
+             if (r == 2) {
+               if (out && fault(comm, out)) return;  // closes its communicator
+               stay_open();
+               return;
+             }
+             const auto start = std::chrono::steady_clock::now();
+             if (out) out = consume_forward(comm, 1, p, 5s);
+             run.waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::steady_clock::now() - start);
+             consumer_done = true;
+             stay_open();
+           });
+  return run;
+}
+
+}  // namespace
+
+// Rank 2 closes its communicator: rank 1's wait names it at once (not the publisher after the
+// timeout), and so does rank 0's next publish, which gives up on the plane with it.
+TEST_CASE("a consumer that closes its communicator is named by every rank of the stream",
+          "[serve]") {
+  const fault_run run = consumer_fault([](communicator&, status&) { return true; });
+  for (int r : {0, 1}) {
+    INFO("rank " << r);
+    const status& s = run.results[static_cast<std::size_t>(r)];
+    CHECK(s.code() == errc::peer_lost);
+    CHECK(s.peer() == 2);
+    CHECK(s.message().rfind("rank 2, which consumes plans, closed its communicator", 0) == 0);
+  }
+  CHECK(run.results[2].ok());
+  CHECK(run.waited < 2s);  // the timeout is 5 s
+  CHECK(run.publisher_failure.code() == errc::peer_lost);
+  CHECK(run.publisher_failure.peer() == 2);
+}
+
+// Rank 2's wait for epoch 1 times out (100 ms) and gives up, recording why: rank 1, which waits
+// for the same epoch with 5 s, returns that failure at once, and so does the publisher.
+TEST_CASE("a consumer that gives up is reported with its recorded cause", "[serve]") {
+  const fault_run run = consumer_fault([](communicator& comm, status& out) {
+    forward_plan p;
+    out = consume_forward(comm, 1, p, 100ms);
+    return false;
+  });
+  const status& cause = run.results[2];
+  CHECK(cause.code() == errc::timeout);
+  CHECK(cause.peer() == 0);
+  CHECK(cause.message().rfind(
+            "rank 0, the publisher, published no plan for epoch 1 within 100 ms (seen by rank 2)",
+            0) == 0);
+  for (int r : {0, 1}) {
+    INFO("rank " << r);
+    CHECK(run.results[static_cast<std::size_t>(r)].code() == errc::timeout);
+    CHECK(run.results[static_cast<std::size_t>(r)].peer() == 0);
+    CHECK(run.results[static_cast<std::size_t>(r)].message() == cause.message());
+  }
+  CHECK(run.waited < 2s);
+  CHECK(run.publisher_failure.message() == cause.message());
 }

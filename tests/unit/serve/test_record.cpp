@@ -167,3 +167,58 @@ TEST_CASE("torchcomms' plan carries its five fields, each where it was put", "[s
   CHECK(got.flags == 0);
   CHECK(got.counts == std::vector<std::int64_t>{1024, 512, 256});
 }
+
+// What a plan slot holds, worked out by hand: a forward's record is 24 bytes of head, 1 of stop, 4
+// of the call count, then per call 36 of fixed fields, 4 + 4 + 4 * 2 for one group of 2 and 4 + 8
+// for its count: 29 + 64 a call. 15 such calls take 989 bytes; 65,536 bytes hold 1,023.
+TEST_CASE("a forward's record takes 29 bytes and 64 a call of one group of 2", "[serve]") {
+  call_shape pair;
+  pair.coll = collective::allreduce;
+  pair.mode = mode::single;
+  pair.ranks = 8;
+  pair.groups = {{0, 1}};
+  pair.counts = {4096};
+  const forward_plan fifteen{std::vector<call_shape>(15, pair), false};
+  CHECK(forward_plan_bytes(fifteen) == 989);
+  CHECK(forward_plan_bytes(forward_plan{std::vector<call_shape>(1023, pair), false}) == 65501);
+  CHECK(forward_plan_bytes(forward_plan{std::vector<call_shape>(1024, pair), false}) == 65565);
+  bool fits = false;
+  std::vector<std::byte> room(989);
+  CHECK(write_forward(room, {}, fifteen, fits) == 989);
+  CHECK(fits);
+  room.resize(988);
+  (void)write_forward(room, {}, fifteen, fits);
+  CHECK_FALSE(fits);
+}
+
+// A torchcomms plan's record is 44 bytes and 8 a count: 65,536 bytes hold (65,536 - 44) / 8 =
+// 8,186 counts, the plane's default slots; 1,068 bytes hold RCCLX's default limit of 128.
+TEST_CASE("plan slots hold 8,186 counts of a torchcomms plan", "[serve]") {
+  CHECK(control_counts_held(65536) == 8186);
+  CHECK(control_counts_held(1068) == 128);
+  CHECK(control_counts_held(1067) == 127);
+  control_plan p{1, 7, 0, 0, std::vector<std::int64_t>(8186, 3)};
+  std::vector<std::byte> slot(65536);
+  bool fits = false;
+  CHECK(write_control(slot, {}, p, fits) == 65532);
+  CHECK(fits);
+  p.counts.push_back(3);
+  (void)write_control(slot, {}, p, fits);
+  CHECK_FALSE(fits);
+}
+
+// docs/serving.md's other forwards: a call of one group of 4 takes 44 + 12 + 16 = 72 bytes (909
+// fit 65,536 bytes: 29 + 909 * 72 = 65,477), of 4 groups of 2 44 + 48 + 32 = 124 (528: 65,501).
+TEST_CASE("65,536 bytes hold 909 calls of one group of 4, 528 of 4 groups of 2", "[serve]") {
+  call_shape four;
+  four.ranks = 8;
+  four.groups = {{0, 1, 2, 3}};
+  four.counts = {7};
+  call_shape fused = four;
+  fused.groups = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+  fused.counts = {1, 2, 3, 4};
+  CHECK(forward_plan_bytes(forward_plan{std::vector<call_shape>(909, four), false}) == 65477);
+  CHECK(forward_plan_bytes(forward_plan{std::vector<call_shape>(910, four), false}) > 65536);
+  CHECK(forward_plan_bytes(forward_plan{std::vector<call_shape>(528, fused), false}) == 65501);
+  CHECK(forward_plan_bytes(forward_plan{std::vector<call_shape>(529, fused), false}) > 65536);
+}
