@@ -215,8 +215,9 @@ TEST_CASE("fp8 blocks: zeros, only non-finite elements, float subnormals, the sc
   }
 }
 
-TEST_CASE("fp8 blocks: the error bound holds on random and adversarial blocks; M arrives exactly",
-          "[core][fp8][property]") {
+TEST_CASE(
+    "fp8 blocks: random and adversarial blocks arrive within the bound, their largest exactly",
+    "[core][fp8][property]") {
   // fp8_block.hpp's bound: |arrived - x| <= (2^-4 + 2^-22) |x| + (2^-18 + 2^-30) G, with
   // G = max(M, 2^(e - 126)); and the block's largest finite element arrives exactly wherever
   // M >= 2^(e - 126).
