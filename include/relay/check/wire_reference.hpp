@@ -15,9 +15,9 @@
 // (a superset of every block the element travelled in: a block is 128 consecutive elements of
 // one transfer). t: the encoding's target exponent, 8 (e4m3) or 7 (e4m3_fnuz). Per quantization
 // of a value y in a block whose finite magnitudes are at most B, fp8_block.hpp's bound gives
-// (2^-4 + 2^-22) |y| + f8 max(B, 2^(t - 126)) <= e8 B + f8 2^(t - 126); the arrival stored in
-// the element type rounds once more, at most u of it (|y| + that, <= (1 + e8) B + ...) and
-// half of eta: e B + F, and the eta terms below. F is the floor's share: a block whose largest
+// (2^-4 + 2^-22) |y| + f8 max(B, 2^(t - 126)) <= e8 B + f8 2^(t - 126); storing the arrival in
+// the element type rounds it once more, by at most u (1 + e8) B + u f8 2^(t - 126) and half of
+// eta: in all e B + F, the eta terms below. F is the floor's share: a block whose largest
 // magnitude is below 2^(t - 126) (float32 and bfloat16 subnormals and their smallest normals)
 // keeps the scale 2^-126, so its elements round to multiples of fp8's subnormal step there
 // however small M is (e4m3: up to 2^-136 they arrive as zero). u: the element type's unit
