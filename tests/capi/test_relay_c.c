@@ -407,6 +407,14 @@ static int32_t solo_all_gather(void* user, const void* mine, size_t bytes, int64
   (void)timeout_ms;
   return relay_bootstrap_put(result, 0, mine, bytes);
 }
+/* The same, recording the least and the most timeout relay passed it. */
+static int64_t timeout_passed[2];
+static int32_t timed_all_gather(void* user, const void* mine, size_t bytes, int64_t timeout_ms,
+                                relay_bootstrap_result* result) {
+  if (timeout_ms < timeout_passed[0]) timeout_passed[0] = timeout_ms;
+  if (timeout_ms > timeout_passed[1]) timeout_passed[1] = timeout_ms;
+  return solo_all_gather(user, mine, bytes, timeout_ms, result);
+}
 static int32_t failing_all_gather(void* user, const void* mine, size_t bytes, int64_t timeout_ms,
                                   relay_bootstrap_result* result) {
   (void)user;
@@ -483,9 +491,22 @@ static void test_handles(void) {
   EXPECT_ERROR_TEXT("without the bytes of rank 0");
   CHECK(relay_last_error_peer() == -1, "an argument error names peer %d", relay_last_error_peer());
 
+  /* Set-up waits at least 10 s + 100 ms per rank, whatever the calls' timeout: every exchange of
+   * a create is passed that (one rank: 10,100 ms), not timeout_ms. */
+  c.all_gather = timed_all_gather;
+  c.timeout_ms = 50;
+  c.transport_bytes = 1 << 20;
+  timeout_passed[0] = INT64_MAX;
+  timeout_passed[1] = 0;
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_OK);
+  CHECK(timeout_passed[0] == 10100 && timeout_passed[1] == 10100,
+        "set-up passed timeouts of %lld..%lld ms", (long long)timeout_passed[0],
+        (long long)timeout_passed[1]);
+  EXPECT_STATUS(relay_comm_destroy(comm), RELAY_OK);
+  c.timeout_ms = 0;
+
   /* A communicator of one rank: everything but a collective (N must be 2 or more). */
   c.all_gather = solo_all_gather;
-  c.transport_bytes = 1 << 20;
   EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_OK);
   int32_t i = -1;
   const char* name = NULL;
