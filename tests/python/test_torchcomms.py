@@ -25,7 +25,7 @@ every output against torch.distributed's gloo collective on the same processes (
                  float64 sum, the others bit for bit
 and, on 2 processes, registration: a stand-in torchcomms (tests/python/standin) whose new_comm
 looks the name up reaches relay's class once relay.torchcomms is imported, and
-docs/torchcomms.md's example runs as written.
+docs/torchcomms.md's example runs as written; and the timeout of a store made for a communicator.
 """
 
 import logging
@@ -574,3 +574,23 @@ def test_registration_reaches_relays_class():
         assert seen["all_reduce"] == [3.0] * 3
         assert seen["sharded"] == [1.5] * 4
         assert seen["example"] == [0.5]  # the pair's average of 0 and 1
+
+
+def test_a_store_of_its_own_waits_as_long_as_a_set_up(monkeypatch):
+    """The TCPStore relay.torchcomms makes where no store is given (MASTER_ADDR, MASTER_PORT)
+    waits for its ranks 300 s, or the calls' timeout where that is longer: a set-up wait, which a
+    short call timeout must not shorten."""
+    import datetime
+    import socket
+
+    from relay.torchcomms._environment import store_for
+
+    monkeypatch.delenv("TORCHELASTIC_USE_AGENT_STORE", raising=False)
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    for timeout, want in ((0.5, 300), (None, 300), (400, 400)):
+        with socket.socket() as s:  # a port nobody listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        monkeypatch.setenv("MASTER_PORT", str(port))
+        store = store_for("timeouts", None, 0, 1, timeout)
+        assert store.timeout == datetime.timedelta(seconds=want), (timeout, store.timeout)
