@@ -81,10 +81,10 @@ bool keeps_usable(fault f) {
 
 // RELAY_TIMEOUT where no rank waits a peer out (every fault but a stop and the late ones: a gone
 // process, a refusal and a mismatch are seen without it): it bounds only a slow rank's calls, so
-// it is long and costs nothing. A stop's is waited out once per scenario: long enough for the
-// calls before it on a loaded machine. (Set-up waits longer: setup_timeout_for.)
+// it is long and costs nothing. A stop's and a late rank's is waited out once per scenario: long
+// enough for the calls before it on a loaded machine. (Set-up waits longer: setup_timeout_for.)
 constexpr std::chrono::milliseconds unused_timeout{10'000};
-constexpr std::chrono::milliseconds stop_timeout{2'000};
+constexpr std::chrono::milliseconds waited_out_timeout{2'000};
 
 struct scenario {
   std::uint64_t seed = 0;
@@ -171,7 +171,7 @@ scenario draw(std::uint64_t seed) {
   s.what = static_cast<fault>(below(random_kinds));
   if (s.what == fault::sigstop && below(3) != 0)
     s.what = static_cast<fault>(below(random_kinds - 1));
-  if (s.what == fault::sigstop) s.timeout = stop_timeout;
+  if (s.what == fault::sigstop) s.timeout = waited_out_timeout;
   s.kill_after_us = below(3000);
   std::mt19937_64 cases(rng());
   while (static_cast<int>(s.cases.size()) < s.calls) {
@@ -212,11 +212,11 @@ scenario draw_late(std::uint64_t seed, int i) {
   s.faulty = (i / 6) % s.ranks;
   s.calls = 3;
   s.at = 1 + below(2);
-  // Waited out once per scenario; long enough that the calls before the late one do not time out
-  // on a loaded machine: 600 ms, more where the processes run slower (RELAY_TEST_LATE_TIMEOUT_MS:
-  // the sanitizer builds). Set-up and the harness's waits do not depend on it.
+  // Waited out once per scenario (waited_out_timeout), more where the processes run slower
+  // (RELAY_TEST_LATE_TIMEOUT_MS: the sanitizer builds). Set-up and the harness's waits do not
+  // depend on it.
   const char* slow = std::getenv("RELAY_TEST_LATE_TIMEOUT_MS");
-  s.timeout = std::chrono::milliseconds(slow != nullptr ? std::atoi(slow) : 600);
+  s.timeout = slow != nullptr ? std::chrono::milliseconds(std::atoi(slow)) : waited_out_timeout;
   const int a = below(s.ranks);
   const int b = (a + 1 + below(s.ranks - 1)) % s.ranks;
   for (int k = 0; k < s.calls; ++k) {

@@ -566,7 +566,7 @@ def _doc_example():
 
 
 def test_registration_reaches_relays_class():
-    results = assert_all_ok(run_world(2, _registration, timeout=120, env=ENV))
+    results = assert_all_ok(run_world(2, _registration, timeout=300, env=ENV))
     for rank, seen in results.items():
         assert seen["before"] is False and seen["after"] is True
         assert seen["class"] == (True, True)
