@@ -14,8 +14,8 @@ TIMEOUT_S = 2
 # Set-up waits at least 10 s + 100 ms per rank (docs/multiprocess.md): 10.8 s for these 8.
 SETUP_TIMEOUT_MS = 10_800
 ABSENT = 7
-# How long the world may take: 8 processes import torch beside the spinners first (on a loaded
-# 2-core machine that alone took over 100 s).
+# How long the world may take: 8 processes import torch beside the spinners first, which on a
+# loaded 2-core machine can take minutes.
 WORLD_S = 300
 
 
