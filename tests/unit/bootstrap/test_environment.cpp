@@ -155,7 +155,7 @@ TEST_CASE("the callback bootstrap forwards to the caller's store", "[bootstrap]"
   CHECK(wrong.all_gather({}, all, std::chrono::seconds(1)).code() == errc::invalid_argument);
 }
 
-TEST_CASE("sizes from the environment: K, M, G suffixes; unset keeps the default",
+TEST_CASE("sizes from the environment: K, M, G suffixes, unset keeps the default",
           "[bootstrap][environment]") {
   std::size_t bytes = 123;
   ::unsetenv("RELAY_TEST_BYTES");

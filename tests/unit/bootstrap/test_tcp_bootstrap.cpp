@@ -209,7 +209,7 @@ TEST_CASE("a rank that starts before the store retries until it listens", "[boot
     CHECK(s.ok());
 }
 
-TEST_CASE("the store's address may be a host name; one that does not resolve is named",
+TEST_CASE("the store's address may be a host name, one that does not resolve is named",
           "[bootstrap]") {
   const int port = free_port();
   const auto results = on_threads(2, [&](int r) {
