@@ -213,8 +213,9 @@ typedef struct relay_comm_config {
    * waits at least 10 s + 100 ms per rank (docs/multiprocess.md, "Set-up"), and passes the
    * callbacks that longer timeout. */
   int64_t timeout_ms;
-  /* shm/ipc data area per rank; 0: RELAY_SHM_BYTES / RELAY_IPC_BYTES; a call larger than it runs
-   * in pieces */
+  /* The shm/ipc data area of a rank; 0: RELAY_SHM_BYTES / RELAY_IPC_BYTES. On shm rank 0's value
+   * sizes every rank's area; on ipc each rank's own does, and calls are cut by the smallest. A
+   * call larger than the area runs in pieces. Pass the same on every rank. */
   uint64_t transport_bytes;
   /* The bootstrap: all_gather is required, barrier may be NULL (an empty all-gather serves).
    * They and `user` stay valid until relay_comm_destroy returns (teardown may use them). */
