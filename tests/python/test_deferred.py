@@ -18,7 +18,9 @@ once), and the tests judge what each rank reported:
   wrapper       test_torchcomms.py's refusal section of torchrec's four methods, which takes
                 the peers' errors at wait_blocking where verdicts are deferred, as on CUDA
 
-Every failure names the same call on every rank, and each later failure a later call."""
+Every failure names the same call on every rank, and each later failure a later call.
+test_gpu.py runs the same scenarios on CUDA tensors (the ipc transport, which judges calls on
+the device), where refused_wait's wait() comes after the device has run the call."""
 
 import re
 
@@ -45,12 +47,17 @@ def _attempt(fn):
         return None, e
 
 
-def _worker(rank, size):
+def _worker(rank, size, device="cpu"):
+    """The scenarios on this rank, its tensors on `device` (cpu, or cuda: this rank's GPU)."""
     import relay.torch as rt
     from relay.torchcomms import TorchCommRelay
     from relay.torchrec import FusedShardedRelayMultiGroup
 
-    comm = rt.Communicator(device="cpu", timeout=30, transport_bytes=1 << 20)
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        dev = torch.device("cuda", rank % torch.cuda.device_count())
+        torch.cuda.set_device(dev)
+    comm = rt.Communicator(device=dev, timeout=30, transport_bytes=1 << 20)
     backend = TorchCommRelay.from_communicator(comm, "deferred")
     rec = FusedShardedRelayMultiGroup(backend, size, rank, GROUPS)
     g = rank // 2
@@ -58,8 +65,8 @@ def _worker(rank, size):
 
     def good(tag):
         """A correct call every rank makes: its group's sum, and nothing left to raise."""
-        x = torch.full((N,), float(rank + 1))
-        out = torch.full((N,), POISON)
+        x = torch.full((N,), float(rank + 1), device=dev)
+        out = torch.full((N,), POISON, device=dev)
         comm.all_reduce(x, GROUPS, out=out)
         _, e = _attempt(comm.synchronize)
         want = float(2 * g + 1 + 2 * g + 2)
@@ -69,10 +76,11 @@ def _worker(rank, size):
         """`call(n, out)` on every rank (n: this rank's elements, N + 3 on `bad`), then
         `wait(result)`; what each step raised, whether the output stayed poisoned, and whether a
         second wait raised again."""
-        x = torch.full((N,), float(rank + 1))
-        out = torch.full((N,), POISON)
+        x = torch.full((N,), float(rank + 1), device=dev)
+        out = torch.full((N,), POISON, device=dev)
         n = N + 3 if rank == bad else N
-        result, at_call = _attempt(lambda: call(x[:n] if n <= N else torch.ones(n), out))
+        result, at_call = _attempt(
+            lambda: call(x[:n] if n <= N else torch.ones(n, device=dev), out))
         at_wait = again = None
         if at_call is None:
             _, at_wait = _attempt(lambda: wait(result))
@@ -84,16 +92,23 @@ def _worker(rank, size):
     good("start")
     scenario("refused", lambda x, out: comm.all_reduce(x, GROUPS, out=out, counts=[N] * 4),
              lambda _: comm.synchronize(), bad=3)
+    def after_the_device(wait):
+        """`wait` once the device has run every call so far (CUDA): wait() itself does not block,
+        and raises what the device has judged by then."""
+        if dev.type == "cuda":
+            return lambda work: (torch.cuda.synchronize(dev), wait(work))
+        return wait
+
     scenario("refused_wait",
              lambda x, out: comm.all_reduce(x, GROUPS, out=out, counts=[N] * 4, async_op=True),
-             lambda work: work.wait(), bad=3)
+             after_the_device(lambda work: work.wait()), bad=3)
     # rank 5's counts differ: a mismatch, which no rank refuses.
     m = N - 8 if rank == 5 else N
     scenario("mismatch",
              lambda x, out: comm.all_reduce(x[:m], GROUPS, out=out[:m], counts=[m] * 4,
                                             async_op=True),
              lambda work: work.wait_blocking(), bad=None)
-    entries = [torch.full((1,), POISON) for _ in GROUPS]
+    entries = [torch.full((1,), POISON, device=dev) for _ in GROUPS]
 
     def sharded(x, out):
         ins, outs = list(entries), list(entries)
@@ -105,23 +120,25 @@ def _worker(rank, size):
 
     def reduce_scatter(x, out):
         ins, outs = list(entries), list(entries)
-        ins[g] = torch.cat([x, x]) if x.numel() == N else torch.ones(2 * N + 3)
+        ins[g] = torch.cat([x, x]) if x.numel() == N else torch.ones(2 * N + 3, device=dev)
         outs[g] = out
         return rec.reduce_scatter_multi_group(ins, outs, 4, [N] * 4, GROUPS, op="sum",
                                               skip_validation=False, async_op=True)
 
     scenario("torchrec", reduce_scatter, lambda work: work.wait_blocking(), bad=6)
     seen["entries untouched"] = all(bool((t == POISON).all()) for t in entries)
-    seen["wrapper"] = _wrapper_section(backend, rank)
+    seen["wrapper"] = _wrapper_section(backend, rank, dev)
     backend.finalize()
     return seen
 
 
-def _wrapper_section(backend, rank):
-    """test_torchcomms.py's refusal section of torchrec's methods over `backend`: its failures."""
+def _wrapper_section(backend, rank, dev):
+    """test_torchcomms.py's refusal section of torchrec's methods over `backend`, its tensors on
+    `dev`: its failures."""
     import reference as ref
     import test_torchcomms as tc
 
+    tc.DEV = dev
     pgs = ref.subgroups([tc.FUSED2])
     check = tc.DevChecker(rank, tc.SEED)
     gen = torch.Generator().manual_seed(tc.SEED * 100 + rank)
