@@ -108,13 +108,16 @@ status destroy(relay_comm* c) {
 
 status make_comm(std::shared_ptr<bootstrap> boot, const environment& env, const char* requested,
                  memory_kind memory, std::size_t bytes, relay_comm** out) {
+  // Set-up: the transport's choice and creation wait with the set-up timeout, not the calls'.
+  environment setup = env;
+  setup.timeout = setup_timeout_of(env);
   std::string chosen;
   if (status s = agree_on_transport(*boot, requested == nullptr ? "" : requested, memory,
-                                    env.timeout, chosen);
+                                    setup.timeout, chosen);
       !s)
     return s;
   std::unique_ptr<transport> link;
-  if (status s = make_transport(chosen, *boot, env, bytes, link); !s) return s;
+  if (status s = make_transport(chosen, *boot, setup, bytes, link); !s) return s;
   comm_config config;
   config.device = env.device;
   config.timeout = env.timeout;

@@ -98,6 +98,12 @@ void free(void* p) {
 
 /* ---- a bootstrap over shared memory for forked processes ------------------------------------ */
 
+/* The timeout of the forked ranks' communicators, and how long past it a rank may return on a
+ * busy machine (tests/support/busy_margin.hpp): every time bound below is their sum. A refusal,
+ * an abort and a death are told apart from a timeout by their status, not by their time. */
+#define RANK_TIMEOUT_MS 20000
+#define BUSY_MARGIN_MS 2000
+
 #define MAX_RANKS 8
 #define SLOT 8192
 struct board {
@@ -403,6 +409,14 @@ static int32_t solo_all_gather(void* user, const void* mine, size_t bytes, int64
   (void)timeout_ms;
   return relay_bootstrap_put(result, 0, mine, bytes);
 }
+/* The same, recording the least and the most timeout relay passed it. */
+static int64_t timeout_passed[2];
+static int32_t timed_all_gather(void* user, const void* mine, size_t bytes, int64_t timeout_ms,
+                                relay_bootstrap_result* result) {
+  if (timeout_ms < timeout_passed[0]) timeout_passed[0] = timeout_ms;
+  if (timeout_ms > timeout_passed[1]) timeout_passed[1] = timeout_ms;
+  return solo_all_gather(user, mine, bytes, timeout_ms, result);
+}
 static int32_t failing_all_gather(void* user, const void* mine, size_t bytes, int64_t timeout_ms,
                                   relay_bootstrap_result* result) {
   (void)user;
@@ -479,9 +493,22 @@ static void test_handles(void) {
   EXPECT_ERROR_TEXT("without the bytes of rank 0");
   CHECK(relay_last_error_peer() == -1, "an argument error names peer %d", relay_last_error_peer());
 
+  /* Set-up waits at least 10 s + 100 ms per rank, whatever the calls' timeout: every exchange of
+   * a create is passed that (one rank: 10,100 ms), not timeout_ms. */
+  c.all_gather = timed_all_gather;
+  c.timeout_ms = 50;
+  c.transport_bytes = 1 << 20;
+  timeout_passed[0] = INT64_MAX;
+  timeout_passed[1] = 0;
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_OK);
+  CHECK(timeout_passed[0] == 10100 && timeout_passed[1] == 10100,
+        "set-up passed timeouts of %lld..%lld ms", (long long)timeout_passed[0],
+        (long long)timeout_passed[1]);
+  EXPECT_STATUS(relay_comm_destroy(comm), RELAY_OK);
+  c.timeout_ms = 0;
+
   /* A communicator of one rank: everything but a collective (N must be 2 or more). */
   c.all_gather = solo_all_gather;
-  c.transport_bytes = 1 << 20;
   EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_OK);
   int32_t i = -1;
   const char* name = NULL;
@@ -887,7 +914,8 @@ static void run_collectives(relay_comm* comm, int me) {
     for (int i = 0; i < 2 * n; ++i)
       CHECK(out[i] == (int32_t)0x7f7f7f7f, "rank %d: a refused call wrote out[%d]", me, i);
   }
-  CHECK(now_ms() - start < 5000, "rank %d: the refusal took %.0f ms", me, now_ms() - start);
+  CHECK(now_ms() - start < RANK_TIMEOUT_MS + BUSY_MARGIN_MS, "rank %d: the refusal took %.0f ms",
+        me, now_ms() - start);
   EXPECT_STATUS(relay_allreduce(comm, in, sizeof(int32_t) * count_g, out, sizeof(int32_t) * count_g,
                                 fused, fused_sizes, 2, counts, RELAY_INT32, RELAY_SUM, NULL, NULL),
                 RELAY_OK);
@@ -1099,8 +1127,8 @@ static void run_abort(relay_comm* comm, int me) {
           relay_status_name(st), relay_last_error_peer(), relay_last_error());
     CHECK(out[0] == (int32_t)0x7f7f7f7f, "rank %d: the failed call wrote its output", me);
   }
-  CHECK(now_ms() - start < 5000, "rank %d: the abort took %.0f ms to reach it", me,
-        now_ms() - start);
+  CHECK(now_ms() - start < RANK_TIMEOUT_MS + BUSY_MARGIN_MS,
+        "rank %d: the abort took %.0f ms to reach it", me, now_ms() - start);
 }
 
 /* What the environment's ranks share (mapped before they fork): the store's port, and for the
@@ -1139,8 +1167,8 @@ static void run_killed(relay_comm* comm, int me, struct shared* sh) {
         "rank %d: %s naming %d: %s (the cause first: %s)", me, relay_status_name(st),
         relay_last_error_peer(), relay_last_error(), cause);
   CHECK(out[0] == (int32_t)0x7f7f7f7f, "rank %d: the failed call wrote its output", me);
-  CHECK(now_ms() - start < 2000, "rank %d: rank 3's death took %.0f ms to reach it", me,
-        now_ms() - start);
+  CHECK(now_ms() - start < RANK_TIMEOUT_MS + BUSY_MARGIN_MS,
+        "rank %d: rank 3's death took %.0f ms to reach it", me, now_ms() - start);
 }
 
 /* Runs `body(rank)` in `size` forked processes; the number of ranks that failed. */
@@ -1176,7 +1204,7 @@ static void callback_rank(int me, void* arg) {
   c.size = 4;
   c.all_gather = shm_all_gather;
   c.user = &m;
-  c.timeout_ms = 20000;
+  c.timeout_ms = RANK_TIMEOUT_MS;
   c.transport_bytes = 1 << 20;
   relay_comm* comm = NULL;
   part = "create from callbacks";
@@ -1200,7 +1228,7 @@ static void environment_rank(int me, void* arg) {
   struct shared* sh = (struct shared*)arg;
   snprintf(text, sizeof text, "%d", sh->port);
   setenv("RELAY_STORE_PORT", text, 1);
-  setenv("RELAY_TIMEOUT", "20", 1);
+  setenv("RELAY_TIMEOUT", "20", 1); /* RANK_TIMEOUT_MS */
   setenv("RELAY_SHM_BYTES", "1M", 1);
   relay_comm* comm = NULL;
   part = "create from the environment";

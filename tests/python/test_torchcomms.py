@@ -27,8 +27,9 @@ every output against torch.distributed's gloo collective on the same processes (
                  float64 sum, the others bit for bit
 and, on 2 processes, registration: a stand-in torchcomms (tests/python/standin) whose new_comm
 looks the name up reaches relay's class once relay.torchcomms is imported, and
-docs/torchcomms.md's example runs as written; and in this process Work.wait_blocking (torchcomms'
-TorchWork.wait_blocking) against a stand-in event: the thread waits until it is done.
+docs/torchcomms.md's example runs as written; the timeout of a store made for a communicator;
+and in this process Work.wait_blocking (torchcomms' TorchWork.wait_blocking) against a
+stand-in event: the thread waits until it is done.
 """
 
 import logging
@@ -590,7 +591,7 @@ def _doc_example():
 
 
 def test_registration_reaches_relays_class():
-    results = assert_all_ok(run_world(2, _registration, timeout=120, env=ENV))
+    results = assert_all_ok(run_world(2, _registration, timeout=300, env=ENV))
     for rank, seen in results.items():
         assert seen["before"] is False and seen["after"] is True
         assert seen["class"] == (True, True)
@@ -646,3 +647,23 @@ def test_wait_blocking_blocks_this_thread_until_the_work_is_done():
         assert e.peer == 3 and failed.is_completed(), e
     cpu = Work("out")
     assert cpu.wait_blocking() is None and cpu.is_completed()
+
+
+def test_a_store_of_its_own_waits_as_long_as_a_set_up(monkeypatch):
+    """The TCPStore relay.torchcomms makes where no store is given (MASTER_ADDR, MASTER_PORT)
+    waits for its ranks 300 s, or the calls' timeout where that is longer: a set-up wait, which a
+    short call timeout must not shorten."""
+    import datetime
+    import socket
+
+    from relay.torchcomms._environment import store_for
+
+    monkeypatch.delenv("TORCHELASTIC_USE_AGENT_STORE", raising=False)
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    for timeout, want in ((0.5, 300), (None, 300), (400, 400)):
+        with socket.socket() as s:  # a port nobody listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        monkeypatch.setenv("MASTER_PORT", str(port))
+        store = store_for("timeouts", None, 0, 1, timeout)
+        assert store.timeout == datetime.timedelta(seconds=want), (timeout, store.timeout)

@@ -208,10 +208,15 @@ typedef struct relay_comm_config {
   /* "auto" (or NULL): ipc for device memory when every rank is on one node, shm for host memory
    * there; "shm", "ipc", "nccl" by name. Every rank passes the same. */
   const char* transport;
-  int32_t memory;           /* relay_memory: what the calls pass */
-  int64_t timeout_ms;       /* every wait for a peer; <= 0: RELAY_TIMEOUT, else 30 s */
-  uint64_t transport_bytes; /* shm/ipc data area per rank; 0: RELAY_SHM_BYTES / RELAY_IPC_BYTES;
-                               a call larger than it runs in pieces */
+  int32_t memory; /* relay_memory: what the calls pass */
+  /* Every wait for a peer; <= 0: RELAY_TIMEOUT, else 30 s. Set-up (relay_comm_create, a split)
+   * waits at least 10 s + 100 ms per rank (docs/multiprocess.md, "Set-up"), and passes the
+   * callbacks that longer timeout. */
+  int64_t timeout_ms;
+  /* The shm/ipc data area of a rank; 0: RELAY_SHM_BYTES / RELAY_IPC_BYTES. On shm rank 0's value
+   * sizes every rank's area; on ipc each rank's own does, and calls are cut by the smallest. A
+   * call larger than the area runs in pieces. Pass the same on every rank. */
+  uint64_t transport_bytes;
   /* The bootstrap: all_gather is required, barrier may be NULL (an empty all-gather serves).
    * They and `user` stay valid until relay_comm_destroy returns (teardown may use them). */
   relay_all_gather_fn all_gather;

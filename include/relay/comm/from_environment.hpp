@@ -14,7 +14,9 @@
 
 namespace relay {
 
-// Makes a transport over a connected bootstrap (collective: every rank calls it).
+// Makes a transport over a connected bootstrap (collective: every rank calls it). Its creation is
+// part of set-up: `env.timeout` is the set-up timeout there (setup_timeout_of), which every wait
+// of the creation has; the calls' timeout is the communicator's (comm_config::timeout).
 using transport_factory =
     std::function<status(bootstrap&, const environment&, std::unique_ptr<transport>&)>;
 
@@ -26,7 +28,9 @@ inline status communicator_from_environment(const transport_factory& make_transp
   if (status s = make_tcp_bootstrap(env, boot); !s) return s;
   std::shared_ptr<bootstrap> shared(std::move(boot));
   std::unique_ptr<transport> link;
-  if (status s = make_transport(*shared, env, link); !s) return s;
+  environment setup = env;
+  setup.timeout = setup_timeout_of(env);
+  if (status s = make_transport(*shared, setup, link); !s) return s;
   comm_config config;
   // The transport's device where it drives one (the ipc transport's is the environment's modulo
   // the devices this process sees), so that communicator::device() names the GPU the calls use.
