@@ -607,6 +607,42 @@ static void test_handles(void) {
   EXPECT_STATUS(
       relay_all_to_all(comm, data, 8, data, 8, ranks, sizes, 1, counts, RELAY_INT32, &o, NULL),
       RELAY_INVALID_ARGUMENT);
+  /* relay_run_call reads its struct's own fields first: each bad one is this rank's refusal. */
+  relay_call call;
+  relay_call_init(&call);
+  CHECK(call.struct_size == sizeof call && call.collective == RELAY_ALLREDUCE &&
+            call.op == RELAY_SUM && call.num_groups == 0 && call.send == NULL &&
+            call.options == NULL,
+        "relay_call_init");
+  relay_call_init(NULL);
+  EXPECT_STATUS(relay_run_call(comm, NULL, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("call is NULL");
+  call.group_ranks = ranks;
+  call.group_sizes = sizes;
+  call.num_groups = 1;
+  call.counts = counts;
+  call.dtype = RELAY_INT32;
+  call.send = call.recv = data;
+  call.send_bytes = call.recv_bytes = 8;
+  call.struct_size = sizeof call - 8;
+  EXPECT_STATUS(relay_run_call(comm, &call, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("relay_call_init");
+  call.struct_size = sizeof call;
+  call.collective = 4;
+  EXPECT_STATUS(relay_run_call(comm, &call, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("collective 4 is not a relay_collective");
+  call.collective = RELAY_REDUCE_SCATTER;
+  call.op = 7;
+  EXPECT_STATUS(relay_run_call(comm, &call, NULL), RELAY_UNSUPPORTED);
+  EXPECT_ERROR_TEXT("op 7 is not a relay_op");
+  call.collective = RELAY_ALLREDUCE;
+  call.op = RELAY_SUM;
+  EXPECT_STATUS(relay_run_call(comm, &call, NULL), RELAY_INVALID_GROUP); /* the call's own */
+  EXPECT_ERROR_TEXT("the node size N must be 2..64");
+  call.counts = NULL;
+  EXPECT_STATUS(relay_run_call(comm, &call, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("counts is NULL");
+  EXPECT_STATUS(relay_run_call(NULL, &call, NULL), RELAY_INVALID_ARGUMENT);
   CHECK(data[0] == 1 && data[7] == 8, "a refused call wrote into the buffer");
 
   EXPECT_STATUS(relay_comm_abort(comm), RELAY_OK);
@@ -780,6 +816,64 @@ static void run_collectives(relay_comm* comm, int me) {
 #ifndef RELAY_C_TEST_SANITIZED
   CHECK(allocations == 0, "rank %d: the repeated call allocated %ld times", me, allocations);
 #endif
+
+  part = "relay_run_call";
+  /* The same calls as relay_call structs, each output against its value by hand: a repeated
+   * call allocates nothing, and all-gather and all-to-all do not read the op. */
+  relay_call call;
+  relay_call_init(&call);
+  call.group_ranks = single;
+  call.group_sizes = single_size;
+  call.num_groups = 1;
+  call.counts = count;
+  call.dtype = RELAY_INT32;
+  call.send = send;
+  call.recv = recv;
+  for (int c = RELAY_ALLREDUCE; c <= RELAY_ALL_TO_ALL; ++c) {
+    call.collective = c;
+    call.op = c == RELAY_ALL_GATHER || c == RELAY_ALL_TO_ALL ? 99 : RELAY_SUM;
+    call.send_bytes = c == RELAY_REDUCE_SCATTER || c == RELAY_ALL_TO_ALL ? two : one;
+    call.recv_bytes = c == RELAY_ALL_GATHER || c == RELAY_ALL_TO_ALL ? two : one;
+    for (int round = 0; round < 2; ++round) {
+      poison(out, 2 * n);
+      counting = round;
+      allocations = 0;
+      const int st_call = relay_run_call(comm, &call, NULL);
+      counting = 0;
+      EXPECT_STATUS(st_call, RELAY_OK);
+#ifndef RELAY_C_TEST_SANITIZED
+      CHECK(round == 0 || allocations == 0, "rank %d: collective %d repeated allocated %ld", me, c,
+            allocations);
+#endif
+      for (int i = 0; active && i < n; ++i) {
+        const int32_t first = c == RELAY_ALLREDUCE ? input_of(1, i) + input_of(3, i)
+                              : c == RELAY_REDUCE_SCATTER
+                                  ? input_of(1, k * n + i) + input_of(3, k * n + i)
+                              : c == RELAY_ALL_GATHER ? input_of(1, i)
+                                                      : input_of(1, k * n + i);
+        CHECK(out[i] == first, "rank %d: collective %d out[%d] = %d, not %d", me, c, i, out[i],
+              first);
+        if (c == RELAY_ALL_GATHER || c == RELAY_ALL_TO_ALL) {
+          const int32_t second = input_of(3, (c == RELAY_ALL_TO_ALL ? k * n : 0) + i);
+          CHECK(out[n + i] == second, "rank %d: collective %d out[%d] = %d, not %d", me, c, n + i,
+                out[n + i], second);
+        }
+      }
+    }
+  }
+  /* A bad field on rank 3 alone is its refusal: every other rank fails at once naming it. */
+  call.collective = me == 3 ? 9 : RELAY_ALLREDUCE;
+  call.op = RELAY_SUM;
+  call.send_bytes = call.recv_bytes = one;
+  poison(out, 2 * n);
+  const int refused = relay_run_call(comm, &call, NULL);
+  CHECK(refused == (me == 3 ? RELAY_INVALID_ARGUMENT : RELAY_PEER_ERROR), "rank %d: %s (%s)", me,
+        relay_status_name(refused), relay_last_error());
+  if (me != 3)
+    CHECK(relay_last_error_peer() == 3 && strstr(relay_last_error(), "collective 9") != NULL,
+          "rank %d: the error names rank %d (%s)", me, relay_last_error_peer(), relay_last_error());
+  for (int i = 0; i < 2 * n; ++i)
+    CHECK(out[i] == (int32_t)0x7f7f7f7f, "rank %d: a refused call wrote out[%d]", me, i);
 
   part = "a rank's bad buffer";
   /* Rank 3's output is too small: it is refused there, every other rank hears of it, and no
