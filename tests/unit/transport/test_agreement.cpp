@@ -90,7 +90,7 @@ TEST_CASE("a refusal without a shape is not compared: the peers name the refusin
 }
 
 TEST_CASE(
-    "in place against out of place among active ranks: mismatch; helpers and refusing "
+    "in place against out of place among active ranks: mismatch, helpers and refusing "
     "ranks do not vote",
     "[agreement]") {
   auto r = agreeing();
