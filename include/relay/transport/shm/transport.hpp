@@ -54,6 +54,7 @@
 #include "relay/plan/bind.hpp"
 #include "relay/plan/host_ops.hpp"
 #include "relay/plan/validate.hpp"
+#include "relay/transport/processes.hpp"
 #include "relay/transport/shm/segment.hpp"
 #include "relay/transport/shm/wait.hpp"
 #include "relay/transport/transport.hpp"
@@ -231,28 +232,15 @@ class transport final : public relay::transport {
       // it exits): its record, which names the first failure, is the one to report.
       if (failure f = peer_gave_up(sequence); f.code != errc::ok) return f;
       if (left && q != a.peer) continue;
-      const std::string who = "rank " + std::to_string(q) +
-                              (left ? "" : " (pid " + std::to_string(c.pid) + also_ran(q) + ")") +
-                              (left ? " closed its communicator" : " exited");
+      const std::string process =
+          left ? "" : process_of(q, seg_.ranks(), [&](int r) { return seg_.control_of(r).pid; });
+      const std::string who =
+          "rank " + std::to_string(q) + process + (left ? " closed its communicator" : " exited");
       return {errc::peer_lost, q, rank_,
               who + (q == a.peer ? " before it " + a.verb(true) + call : " during" + call),
               sequence};
     }
     return {};
-  }
-
-  // ", which also ran ranks 5, 6, 7" where rank q's process ran others (hosted helpers,
-  // docs/hosted-helpers.md): they went with it.
-  std::string also_ran(int q) const {
-    const std::int64_t pid = seg_.control_of(q).pid;
-    std::string ranks;
-    int count = 0;
-    for (int r = 0; r < seg_.ranks(); ++r) {
-      if (r == q || seg_.control_of(r).pid != pid) continue;
-      ranks.append(count++ > 0 ? ", " : "").append(std::to_string(r));
-    }
-    if (count == 0) return "";
-    return (count == 1 ? ", which also ran rank " : ", which also ran ranks ") + ranks;
   }
 
   // Waits until `peer` has published `target`, until `deadline`, or until trouble_while; a wait
