@@ -43,6 +43,7 @@
 #include <thread>
 
 #include "multiprocess/forked_job.hpp"
+#include "multiprocess/hosted_suite.hpp"
 #include "multiprocess/mp_support.hpp"
 #include "relay/hosted/transport.hpp"
 #include "support/dev_shm.hpp"
@@ -53,43 +54,11 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr int N = 8;
-
-// Case i of the suite: a random case of one group of the A process ranks (see the file's
-// comment), its counts capped for 2 cores.
-property_case hosted_case(std::mt19937_64& cases, int A) {
-  property_case c;
-  do
-    c = random_case(cases);
-  while (c.ranks != N || c.active != A || c.mode != mode::single);
-  std::mt19937_64 r(c.seed ^ 0x5bd1e995ull);
-  std::vector<int> group(static_cast<std::size_t>(A));
-  std::iota(group.begin(), group.end(), 0);
-  std::shuffle(group.begin(), group.end(), r);
-  c.groups = {group};
-  if (r() % 8 == 0) {
-    make_fp8(c);
-  } else if (r() % 6 == 0) {
-    c.route = route::automatic;
-    c.tiles = 0;
-  }
-  for (auto& n : c.counts)
-    n = std::min<std::int64_t>(n, 20'000);
-  return c;
-}
-
-std::uint64_t digest(const std::vector<std::byte>& bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (std::byte b : bytes)
-    h = (h ^ static_cast<unsigned char>(b)) * 0x100000001b3ull;
-  return h ^ bytes.size();
-}
-
 // A fused call makes hosted ranks active: every process's call fails naming rank A, the lowest
 // hosted rank, whose refusal says it holds no buffers; nothing is written.
 std::string fused_is_refused(communicator& comm, int A) {
   group_list pairs;
-  for (int r = 0; r < N; r += A) {
+  for (int r = 0; r < hosted_ranks; r += A) {
     pairs.emplace_back();
     for (int k = 0; k < A; ++k)
       pairs.back().push_back(r + k);
@@ -108,59 +77,13 @@ std::string fused_is_refused(communicator& comm, int A) {
 
 int suite(bool hosted, int A, int calls, std::uint64_t seed, const std::string& file) {
   auto comm = connect_or_exit();
-  const int me = comm->rank();
-  if (comm->size() != N || (hosted && me >= A)) {
-    std::fprintf(stderr, "rank %d of %d: not a job of %d ranks%s\n", me, comm->size(), N,
-                 hosted ? " with this process among the first A" : "");
-    return 2;
-  }
-  if (hosted)
+  if (hosted && comm->size() == hosted_ranks && comm->rank() < A)
     if (const std::string f = fused_is_refused(*comm, A); !f.empty()) {
       std::fprintf(stderr, "FAILED: %s\n", f.c_str());
       return 1;
     }
-  const std::string mine = file + "." + std::to_string(me);
-  std::vector<std::uint64_t> recorded;
-  if (hosted && me < A) {
-    std::ifstream in(mine);
-    for (std::uint64_t d; in >> d;)
-      recorded.push_back(d);
-    if (static_cast<int>(recorded.size()) != calls) {
-      std::fprintf(stderr, "FAILED: %s holds %zu digests, not %d (run the record step first)\n",
-                   mine.c_str(), recorded.size(), calls);
-      return 1;
-    }
-  }
-  std::ofstream out;
-  if (!hosted && me < A) out.open(mine, std::ios::trunc);
-  std::mt19937_64 cases(seed);
-  const auto start = clock_type::now();
-  for (int i = 0; i < calls; ++i) {
-    const property_case c = hosted_case(cases, A);
-    std::uint64_t d = 0;
-    std::string failure = run_and_check(*comm, c, [&](const property_case& x, rank_frame& f) {
-      const status s = call(*comm, x, f);
-      d = digest(f.output());
-      return s;
-    });
-    if (failure.empty() && hosted && me < A && d != recorded[static_cast<std::size_t>(i)])
-      failure = "the output differs from the same call's with helper processes (digest " +
-                std::to_string(d) + ", recorded " +
-                std::to_string(recorded[static_cast<std::size_t>(i)]) + ")";
-    if (!failure.empty()) {
-      std::fprintf(stderr, "FAILED: call %d of seed %llu: %s: %s\n", i,
-                   static_cast<unsigned long long>(seed), c.describe().c_str(), failure.c_str());
-      return 1;
-    }
-    if (out.is_open()) out << d << "\n";
-  }
-  if (me == 0)
-    std::printf("%d calls of one group of %d, %s, every output right%s (seed %llu, %.1f s)\n",
-                calls, A, hosted ? "from processes hosting the helpers" : "with 8 helper processes",
-                hosted ? " and bit for bit the helper processes'" : "",
-                static_cast<unsigned long long>(seed),
-                std::chrono::duration<double>(clock_type::now() - start).count());
-  return 0;
+  return hosted_suite(*comm, hosted, A, calls, seed, file, "",
+                      [&](const property_case& c, rank_frame& f) { return call(*comm, c, f); });
 }
 
 // ---- faults: the launcher, its scenarios and their checks -----------------------------------
@@ -238,7 +161,7 @@ void stall_rank_5(int rank, std::uint64_t sequence) {
   // A kill lands when the scheduler lets it: the ranks go on calling until a call fails.
   for (int i = 0; i < (name == "host_kill" ? 2000 : at + 2); ++i) {
     property_case c;
-    c.ranks = N;
+    c.ranks = hosted_ranks;
     c.active = 2;
     c.mode = mode::single;
     c.coll = all_collectives[static_cast<std::size_t>(i % 4)];

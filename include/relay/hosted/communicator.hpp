@@ -153,4 +153,13 @@ inline status communicator_with_helpers(std::shared_ptr<bootstrap> processes,
   return {};
 }
 
+// The job's bootstrap of processes behind `comm`: where its process hosts helpers, the one its
+// ranks' views exchange over (one rank per process, numbered as the process's own rank); else
+// comm.boot(). For a program's own exchanges (its results, its timings), which hosted ranks take
+// no part in.
+inline bootstrap& processes_of(communicator& comm) {
+  if (auto* v = dynamic_cast<hosted::view*>(&comm.boot())) return v->group().processes();
+  return comm.boot();
+}
+
 }  // namespace relay

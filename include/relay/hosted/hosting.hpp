@@ -67,15 +67,17 @@ inline std::string rank_name(const hosting& h, int rank) {
 }
 
 // A list of devices as "2,3,4,5,6,7" (device numbers >= 0, repeats allowed: on one GPU every
-// helper may be device 0) into `out`; an empty text is no helper. `what` names the list in errors.
+// helper may be device 0) into `out`; an empty text is no helper. `what` names the list in errors
+// ("RELAY_HELPER_DEVICES = '2,x': ..."; empty: the text alone).
 inline status parse_helper_devices(std::string_view text, std::vector<int>& out,
                                    std::string_view what = "RELAY_HELPER_DEVICES") {
   out.clear();
   if (text.empty()) return {};
   auto refuse = [&](const std::string& why) {
     out.clear();
-    return status{errc::invalid_argument, std::string(what) + " = '" + std::string(text) + "': " +
-                                              why + " (a comma-separated list of device numbers)"};
+    return status{errc::invalid_argument, (what.empty() ? "" : std::string(what) + " = ") + "'" +
+                                              std::string(text) + "': " + why +
+                                              " (a comma-separated list of device numbers)"};
   };
   for (std::size_t at = 0; at <= text.size();) {
     const std::size_t end = std::min(text.find(',', at), text.size());
