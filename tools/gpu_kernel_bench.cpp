@@ -202,29 +202,34 @@ void bench_reduce(rt::stream_t s, const char* type, double gib, double copy_rate
 
 // ---- 5. the fp8 wire's kernels ------------------------------------------------------------------
 
-// The first and last `sample` blocks of the image against fp8_quantize_block on the host.
+// The first and last `sample` elements' blocks of the image against fp8_quantize_block on the
+// host.
 template <class T>
 bool check_fp8_sample(const void* src, const void* wire, std::uint64_t n, relay::fp8_format f) {
-  const std::uint64_t sample = 4096;  // elements, a multiple of 32
+  constexpr std::uint64_t B = relay::fp8_block_elements;
+  const std::uint64_t sample = 4096;  // elements, a multiple of B
   std::vector<T> x(sample);
-  std::vector<unsigned char> codes(sample), scales(sample / 32);
+  std::vector<unsigned char> codes(sample);
+  std::vector<float> scales(sample / B);
   for (std::uint64_t at : {std::uint64_t{0}, n - sample}) {
     CHECK_RT(rt::memcpy(x.data(), static_cast<const T*>(src) + at, sample * sizeof(T)));
     CHECK_RT(rt::memcpy(codes.data(), static_cast<const unsigned char*>(wire) + at, sample));
-    CHECK_RT(rt::memcpy(scales.data(), static_cast<const unsigned char*>(wire) + n + at / 32,
-                        sample / 32));
-    for (std::uint64_t b = 0; b < sample / 32; ++b) {
-      float block[32];
-      unsigned char want[32];
-      for (int e = 0; e < 32; ++e) {
+    CHECK_RT(rt::memcpy(scales.data(),
+                        static_cast<const unsigned char*>(wire) + relay::fp8_scales_at(n) +
+                            relay::fp8_scale_bytes * (at / B),
+                        scales.size() * sizeof(float)));
+    for (std::uint64_t b = 0; b < sample / B; ++b) {
+      float block[B];
+      unsigned char want[B];
+      for (std::uint64_t e = 0; e < B; ++e) {
         if constexpr (std::is_same_v<T, float>)
-          block[e] = x[b * 32 + static_cast<std::uint64_t>(e)];
+          block[e] = x[b * B + e];
         else
-          block[e] = x[b * 32 + static_cast<std::uint64_t>(e)].to_float();
+          block[e] = x[b * B + e].to_float();
       }
-      const std::int8_t k = relay::fp8_quantize_block(f, block, 32, want);
-      if (static_cast<unsigned char>(k) != scales[b] ||
-          std::memcmp(want, codes.data() + b * 32, 32) != 0)
+      const float scale = relay::fp8_quantize_block(f, block, static_cast<int>(B), want);
+      if (std::memcmp(&scale, &scales[b], sizeof(float)) != 0 ||
+          std::memcmp(want, codes.data() + b * B, B) != 0)
         return false;
     }
   }

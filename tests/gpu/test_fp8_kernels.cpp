@@ -1,21 +1,26 @@
 // The fp8 wire's kernels against the host arithmetic (core/fp8_block.hpp), byte for byte: the
-// quantized wire image equals fp8_quantize_block's codes and scales block by block, the
-// dequantized elements equal fp8_store of fp8_dequantize, and the accumulating form equals the
-// fp32 sum rounded once (a NaN where the host has a NaN, whatever its payload); float, float16 and
-// bfloat16 (a float source is also an fp32 partial sum), both encodings, both conversion paths
-// (fast: NVIDIA's hardware conversions where the device has them; software: AMD's path, run here
-// too), counts across block and vector boundaries, aligned and misaligned operands. Data: random
-// values with a wide range in every block, subnormals, NaN and infinities; random finite values
-// (blocks with no NaN code, the common case); and hand-made blocks of every case a fast path could
-// get wrong (zeros of both signs, fp8's largest finite value and just above it, ties between
-// codes, values rounding up into the next binade, fp8 and float subnormal results, blocks of only
-// NaN or infinities, blocks whose largest element is near T's largest, so that arrivals
-// saturate). The list kernels the GPU executor launches: ends of several counts and alignments
-// in one launch. Outputs are poisoned and every byte around them is compared.
+// quantized wire image equals fp8_quantize_block's codes, zero padding and float scales block by
+// block, the dequantized elements equal fp8_store of fp8_dequantize, and the accumulating form
+// equals the fp32 sum rounded once (a NaN where the host has a NaN, whatever its payload); float,
+// float16 and bfloat16 (a float source is also an fp32 partial sum), both encodings, both
+// conversion paths (fast: NVIDIA's hardware conversions where the device has them; software:
+// AMD's path, run here too), counts across block, padding and vector boundaries, aligned and
+// misaligned operands (an image off 4-byte alignment reads and writes its scales byte by byte).
+// Data: random values with a wide range in every block, subnormals, NaN and infinities; random
+// finite values (blocks with no NaN code, the common case); blocks of one constant each, which
+// must arrive bit for bit; and hand-made blocks of every case a fast path could get wrong (zeros
+// of both signs, the target and just above it, quotients on and beside ties between codes,
+// values rounding up into the next binade, fp8 and float subnormal results, the scale's floor,
+// blocks of only NaN or infinities, blocks whose largest element is near T's largest, so that
+// the stores take the saturating path). The list kernels the GPU executor launches: ends of
+// several counts and alignments in one launch. Outputs are poisoned and every byte around them
+// is compared.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -74,7 +79,7 @@ std::vector<T> finite_data(std::size_t n, std::mt19937_64& rng) {
   std::uniform_real_distribution<float> mant(1.0f, 2.0f);
   int c = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (i % 32 == 0) c = centre(rng);
+    if (i % fp8_block_elements == 0) c = centre(rng);
     const float s = (rng() & 1) ? -1.0f : 1.0f;
     v[i] = to_t<T>(s * std::ldexp(mant(rng), c + spread(rng)));
   }
@@ -92,48 +97,79 @@ float t_max() {
     return 65504.0f;
 }
 
-// Hand-made blocks of 32 for format f, each a case where a conversion's shortcut could differ
-// from the reference. Element 0 of most blocks sets the block's maximum (and so its scale 2^k,
-// here mostly k = 0 or the scale shown), the rest probe the codes at that scale.
+// Blocks of one constant each from element `first` on (random normal values of T from 2^-100 up,
+// and the example's 101, 102, 203): every element must arrive as it left.
+template <class T>
+std::vector<T> constant_data(std::size_t n, std::mt19937_64& rng, std::size_t first) {
+  std::vector<T> v(n);
+  std::uniform_int_distribution<int> exponent(std::is_same_v<T, float16> ? -14 : -100,
+                                              std::is_same_v<T, float16> ? 14 : 100);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  const float fixed[] = {101.0f, 102.0f, 203.0f};
+  T c{};
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t b = i < first ? 0 : (i - first) / fp8_block_elements;
+    if (i == 0 || (i >= first && (i - first) % fp8_block_elements == 0)) {
+      const float random = ((rng() & 1) ? -1.0f : 1.0f) * std::ldexp(mant(rng), exponent(rng));
+      c = to_t<T>(b < 3 ? fixed[b] : random);
+    }
+    v[i] = c;
+  }
+  return v;
+}
+
+// Hand-made blocks of 128 for format f, each a case where a conversion's shortcut could differ
+// from the reference. Element 0 of most blocks sets the block's maximum (and so its scale, here
+// mostly 1: a maximum of 2^e, the target), the rest probe the codes at that scale.
 template <class T>
 std::vector<T> edge_data(fp8_format f) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  const float fmax = fp8_max(f);                                  // 448 or 240
+  const float target = f == fp8_format::e4m3 ? 256.0f : 128.0f;   // 2^e: scale 1
   const float step = f == fp8_format::e4m3 ? 0x1p-9f : 0x1p-10f;  // fp8's subnormal step
-  const float ulp_max = f == fp8_format::e4m3 ? 32.0f : 16.0f;    // the step below fp8_max
+  const float ulp_top = f == fp8_format::e4m3 ? 16.0f : 8.0f;     // the step below the target
+  // 3 as the maximum: the scale 3 / 2^e, not a power of two, and 1.0625 * the scale (exact: the
+  // scale has 2 significant bits) a tie between codes 1 and 1.125 whose quotient the division
+  // gives exactly; one float step either side of it is no tie.
+  const float s3 = 3.0f / target, tie = 1.0625f * s3;
   std::vector<std::vector<float>> blocks = {
       // zeros of both signs only; then zeros beside a maximum
       {0.0f, -0.0f, 0.0f, -0.0f},
-      {fmax, 0.0f, -0.0f, -fmax},
-      // at scale 1 (amax = fp8_max exactly): the largest code, the codes around it, ties
-      {fmax, -fmax, fmax - ulp_max / 2, fmax - ulp_max / 4, fmax - 3 * ulp_max / 4, fmax - ulp_max,
-       1.0625f, 1.1875f, -1.0625f, 1.0625001f, 1.0624999f, 15.5f, 15.75f, -31.0f},
+      {target, 0.0f, -0.0f, -target},
+      // at scale 1: the largest code used, the codes below it, ties
+      {target, -target, target - ulp_top / 2, target - ulp_top / 4, target - 3 * ulp_top / 4,
+       target - ulp_top, 1.0625f, 1.1875f, -1.0625f, 1.0625001f, 1.0624999f, 15.5f, 15.75f, -31.0f},
       // rounding up into the next binade: 1.9375 (tie, odd: up to 2), 1.96875, 3.875, 7.9
-      {fmax, 1.9375f, 1.96875f, 3.875f, -3.9375f, 7.9f, 0.99f, 0.96875f, 0.9375f},
+      {target, 1.9375f, 1.96875f, 3.875f, -3.9375f, 7.9f, 0.99f, 0.96875f, 0.9375f},
       // fp8 subnormals at scale 1: steps, half steps (ties to even), around the smallest normal
-      {fmax, step, -step, step / 2, 1.5f * step, 2.5f * step, -2.5f * step, 7.5f * step, 8 * step,
+      {target, step, -step, step / 2, 1.5f * step, 2.5f * step, -2.5f * step, 7.5f * step, 8 * step,
        7.75f * step, step / 2 * 1.0001f, step / 4, 3.4f * step, -0.49f * step},
+      // a scale that is no power of two: quotients on a tie and a float step either side of it
+      {3.0f, tie, std::nextafter(tie, 1.0f), std::nextafter(tie, 0.0f), -tie, 2.0f, 1.0f, 0.1f},
       // float subnormals beside a normal maximum (they scale to zero) and a block of only them
-      {fmax, 0x1p-140f, -0x1p-149f, 0x1.8p-127f},
+      // (the scale's floor, 2^-126)
+      {target, 0x1p-140f, -0x1p-149f, 0x1.8p-127f},
       {0x1p-140f, -0x1p-149f, 0x1.8p-127f, 0x1p-135f, -0x1.fp-130f},
-      // just above fp8_max: the scale steps up by one (k = 1) and 449 rounds within range
-      {std::nextafter(fmax, 1e9f), fmax, 449.0f, -fmax - 1},
-      // only NaN; only infinities; NaN and infinities (k = 0 in all three)
+      // at the floor's edge: 2^(e - 126) itself and just below it
+      {target * 0x1p-126f, 0x1.8p-130f, -0x1p-127f},
+      {std::nextafter(target * 0x1p-126f, 0.0f), 0x1.8p-130f, -0x1p-127f},
+      // just above the target: the scale just above 1, every quotient just below its element
+      {std::nextafter(target, 1e9f), target, target - 1, -target + 3},
+      // only NaN; only infinities; NaN and infinities (the scale 0 in all three)
       {nan, nan, -nan, nan},
       {inf, -inf, inf},
       {nan, inf, -inf, -nan},
       // NaN and infinities beside finite values: the scale from the finite ones only
       {inf, 3.0f, nan, -0.5f, -inf, 0.0f, -0.0f, 1e-3f},
-      // huge and tiny maxima: the largest and smallest scales
+      // huge and tiny maxima: the largest and smallest scales (above the plain store's scale)
       {t_max<T>(), -t_max<T>(), t_max<T>() * 0.75f, 1.0f, -0.0f},
       {t_max<T>() * 0.9990f, t_max<T>() * 0.997f, -t_max<T>() * 0.5f, 2.0f},
       {0x1.ep-119f, 0x1p-126f, 0x1.8p-120f, -0x1.fp-125f},
   };
   std::vector<T> v;
   for (auto& block : blocks) {
-    block.resize(32, 0.0f);
-    for (std::size_t i = 5; i < 32; ++i)  // the rest: the block's probes again, halved
+    block.resize(fp8_block_elements, 0.0f);
+    for (std::size_t i = 5; i < block.size(); ++i)  // the rest: the block's probes again, halved
       if (block[i] == 0.0f && i % 2 == 1) block[i] = block[i % 5] * 0.5f;
     for (float x : block)
       v.push_back(to_t<T>(x));
@@ -141,18 +177,19 @@ std::vector<T> edge_data(fp8_format f) {
   return v;
 }
 
-// The wire image by the host: fp8_quantize_block per 32 elements.
+// The wire image by the host: fp8_quantize_block per 128 elements, zero padding, float scales.
 template <class T>
 std::vector<unsigned char> host_wire(const std::vector<T>& x, std::size_t at, std::size_t n,
                                      fp8_format f) {
-  std::vector<unsigned char> w(fp8_wire_bytes(n));
-  for (std::size_t first = 0; first < n; first += 32) {
-    const int m = static_cast<int>(std::min<std::size_t>(32, n - first));
-    float block[32];
+  std::vector<unsigned char> w(fp8_wire_bytes(n), 0);
+  constexpr std::size_t B = fp8_block_elements;
+  for (std::size_t first = 0; first < n; first += B) {
+    const int m = static_cast<int>(std::min<std::size_t>(B, n - first));
+    float block[B];
     for (int e = 0; e < m; ++e)
       block[e] = from_t(x[at + first + static_cast<std::size_t>(e)]);
-    const std::int8_t k = fp8_quantize_block(f, block, m, w.data() + first);
-    w[n + first / 32] = static_cast<unsigned char>(k);
+    const float scale = fp8_quantize_block(f, block, m, w.data() + first);
+    std::memcpy(w.data() + fp8_scales_at(n) + 4 * (first / B), &scale, 4);
   }
   return w;
 }
@@ -161,9 +198,10 @@ template <class T>
 void check_arrivals(fp8_format f, const std::vector<unsigned char>& want, std::size_t n,
                     const unsigned char* got, const T* acc);
 
-// x[misalign ..] through the kernels: n elements.
+// x[misalign ..] through the kernels: n elements. `exact`: they must also arrive as they left
+// (blocks of one constant).
 template <class T, gpu::fp8_conversion C>
-void check_format(fp8_format f, const std::vector<T>& x, std::size_t misalign) {
+void check_format(fp8_format f, const std::vector<T>& x, std::size_t misalign, bool exact = false) {
   const std::size_t n = x.size() - misalign;
   INFO("format " << (f == fp8_format::e4m3 ? "e4m3" : "e4m3_fnuz") << ", " << sizeof(T)
                  << "-byte elements, " << (C == gpu::fp8_conversion::fast ? "fast" : "software")
@@ -207,6 +245,12 @@ void check_format(fp8_format f, const std::vector<T>& x, std::size_t misalign) {
     }
     check_arrivals<T>(f, want, n, back.data() + pad + misalign * sizeof(T),
                       accumulate ? x.data() + misalign : nullptr);
+    if (exact && !accumulate)
+      for (std::size_t i = 0; i < n; ++i)
+        if (std::memcmp(back.data() + pad + (misalign + i) * sizeof(T), &x[misalign + i],
+                        sizeof(T)) != 0)
+          FAIL("element " << i << " of a constant block: " << from_t(x[misalign + i])
+                          << " did not arrive as it left");
   }
 }
 
@@ -217,8 +261,9 @@ void check_arrivals(fp8_format f, const std::vector<unsigned char>& want, std::s
                     const unsigned char* got, const T* acc) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint8_t code = want[i];
-    const int k = static_cast<std::int8_t>(want[n + i / 32]);
-    const float v = fp8_dequantize(f, code, k);
+    float scale;
+    std::memcpy(&scale, want.data() + fp8_scales_at(n) + 4 * (i / fp8_block_elements), 4);
+    const float v = fp8_dequantize(f, code, scale);
     const T expected =
         acc != nullptr ? to_t<T>(from_t(acc[i]) + v) : fp8_store<T>(v, !fp8_is_nan(f, code));
     T actual;
@@ -242,8 +287,8 @@ void check_lists(fp8_format f, std::mt19937_64& rng) {
   struct end {
     std::size_t count, src_at, wire_at;  // offsets in elements and bytes
   };
-  // Counts across tiles (4096 floats, 8192 16-bit elements a tile) and none; an element and a
-  // byte out of 16-byte alignment for some.
+  // Counts across tiles (4096 floats, 8192 16-bit elements a tile) and none, of whole blocks and
+  // not, padded and not; an element and a byte out of 16-byte alignment for some.
   const std::vector<end> ends = {{1000, 0, 0},           {0, 2000, 2000},
                                  {8193, 2000, 2000},     {33, 10500, 10801},
                                  {100000, 10600, 10900}, {4097, 110601, 114100}};
@@ -303,17 +348,20 @@ void check_all(std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   INFO("seed " << seed);
   for (fp8_format f : {fp8_format::e4m3, fp8_format::e4m3_fnuz}) {
-    for (std::size_t n :
-         {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{31}, std::size_t{32},
-          std::size_t{33}, std::size_t{1000}, std::size_t{(1u << 20) + 7}})
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{31},
+                          std::size_t{127}, std::size_t{128}, std::size_t{129}, std::size_t{1000},
+                          std::size_t{4097}, std::size_t{(1u << 20) + 7}})
       for (std::size_t misalign : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) {
         check_format<T, C>(f, mixed_data<T>(n + misalign, rng), misalign);
         if (n >= 1000) check_format<T, C>(f, finite_data<T>(n + misalign, rng), misalign);
+        if (n >= 127)
+          check_format<T, C>(f, constant_data<T>(n + misalign, rng, misalign), misalign, true);
       }
     // The hand-made blocks, aligned and not, and shifted by a lane's elements (so that each
     // probe meets every lane of its group).
     const std::vector<T> edge = edge_data<T>(f);
-    for (std::size_t shift : {std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{16}}) {
+    for (std::size_t shift :
+         {std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{16}, std::size_t{100}}) {
       std::vector<T> x(edge.size()), y(edge.size() + 1, to_t<T>(1.0f));
       for (std::size_t i = 0; i < edge.size(); ++i)
         x[i] = y[i + 1] = edge[(i + shift) % edge.size()];

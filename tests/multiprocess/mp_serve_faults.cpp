@@ -20,9 +20,10 @@
 //                                    it, a later one: the active ranks call on until one fails) /
 //                                    exits having read call 2: the call fails on every rank
 //                                    naming rank 5 within 1 s
-//   helper_active, too_large,        call 2 cannot be served (it makes serving rank 5 active / it
-//   refused_arguments,               exceeds RELAY_SHM_BYTES / its counts are refused / rank 0
-//   publisher_refuses, misread       refuses it / rank 4 reads its shape wrong): it fails on every
+//   helper_active, too_large,        call 2 cannot be served (it makes serving rank 5 active / even
+//   refused_arguments,               its smallest piece exceeds RELAY_SHM_BYTES / its counts are
+//   publisher_refuses, misread       refused / rank 0 refuses it / rank 4 reads its shape wrong):
+//                                    it fails on every
 //                                    rank alike (the same cause first; misread: a mismatch), the
 //                                    plane stays in step: every other call is right, and every
 //                                    serving rank returns ok at stop having served every call,
@@ -31,6 +32,9 @@
 //                                    its last call (4 MB) is in flight: that call completes right
 //                                    on both active ranks, then every serving rank returns ok,
 //                                    having served it, within 1 s of its end
+//   in_pieces                        call 2 (8 MB) exceeds the 1 MB segment: every rank, the
+//                                    serving ones too, cuts it into the same pieces; every call is
+//                                    right and every serving rank returns ok having served all
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -83,6 +87,7 @@ const scenario scenarios[] = {
     {"publisher_refuses", 0, std::chrono::milliseconds(5000), true, errc::invalid_argument},
     {"misread", 4, std::chrono::milliseconds(5000), true, errc::mismatch},
     {"stop_in_flight", -1, std::chrono::milliseconds(5000), true, errc::ok},
+    {"in_pieces", -1, std::chrono::milliseconds(5000), true, errc::ok, 1 << 20},
 };
 
 // What a rank reports: one record per call (active ranks) or for its serve() (call = -1), one
@@ -115,7 +120,8 @@ void send(int out, report r) {
 }
 
 // The case of call i: an int32 call of {0, 1} (the four collectives in turn), 4096 elements, the
-// last of stop_in_flight 1M (4 MB), call `at` of too_large 2M (8 MB: past the 1 MB segment).
+// last of stop_in_flight 1M (4 MB), call `at` of in_pieces 2M (8 MB: past the 1 MB segment), and
+// of too_large an alignment of 2^20 elements (its smallest piece, 4 MB, past it).
 served_case_t case_of(const scenario& s, int i) {
   served_case_t d;
   property_case& c = d.c;
@@ -128,7 +134,11 @@ served_case_t case_of(const scenario& s, int i) {
   c.counts = {4096};
   c.seed = 1000 + static_cast<std::uint64_t>(i);
   if (std::string(s.name) == "stop_in_flight" && i == calls - 1) c.counts = {1 << 20};
-  if (std::string(s.name) == "too_large" && i == at) c.counts = {1 << 21};
+  if (std::string(s.name) == "in_pieces" && i == at) c.counts = {1 << 21};
+  if (std::string(s.name) == "too_large" && i == at) {
+    c.counts = {1 << 21};
+    c.alignment = std::int64_t{1} << 20;
+  }
   if (std::string(s.name) == "helper_active" && i == at) c.groups = {{0, 5}};
   return d;
 }

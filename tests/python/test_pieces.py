@@ -1,10 +1,13 @@
-"""Calls larger than the shm transport's data area, through relay.torch on 8 processes: every
-collective, fused (A=2) and single (A=4), in and out of place, with inputs of 2, 4 and 9.5 times
-a 64 KiB area (RELAY_SHM_BYTES), and a fused allreduce of 32 MiB a rank at the default 64 MiB
-area (whose plan needs more than the area, as torchcomms' low-precision example's calls do).
-Each output is compared bit for bit with torch.distributed's own collective (reference.py: gloo
-on the same processes, on data whose sums are exact), and outputs are poisoned before the call."""
+"""Calls larger than the shm transport's data area, through relay.torch on 8 processes (one world,
+three communicators): every collective, fused (A=2) and single (A=4), in and out of place, with
+inputs of 2, 4 and 9.5 times a 64 KiB area (transport_bytes); the same calls served by ranks that
+serve (the control plane: every rank cuts them alike); and a fused allreduce of 32 MiB a rank at
+the default 64 MiB area (whose plan needs more than the area, as torchcomms' low-precision
+example's calls do). Each output is compared bit for bit with torch.distributed's own collective
+(reference.py: gloo on the same processes, on data whose sums are exact), and outputs are poisoned
+before the call."""
 
+import pytest
 import torch
 
 from reference import io_elements, make_input, poison_like, reference, subgroups
@@ -38,12 +41,10 @@ def _cases():
                     k += 1
 
 
-def _worker(rank, size):
-    import torch.distributed as dist
-
+def _cases_part(rank):
     import relay.torch
 
-    comm = relay.torch.Communicator(device="cpu")
+    comm = relay.torch.Communicator(device="cpu", transport_bytes=AREA)
     pgs = subgroups(LAYOUTS)
     checked = 0
     for case, (groups, collective, times, in_place, dtype) in enumerate(_cases()):
@@ -82,21 +83,11 @@ def _worker(rank, size):
             f"{int((got != expected).sum())} of {got.numel()} elements differ"
         )
         checked += 1
-    dist.barrier()
     comm.close()
     return checked
 
 
-def test_calls_of_several_times_the_area():
-    results = assert_all_ok(run_world(8, _worker, timeout=600,
-                                      env={"RELAY_SHM_BYTES": str(AREA)}))
-    # Every active rank checked its share: 4 collectives x 3 sizes, in place too where it exists,
-    # in each of the two layouts where the rank is active.
-    assert results[0] == 2 * (4 * 3 + 2 * 3)
-    assert results[1] == 4 * 3 + 2 * 3  # rank 1 helps in the single layout
-
-
-def _worker_large(rank, size):
+def _large_part(rank):
     import relay.torch
 
     comm = relay.torch.Communicator(device="cpu")
@@ -111,12 +102,7 @@ def _worker_large(rank, size):
     return n
 
 
-def test_a_fused_allreduce_of_32_mib_a_rank_on_the_default_area():
-    results = assert_all_ok(run_world(8, _worker_large, timeout=300))
-    assert set(results.values()) == {8 << 20}
-
-
-def _worker_served(rank, size):
+def _served_part(rank):
     import relay.torch
 
     actives = [6, 1]
@@ -144,9 +130,33 @@ def _worker_served(rank, size):
     return made
 
 
-def test_served_calls_of_several_times_the_area():
+def _worker(rank, size):
+    """Each part on its own communicator, in turn (every rank makes them in the same order)."""
+    import torch.distributed as dist
+
+    out = {"cases": _cases_part(rank), "served": _served_part(rank), "large": _large_part(rank)}
+    dist.barrier()
+    return out
+
+
+@pytest.fixture(scope="module")
+def results():
+    return assert_all_ok(run_world(8, _worker, timeout=600))
+
+
+def test_calls_of_several_times_the_area(results):
+    # Every active rank checked its share: 4 collectives x 3 sizes, in place too where it exists,
+    # in each of the two layouts where the rank is active.
+    assert results[0]["cases"] == 2 * (4 * 3 + 2 * 3)
+    assert results[1]["cases"] == 4 * 3 + 2 * 3  # rank 1 helps in the single layout
+
+
+def test_served_calls_of_several_times_the_area(results):
     """The serving ranks cut each call they serve as its caller does (the area is one number for
     the job)."""
-    results = assert_all_ok(run_world(8, _worker_served, timeout=300))
-    assert results[1] == results[6] == 8
-    assert all(results[r] == 8 for r in (0, 2, 3, 4, 5, 7))  # every call served
+    assert results[1]["served"] == results[6]["served"] == 8
+    assert all(results[r]["served"] == 8 for r in (0, 2, 3, 4, 5, 7))  # every call served
+
+
+def test_a_fused_allreduce_of_32_mib_a_rank_on_the_default_area(results):
+    assert {r["large"] for r in results.values()} == {8 << 20}

@@ -408,22 +408,24 @@ def wire_fp8():
     return "fp8_e4m3"
 
 
-# Per encoding: s, the smallest subnormal's exponent, and fp8_max (docs/schedules.md).
-FP8_TERMS = {"fp8_e4m3_fnuz": (-10, 240.0), "fp8_e4m3": (-9, 448.0)}
+# Per encoding: t, the target's exponent (docs/schedules.md: a block's largest magnitude travels
+# as 2^t).
+FP8_TARGET = {"fp8_e4m3_fnuz": 7, "fp8_e4m3": 8}
 
 
 def fp8_bound(contributions, exact, hops=2, wire="fp8_e4m3_fnuz"):
-    """docs/schedules.md's bound per output, float32 on `wire` (e4m3_fnuz: s = -10, fp8_max =
-    240; e4m3: s = -9, fp8_max = 448), with M the largest finite magnitude within 31 elements of
-    each index."""
-    s, fp8_max = FP8_TERMS[wire]
+    """docs/schedules.md's bound per output, float32 on `wire` (t = 7 on e4m3_fnuz, 8 on e4m3),
+    with M the largest finite magnitude within 127 elements of each index."""
+    t = FP8_TARGET[wire]
     u = u32 = 2.0**-24
     eta = 2.0**-149
-    e = 2.0**-4 + 2.0**s / fp8_max
-    floor = 2.0**-138
+    f8 = 2.0**-18 + 2.0**-30
+    e8 = 2.0**-4 + 2.0**-22 + f8
+    e = e8 + u * (1 + e8)
+    floor = (1 + u) * f8 * 2.0 ** (t - 126)
     a = contributions.shape[0]
     mag = contributions.abs()
-    m = F.max_pool1d(mag.max(0).values[None, None], 63, stride=1, padding=31)[0, 0]
+    m = F.max_pool1d(mag.max(0).values[None, None], 255, stride=1, padding=127)[0, 0]
     q = ((1 + e) ** hops - 1) * a * (m + floor / e)
     return (u * exact.abs() + (1 + u) * q + u * a * m
             + (a + 1) * u32 * (1 + u) ** 2 * (mag.sum(0) + q + a * m) + (hops + 2) * eta)

@@ -7,15 +7,17 @@ namespace {
 using namespace relay;
 using C = collective;
 
-// A code per element and a scale byte per started block of 32.
-static_assert(fp8_wire_bytes(0) == 0 && fp8_wire_bytes(1) == 2 && fp8_wire_bytes(32) == 33);
-static_assert(fp8_wire_bytes(33) == 35 && fp8_wire_bytes(100) == 104);
+// A code per element, zeros to a multiple of 4, and a 4-byte scale per started block of 128.
+static_assert(fp8_wire_bytes(0) == 0 && fp8_wire_bytes(1) == 8 && fp8_wire_bytes(32) == 36);
+static_assert(fp8_wire_bytes(127) == 132 && fp8_wire_bytes(128) == 132);
+static_assert(fp8_wire_bytes(129) == 140 && fp8_wire_bytes(1000) == 1032);
+// Whole blocks cost 33/32 bytes an element, as the model prices them.
 static_assert(fp8_wire_bytes(std::uint64_t{1} << 30) == (std::uint64_t{1} << 30) + (1 << 25));
 
 // The fp8 kernels' tiles (gpu/fp8_desc.hpp): 256 threads of 16-byte accesses, 4 times over, are
-// 128 blocks of 32 floats (8 lanes a block) or 256 of 32 16-bit elements (4 lanes a block).
-static_assert(gpu::fp8_tile_blocks(4) == 128 && gpu::fp8_tile_blocks(2) == 256);
-static_assert(gpu::fp8_tile_blocks(2, 1) == 64);
+// 32 blocks of 128 floats (32 lanes a block) or 64 of 128 16-bit elements (16 lanes a block).
+static_assert(gpu::fp8_tile_blocks(4) == 32 && gpu::fp8_tile_blocks(2) == 64);
+static_assert(gpu::fp8_tile_blocks(2, 1) == 16);
 
 // Every element that crosses a link is 33/32 bytes: per element width, 33/64 of a bf16 element
 // and 33/128 of a float32 one, partial sums (fp32, 4 bytes natively) included.

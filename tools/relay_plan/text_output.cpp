@@ -350,7 +350,7 @@ void wire(out_it out, const plan_report& r) {
   if (!r.wire) return;
   const wire_info& w = *r.wire;
   fmt::format_to(out,
-                 "\nwire: {} (a code per element and a scale byte per 32 on every link: "
+                 "\nwire: {} (a code per element and a 4-byte scale per 128 on every link: "
                  "{} of an element's bytes)\n",
                  name(w.format), format_ratio(w.widths.element));
   fmt::format_to(out, "  beta cost:     {} ({} natively)\n", figure(w.beta), figure(r.beta));

@@ -8,18 +8,22 @@
 //
 //   |r - S| <= u |S| + (1 + u) Q + u A M + (A + 1) u32 (1 + u)^2 (sum_j |x_j| + Q + A M)
 //              + (h + 2) eta
-//   Q = ((1 + e)^h - 1) A (M + F / e),   e = 2^-4 + 2^s / fp8_max,   F = 2^(s - 128)
+//   Q = ((1 + e)^h - 1) A (M + F / e),   e = e8 + u (1 + e8),   F = (1 + u) f8 2^(t - 126)
+//   e8 = 2^-4 + 2^-22 + f8,   f8 = 2^-18 + 2^-30
 //
-// M: the largest finite magnitude of any contribution within 31 elements of the output's index
-// (a superset of every block the element travelled in: a block is 32 consecutive elements of
-// one transfer). s = -9, fp8_max = 448 (e4m3); s = -10, fp8_max = 240 (e4m3_fnuz). F: half an
-// fp8 subnormal step at the smallest scale the scale byte holds, 2^-127 (fp8_block_exponent's
-// clamp): a block whose largest magnitude is below about 2^-119 (float32 and bfloat16
-// subnormals and their smallest normals) keeps that scale, so its elements round to multiples
-// of 2^(s - 127) however small M is (e4m3: below 2^-137 they arrive as zero). u: the
-// element type's unit roundoff (2^-24, 2^-11, 2^-8 for float32, float16, bfloat16); u32 = 2^-24;
-// eta: the type's subnormal step. AVG divides S, sum_j |x_j|, Q and A M by A. (u A M: a
-// partial sum stored in the element type, precision::native_partials, rounds before it crosses.)
+// M: the largest finite magnitude of any contribution within 127 elements of the output's index
+// (a superset of every block the element travelled in: a block is 128 consecutive elements of
+// one transfer). t: the encoding's target exponent, 8 (e4m3) or 7 (e4m3_fnuz). Per quantization
+// of a value y in a block whose finite magnitudes are at most B, fp8_block.hpp's bound gives
+// (2^-4 + 2^-22) |y| + f8 max(B, 2^(t - 126)) <= e8 B + f8 2^(t - 126); storing the arrival in
+// the element type rounds it once more, by at most u (1 + e8) B + u f8 2^(t - 126) and half of
+// eta: in all e B + F, the eta terms below. F is the floor's share: a block whose largest
+// magnitude is below 2^(t - 126) (float32 and bfloat16 subnormals and their smallest normals)
+// keeps the scale 2^-126, so its elements round to multiples of fp8's subnormal step there
+// however small M is (e4m3: up to 2^-136 they arrive as zero). u: the element type's unit
+// roundoff (2^-24, 2^-11, 2^-8 for float32, float16, bfloat16); u32 = 2^-24; eta: the type's
+// subnormal step. AVG divides S, sum_j |x_j|, Q and A M by A. (u A M: a partial sum stored in the
+// element type, precision::native_partials, rounds before it crosses.)
 //
 // Non-finite inputs: where a contribution is NaN the output must be NaN; where one is an
 // infinity it must be NaN or an infinity (an infinity that crosses a link arrives as NaN).
@@ -46,30 +50,39 @@ constexpr int wire_hops(collective c, route r, int active) {
   return r == route::direct && !(c == collective::allreduce && active > 2) ? 1 : 2;
 }
 
-// e: one quantization's error per unit of its block's largest magnitude.
-inline long double fp8_unit_error(fp8_format f) {
-  return f == fp8_format::e4m3 ? std::ldexp(1.0L, -4) + std::ldexp(1.0L, -9) / 448
-                               : std::ldexp(1.0L, -4) + std::ldexp(1.0L, -10) / 240;
+// e8 and f8 (above): one quantization's error per unit of its block's largest magnitude, the
+// fp8 rounding's relative part and the subnormal step's share, arriving as a float.
+inline long double fp8_subnormal_share() {
+  return std::ldexp(1.0L, -18) + std::ldexp(1.0L, -30);
+}
+inline long double fp8_float_error() {
+  return std::ldexp(1.0L, -4) + std::ldexp(1.0L, -22) + fp8_subnormal_share();
 }
 
-// F: one quantization's absolute error floor, half a subnormal step (2^s) at the scale 2^-127
+// e: one quantization's error per unit of its block's largest magnitude, the arrival stored in
+// an element type of unit roundoff u.
+inline long double fp8_unit_error(long double u) {
+  return fp8_float_error() + u * (1 + fp8_float_error());
+}
+
+// F: one quantization's absolute error floor, the subnormal step's share at the scale 2^-126
 // that blocks of the smallest magnitudes keep.
-inline long double fp8_error_floor(fp8_format f) {
-  return std::ldexp(1.0L, (f == fp8_format::e4m3 ? -9 : -10) - 128);
+inline long double fp8_error_floor(fp8_format f, long double u) {
+  return (1 + u) * fp8_subnormal_share() * std::ldexp(1.0L, (f == fp8_format::e4m3 ? 8 : 7) - 126);
 }
 
 // The bound above for one output of element type T: `want` is S, `magnitude` sum_j |x_j| (both
-// divided for AVG already), `M` the largest finite magnitude within 31 elements, `contributions`
+// divided for AVG already), `M` the largest finite magnitude within 127 elements, `contributions`
 // A (1 for all-gather and all-to-all), `divide` A for AVG and 1 otherwise.
 template <class T>
 long double fp8_bound(long double want, long double magnitude, long double M,
                       long double contributions, long double divide, fp8_format f, int hops) {
   const long double u = detail::storage_roundoff<T>(), u32 = std::ldexp(1.0L, -24);
-  const long double AM = contributions * M / divide, e = fp8_unit_error(f);
+  const long double AM = contributions * M / divide, e = fp8_unit_error(u);
   // Per quantization: at most e |C| M + F <= e |C| (M + F / e) for a value of |C| >= 1
   // contributions (see above), compounded over the hops like the rest.
   const long double Q =
-      (std::pow(1 + e, hops) - 1) * contributions * (M + fp8_error_floor(f) / e) / divide;
+      (std::pow(1 + e, hops) - 1) * contributions * (M + fp8_error_floor(f, u) / e) / divide;
   return u * std::fabs(want) + (1 + u) * Q + u * AM +
          (contributions + 1) * u32 * (1 + u) * (1 + u) * (magnitude + Q + AM) +
          (hops + 2) * detail::smallest_step<T>();
@@ -92,11 +105,12 @@ inline std::string number(long double v) {
 }
 
 // Per index y of one input space: the largest finite magnitude over `sources` at y; then the
-// same over 32-aligned blocks, whose three neighbours around y cover every index within 31.
+// same over 128-aligned blocks, whose three neighbours around y cover every index within 127.
 struct window_max {
+  static constexpr std::int64_t width = 128;
   std::vector<long double> block;
   long double at(std::int64_t y) const {
-    const std::int64_t b = y / 32, last = static_cast<std::int64_t>(block.size()) - 1;
+    const std::int64_t b = y / width, last = static_cast<std::int64_t>(block.size()) - 1;
     long double m = block[static_cast<std::size_t>(b)];
     if (b > 0) m = std::max(m, block[static_cast<std::size_t>(b - 1)]);
     if (b < last) m = std::max(m, block[static_cast<std::size_t>(b + 1)]);
@@ -107,11 +121,12 @@ struct window_max {
 template <class T>
 window_max window_of(const std::vector<const std::byte*>& sources, std::int64_t length) {
   window_max w;
-  w.block.assign(static_cast<std::size_t>((length + 31) / 32 + 1), 0.0L);
+  w.block.assign(static_cast<std::size_t>((length + window_max::width - 1) / window_max::width + 1),
+                 0.0L);
   for (const std::byte* s : sources)
     for (std::int64_t y = 0; y < length; ++y) {
       const long double v = std::fabs(as_number(load<T>(s, y)));
-      long double& m = w.block[static_cast<std::size_t>(y / 32)];
+      long double& m = w.block[static_cast<std::size_t>(y / window_max::width)];
       if (std::isfinite(static_cast<double>(v)) && v > m) m = v;
     }
   return w;

@@ -1,31 +1,54 @@
 // fp8 blocks: how a run of elements travels as fp8 (docs/schedules.md, "fp8 on the wire").
 //
-// A block is 32 elements as fp8 codes (fp8.hpp) plus one byte: the exponent k of a power-of-two
-// scale, so element x travels as fp8(x * 2^-k) and arrives as fp8_value * 2^k. Why these choices:
-// - A power of two scales exactly, so the only rounding is fp8's own; fp8 is floating point, so
-//   its relative precision (3 fraction bits: half an ulp is 2^-4 of the value) does not depend on
-//   the scale, which only has to keep the block's largest magnitude M below fp8's largest value
-//   (k = ceil(log2(M / fp8_max))) and small elements out of fp8's subnormals as far as it can.
-// - 32 elements per scale byte: 33 bytes per 32 elements (1.03 bytes an element, 1.94x fewer
-//   than bf16), the block of the OCP MX formats, and one warp's (or half a wavefront's) worth of
-//   elements, so a block's maximum is one shuffle reduction on the GPU. A larger block saves
-//   little (1.5% at 64) and lets one outlier push more neighbours into the subnormals.
+// A block is 128 consecutive elements as fp8 codes (fp8.hpp) plus one fp32 scale s. With M the
+// block's largest finite magnitude and 2^e the largest power of two not above the format's
+// largest value (fp8_target_exponent: e4m3, largest 448, e = 8; e4m3_fnuz, largest 240, e = 7):
 //
-// Error bound, per finite element x of a block whose largest finite magnitude is M:
-//   |arrived - x| <= 2^-4 * |x| + max(2^s * M / fp8_max, 2^(s - 128)),
-//   s = -9 (e4m3: subnormal step 2^-9, fp8_max 448), -10 (fnuz: 2^-10, 240)
-// (the first term: fp8's rounding of normal values; the second: half a subnormal step at the
-// block's scale, since 2^k < 2 M / fp8_max, or at 2^-127 where k stops (fp8_block_exponent):
-// a block whose M is below about 2^-119, float32 or bfloat16 subnormals and their smallest
-// normals, keeps that scale, so its elements below 2^(s - 128) arrive as zero). A reduction of
-// A inputs that dequantizes and sums in fp32 adds these over its inputs, plus fp32's own
-// rounding of the sum.
+//   s = max(M * 2^-e, 2^-126)     (0 for a block with no finite nonzero element)
+//   code = fp8(x / s)             (the quotient a correctly rounded float division, then fp8's
+//                                  rounding to nearest even)
+//   arrived = fp8_value(code) * s (one float rounding)
 //
-// Non-finite elements: M and k come from the finite elements only, so one NaN or infinity does
-// not change its 31 neighbours. A NaN travels as fp8's NaN code and arrives as NaN. e4m3 has no
+// Why these choices:
+// - The target 2^e is a power of two, so M * 2^-e is exact and M travels as exactly 2^e, which
+//   fp8 holds: M arrives exactly. A block of equal elements therefore arrives bit for bit, and
+//   so does a sum of such blocks (in fp32, rounded once), which is what callers that fill their
+//   buffers with constants compare exactly. RCCLX's low-precision wire normalizes to 128 for
+//   both encodings; relay's e4m3 target, 256, is one binade higher: e4m3's normal codes reach
+//   down to 2^-6, so a block's elements down to M * 2^-14 (RCCLX: M * 2^-13) keep fp8's full
+//   4 significant bits before its subnormals.
+// - The floor 2^-126 keeps s a normal float, so that M * 2^-e is exact wherever it applies and
+//   |x / s| never exceeds 2^e (below M = 2^(e - 126) the scale stays 2^-126, |x / s| < 2^e): the
+//   conversion never saturates and sees no NaN or infinity except where x is one.
+// - 128 elements per 4-byte scale: 33 bytes per 32 elements (1.03 bytes an element,
+//   1.94x fewer than bf16), RCCLX's block, and one warp (or half a wavefront) of 16-byte
+//   accesses for float: a block's maximum is one shuffle reduction on the GPU.
+//
+// The image of `count` elements (fp8_wire_bytes): the count codes first, so that the GPU's
+// 16-byte accesses of codes stay aligned with those of the elements, then zero bytes up to a
+// multiple of 4 (fp8_scales_at), then one 4-byte scale (a float's bytes, in the machine's byte
+// order) per started block.
+//
+// Error bound, per finite element x of a block whose largest finite magnitude is M, with
+// G = max(M, 2^(e - 126)) (so s = G * 2^-e):
+//   |arrived - x| <= (2^-4 + 2^-22) |x| + (2^-18 + 2^-30) G
+// The first term: fp8's rounding of a normal value (half an ulp is at most 2^-4 of it), plus the
+// division's and the product's float roundings (2^-24 each, relative). The second: half of fp8's
+// subnormal step (2^-10 for e4m3, 2^-11 for fnuz) at the scale, 2^-18 G for both encodings, and
+// float subnormal quotients and products folded in. A block whose M is below 2^(e - 126)
+// (2^-118, 2^-119: float32 and bfloat16 subnormals and their smallest normals) keeps the scale
+// 2^-126, where that step is absolute: its elements up to 2^(e - 144) (2^-136, 2^-137) arrive as
+// zero, and it round-trips exactly only where its elements have at most 4 significant bits.
+// Storing the arrival in a 16-bit type rounds it once more (fp8_store). A reduction of A inputs
+// that dequantizes and sums in fp32 adds these over its inputs, plus fp32's own rounding of the
+// sum.
+//
+// Non-finite elements: M and s come from the finite elements only, so one NaN or infinity does
+// not change its 127 neighbours. A NaN travels as fp8's NaN code and arrives as NaN. e4m3 has no
 // infinity: an infinity travels as the NaN code too and arrives as NaN (the native result would
 // be an infinity, or NaN where infinities of both signs meet); it never saturates into a finite
-// value. A block with no finite nonzero element has k = 0.
+// value. A block with no finite nonzero element has the scale 0: its zeros travel as zero codes
+// of their sign (e4m3_fnuz has one zero, so -0 arrives as +0 there) and arrive as zeros.
 #pragma once
 
 #include <cstdint>
@@ -36,10 +59,26 @@
 
 namespace relay {
 
-inline constexpr int fp8_block_elements = 32;
-// Wire bytes of `count` elements as fp8 blocks: a code each and a scale byte per started block.
+inline constexpr int fp8_block_elements = 128;
+inline constexpr int fp8_scale_bytes = 4;  // a float
+
+// The blocks `count` elements start.
+RELAY_HOST_DEVICE constexpr std::uint64_t fp8_blocks(std::uint64_t count) {
+  return (count + fp8_block_elements - 1) / fp8_block_elements;
+}
+// Where an image's scales start: after its codes, at the next multiple of 4.
+RELAY_HOST_DEVICE constexpr std::uint64_t fp8_scales_at(std::uint64_t count) {
+  return (count + fp8_scale_bytes - 1) / fp8_scale_bytes * fp8_scale_bytes;
+}
+// Wire bytes of `count` elements as fp8 blocks: the codes, their padding, a scale per block.
 RELAY_HOST_DEVICE constexpr std::uint64_t fp8_wire_bytes(std::uint64_t count) {
-  return count + (count + fp8_block_elements - 1) / fp8_block_elements;
+  return fp8_scales_at(count) + fp8_scale_bytes * fp8_blocks(count);
+}
+
+// e: the block's largest finite magnitude travels as 2^e, the largest power of two within the
+// format's range (256 <= 448 for e4m3, 128 <= 240 for e4m3_fnuz).
+RELAY_HOST_DEVICE constexpr int fp8_target_exponent(fp8_format f) {
+  return f == fp8_format::e4m3 ? 8 : 7;
 }
 
 namespace detail {
@@ -50,44 +89,47 @@ RELAY_HOST_DEVICE constexpr float exact_pow2(int e) {
                    : bits_float(1u << (e + 149));
 }
 
+inline constexpr float fp8_largest_float = 3.4028234663852886e38f;
+
 }  // namespace detail
 
-// The scale exponent of a block whose largest finite magnitude is `amax`: the smallest k in
-// [-127, 127] with amax * 2^-k <= fp8_max(f).
-RELAY_HOST_DEVICE constexpr int fp8_block_exponent(fp8_format f, float amax) {
-  if (!(amax > 0)) return 0;
-  const int amax_exp = static_cast<int>(float_bits(amax) >> 23) - 127;  // floor(log2) if normal
-  const int max_exp = f == fp8_format::e4m3 ? 8 : 7;                    // 448 = 1.75 * 2^8, ...
-  int k = amax_exp - max_exp;
-  // The scale byte's floor (-128 would need 2^128 to scale by): blocks of float subnormals stay
-  // in range, but fp8's subnormal step is then 2^(s - 127), not relative to amax (the bound's
-  // 2^(s - 128) term above).
-  if (k < -127) k = -127;
-  if (amax * detail::exact_pow2(-k) > fp8_max(f)) ++k;
-  return k;
+// The scale of a block whose largest finite magnitude is `amax` (finite, >= 0): amax * 2^-e,
+// exact, or 2^-126 where that would be smaller; 0 where amax is 0. No loop and no branch: the
+// kernels compute it as it is.
+RELAY_HOST_DEVICE constexpr float fp8_block_scale(fp8_format f, float amax) {
+  const float scaled = amax * detail::exact_pow2(-fp8_target_exponent(f));
+  const float floor = detail::exact_pow2(-126);
+  const float s = scaled < floor ? floor : scaled;
+  return amax > 0 ? s : 0.0f;
 }
 
-// Quantizes n <= fp8_block_elements elements into `codes`; returns the block's scale exponent.
-RELAY_HOST_DEVICE constexpr std::int8_t fp8_quantize_block(fp8_format f, const float* x, int n,
-                                                           std::uint8_t* codes) {
+// What a block's elements are divided by: its scale, or 1 for a block of scale 0 (its finite
+// elements are zeros, which then keep their sign; 0 / 0 would be NaN).
+RELAY_HOST_DEVICE constexpr float fp8_divisor(float scale) {
+  return scale > 0 ? scale : 1.0f;
+}
+
+// Quantizes n <= fp8_block_elements elements into `codes`; returns the block's scale.
+RELAY_HOST_DEVICE constexpr float fp8_quantize_block(fp8_format f, const float* x, int n,
+                                                     std::uint8_t* codes) {
   float amax = 0;
   for (int i = 0; i < n; ++i) {
     const float a = x[i] < 0 ? -x[i] : x[i];
-    if (a <= 3.4028234663852886e38f && a > amax) amax = a;  // finite only (NaN fails both)
+    if (a <= detail::fp8_largest_float && a > amax) amax = a;  // finite only (NaN fails both)
   }
-  const int k = fp8_block_exponent(f, amax);
-  const float down = detail::exact_pow2(-k);
+  const float s = fp8_block_scale(f, amax);
+  const float divisor = fp8_divisor(s);
   for (int i = 0; i < n; ++i) {
     const float a = x[i] < 0 ? -x[i] : x[i];
-    const bool finite = a <= 3.4028234663852886e38f;
-    codes[i] = finite ? fp8_from_float(f, x[i] * down) : detail::fp8_nan_code(f);
+    const bool finite = a <= detail::fp8_largest_float;
+    codes[i] = finite ? fp8_from_float(f, x[i] / divisor) : detail::fp8_nan_code(f);
   }
-  return static_cast<std::int8_t>(k);
+  return s;
 }
 
-// The element a code of a block with scale exponent k stands for.
-RELAY_HOST_DEVICE constexpr float fp8_dequantize(fp8_format f, std::uint8_t code, int k) {
-  return fp8_to_float(f, code) * detail::exact_pow2(k);
+// The element a code of a block with scale `scale` stands for: one float rounding.
+RELAY_HOST_DEVICE constexpr float fp8_dequantize(fp8_format f, std::uint8_t code, float scale) {
+  return fp8_to_float(f, code) * scale;
 }
 
 // fp8_to_float without its loop (what the kernels and the host executor's table use): the
@@ -103,9 +145,11 @@ RELAY_HOST_DEVICE constexpr float fp8_value(fp8_format f, std::uint8_t code) {
 
 // What an arrived value `v` (a dequantized code; `finite`: the code was not NaN) stores as in T
 // (float, float16 or bfloat16): rounded to nearest even, and a finite value stays finite,
-// saturating to T's largest like fp8's own conversion: a value that rounded up into fp8's next
-// binade can lie just beyond T's range (fp16's 65504 arrives as 65536, a float near FLT_MAX as
-// 2^128). Shared by the host executor and the GPU kernels, so both store the same bits.
+// saturating to T's largest like fp8's own conversion. An image the quantizer made never needs
+// that (an arrival is at most its block's M, which T holds), but any image's codes and scales
+// store as finite values: a code up to fp8_max times a scale above T's largest / fp8_max lies
+// beyond T's range (fp16's 448 * 2^8 arrives as 65504, a float product beyond FLT_MAX as its
+// largest). Shared by the host executor and the GPU kernels, so both store the same bits.
 template <class T>
 RELAY_HOST_DEVICE constexpr T fp8_store(float v, bool finite) {
   if constexpr (std::is_same_v<T, float>) {
@@ -129,20 +173,8 @@ RELAY_HOST_DEVICE constexpr T fp8_store(float v, bool finite) {
 // 16-bit value and every rounding boundary of the floats they take.
 namespace detail {
 
-// fp8_block_exponent for a finite amax >= 0. k = e - max_exp, plus one when amax's fraction field
-// exceeds fp8_max's (1.75 = fraction 0x600000 for e4m3, 1.875 = 0x700000 for fnuz): adding
-// 0x7fffff minus that fraction carries into the exponent field exactly then.
-template <fp8_format F>
-RELAY_HOST_DEVICE constexpr int fp8_block_exponent_bits(float amax) {
-  constexpr std::uint32_t carry = F == fp8_format::e4m3 ? 0x1fffffu : 0x0fffffu;
-  constexpr int offset = 127 + (F == fp8_format::e4m3 ? 8 : 7);
-  const std::uint32_t a = float_bits(amax);
-  const int k = static_cast<int>((a + carry) >> 23) - offset;
-  return a == 0 ? 0 : k < -127 ? -127 : k;
-}
-
-// fp8_from_float(F, y) for a finite y with |y| <= fp8_max(F), which every scaled element of a
-// block is (its scale keeps the block's largest finite magnitude there): no NaN, no saturation.
+// fp8_from_float(F, y) for a finite y with |y| <= fp8_max(F), which every quotient of a block
+// is (|x / s| <= 2^e): no NaN, no saturation.
 template <fp8_format F>
 RELAY_HOST_DEVICE constexpr std::uint32_t fp8_encode_in_range(float y) {
   constexpr std::uint32_t bias = F == fp8_format::e4m3 ? 7 : 8;
@@ -185,13 +217,14 @@ RELAY_HOST_DEVICE constexpr float float16_widen(std::uint32_t h) {
   return (h & 0x7c00u) == 0x7c00u ? bits_float(sign | 0x7f800000u | rest) : finite;
 }
 
-// The largest block exponent at which every code of encoding F arrives within T's finite range:
-// fp8_max * 2^k <= T's largest finite value (fp8_max's fraction, 1.75 or 1.875, is below T's
-// largest, so the exponents decide). Up to it fp8_store<T> is T's plain rounding; above it (only
-// blocks whose largest element was within a factor 2^8 of T's largest) it may saturate.
+// The largest scale at which every code of encoding F arrives within T's finite range:
+// fp8_max * s <= T's largest finite value for s up to 2^k with this k (fp8_max's fraction, 1.75
+// or 1.875, is below T's largest, so the exponents decide; the rounded product is at most the
+// exact bound, which is a float). Up to it fp8_store<T> is T's plain rounding; above it (only
+// blocks whose largest element was within a factor 2^7 or 2^8 of T's largest) it may saturate.
 template <class T, fp8_format F>
-inline constexpr int fp8_store_plain_k = (std::is_same_v<T, float16> ? 15 : 127) -
-                                         (F == fp8_format::e4m3 ? 8 : 7);
+inline constexpr float fp8_store_plain_scale = exact_pow2((std::is_same_v<T, float16> ? 15 : 127) -
+                                                          (F == fp8_format::e4m3 ? 8 : 7));
 
 }  // namespace detail
 

@@ -40,11 +40,13 @@ constexpr element_widths widths_of(dtype t, precision p = precision::fp32_partia
 }
 
 // On an fp8 wire (core/wire.hpp) every element that crosses a link, partial sums included, is
-// one byte plus its share of a scale byte per fp8_block_elements: 33/32 bytes, whatever it was
-// before. The cost of a schedule per element count rounds the scales up per transfer
-// (fp8_wire_bytes); in shares of n they are 1/32 of a byte an element exactly.
+// one byte plus its share of a 4-byte scale per fp8_block_elements (128): 33/32 bytes, whatever
+// it was before. The cost of a schedule per element count rounds the scales up per transfer and
+// pads the codes to a multiple of 4 (fp8_wire_bytes); in shares of n they are 1/32 of a byte an
+// element exactly.
 constexpr element_widths fp8_wire_widths(dtype t) {
-  const ratio wire{fp8_block_elements + 1, fp8_block_elements * std::int64_t{size_of(t)}};
+  const ratio wire{fp8_block_elements + fp8_scale_bytes,
+                   fp8_block_elements * std::int64_t{size_of(t)}};
   return {wire, wire};
 }
 

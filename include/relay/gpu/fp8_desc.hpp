@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "relay/core/config.hpp"
+#include "relay/core/fp8_block.hpp"
 #include "relay/gpu/copy_desc.hpp"
 
 namespace relay::gpu {
@@ -16,12 +17,13 @@ namespace relay::gpu {
 inline constexpr int fp8_block_threads = 256;
 inline constexpr int fp8_unroll = 4;
 
-// The 32-element blocks one thread block of the fp8 kernels handles for elements of `bytes`
-// bytes: a block is 32 / (16 / bytes) lanes of one 16-byte access each, so 256 threads hold
-// 256 / that blocks, Unroll times over (float: 128 blocks, 4096 elements; 16-bit: 256, 8192).
+// The fp8 blocks (fp8_block_elements, 128 elements) one thread block of the fp8 kernels handles
+// for elements of `bytes` bytes: a block is 128 / (16 / bytes) lanes of one 16-byte access each
+// (32 for float, one warp; 16 for 16-bit types), so 256 threads hold 256 / that blocks, Unroll
+// times over (float: 32 blocks, 4096 elements; 16-bit: 64, 8192).
 RELAY_HOST_DEVICE constexpr std::uint64_t fp8_tile_blocks(std::size_t bytes,
                                                           int unroll = fp8_unroll) {
-  const auto lanes = static_cast<std::uint64_t>(32 / (16 / bytes));
+  const auto lanes = static_cast<std::uint64_t>(fp8_block_elements / (16 / bytes));
   return static_cast<std::uint64_t>(fp8_block_threads) / lanes * static_cast<std::uint64_t>(unroll);
 }
 
@@ -48,7 +50,7 @@ inline std::uint64_t assign_fp8_tiles(std::span<fp8_desc> descs, std::size_t byt
   std::uint64_t t = 0;
   for (fp8_desc& d : descs) {
     d.first_tile = t;
-    t += tiles_for((d.count + 31) / 32, fp8_tile_blocks(bytes));
+    t += tiles_for(fp8_blocks(d.count), fp8_tile_blocks(bytes));
   }
   return t;
 }

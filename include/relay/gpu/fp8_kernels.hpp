@@ -1,8 +1,9 @@
 // The fp8 wire's kernels, written once for HIP and CUDA:
 //
 //   quantize:              T elements (float, float16, bfloat16; an fp32 partial sum is a float)
-//                          -> a wire image: count fp8 codes, then a scale byte per 32 elements
-//                          (core/fp8_block.hpp's layout, what the host executor's slots hold);
+//                          -> a wire image: count fp8 codes, zeros to a multiple of 4, then a
+//                          4-byte float scale per 128 elements (core/fp8_block.hpp's layout,
+//                          what the host executor's slots hold);
 //   dequantize:            a wire image -> T, stored as fp8_store stores it (the host
 //                          executor's bits);
 //   dequantize-accumulate: dst = acc + the dequantized value, summed in fp32 and rounded once
@@ -13,26 +14,29 @@
 // element to leave the kernels bound by memory, not by arithmetic:
 //
 // - The encoding is a template parameter: no run-time format tests per element.
-// - A block's scale exponent comes from its largest finite magnitude's bits with one add
-//   (fp8_block_exponent_bits), and the scale 2^-k is a power of two, so x * 2^-k is exact (or a
-//   float subnormal, which is fp8's zero either way) and lies within fp8's finite range: the
-//   conversion never saturates and sees no NaN or infinity except where x is one.
+// - A block's scale is fp8_block_scale of its largest finite magnitude (a multiply and two
+//   selects), and every element is divided by it with a correctly rounded division (CUDA's
+//   __fdiv_rn; HIP's default division, which is IEEE's unless built with
+//   -fno-hip-fp32-correctly-rounded-divide-sqrt, which relay's builds never pass), as the host
+//   divides: the quotient lies within 2^e <= fp8's largest, so the conversion never saturates
+//   and sees no NaN or infinity except where x is one.
 // - The fast path (fp8_conversion::fast) converts e4m3 with the hardware on NVIDIA sm_89 and newer
 //   (cvt.rn.satfinite.e4m3x2.f32: two elements per instruction, round to nearest even, fp8
 //   subnormals). Where it differs from the reference it is fixed up: an infinity becomes a NaN
-//   before the conversion (x * 2^-k - (x - x): the hardware would saturate it to 448, the
-//   reference sends NaN), and every NaN code is made the reference's positive 0x7f afterwards, four
-//   codes at a time. 16-bit results are packed by cvt.rn.{bf16,f16}x2.f32 (sm_80 and newer).
+//   before the conversion (x / s - (x - x): the hardware would saturate it to 448, the reference
+//   sends NaN), and every NaN code is made the reference's positive 0x7f afterwards, four codes
+//   at a time. 16-bit results are packed by cvt.rn.{bf16,f16}x2.f32 (sm_80 and newer).
 // - Everything else (e4m3_fnuz on NVIDIA; both encodings on AMD; fp8_conversion::software on any
 //   target) uses core/fp8_block.hpp's branch-free forms: a float add rounds fp8 subnormals, an
 //   integer add normal ones (fp8_encode_in_range); one multiply decodes (fp8_decode).
 // - Decoding is that multiply on every target: it is exact, a handful of ALU operations a code,
 //   and leaves the conversion units (a fraction of the ALUs' rate) to the quantize and the
-//   16-bit stores.
-// - dequantize stores with T's plain rounding unless the block's exponent is large enough for an
-//   arrival to leave T's range (fp8_store_plain_k: k > 119 for float and bf16, k > 7 for fp16,
-//   i.e. blocks whose largest element was within 2^8 of T's largest); such blocks take
-//   fp8_store's saturating path.
+//   16-bit stores. The arrival is the decoded value times the scale, one float rounding (never
+//   fused into the accumulating form's add).
+// - dequantize stores with T's plain rounding unless the block's scale is large enough for a
+//   code's arrival to leave T's range (fp8_store_plain_scale: above 2^119 for float and bf16
+//   on e4m3, 2^7 for fp16, i.e. blocks whose largest element was within 2^8 of T's largest);
+//   such blocks take fp8_store's saturating path.
 //
 // AMD: gfx942 converts e4m3_fnuz in hardware (v_cvt_pk_fp8_f32, v_cvt_f32_fp8) and gfx950 the OCP
 // encoding (v_cvt_scalef32_pk_fp8_f32, which even applies the block scale). Using them here would
@@ -43,13 +47,16 @@
 // with no flush (the mode register's denormal setting applies to these instructions). Until a
 // gfx942 run shows that, AMD takes the software forms, which the [fp8] GPU tests check.
 //
-// A block of 32 elements is `32 / E` lanes, each holding E = 16 / sizeof(T) consecutive
+// A block of 128 elements is `128 / E` lanes, each holding E = 16 / sizeof(T) consecutive
 // elements: one 16-byte load or store where the operands are 16-byte aligned (else E scalar
-// accesses). The block's largest finite magnitude is a max over its lanes by xor shuffles inside
-// the lane group (no shared memory, no barrier); the lanes of a group always take the same
-// branches, so every shuffle has all its lanes. A thread block handles a tile of
-// Groups * Unroll blocks (Groups = 256 / (32 / E)) and each thread keeps Unroll 16-byte loads in
-// flight before it computes.
+// accesses); 32 lanes for float (a whole NVIDIA warp, half an AMD wavefront), 16 for the 16-bit
+// types. The block's largest finite magnitude is a max over its lanes by xor shuffles inside the
+// lane group (no shared memory, no barrier; xor masks below the group's size never leave it, on
+// 32- and 64-lane hardware alike); the lanes of a group always take the same branches, so every
+// shuffle has all its lanes. Lane 0 of a group writes the block's scale (one 4-byte store where
+// the image is 4-byte aligned, as every slot is) and every lane of a group reads it. A thread
+// block handles a tile of Groups * Unroll blocks (Groups = 256 / (128 / E)) and each thread
+// keeps Unroll 16-byte loads in flight before it computes.
 //
 // The GPU executor runs an fp8 copy as a quantize on the sender's lane, the image pushed by the
 // batched copy (or a peer memcpy), and a dequantize on the receiver's lane (exec/gpu/lowering.hpp,
@@ -106,8 +113,9 @@ struct fp8_code_words {
 template <class T>
 struct fp8_shape {
   static constexpr int E = 16 / static_cast<int>(sizeof(T));  // elements per lane
-  static constexpr int Lanes = 32 / E;                        // lanes per 32-element block
+  static constexpr int Lanes = fp8_block_elements / E;        // lanes per block: 32 or 16
   static constexpr int Groups = fp8_block_threads / Lanes;    // blocks per thread block
+  static_assert(Lanes <= 32, "a block's lanes stay within one NVIDIA warp");
   // What the host's fp8 lists count a tile as (fp8_desc.hpp), Unroll times over.
   static_assert(static_cast<std::uint64_t>(Groups) == fp8_tile_blocks(sizeof(T), 1));
 };
@@ -186,7 +194,7 @@ __device__ inline fp8_elements<T> fp8_round(const float (&v)[E]) {
 }
 
 // base + a * b with the product rounded first, as the host does: never one fused multiply-add
-// (which would differ where the product overflows).
+// (which would round once where the host rounds twice).
 __device__ inline float fp8_add_product(float base, float a, float b) {
 #if defined(RELAY_GPU_CUDA)
   return __fadd_rn(base, __fmul_rn(a, b));
@@ -212,7 +220,7 @@ template <int Lanes>
 __device__ inline float fp8_group_max(float v) {
 #if defined(RELAY_GPU_CUDA)
   const unsigned lane = threadIdx.x % 32u;
-  const unsigned mask = (Lanes == 32 ? 0xffffffffu : ((1u << Lanes) - 1u))
+  const unsigned mask = static_cast<unsigned>((std::uint64_t{1} << Lanes) - 1u)
                         << (lane & ~(Lanes - 1u));
 #endif
 #pragma unroll
@@ -249,9 +257,19 @@ __device__ inline float fp8_block_amax(const float (&x)[E]) {
   return amax;
 }
 
-// The codes of E elements of a block whose scale is `down` = 2^-k: fp8_quantize_block's.
+// x / d, correctly rounded, as the host divides (never a reciprocal's approximation).
+__device__ inline float fp8_quotient(float x, float d) {
+#if defined(RELAY_GPU_CUDA)
+  return __fdiv_rn(x, d);
+#else
+  return x / d;
+#endif
+}
+
+// The codes of E elements of a block divided by `divisor` (fp8_divisor of its scale):
+// fp8_quantize_block's.
 template <fp8_format F, fp8_conversion C, int E>
-__device__ inline fp8_code_words<E> fp8_encode(const float (&x)[E], float down) {
+__device__ inline fp8_code_words<E> fp8_encode(const float (&x)[E], float divisor) {
   fp8_code_words<E> out;
 #if RELAY_FP8_CVT_E4M3
   if constexpr (F == fp8_format::e4m3 && C == fp8_conversion::fast) {
@@ -261,9 +279,9 @@ __device__ inline fp8_code_words<E> fp8_encode(const float (&x)[E], float down) 
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const float v = x[4 * i + j];
-        // v * 2^-k - (v - v): minus +0 for a finite v (the product, the sign of a zero kept),
+        // v / d - (v - v): minus +0 for a finite v (the quotient, the sign of a zero kept),
         // minus NaN for an infinity or a NaN, which the conversion then makes a NaN code.
-        y[j] = __fmaf_rn(v, down, -__fsub_rn(v, v));
+        y[j] = __fsub_rn(fp8_quotient(v, divisor), __fsub_rn(v, v));
       }
       unsigned short lo = 0, hi = 0;
       asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(y[1]), "f"(y[0]));
@@ -284,15 +302,34 @@ __device__ inline fp8_code_words<E> fp8_encode(const float (&x)[E], float down) 
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const float v = x[4 * i + j];
-        const std::uint32_t code = fabsf(v) <= 3.4028234663852886e38f
-                                       ? relay::detail::fp8_encode_in_range<F>(v * down)
-                                       : relay::detail::fp8_nan_code(F);
+        const std::uint32_t code =
+            fabsf(v) <= relay::detail::fp8_largest_float
+                ? relay::detail::fp8_encode_in_range<F>(fp8_quotient(v, divisor))
+                : relay::detail::fp8_nan_code(F);
         word |= code << (8 * j);
       }
       out.w[i] = word;
     }
   }
   return out;
+}
+
+// The scale at `at` (an image's fp8_scales_at(count) + 4 b): one 4-byte access where `at` is
+// 4-byte aligned, which it is wherever the image is (every wire slot: 16-byte aligned), else byte
+// by byte. Little-endian, as the host's bytes of a float are on every target.
+__device__ inline float fp8_load_scale(const unsigned char* at) {
+  if (reinterpret_cast<std::uintptr_t>(at) % 4 == 0) return *reinterpret_cast<const float*>(at);
+  return bits_float(std::uint32_t{at[0]} | std::uint32_t{at[1]} << 8 | std::uint32_t{at[2]} << 16 |
+                    std::uint32_t{at[3]} << 24);
+}
+__device__ inline void fp8_store_scale(unsigned char* at, float s) {
+  if (reinterpret_cast<std::uintptr_t>(at) % 4 == 0) {
+    *reinterpret_cast<float*>(at) = s;
+    return;
+  }
+  const std::uint32_t u = float_bits(s);
+  for (int i = 0; i < 4; ++i)
+    at[i] = static_cast<unsigned char>(u >> (8 * i));
 }
 
 // Blocks tile * Groups * Unroll .. + Groups * Unroll - 1 of `count` elements, quantized. Whole:
@@ -302,7 +339,8 @@ __device__ inline void fp8_quantize_blocks(const T* src, unsigned char* wire, st
                                            std::uint64_t tile) {
   using shape = fp8_shape<T>;
   constexpr int E = shape::E, Lanes = shape::Lanes, Groups = shape::Groups;
-  const std::uint64_t blocks = (count + 31) / 32;
+  constexpr std::uint64_t B = fp8_block_elements;
+  const std::uint64_t blocks = fp8_blocks(count), scales = fp8_scales_at(count);
   const std::uint64_t b0 = tile * (Groups * Unroll) + threadIdx.x / Lanes;
   const int sub = static_cast<int>(threadIdx.x % Lanes);
   const bool vector_in = Whole || reinterpret_cast<std::uintptr_t>(src) % 16 == 0;
@@ -310,7 +348,7 @@ __device__ inline void fp8_quantize_blocks(const T* src, unsigned char* wire, st
   float x[Unroll][E];
 #pragma unroll
   for (int u = 0; u < Unroll; ++u) {
-    const std::uint64_t first = (b0 + u * Groups) * 32 + static_cast<std::uint64_t>(sub * E);
+    const std::uint64_t first = (b0 + u * Groups) * B + static_cast<std::uint64_t>(sub * E);
     fp8_load_widened<T, C>(src, first, count, vector_in && (Whole || first + E <= count), x[u]);
   }
 #pragma unroll
@@ -318,10 +356,9 @@ __device__ inline void fp8_quantize_blocks(const T* src, unsigned char* wire, st
     const std::uint64_t b = b0 + u * Groups;
     const float amax = fp8_block_amax<Lanes>(x[u]);
     if (!Whole && b >= blocks) continue;  // the group's lanes agree: the shuffles had them all
-    const int k = relay::detail::fp8_block_exponent_bits<F>(amax);  // in [-127, 121]
-    const float down = bits_float(static_cast<std::uint32_t>(127 - k) << 23);
-    const fp8_code_words<E> codes = fp8_encode<F, C>(x[u], down);
-    const std::uint64_t first = b * 32 + static_cast<std::uint64_t>(sub * E);
+    const float scale = fp8_block_scale(F, amax);
+    const fp8_code_words<E> codes = fp8_encode<F, C>(x[u], fp8_divisor(scale));
+    const std::uint64_t first = b * B + static_cast<std::uint64_t>(sub * E);
     if (vector_out && (Whole || first + E <= count)) {
       using word = fp8_code_word<E>;
       *reinterpret_cast<word*>(wire + first) = __builtin_bit_cast(word, codes);
@@ -331,7 +368,13 @@ __device__ inline void fp8_quantize_blocks(const T* src, unsigned char* wire, st
         if (first + e < count)
           wire[first + e] = static_cast<unsigned char>(codes.w[e / 4] >> (8 * (e % 4)));
     }
-    if (sub == 0) wire[count + b] = static_cast<unsigned char>(static_cast<std::int8_t>(k));
+    if (sub == 0) {
+      fp8_store_scale(wire + scales + fp8_scale_bytes * b, scale);
+      // The last block's lane 0 zeroes the padding (a Whole tile ends at a multiple of 4).
+      if (!Whole && b + 1 == blocks)
+        for (std::uint64_t i = count; i < scales; ++i)
+          wire[i] = 0;
+    }
   }
 }
 
@@ -342,7 +385,8 @@ __device__ inline void fp8_dequantize_blocks(const unsigned char* wire, std::uin
                                              const T* acc, std::uint64_t tile) {
   using shape = fp8_shape<T>;
   constexpr int E = shape::E, Lanes = shape::Lanes, Groups = shape::Groups;
-  const std::uint64_t blocks = (count + 31) / 32;
+  constexpr std::uint64_t B = fp8_block_elements;
+  const std::uint64_t blocks = fp8_blocks(count), scales = fp8_scales_at(count);
   const std::uint64_t b0 = tile * (Groups * Unroll) + threadIdx.x / Lanes;
   const int sub = static_cast<int>(threadIdx.x % Lanes);
   const bool aligned = Whole || (reinterpret_cast<std::uintptr_t>(wire) % 16 == 0 &&
@@ -350,12 +394,12 @@ __device__ inline void fp8_dequantize_blocks(const unsigned char* wire, std::uin
                                  (!Accumulate || reinterpret_cast<std::uintptr_t>(acc) % 16 == 0));
   fp8_code_words<E> codes[Unroll];
   float base[Unroll][E];
-  int k[Unroll];
+  float scale[Unroll];
 #pragma unroll
   for (int u = 0; u < Unroll; ++u) {
     const std::uint64_t b = b0 + u * Groups;
-    const std::uint64_t first = b * 32 + static_cast<std::uint64_t>(sub * E);
-    k[u] = Whole || b < blocks ? static_cast<std::int8_t>(wire[count + b]) : 0;
+    const std::uint64_t first = b * B + static_cast<std::uint64_t>(sub * E);
+    scale[u] = Whole || b < blocks ? fp8_load_scale(wire + scales + fp8_scale_bytes * b) : 0.0f;
     const bool full = aligned && (Whole || first + E <= count);
     if (full) {
       using word = fp8_code_word<E>;
@@ -375,21 +419,20 @@ __device__ inline void fp8_dequantize_blocks(const unsigned char* wire, std::uin
   }
 #pragma unroll
   for (int u = 0; u < Unroll; ++u) {
-    const std::uint64_t first = (b0 + u * Groups) * 32 + static_cast<std::uint64_t>(sub * E);
+    const std::uint64_t first = (b0 + u * Groups) * B + static_cast<std::uint64_t>(sub * E);
     if (!Whole && first >= count) continue;
-    const float up = relay::detail::exact_pow2(k[u]);
     float v[E];
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       const float value =
           relay::detail::fp8_decode<F>((codes[u].w[e / 4] >> (8 * (e % 4))) & 0xffu);
       if constexpr (Accumulate)
-        v[e] = fp8_add_product(base[u][e], value, up);
+        v[e] = fp8_add_product(base[u][e], value, scale[u]);
       else
-        v[e] = value * up;  // exact, or beyond float's range
+        v[e] = value * scale[u];  // one rounding, or beyond float's range
     }
     fp8_elements<T> out;
-    if (Accumulate || k[u] <= relay::detail::fp8_store_plain_k<T, F>) {
+    if (Accumulate || scale[u] <= relay::detail::fp8_store_plain_scale<T, F>) {
       out = fp8_round<T, C>(v);
     } else {  // arrivals may leave T's range: fp8_store saturates them
 #pragma unroll
@@ -412,7 +455,8 @@ __device__ inline void fp8_dequantize_blocks(const unsigned char* wire, std::uin
 template <class T, int Unroll>
 __device__ inline bool fp8_whole_tile(std::uint64_t count, std::uint64_t tile,
                                       std::uintptr_t ptrs) {
-  constexpr std::uint64_t per_tile = static_cast<std::uint64_t>(fp8_shape<T>::Groups) * Unroll * 32;
+  constexpr std::uint64_t per_tile =
+      static_cast<std::uint64_t>(fp8_shape<T>::Groups) * Unroll * fp8_block_elements;
   return (tile + 1) * per_tile <= count && ptrs % 16 == 0;
 }
 
@@ -441,12 +485,12 @@ __device__ inline void fp8_dequantize_tile(const unsigned char* wire, std::uint6
 template <class T, int Unroll>
 RELAY_HOST_DEVICE constexpr std::uint64_t fp8_tiles(std::uint64_t count) {
   constexpr std::uint64_t per_tile = static_cast<std::uint64_t>(fp8_shape<T>::Groups) * Unroll;
-  return ((count + 31) / 32 + per_tile - 1) / per_tile;
+  return (fp8_blocks(count) + per_tile - 1) / per_tile;
 }
 
 }  // namespace detail
 
-// `wire` receives fp8_wire_bytes(count) bytes: the codes, then the scales.
+// `wire` receives fp8_wire_bytes(count) bytes: the codes, their padding, then the scales.
 template <class T, fp8_format F, fp8_conversion C = fp8_conversion::fast, int Unroll = fp8_unroll>
 __global__ void __launch_bounds__(fp8_block_threads)
     fp8_quantize_kernel(const T* src, unsigned char* wire, std::uint64_t count) {

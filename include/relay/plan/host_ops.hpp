@@ -89,24 +89,26 @@ inline const std::array<float, 256>& fp8_values(fp8_format f) {
 }
 
 // The two ends of a copy on an fp8 wire (plan::crosses_wire). The sending end quantizes the
-// op's source into an image (fp8_block.hpp: codes, then a scale byte per block) at `image`; the
-// receiving end dequantizes an image into the op's destination. Each reads and writes only what
-// the plan gives it, as a GPU's passes would.
+// op's source into an image (fp8_block.hpp: the codes, zero padding to a multiple of 4, then a
+// 4-byte scale per block) at `image`; the receiving end dequantizes an image into the op's
+// destination. Each reads and writes only what the plan gives it, as a GPU's passes would.
 template <class Address>
 void host_fp8_quantize(const plan& p, const plan_op& op, void* image, Address&& address) {
   const fp8_format f = fp8_format_of(p.wire.taken);
   const auto* from = address(p.sources_of(op)[0]);
   const std::size_t count = op.count;
   auto* codes = static_cast<std::uint8_t*>(image);
+  const std::size_t scales = fp8_scales_at(count);
   for (std::size_t first = 0, block = 0; first < count; first += fp8_block_elements, ++block) {
     const int n = static_cast<int>(std::min<std::size_t>(fp8_block_elements, count - first));
     std::array<float, fp8_block_elements> x{};
     for (int k = 0; k < n; ++k)
       x[static_cast<std::size_t>(k)] = host_load_float(p.type, (op.partial_mask & 1u) != 0, from,
                                                        first + static_cast<std::size_t>(k));
-    const std::int8_t scale = fp8_quantize_block(f, x.data(), n, codes + first);
-    std::memcpy(codes + count + block, &scale, 1);
+    const float scale = fp8_quantize_block(f, x.data(), n, codes + first);
+    std::memcpy(codes + scales + block * fp8_scale_bytes, &scale, fp8_scale_bytes);
   }
+  if (scales > count) std::memset(codes + count, 0, scales - count);
 }
 
 template <class Address>
@@ -117,13 +119,13 @@ void host_fp8_dequantize(const plan& p, const plan_op& op, const void* image, Ad
   const bool partial = (op.partial_mask & partial_dst_bit) != 0;
   auto* to = address(op.dst);
   const std::array<float, 256>& value = fp8_values(f);
-  for (std::size_t first = 0; first < count; first += fp8_block_elements) {
-    std::int8_t scale;
-    std::memcpy(&scale, codes + count + first / fp8_block_elements, 1);
-    const float up = detail::exact_pow2(scale);  // fp8_dequantize: code's value times 2^k
+  const std::size_t scales = fp8_scales_at(count);
+  for (std::size_t first = 0, block = 0; first < count; first += fp8_block_elements, ++block) {
+    float scale;
+    std::memcpy(&scale, codes + scales + block * fp8_scale_bytes, fp8_scale_bytes);
     const std::size_t last = std::min<std::size_t>(count, first + fp8_block_elements);
-    for (std::size_t i = first; i < last; ++i)
-      host_store_arrived(p.type, partial, to, i, value[codes[i]] * up, !fp8_is_nan(f, codes[i]));
+    for (std::size_t i = first; i < last; ++i)  // fp8_dequantize: the code's value times the scale
+      host_store_arrived(p.type, partial, to, i, value[codes[i]] * scale, !fp8_is_nan(f, codes[i]));
   }
 }
 

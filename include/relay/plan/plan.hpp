@@ -60,9 +60,10 @@ inline std::string describe(const wire_choice& w) {
   return s;
 }
 
-// Where one fp8 transfer's encoded bytes (fp8_wire_bytes(count): the codes, then a scale byte
-// per block) lie: in the sender's scratch, where it quantizes them, and in the receiver's, where
-// they arrive and it dequantizes them. Byte offsets into each rank's scratch area.
+// Where one fp8 transfer's encoded bytes (fp8_wire_bytes(count): the codes, padded to a multiple
+// of 4, then a 4-byte scale per block) lie: in the sender's scratch, where it quantizes them, and
+// in the receiver's, where they arrive and it dequantizes them. Byte offsets into each rank's
+// scratch area.
 struct wire_slot {
   std::uint64_t send = 0, recv = 0;
   friend constexpr bool operator==(const wire_slot&, const wire_slot&) = default;
@@ -116,7 +117,7 @@ struct plan {
            sources[o.first_source].rank != o.dst.rank;
   }
   // Bytes `o` puts on the link between its ranks: none for a local copy or a reduction;
-  // fp8_wire_bytes(count) (a code each, a scale byte per block) on an fp8 wire; natively its
+  // fp8_wire_bytes(count) (a code each, a 4-byte scale per block) on an fp8 wire; natively its
   // count at its width.
   std::uint64_t link_bytes(const plan_op& o) const {
     if (o.phase != phase::transfer || sources[o.first_source].rank == o.dst.rank) return 0;

@@ -575,7 +575,7 @@ class control_plane final : public announcer, no_copy {
   std::mutex publishing_;  // steps and plans, published from any thread
   std::vector<std::byte> scratch_ = std::vector<std::byte>(1 << 16);
   std::atomic<std::uint64_t> published_{0};  // the publisher: call-stream records written
-  std::uint64_t last_call_ = 0;  // the publisher: the last sequence of the last call announced
+  std::uint64_t last_call_ = 0;      // the publisher: the last sequence of the last call announced
   std::uint64_t taken_ = 0;          // a serving rank: call-stream records read
   std::uint64_t last_sequence_ = 0;  // a serving rank: the call of the last record read
   std::uint64_t next_epoch_ = 0;     // the publisher: the plan stream's next epoch

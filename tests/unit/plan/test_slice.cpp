@@ -128,8 +128,8 @@ namespace {
 
 // Three ranks, float32, an fp8 wire. Phase 0: rank 0 pushes 64 elements into rank 2's output
 // [0, 256); phase 1: rank 1 pushes 64 into rank 2's output [256, 512). The outputs are apart,
-// but both images (64 codes + 2 scale bytes) go through rank 2's receive slot at scratch [0, 66),
-// reused from phase to phase; the send slots are at 0 in the senders' scratch.
+// but both images (64 codes + a 4-byte scale) go through rank 2's receive slot at scratch
+// [0, 68), reused from phase to phase; the send slots are at 0 in the senders' scratch.
 plan two_images_one_slot() {
   plan p;
   p.spec.ranks = 3;
@@ -153,7 +153,7 @@ TEST_CASE("an fp8 image into a receive slot a slower peer still fills waits for 
   const plan_slice s1 = slice_plan(p, 1);
   REQUIRE(s1.phases.size() == 1);
   CHECK(s1.phases[0].waits == waits{{0, 0}, {2, call_entry}});
-  // A receive slot of its own (at 80, past the first image's 66 bytes): only the entry wait.
+  // A receive slot of its own (at 80, past the first image's 68 bytes): only the entry wait.
   p.wire_slots[1].recv = 80;
   CHECK(slice_plan(p, 1).phases[0].waits == waits{{2, call_entry}});
   // Natively the two pushes never meet.
@@ -165,7 +165,7 @@ TEST_CASE(
     "receiver ends: the receiver dequantizes in an arrival of its own, a mark after the phase",
     "[plan][slice][wire]") {
   // two_images_one_slot with the ipc transport's ends: the senders quantize into rank 2's
-  // receive slot [0, 66), rank 2 dequantizes each image into its output in the phase's arrival.
+  // receive slot [0, 68), rank 2 dequantizes each image into its output in the phase's arrival.
   plan p = two_images_one_slot();
   const plan_slice s0 = slice_plan(p, 0, fp8_ends::receiver);
   const plan_slice s1 = slice_plan(p, 1, fp8_ends::receiver);

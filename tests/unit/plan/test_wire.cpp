@@ -148,10 +148,10 @@ TEST_CASE("below the threshold the call runs natively and says so", "[plan][wire
 
 TEST_CASE("an fp8 plan's link bytes: a code per element and a scale per block", "[plan][wire]") {
   // A = N = 2, direct allreduce of 100 float32: each rank sends its 100 elements to the other's
-  // scratch (one step, then a local reduction). Natively 400 bytes each way; fp8 100 +
-  // ceil(100/32) = 104. The wire area of each rank, after its 400 bytes of scratch (a 512-byte
-  // area), holds its send slot and its receive slot, 104 bytes each rounded to 112: 224, rounded
-  // to a 256-byte area.
+  // scratch (one step, then a local reduction). Natively 400 bytes each way; fp8 100 codes (a
+  // multiple of 4: no padding) and one 4-byte scale = 104. The wire area of each rank, after its
+  // 400 bytes of scratch (a 512-byte area), holds its send slot and its receive slot, 104 bytes
+  // each rounded to 112: 224, rounded to a 256-byte area.
   plan p;
   plan_request q = wire_request(collective::allreduce, 2, 2, route::direct, 100, dtype::float32,
                                 wire_format::fp8_e4m3, 0);
@@ -168,7 +168,8 @@ TEST_CASE("an fp8 plan's link bytes: a code per element and a scale per block", 
 TEST_CASE("an fp8 plan's link bytes follow the model's 33/32 bytes an element",
           "[plan][wire][cost]") {
   // A=2 fused allreduce, N=8, n = 2^20 bf16: every link direction carries n/8 in each of 2
-  // steps (the model's n/4), on fp8 n/8 + n/256 bytes per step: 2 * (131072 + 4096) per link.
+  // steps (the model's n/4), on fp8 n/8 codes and a 4-byte scale per 128 of them, n/8 + n/256
+  // bytes per step: 2 * (131072 + 4096) per link.
   plan p;
   const std::int64_t n = std::int64_t{1} << 20;
   REQUIRE(make_plan(wire_request(collective::allreduce, 2, 8, route::relay, n, dtype::bfloat16,

@@ -16,8 +16,11 @@
 //      read no record and raise no mark: a refusal runs this entry, whatever its peers' form);
 //   2. every block waits for every peer's entry mark of the call, or its words;
 //   3. every block judges all records with judge(): the same records everywhere, so the same
-//      verdict everywhere. Anything but `go` makes the rank give up (the report says which
-//      verdict) before any data moves or any user memory is touched, on every rank alike.
+//      verdict everywhere. Anything but `go` makes every rank skip the call: no data moves and no
+//      user memory is touched, on every rank alike, and the ranks go on with the next call. The
+//      first block to reach such a verdict raises the rank's `skipped` word to the call, which
+//      the call's later stages read (they skip their waits and work, and publish their marks),
+//      and records the call in the host block (ipc::failed_call) for the host to report.
 // Every other stage
 //   1. waits for the stage's signals (slice_wait: a peer finished a phase), one thread per wait
 //      in every block, polling the rank's own copy of that peer's word;
@@ -83,6 +86,7 @@ struct ipc_control {
   std::uint64_t signal[max_ranks];  // rank q's latest mark (raised, never lowered)
   std::uint64_t call;               // calls entered
   std::uint64_t aborted;            // 0, or the call in which this rank gave up; never cleared
+  std::uint64_t skipped;            // the last call whose agreement was not `go` (0: none)
   std::uint32_t arrived;            // blocks of the running stage that are done (reset by the last)
   std::uint32_t generation;         // the one-shot kernel's grid barrier: stages passed, ever
   // Where this rank's output of its current call is (ipc_env::out_slot, out_offset), written by
@@ -133,6 +137,9 @@ struct ipc_env {
   // 1: some rank is on another device, so marks are ordered at system scope; 0: every rank
   // shares this device, and device scope suffices (transport/ipc/signals.hpp).
   std::uint32_t system = 1;
+  // Non-zero for a later piece of a call in pieces (plan/pieces.hpp): void where the call's first
+  // piece was skipped (ipc_void_piece).
+  std::uint32_t piece = 0;
 };
 
 // A wait's rare paths (its look at the clock, the peers' words and the host's flag; every way of
@@ -225,6 +232,21 @@ RELAY_IPC_COLD __device__ inline void ipc_peer_failed(const ipc_env& env, std::u
   const bool named = first.code != ipc::report_ok;  // else its alarm has not landed: its mark alone
   ipc_give_up(env, ipc::report_peer_gave_up, first, q, call,
               named && first.code == ipc::report_aborted ? env.me->texts[first.by] : nullptr);
+}
+
+// Whether `call` is one this rank's agreement skipped (its later stages then skip too).
+__device__ inline bool ipc_skipped(const ipc_env& env, std::uint64_t call) {
+  return *static_cast<volatile std::uint64_t*>(&env.me->skipped) == call;
+}
+
+// Whether this launch is a later piece of a call whose first piece this rank skipped (the last
+// call it entered): void, on every rank alike (each skipped that first piece): it enters nothing,
+// advances no counter and raises no mark (transport/transport.hpp). Read by every block of an
+// entry before anything else; nothing writes these words while it runs.
+__device__ inline bool ipc_void_piece(const ipc_env& env) {
+  if (env.piece == 0) return false;
+  const std::uint64_t last = *static_cast<volatile std::uint64_t*>(&env.me->call);
+  return last != 0 && ipc_skipped(env, last);
 }
 
 // While waiting: whether another peer gave up (a scan of this rank's own copies of their words);
@@ -373,6 +395,10 @@ __device__ inline bool ipc_wait_own(const ipc_env& env, std::uint64_t call, Done
 template <int Block>
 __device__ inline bool ipc_stage_waits(const ipc_env& env, const ipc_stage& s, std::uint64_t call,
                                        std::uint32_t& give_up) {
+  // A call the agreement skipped: no waits, no work, on every rank alike.
+  if (threadIdx.x == 0) give_up = ipc_skipped(env, call) ? 1u : 0u;
+  __syncthreads();
+  if (give_up != 0) return true;
   for (std::uint32_t i = threadIdx.x; i < s.wait_count; i += Block)
     if (ipc_aborted(env) == 0) ipc_wait_for(env, s.waits[i], call);
   __syncthreads();
@@ -489,36 +515,39 @@ __device__ inline bool ipc_wait_entry(const ipc_env& env, std::uint32_t q, std::
   }
 }
 
-// A verdict other than `go`: the first block to reach it gives up for the rank and writes the
-// report (out of line: no call that goes on runs it).
-RELAY_IPC_COLD __device__ inline void ipc_give_up_on(const ipc_env& env, std::uint64_t call,
-                                                     const verdict& v,
-                                                     const entry_record* records) {
-  if (atomicCAS(reinterpret_cast<unsigned long long*>(&env.me->aborted), 0ull,
-                static_cast<unsigned long long>(call)) != 0ull)
+// A verdict other than `go`: the call is skipped on every rank (each judges the same records).
+// The first block of this rank to reach it raises `skipped` to the call and records the call in
+// the host block's ring (out of line: no call that goes on runs it). Calls run one after another
+// on a rank, so one block at a time writes the ring.
+RELAY_IPC_COLD __device__ inline void ipc_skip_call(const ipc_env& env, std::uint64_t call,
+                                                    const verdict& v, const entry_record* records) {
+  if (atomicMax(reinterpret_cast<unsigned long long*>(&env.me->skipped),
+                static_cast<unsigned long long>(call)) >= call)
     return;
-  // No alarm: every rank reaches this verdict alone, from the same records.
-  ipc_raise_all(env, signal_mark(call, signal_abort));
-  volatile ipc::report* r = &env.host->rep;
-  r->call = call;
-  ipc::note_verdict(r->verdict, v, records, static_cast<int>(env.ranks));
-  if (v.kind == verdict_kind::refused_by_peer) ipc_copy_text(r->text, env.me->texts[v.rank]);
+  volatile ipc::host_block* h = env.host;
+  const std::uint64_t n = h->failed_written;
+  volatile ipc::failed_call* f = &h->failed[n % ipc::failed_call_slots];
+  f->call = call;
+  ipc::note_verdict(f->verdict, v, records, static_cast<int>(env.ranks));
+  if (v.kind == verdict_kind::refused_by_peer)
+    ipc_copy_text(f->text, env.me->texts[v.rank]);
+  else
+    f->text[0] = 0;
   __threadfence_system();
-  r->code = ipc::report_verdict;
+  h->failed_written = n + 1;
 }
 
 // The verdict of every rank's record (`records`, shared, indexed by rank), judged by thread 0 of
-// the block once every thread has stored its part: true when the rank gives up (`stopped`: a wait
-// of the block failed or the rank had given up; else the verdict is not `go`), the same answer for
-// every thread of the block. The first block to reach a verdict other than `go` gives up for the
-// rank and writes the report.
+// the block once every thread has stored its part: true when the call stops here (`stopped`: a
+// wait of the block failed or the rank had given up; else the verdict is not `go`: the call is
+// skipped, ipc_skip_call), the same answer for every thread of the block.
 __device__ inline bool ipc_decide(const ipc_env& env, std::uint64_t call, std::uint32_t& give_up,
                                   const entry_record* records, bool stopped) {
   if (threadIdx.x == 0) {
     const std::uint32_t me = env.rank;
     if (!stopped) {
       const verdict v = judge(records, static_cast<int>(env.ranks), static_cast<int>(me));
-      if (v.kind != verdict_kind::go) ipc_give_up_on(env, call, v, records);
+      if (v.kind != verdict_kind::go) ipc_skip_call(env, call, v, records);
       give_up = v.kind != verdict_kind::go ? 1u : 0u;
     } else {
       give_up = 1;
@@ -732,6 +761,7 @@ __global__ void __launch_bounds__(Block)
   __shared__ std::int64_t delta[ipc_delta_count];
   __shared__ detail::ipc_entry_shared entry;  // the entry's only
   const ipc_stage s = *stage;
+  if (s.enter != 0 && detail::ipc_void_piece(env)) return;
   // Every block reads the counter before the last block of an entry launch advances it.
   const std::uint64_t call =
       *static_cast<volatile std::uint64_t*>(&env.me->call) + (s.enter != 0 ? 1 : 0);
@@ -760,6 +790,7 @@ __global__ void __launch_bounds__(Block)
   __shared__ std::uint32_t give_up, stuck;
   __shared__ std::int64_t delta[ipc_delta_count];
   __shared__ detail::ipc_entry_shared entry;
+  if (detail::ipc_void_piece(env)) return;
   if (threadIdx.x == 0) stuck = 0;
   volatile std::uint32_t* generation = &env.me->generation;
   std::uint32_t seen = *generation;  // read by every block before the first barrier moves it

@@ -287,6 +287,23 @@ class area : no_copy {
   }
   // The report as the device last wrote it (code first; see ipc::report).
   ipc::report report() const { return host_ == nullptr ? ipc::report{} : settled(host_->rep); }
+  // The failed calls the device recorded so far (ipc::host_block::failed_written), and the
+  // record of failed call `n` (0, 1, ...: the ring's [n % slots]) as it is now: `kept` false where
+  // the device has written over it since (the reader fell more than the ring behind).
+  std::uint64_t failed_written() const {
+    if (host_ == nullptr) return 0;
+    const std::uint64_t n = *static_cast<const volatile std::uint64_t*>(&host_->failed_written);
+    std::atomic_thread_fence(std::memory_order_acquire);  // the records it counts
+    return n;
+  }
+  ipc::failed_call failed(std::uint64_t n, bool& kept) const {
+    ipc::failed_call f;
+    std::memcpy(&f, const_cast<const ipc::failed_call*>(&host_->failed[n % ipc::failed_call_slots]),
+                sizeof f);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    kept = failed_written() < n + ipc::failed_call_slots;
+    return f;
+  }
   // What this rank's host raised for its kernels (code report_ok: nothing).
   ipc::alarm_record raised() const {
     return host_ == nullptr ? ipc::alarm_record{} : settled(host_->raised);

@@ -11,11 +11,14 @@
 //   2. judge: every block polls every peer's entry words until they name this call, and judges
 //      all records with the agreement's rule (kernels.hpp), so nothing is read or written before
 //      every rank agreed (a refusing rank, or one with another plan, never raises the flags
-//      waited for next);
+//      waited for next); a verdict other than `go` skips the call on every rank, as the plan's
+//      kernels do (kernels.hpp);
 //   3. wait for the ready flags of every member that staged its input (blocks 1.. of its grid: a
 //      copy's tiles need not be a read's); a registered input was ready before the call began;
-//   4. sum its tiles of the members' inputs, read where each member keeps it, into this rank's
-//      output (always the caller's buffer: only this rank writes it);
+//   4. look once more for a peer that gave up on the call (it timed out waiting for a rank that
+//      came late), and stop before writing anything if one did; else sum its tiles of the
+//      members' inputs, read where each member keeps it, into this rank's output (always the
+//      caller's buffer: only this rank writes it);
 //   5. tell each member that block b is done reading its input, and wait for every reader's
 //      block b to say the same of this rank's, so that no input is written while a peer still
 //      reads it once this kernel has ended (the next call's copy in, or the caller's stream).
@@ -200,6 +203,7 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   __shared__ std::uint64_t gave_up_in;  // this rank's sticky word when the kernel began
   __shared__ std::uint32_t missing;     // a wait of this block failed
   __shared__ std::uint64_t stamps[ipc::trace_points];
+  if (detail::ipc_void_piece(env)) return;
   // The loads of this rank's own words first, all in flight together (each is a trip to memory
   // that nothing before needs): the call counter, this rank's sticky word (thread 0), and a
   // captured call's input place (ipc/graph_inputs.hpp; the same word for every thread and block).
@@ -313,6 +317,15 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
       w.peer = q;
       if (!detail::ipc_wait_flag(env, &env.me->pull_flags[0][b][q], w, call)) missing = 1;
     }
+    __syncthreads();
+    stop = missing != 0;
+  }
+  // A peer that gave up on this call (it waited for a rank past the timeout, or its host found
+  // one gone) ends it here, before this block writes any output: one outcome per call. (A peer
+  // that gives up while the sum is written is found at the end: the call fails then.)
+  if (!stop) {
+    __syncthreads();
+    if (threadIdx.x == 0 && detail::ipc_peers_gave_up(env, call)) missing = 1;
     __syncthreads();
     stop = missing != 0;
   }

@@ -8,7 +8,9 @@
 // gone, abort() on its host) writes what it found into every peer's control block, then raises
 // its abort mark there; a peer that sees the mark, whatever it waits for, gives up and passes the
 // same alarm on, so every rank's error names the rank that failed first. A verdict that is not
-// `go` needs no alarm: every rank judges the same records and reaches it alone.
+// `go` is no failure of the transport: every rank judges the same records, skips the call alone
+// (no data moves) and goes on; the entry kernel records the call in the host block's ring of
+// failed calls (failed_call), which the host reads when it asks (transport::take_failed_call).
 #pragma once
 
 #include <algorithm>
@@ -34,7 +36,6 @@ enum report_code : std::uint32_t {
   report_ok = 0,
   report_timed_out = 1,     // a wait outlasted the timeout
   report_peer_gave_up = 2,  // a peer's abort mark; report::first is its alarm
-  report_verdict = 3,       // the call's agreement was not `go` (report::judged)
   report_peer_exited = 4,   // this rank's host found a peer process gone
   report_aborted = 5,       // abort() on the host of alarm::by
 };
@@ -63,7 +64,7 @@ struct alarm_record {
 };
 static_assert(sizeof(alarm_record) == 32);
 
-// The verdict of a call whose agreement failed, and the records it was judged from.
+// The verdict of a call whose agreement did not let it go, and the records it was judged from.
 struct judged {
   std::uint32_t kind = 0;  // relay::verdict_kind
   std::int32_t rank = -1, other = -1;
@@ -79,9 +80,19 @@ struct report {
   std::uint32_t via = 0;       // report_peer_gave_up: the rank whose abort mark this rank saw
   std::uint64_t call = 0;      // this rank's call when it gave up
   alarm_record first;          // the failure (first.by is this rank when it found it itself)
-  judged verdict;              // report_verdict
   char text[text_bytes] = {};  // the reason text of the rank the failure names, if it gave one
 };
+
+// A call whose agreement was not `go` (every rank skipped it): its verdict and the records it was
+// judged from, and the reason text of the peer that refused it, where one did.
+struct failed_call {
+  std::uint64_t call = 0;
+  judged verdict;
+  char text[text_bytes] = {};
+};
+// The host block's ring of them: the device writes call n's record at [n % slots], then counts
+// it; the host reads those it has not read, and says how many it missed when it fell behind.
+inline constexpr int failed_call_slots = 8;
 
 // The host block: host memory mapped into the device, one per rank. The kernels write `rep` and
 // poll `raised` (this rank's host tells its kernels to stop: a dead peer, abort()); the host
@@ -93,6 +104,8 @@ inline constexpr int trace_points = 9, trace_calls = 64;
 
 struct host_block {
   report rep;
+  failed_call failed[failed_call_slots];
+  std::uint64_t failed_written = 0;  // failed calls recorded so far (after a system fence)
   alarm_record raised;
   char own_text[text_bytes] = {};
   alarm_record leaving;  // abort(): this rank's alarm for its peers
@@ -150,20 +163,19 @@ inline std::string waited_for(const alarm_record& a) {
 struct call_counts {
   std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0;
   std::uint64_t pull = 0;     // of the one-shot calls, those of the pull form (ipc/pull.hpp)
-  std::uint64_t entries = 0;  // calls entered, refused ones too (the device's call counter)
+  std::uint64_t entries = 0;  // entries launched, refused ones and void pieces too
   // Pull calls captured with a staged input (each given a word), and of those the inputs that
   // register_graph_inputs let replays read in place (ipc/graph_inputs.hpp).
   std::uint64_t captured_inputs = 0, graph_inputs = 0;
 };
 
-// What the host knows beside a report: who this rank is, its timeout, the peers' process ids,
-// its own refusal of the call it refused (if any) and why it aborted (if it did).
+// What the host knows beside a report: who this rank is, its timeout, the peers' process ids
+// and why it aborted (if it did).
 struct report_context {
   int me = 0;
   int ranks = 0;
   long long timeout_ms = 0;
   std::span<const std::uint64_t> pids;
-  status own_refusal;
   status aborted;
 };
 
@@ -199,17 +211,21 @@ inline status alarm_status(const alarm_record& a, const std::string& text,
   }
 }
 
+// A failed call's record as its status: the host transports' words for the same verdict
+// (verdict_status), naming the call. `own`: this rank's refusal of it, where it refused.
+inline status failed_call_status(const failed_call& f, const status& own) {
+  const judged& j = f.verdict;
+  const verdict v{static_cast<verdict_kind>(j.kind), j.rank, j.other};
+  const std::string text = text_of(f.text);
+  return verdict_status(v, j.records, static_cast<int>(j.ranks), own, f.call,
+                        [&](int q) { return q == j.rank ? text : std::string(); });
+}
+
 // The report as this rank's status (ok when the device reported nothing).
 inline status report_status(const report& r, const report_context& c) {
   const std::string text = text_of(r.text);
   switch (r.code) {
     case report_ok: return {};
-    case report_verdict: {
-      const judged& j = r.verdict;
-      const verdict v{static_cast<verdict_kind>(j.kind), j.rank, j.other};
-      return verdict_status(v, j.records, static_cast<int>(j.ranks), c.own_refusal, r.call,
-                            [&](int q) { return q == j.rank ? text : std::string(); });
-    }
     case report_peer_gave_up: {
       if (r.first.code == report_ok)  // its alarm had not landed: its abort mark alone
         return {errc::peer_error,

@@ -151,6 +151,28 @@ class transport final : public relay::transport, public hosted::stream_side {
   fp8_ends wire_ends() const override { return fp8_ends::receiver; }
   bool broken() const override { return !current().ok(); }
   status async_status() const override { return current(); }
+  // The calls this rank's device skipped on a verdict other than `go` (every rank skipped them),
+  // oldest first, each once; not those this rank refused itself (its record says so: run()
+  // returned its refusal).
+  status take_failed_call() override {
+    const std::uint64_t written = area_.failed_written();
+    const auto me = static_cast<std::size_t>(boot_->rank());
+    while (failed_read_ < written) {
+      const std::uint64_t n = failed_read_++;
+      bool kept = true;
+      const failed_call f = area_.failed(n, kept);
+      if (!kept) {  // fell behind the ring: say so, from the oldest record still there
+        const std::uint64_t missed = written - ipc::failed_call_slots - n;
+        failed_read_ = written - ipc::failed_call_slots;
+        return {errc::peer_error, std::to_string(missed + 1) +
+                                      " calls failed on the device before this rank looked "
+                                      "(their records were written over); the next ones follow"};
+      }
+      if (me < f.verdict.ranks && f.verdict.records[me].code != 0) continue;
+      return failed_call_status(f, {});
+    }
+    return {};
+  }
 
   // This rank leaves: its kernels stop at their next look at the host's flag, and every peer is
   // told at once (its alarm, its reason and its dead mark copied into their control blocks, with
@@ -228,6 +250,7 @@ class transport final : public relay::transport, public hosted::stream_side {
     ipc_env env =
         area_.env(static_cast<std::uint64_t>(call.timeout.count()) * ticks_per_ms_, ticks_per_ms_);
     env.record = record_of(call);
+    env.piece = call.piece != 0 ? 1 : 0;
     env.system = ranks_on_device_ < area_.ranks() ? 1 : 0;
     // Whether this rank accepts the call: not where its arguments or buffers were refused
     // (call.local), nor where it cannot run the call's plan. Either way the rank still takes part
@@ -281,7 +304,6 @@ class transport final : public relay::transport, public hosted::stream_side {
     c.ranks = area_.ranks();
     c.timeout_ms = timeout_ms_;
     c.pids = area_.pids();
-    c.own_refusal = refusal_;
     c.aborted = aborted_;
     return c;
   }
@@ -315,17 +337,16 @@ class transport final : public relay::transport, public hosted::stream_side {
   }
 
   // This rank refuses the call: the entry alone (the agreement, with this rank's record saying
-  // why and its text for the peers), nothing else; then the rank stays given up.
+  // why and its text for the peers), nothing else. Every rank skips the call on the device and
+  // goes on; the peers learn of it from its record (take_failed_call), this rank from `why`.
   status refuse(const status& why, ipc_env& env, gpu::rt::stream_t stream) {
     entries_seen_.store(++counts_.entries);
     env.record.code = static_cast<std::uint8_t>(why.code());
     area_.set_own_text(why.message());
-    if (refusal_.ok()) refusal_ = why;
     const gpu::rt::error_t e =
         launch_step_kernel(dtype::float32, false, 1, stream, programs_.bare_entry(), {}, 0, env);
     if (e != gpu::rt::success)
       return fail(gpu::failure("launching the ipc entry kernel", device_, e));
-    if (broken_.ok()) broken_ = why;  // its peers learn of it from its record
     return why;
   }
 
@@ -509,10 +530,10 @@ class transport final : public relay::transport, public hosted::stream_side {
   call_counts counts_;
   long long timeout_ms_ = 0;
   status broken_;
-  status refusal_;             // this rank's first refusal (a verdict of refused_here returns it)
-  status aborted_;             // why abort() was called
-  ipc_peers peers_{};          // every rank's control block here (the pull kernel's argument)
-  graph_inputs graph_inputs_;  // captured inputs' words, and which registrations are graphs'
+  std::uint64_t failed_read_ = 0;  // the device's failed calls read (take_failed_call)
+  status aborted_;                 // why abort() was called
+  ipc_peers peers_{};              // every rank's control block here (the pull kernel's argument)
+  graph_inputs graph_inputs_;      // captured inputs' words, and which registrations are graphs'
   program_cache programs_;
   gpu::rt::stream_t own_ = nullptr;  // stream_side: a hosted rank's calls run here
   gpu::rt::event_t forked_ = nullptr, joined_ = nullptr;

@@ -216,8 +216,9 @@ plan_request fp8_exchange_request() {
 TEST_CASE("lowering: an fp8 copy is quantize, push of its image, dequantize", "[gpu][lowering]") {
   // The exchange-and-sum of two bf16 ranks on the fp8 wire (e4m3), made by make_plan: A = N = 2
   // direct allreduce of 1000 elements. Its transfer phase becomes three: each rank quantizes its
-  // input into its send slot, pushes the 1000 + 32 byte image to the other's receive slot, and the
-  // other dequantizes it into its scratch; then the reductions, as before.
+  // input into its send slot, pushes the image (1000 codes and 8 scales of 4 bytes: 1032 bytes)
+  // to the other's receive slot, and the other dequantizes it into its scratch; then the
+  // reductions, as before.
   plan p;
   plan_request q = fp8_exchange_request();
   REQUIRE(make_plan(q, p));
@@ -304,15 +305,15 @@ TEST_CASE("lowering: an fp8 image between two ranks of one device still names it
 }
 
 TEST_CASE("lowering: a lane's fp8 ends go as one list per element width", "[gpu][lowering]") {
-  // Tiles of 256 blocks (8192 elements) for 16-bit ends, 128 blocks (4096) for floats; every end
-  // takes at least one tile, in order; the 16-bit list first.
+  // Tiles of 64 blocks of 128 (8192 elements) for 16-bit ends, 32 blocks (4096) for floats; every
+  // end takes at least one tile, in order; the 16-bit list first.
   int x[8];
   const std::vector<gpu::lowered_fp8> ends = {
-      {&x[0], &x[1], 1000, false},          // 32 blocks: 1 tile
-      {&x[2], &x[3], 4096, true},           // 128 blocks: 1 tile
-      {&x[4], &x[5], 3 * 8192 + 1, false},  // 769 blocks: 4 tiles
+      {&x[0], &x[1], 1000, false},          // 8 blocks: 1 tile
+      {&x[2], &x[3], 4096, true},           // 32 blocks: 1 tile
+      {&x[4], &x[5], 3 * 8192 + 1, false},  // 193 blocks: 4 tiles
       {&x[6], &x[7], 0, false},             // none: 1 tile, which writes nothing
-      {&x[1], &x[0], 4097, true},           // 129 blocks: 2 tiles
+      {&x[1], &x[0], 4097, true},           // 33 blocks: 2 tiles
   };
   const std::vector<gpu::fp8_batch> lists = gpu::batch_fp8(ends, 2);
   REQUIRE(lists.size() == 2);

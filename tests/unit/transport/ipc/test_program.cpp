@@ -242,9 +242,9 @@ TEST_CASE(
     "arrival dequantizes",
     "[transport][ipc][fp8]") {
   // Each rank sends its 32 bf16 (64 bytes) into the other's output over an OCP e4m3 wire; an
-  // image is 33 bytes (32 codes and a scale), its receiving slot at 48 of the receiver's scratch:
-  // rank 0's scratch at 512 of its area (input at 0, output at 256), rank 1's at 768 (its output
-  // area of 300 bytes rounds up to 512).
+  // image is 36 bytes (32 codes and a 4-byte scale), its receiving slot at 48 of the receiver's
+  // scratch: rank 0's scratch at 512 of its area (input at 0, output at 256), rank 1's at 768
+  // (its output area of 300 bytes rounds up to 512).
   test::plan_builder b(2, dtype::bfloat16);
   b.sizes(0, 64, 64, 96);
   b.sizes(1, 64, 300, 96);

@@ -1,7 +1,8 @@
 // The ipc transport's reports (transport/ipc/report.hpp), without a device: the verdict the entry
-// kernel records (note_verdict, the very function the kernel runs) read back as the host
-// transports' status (verdict_status of transport/agreement.hpp, the reference) and as messages
-// worked out by hand; and the failures an alarm carries, found here or passed on by a peer.
+// kernel records of a call it skips (note_verdict, the very function the kernel runs) read back
+// as the host transports' status (verdict_status of transport/agreement.hpp, the reference) and
+// as messages worked out by hand; and the failures an alarm carries, found here or passed on by a
+// peer.
 #include "relay/transport/ipc/report.hpp"
 
 #include <catch2/catch.hpp>
@@ -23,25 +24,25 @@ entry_record rec(std::uint64_t fingerprint, errc code = errc::ok,
   return r;
 }
 
-// What the entry kernel of rank `me` leaves in its report for call #5 of these records (nothing
-// when the verdict is go), with `text` the refusing rank's reason text in its control block.
-report judged_report(const std::vector<entry_record>& all, int me, const std::string& text = "") {
-  report r;
+// What the entry kernel of rank `me` records of call #5 of these records, which it skips (call 0:
+// none, where the verdict is go), with `text` the refusing rank's reason text in its control
+// block.
+failed_call judged_call(const std::vector<entry_record>& all, int me,
+                        const std::string& text = "") {
+  failed_call f;
   const verdict v = judge(all.data(), static_cast<int>(all.size()), me);
-  if (v.kind == verdict_kind::go) return r;
-  r.call = 5;
-  note_verdict(r.verdict, v, all.data(), static_cast<int>(all.size()));
-  if (v.kind == verdict_kind::refused_by_peer) put_text(r.text, text);
-  r.code = report_verdict;
-  return r;
+  if (v.kind == verdict_kind::go) return f;
+  f.call = 5;
+  note_verdict(f.verdict, v, all.data(), static_cast<int>(all.size()));
+  if (v.kind == verdict_kind::refused_by_peer) put_text(f.text, text);
+  return f;
 }
 
-report_context context_of(int me, int ranks, status own = {}) {
+report_context context_of(int me, int ranks) {
   report_context c;
   c.me = me;
   c.ranks = ranks;
   c.timeout_ms = 2000;
-  c.own_refusal = std::move(own);
   return c;
 }
 
@@ -99,9 +100,9 @@ TEST_CASE("the entry's verdict reads as the host transports' status", "[transpor
     INFO(s.what);
     const int R = static_cast<int>(s.all.size());
     const std::string text = "groups overlap";
-    const report r = judged_report(s.all, s.me, text);
-    REQUIRE(r.code == report_verdict);
-    const status got = report_status(r, context_of(s.me, R, s.own));
+    const failed_call f = judged_call(s.all, s.me, text);
+    REQUIRE(f.call == 5);
+    const status got = failed_call_status(f, s.own);
     CHECK(got.code() == s.code);
     CHECK(got.message() == s.message);
     // The same words as the host transports' (the reference: the rule's own status).
@@ -110,9 +111,8 @@ TEST_CASE("the entry's verdict reads as the host transports' status", "[transpor
     CHECK(got.code() == want.code());
     CHECK(got.message() == want.message());
   }
-  // Every rank alike: no report at all.
-  CHECK(judged_report({rec(11), rec(11, errc::ok, placement::helper), rec(11)}, 1).code ==
-        report_ok);
+  // Every rank alike: nothing recorded, and no report at all.
+  CHECK(judged_call({rec(11), rec(11, errc::ok, placement::helper), rec(11)}, 1).call == 0);
   CHECK(report_status(report{}, context_of(0, 2)).ok());
 }
 

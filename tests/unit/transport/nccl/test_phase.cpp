@@ -57,15 +57,22 @@ plan_operand at(int rank, buffer b, std::uint64_t offset) {
   return {static_cast<std::uint16_t>(rank), b, offset};
 }
 
+// The bytes of an fp8 image of `count` elements, written out: the codes, padded to a multiple of
+// 4, and a 4-byte scale per started block of 128.
+std::uint64_t image_bytes(std::uint64_t count) {
+  return (count + 3) / 4 * 4 + 4 * ((count + 127) / 128);
+}
+
 // Two ranks, bf16 with fp32 partial sums, one transfer phase:
 //   op 0  rank 0's partial (scratch 0) -> rank 1's scratch 0, 10 partials (both partial bits)
 //   op 1  rank 0's input 0 -> rank 1's output 0, 10 elements
 //   op 2  rank 0's input 0 -> rank 0's output 0, 3 elements (local)
 //   op 3  rank 1's input 0 -> rank 0's output 32, 10 elements
 //   op 4  rank 0's input 0 -> rank 1's output 0, no elements
-// With `fp8`, an e4m3 wire whose slots (11 bytes an image: 10 codes and a scale) lie after the
-// 64 bytes of other scratch, 16 bytes apart: rank 0 sends op 0 from 64 and op 1 from 80 and
-// receives op 3 at 96; rank 1 sends op 3 from 64 and receives op 0 at 80 and op 1 at 96.
+// With `fp8`, an e4m3 wire whose slots (16 bytes an image: 10 codes, 2 zeros and a 4-byte scale)
+// lie after the 64 bytes of other scratch, 16 bytes apart: rank 0 sends op 0 from 64 and op 1
+// from 80 and receives op 3 at 96; rank 1 sends op 3 from 64 and receives op 0 at 80 and op 1 at
+// 96.
 plan two_ranks(bool fp8) {
   test::plan_builder b(2, dtype::bfloat16);
   b.sizes(0, 20, 64, fp8 ? 128 : 64);
@@ -118,9 +125,9 @@ TEST_CASE("an fp8 phase quantizes into the send slot and dequantizes from the re
   // op 0's partial sums are floats (wide) although the plan is bf16; op 1's are bf16.
   CHECK(r0.quantizes == std::vector<nccl_quantize>{{0, at(0, buffer::scratch, 0), 64, 10, true},
                                                    {1, at(0, buffer::input, 0), 80, 10, false}});
-  CHECK(r0.sends == std::vector<nccl_transfer>{{0, 1, at(0, buffer::scratch, 64), 11},
-                                               {1, 1, at(0, buffer::scratch, 80), 11}});
-  CHECK(r0.receives == std::vector<nccl_transfer>{{3, 1, at(0, buffer::scratch, 96), 11}});
+  CHECK(r0.sends == std::vector<nccl_transfer>{{0, 1, at(0, buffer::scratch, 64), 16},
+                                               {1, 1, at(0, buffer::scratch, 80), 16}});
+  CHECK(r0.receives == std::vector<nccl_transfer>{{3, 1, at(0, buffer::scratch, 96), 16}});
   // The local copy crosses no link: native, 3 bf16.
   CHECK(r0.copies ==
         std::vector<nccl_local_copy>{{2, at(0, buffer::input, 0), at(0, buffer::output, 0), 6}});
@@ -128,9 +135,9 @@ TEST_CASE("an fp8 phase quantizes into the send slot and dequantizes from the re
         std::vector<nccl_dequantize>{{3, 96, at(0, buffer::output, 32), 10, false}});
   const nccl_phase_work r1 = work_of(p, 1, 0);
   CHECK(r1.quantizes == std::vector<nccl_quantize>{{3, at(1, buffer::input, 0), 64, 10, false}});
-  CHECK(r1.sends == std::vector<nccl_transfer>{{3, 0, at(1, buffer::scratch, 64), 11}});
-  CHECK(r1.receives == std::vector<nccl_transfer>{{0, 0, at(1, buffer::scratch, 80), 11},
-                                                  {1, 0, at(1, buffer::scratch, 96), 11}});
+  CHECK(r1.sends == std::vector<nccl_transfer>{{3, 0, at(1, buffer::scratch, 64), 16}});
+  CHECK(r1.receives == std::vector<nccl_transfer>{{0, 0, at(1, buffer::scratch, 80), 16},
+                                                  {1, 0, at(1, buffer::scratch, 96), 16}});
   CHECK(r1.copies.empty());
   CHECK(r1.dequantizes ==
         std::vector<nccl_dequantize>{{0, 80, at(1, buffer::scratch, 0), 10, true},
@@ -140,10 +147,10 @@ TEST_CASE("an fp8 phase quantizes into the send slot and dequantizes from the re
 TEST_CASE("make_plan's fp8 allreduce: float32 images of 104 bytes in the slots after scratch",
           "[transport][nccl][fp8]") {
   // A = N = 2, direct allreduce of 100 float32: each rank sends its input to the other's scratch
-  // (400 bytes natively, a 512-byte area), then reduces. On fp8 each image is 100 codes and 4
-  // scales, 104 bytes in a 112-byte slot after the 512: each rank's first slot (at 512) is the
-  // one it takes first in plan order (rank 0 its send of op 0, rank 1 its receive of op 0), its
-  // second (at 624) the other.
+  // (400 bytes natively, a 512-byte area), then reduces. On fp8 each image is 100 codes and one
+  // 4-byte scale, 104 bytes in a 112-byte slot after the 512: each rank's first slot (at 512) is
+  // the one it takes first in plan order (rank 0 its send of op 0, rank 1 its receive of op 0),
+  // its second (at 624) the other.
   plan_request q = test::direct_allreduce(mode::single, 2, {{0, 1}}, {100});
   q.type = dtype::float32;
   q.wire = wire_format::fp8_e4m3;
@@ -184,11 +191,11 @@ TEST_CASE("make_plan's fp8 allreduce: float32 images of 104 bytes in the slots a
   CHECK(native.dequantizes.empty());
 }
 
-TEST_CASE("make_plan's fp8 all-gather: 32 float16 a 33-byte image, the local copy native",
+TEST_CASE("make_plan's fp8 all-gather: 32 float16 a 36-byte image, the local copy native",
           "[transport][nccl][fp8]") {
   // A = N = 2, direct all-gather of 32 float16: rank r copies its input into its own output at
   // 64 r (locally) and into the peer's. The plan has no other scratch, so the slots start at 0:
-  // a 33-byte image takes a 48-byte slot.
+  // a 36-byte image (32 codes and one 4-byte scale) takes a 48-byte slot.
   plan_request q = test::direct_allreduce(mode::single, 2, {{0, 1}}, {32});
   q.coll = collective::all_gather;
   q.type = dtype::float16;
@@ -201,16 +208,16 @@ TEST_CASE("make_plan's fp8 all-gather: 32 float16 a 33-byte image, the local cop
   CHECK(r0.copies ==
         std::vector<nccl_local_copy>{{0, at(0, buffer::input, 0), at(0, buffer::output, 0), 64}});
   CHECK(r0.quantizes == std::vector<nccl_quantize>{{1, at(0, buffer::input, 0), 0, 32, false}});
-  CHECK(r0.sends == std::vector<nccl_transfer>{{1, 1, at(0, buffer::scratch, 0), 33}});
-  CHECK(r0.receives == std::vector<nccl_transfer>{{2, 1, at(0, buffer::scratch, 48), 33}});
+  CHECK(r0.sends == std::vector<nccl_transfer>{{1, 1, at(0, buffer::scratch, 0), 36}});
+  CHECK(r0.receives == std::vector<nccl_transfer>{{2, 1, at(0, buffer::scratch, 48), 36}});
   CHECK(r0.dequantizes ==
         std::vector<nccl_dequantize>{{2, 48, at(0, buffer::output, 64), 32, false}});
   const nccl_phase_work r1 = work_of(p, 1, 0);
   CHECK(r1.copies ==
         std::vector<nccl_local_copy>{{3, at(1, buffer::input, 0), at(1, buffer::output, 64), 64}});
   CHECK(r1.quantizes == std::vector<nccl_quantize>{{2, at(1, buffer::input, 0), 48, 32, false}});
-  CHECK(r1.sends == std::vector<nccl_transfer>{{2, 0, at(1, buffer::scratch, 48), 33}});
-  CHECK(r1.receives == std::vector<nccl_transfer>{{1, 0, at(1, buffer::scratch, 0), 33}});
+  CHECK(r1.sends == std::vector<nccl_transfer>{{2, 0, at(1, buffer::scratch, 48), 36}});
+  CHECK(r1.receives == std::vector<nccl_transfer>{{1, 0, at(1, buffer::scratch, 0), 36}});
   CHECK(r1.dequantizes ==
         std::vector<nccl_dequantize>{{1, 0, at(1, buffer::output, 0), 32, false}});
 }
@@ -291,13 +298,13 @@ TEST_CASE("both ends of every pair list the same copies in plan order, in their 
         for (const nccl_quantize& z : w.quantizes) {
           ++quantized[z.op];
           CHECK(z.slot == p.wire_slots[z.op].send);
-          CHECK(z.slot + (z.count + 31) / 32 + z.count <= p.scratch_bytes[r]);
+          CHECK(z.slot + image_bytes(z.count) <= p.scratch_bytes[r]);
         }
         for (const nccl_dequantize& d : w.dequantizes) {
           ++dequantized[d.op];
           CHECK(d.slot == p.wire_slots[d.op].recv);
           CHECK(d.dst == p.ops[d.op].dst);
-          CHECK(d.slot + (d.count + 31) / 32 + d.count <= p.scratch_bytes[r]);
+          CHECK(d.slot + image_bytes(d.count) <= p.scratch_bytes[r]);
         }
         for (const nccl_local_copy& l : w.copies)
           CHECK(p.ops[l.op].dst.rank == p.sources_of(p.ops[l.op])[0].rank);
@@ -308,8 +315,8 @@ TEST_CASE("both ends of every pair list the same copies in plan order, in their 
         const int from = p.sources_of(o)[0].rank;
         const bool moves = o.phase == phase::transfer && o.count > 0 && from != o.dst.rank;
         if (moves) {
-          const std::uint64_t bytes = fp8 ? o.count + (o.count + 31) / 32
-                                          : o.count * static_cast<std::uint64_t>(p.dst_width(o));
+          const std::uint64_t bytes =
+              fp8 ? image_bytes(o.count) : o.count * static_cast<std::uint64_t>(p.dst_width(o));
           expected[{ph, from, o.dst.rank}].push_back({i, bytes});
         }
         CHECK(quantized[i] == (moves && fp8 ? 1 : 0));
