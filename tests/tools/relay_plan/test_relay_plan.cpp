@@ -162,7 +162,7 @@ TEST_CASE("the report prices the spec's schedules", "[relay_plan]") {
   CHECK_FALSE(r.failed());
 }
 
-TEST_CASE("hosted helpers are priced as helpers, and the report says who runs them",
+TEST_CASE("hosted helpers are priced as helpers and the report says who runs them",
           "[relay_plan]") {
   const std::vector<std::string_view> base{"--collective", "allreduce", "--active", "2",
                                            "--ranks",      "8",         "--mode",   "single"};
