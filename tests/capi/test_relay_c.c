@@ -479,6 +479,31 @@ static void test_handles(void) {
   EXPECT_ERROR_TEXT("without the bytes of rank 0");
   CHECK(relay_last_error_peer() == -1, "an argument error names peer %d", relay_last_error_peer());
 
+  /* The hosted helpers' fields (docs/hosted-helpers.md): a negative count is refused; an older
+   * header's config (struct_size before helper_devices) is accepted, the fields past it unread
+   * and RELAY_HELPER_DEVICES read instead: one process hosting a helper on device 0, 2 ranks. */
+  c.all_gather = solo_all_gather;
+  c.transport_bytes = 1 << 20;
+  const int32_t device_zero[] = {0};
+  c.helper_devices = device_zero;
+  c.num_helper_devices = -1;
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("relay_comm_config.num_helper_devices is -1, not a count");
+  memset((char*)&c + offsetof(relay_comm_config, helper_devices), 0x5a,
+         sizeof c - offsetof(relay_comm_config, helper_devices));
+  c.struct_size = offsetof(relay_comm_config, helper_devices);
+  setenv("RELAY_HELPER_DEVICES", "0", 1);
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_OK);
+  int32_t hosted_size = -1;
+  EXPECT_STATUS(relay_comm_size(comm, &hosted_size), RELAY_OK);
+  CHECK(hosted_size == 2, "an older config with RELAY_HELPER_DEVICES=0 made %d ranks", hosted_size);
+  EXPECT_STATUS(relay_comm_destroy(comm), RELAY_OK);
+  comm = NULL;
+  unsetenv("RELAY_HELPER_DEVICES");
+  c.struct_size = sizeof c;
+  c.helper_devices = NULL;
+  c.num_helper_devices = 0;
+
   /* A communicator of one rank: everything but a collective (N must be 2 or more). */
   c.all_gather = solo_all_gather;
   c.transport_bytes = 1 << 20;
