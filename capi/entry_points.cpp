@@ -32,31 +32,55 @@ namespace {
 // One collective call. What this rank alone finds wrong with its flat arguments, before they can
 // be read as a call, is refused through the library, so that the peers fail at once naming this
 // rank instead of waiting.
-status run_call(relay_comm* c, collective coll, const void* send, std::size_t send_bytes,
-                void* recv, std::size_t recv_bytes, const std::int32_t* ranks,
-                const std::int32_t* sizes, std::int32_t n, const std::int64_t* counts,
-                std::int32_t type, std::int32_t op, const relay_options* o, void* stream) {
+status run_call(relay_comm* c, const relay_call* call, void* stream) {
   relay_comm* h = nullptr;
   if (status s = live(c, h); !s) return s;
+  collective coll{};
   dtype t{};
   reduce_op r{};
   options opt;
   wire_choice chosen;
   relay_wire_report* report = nullptr;
-  status mine = check_flat_groups(ranks, sizes, n);
-  if (mine && counts == nullptr) mine = null_argument("counts");
-  if (mine) mine = read_dtype(type, t);
-  if (mine) mine = read_op(op, r);
-  if (mine) mine = read_options(o, static_cast<std::size_t>(n), opt, chosen, report);
+  status mine = read_call(call, coll);
+  if (mine) mine = check_flat_groups(call->group_ranks, call->group_sizes, call->num_groups);
+  if (mine && call->counts == nullptr) mine = null_argument("counts");
+  if (mine) mine = read_dtype(call->dtype, t);
+  if (mine && reduces(coll)) mine = read_op(call->op, r);
+  if (mine)
+    mine = read_options(call->options, static_cast<std::size_t>(call->num_groups), opt, chosen,
+                        report);
   if (!mine) return h->comm->refuse(std::move(mine), stream);
   opt.machine = &h->machine;
-  status s = run_collective(*h->comm, coll, groups_of(*h, ranks, sizes, n),
-                            {const_cast<void*>(send), send == nullptr ? 0 : send_bytes},
-                            {recv, recv == nullptr ? 0 : recv_bytes},
-                            std::span<const std::int64_t>(counts, static_cast<std::size_t>(n)), t,
-                            r, opt, stream);
+  const auto n = static_cast<std::size_t>(call->num_groups);
+  status s = run_collective(
+      *h->comm, coll, groups_of(*h, call->group_ranks, call->group_sizes, call->num_groups),
+      {const_cast<void*>(call->send), call->send == nullptr ? 0 : call->send_bytes},
+      {call->recv, call->recv == nullptr ? 0 : call->recv_bytes},
+      std::span<const std::int64_t>(call->counts, n), t, r, opt, stream);
   if (s && report != nullptr) *report = wire_report_of(chosen);
   return s;
+}
+
+// The four collectives' own functions: their arguments as a relay_call.
+relay_call call_of(collective coll, const void* send, std::size_t send_bytes, void* recv,
+                   std::size_t recv_bytes, const std::int32_t* ranks, const std::int32_t* sizes,
+                   std::int32_t n, const std::int64_t* counts, std::int32_t type, std::int32_t op,
+                   const relay_options* o) {
+  relay_call call;
+  relay_call_init(&call);
+  call.collective = static_cast<std::int32_t>(coll);
+  call.dtype = type;
+  call.op = op;
+  call.num_groups = n;
+  call.group_ranks = ranks;
+  call.group_sizes = sizes;
+  call.counts = counts;
+  call.send = send;
+  call.send_bytes = send_bytes;
+  call.recv = recv;
+  call.recv_bytes = recv_bytes;
+  call.options = o;
+  return call;
 }
 
 // A plan stream's wait: `ms` (> 0) or the communicator's timeout.
@@ -504,6 +528,18 @@ void relay_options_init(relay_options* o) {
   o->wire_report = nullptr;
 }
 
+void relay_call_init(relay_call* call) {
+  if (call == nullptr) return;
+  std::memset(call, 0, sizeof *call);
+  call->struct_size = sizeof *call;
+  call->collective = RELAY_ALLREDUCE;
+  call->op = RELAY_SUM;
+}
+
+relay_status relay_run_call(relay_comm* c, const relay_call* call, void* stream) {
+  return guarded([&] { return run_call(c, call, stream); });
+}
+
 int32_t relay_wire_carries(int32_t wire, int32_t type) {
   dtype t{};
   if (!read_dtype(type, t)) return 0;
@@ -516,37 +552,33 @@ relay_status relay_allreduce(relay_comm* c, const void* send, size_t send_bytes,
                              size_t recv_bytes, const int32_t* ranks, const int32_t* sizes,
                              int32_t n, const int64_t* counts, int32_t type, int32_t op,
                              const relay_options* o, void* stream) {
-  return guarded([&] {
-    return run_call(c, collective::allreduce, send, send_bytes, recv, recv_bytes, ranks, sizes, n,
-                    counts, type, op, o, stream);
-  });
+  const relay_call call = call_of(collective::allreduce, send, send_bytes, recv, recv_bytes, ranks,
+                                  sizes, n, counts, type, op, o);
+  return guarded([&] { return run_call(c, &call, stream); });
 }
 relay_status relay_reduce_scatter(relay_comm* c, const void* send, size_t send_bytes, void* recv,
                                   size_t recv_bytes, const int32_t* ranks, const int32_t* sizes,
                                   int32_t n, const int64_t* counts, int32_t type, int32_t op,
                                   const relay_options* o, void* stream) {
-  return guarded([&] {
-    return run_call(c, collective::reduce_scatter, send, send_bytes, recv, recv_bytes, ranks, sizes,
-                    n, counts, type, op, o, stream);
-  });
+  const relay_call call = call_of(collective::reduce_scatter, send, send_bytes, recv, recv_bytes,
+                                  ranks, sizes, n, counts, type, op, o);
+  return guarded([&] { return run_call(c, &call, stream); });
 }
 relay_status relay_all_gather(relay_comm* c, const void* send, size_t send_bytes, void* recv,
                               size_t recv_bytes, const int32_t* ranks, const int32_t* sizes,
                               int32_t n, const int64_t* counts, int32_t type,
                               const relay_options* o, void* stream) {
-  return guarded([&] {
-    return run_call(c, collective::all_gather, send, send_bytes, recv, recv_bytes, ranks, sizes, n,
-                    counts, type, RELAY_SUM, o, stream);
-  });
+  const relay_call call = call_of(collective::all_gather, send, send_bytes, recv, recv_bytes, ranks,
+                                  sizes, n, counts, type, RELAY_SUM, o);
+  return guarded([&] { return run_call(c, &call, stream); });
 }
 relay_status relay_all_to_all(relay_comm* c, const void* send, size_t send_bytes, void* recv,
                               size_t recv_bytes, const int32_t* ranks, const int32_t* sizes,
                               int32_t n, const int64_t* counts, int32_t type,
                               const relay_options* o, void* stream) {
-  return guarded([&] {
-    return run_call(c, collective::all_to_all, send, send_bytes, recv, recv_bytes, ranks, sizes, n,
-                    counts, type, RELAY_SUM, o, stream);
-  });
+  const relay_call call = call_of(collective::all_to_all, send, send_bytes, recv, recv_bytes, ranks,
+                                  sizes, n, counts, type, RELAY_SUM, o);
+  return guarded([&] { return run_call(c, &call, stream); });
 }
 
 }  // extern "C"

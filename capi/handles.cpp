@@ -110,9 +110,11 @@ status destroy(relay_comm* c) {
 status make_comm(std::shared_ptr<bootstrap> boot, const environment& env, const char* requested,
                  memory_kind memory, std::size_t bytes, std::span<const int> helpers,
                  const status& refused, relay_comm** out) {
+  // Set-up: the transport's choice and creation wait with the set-up timeout, not the calls'
+  // (communicator_with_helpers makes the transports so).
   std::string chosen;
   if (status s = agree_on_transport(*boot, requested == nullptr ? "" : requested, memory,
-                                    env.timeout, chosen);
+                                    setup_timeout_of(env), chosen);
       !s)
     return s;
   const transport_factory make = [&chosen, bytes](bootstrap& b, const environment& e,

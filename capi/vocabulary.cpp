@@ -113,6 +113,15 @@ status read_collective(std::int32_t value, collective& out) {
   return {};
 }
 
+status read_call(const relay_call* call, collective& out) {
+  if (call == nullptr) return null_argument("call");
+  if (call->struct_size != sizeof(relay_call))
+    return {errc::invalid_argument,
+            "relay_call.struct_size is " + std::to_string(call->struct_size) + ", not " +
+                std::to_string(sizeof(relay_call)) + " (call relay_call_init first)"};
+  return read_collective(call->collective, out);
+}
+
 // A dtype or operator the collective lacks is errc::unsupported, as the library says of one.
 status read_dtype(std::int32_t value, dtype& out) {
   if (!within(detail::dtype_names, value))

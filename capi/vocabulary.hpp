@@ -30,6 +30,9 @@ status read_options(const relay_options* o, std::size_t groups, options& out, wi
 relay_wire_report wire_report_of(const wire_choice& chosen);
 
 status read_collective(std::int32_t value, collective& out);
+// A relay_call's own fields, before its arguments are read: not NULL, initialized
+// (relay_call_init's struct_size), a relay_collective (into `out`).
+status read_call(const relay_call* call, collective& out);
 status read_dtype(std::int32_t value, dtype& out);
 status read_op(std::int32_t value, reduce_op& out);
 status read_memory(std::int32_t value, memory_kind& out);

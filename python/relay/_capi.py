@@ -118,6 +118,26 @@ class Options(Structure):
     ]
 
 
+class Call(Structure):
+    """relay_call: one collective call's arguments, filled once for a repeated call."""
+
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("collective", c_int32),
+        ("dtype", c_int32),
+        ("op", c_int32),
+        ("num_groups", c_int32),
+        ("group_ranks", POINTER(c_int32)),
+        ("group_sizes", POINTER(c_int32)),
+        ("counts", POINTER(c_int64)),
+        ("send", c_void_p),
+        ("send_bytes", c_size_t),
+        ("recv", c_void_p),
+        ("recv_bytes", c_size_t),
+        ("options", POINTER(Options)),
+    ]
+
+
 _P = c_void_p
 _I32P = POINTER(c_int32)
 _I64P = POINTER(c_int64)
@@ -171,6 +191,8 @@ _FUNCTIONS = {
     "relay_comm_control_join": (c_int, [_P]),
     "relay_options_init": (None, [POINTER(Options)]),
     "relay_wire_carries": (c_int32, [c_int32, c_int32]),
+    "relay_call_init": (None, [POINTER(Call)]),
+    "relay_run_call": (c_int, [_P, POINTER(Call), _P]),
 }
 _COLLECTIVES = {
     "relay_allreduce": True,  # takes an op
@@ -217,7 +239,8 @@ class Library:
                 f"{ABI_VERSION}"
             )
         # The structs as the library lays them out (relay_*_init sets struct_size = sizeof).
-        for struct, init in ((Options, self.options_init), (CommConfig, self.comm_config_init)):
+        for struct, init in ((Options, self.options_init), (CommConfig, self.comm_config_init),
+                             (Call, self.call_init)):
             probe = struct()
             init(byref(probe))
             if probe.struct_size != ctypes.sizeof(struct):

@@ -98,6 +98,12 @@ void free(void* p) {
 
 /* ---- a bootstrap over shared memory for forked processes ------------------------------------ */
 
+/* The timeout of the forked ranks' communicators, and how long past it a rank may return on a
+ * busy machine (tests/support/busy_margin.hpp): every time bound below is their sum. A refusal,
+ * an abort and a death are told apart from a timeout by their status, not by their time. */
+#define RANK_TIMEOUT_MS 20000
+#define BUSY_MARGIN_MS 2000
+
 #define MAX_RANKS 8
 #define SLOT 8192
 struct board {
@@ -403,6 +409,14 @@ static int32_t solo_all_gather(void* user, const void* mine, size_t bytes, int64
   (void)timeout_ms;
   return relay_bootstrap_put(result, 0, mine, bytes);
 }
+/* The same, recording the least and the most timeout relay passed it. */
+static int64_t timeout_passed[2];
+static int32_t timed_all_gather(void* user, const void* mine, size_t bytes, int64_t timeout_ms,
+                                relay_bootstrap_result* result) {
+  if (timeout_ms < timeout_passed[0]) timeout_passed[0] = timeout_ms;
+  if (timeout_ms > timeout_passed[1]) timeout_passed[1] = timeout_ms;
+  return solo_all_gather(user, mine, bytes, timeout_ms, result);
+}
 static int32_t failing_all_gather(void* user, const void* mine, size_t bytes, int64_t timeout_ms,
                                   relay_bootstrap_result* result) {
   (void)user;
@@ -504,9 +518,22 @@ static void test_handles(void) {
   c.helper_devices = NULL;
   c.num_helper_devices = 0;
 
+  /* Set-up waits at least 10 s + 100 ms per rank, whatever the calls' timeout: every exchange of
+   * a create is passed that (one rank: 10,100 ms), not timeout_ms. */
+  c.all_gather = timed_all_gather;
+  c.timeout_ms = 50;
+  c.transport_bytes = 1 << 20;
+  timeout_passed[0] = INT64_MAX;
+  timeout_passed[1] = 0;
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_OK);
+  CHECK(timeout_passed[0] == 10100 && timeout_passed[1] == 10100,
+        "set-up passed timeouts of %lld..%lld ms", (long long)timeout_passed[0],
+        (long long)timeout_passed[1]);
+  EXPECT_STATUS(relay_comm_destroy(comm), RELAY_OK);
+  c.timeout_ms = 0;
+
   /* A communicator of one rank: everything but a collective (N must be 2 or more). */
   c.all_gather = solo_all_gather;
-  c.transport_bytes = 1 << 20;
   EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_OK);
   int32_t i = -1;
   const char* name = NULL;
@@ -605,6 +632,42 @@ static void test_handles(void) {
   EXPECT_STATUS(
       relay_all_to_all(comm, data, 8, data, 8, ranks, sizes, 1, counts, RELAY_INT32, &o, NULL),
       RELAY_INVALID_ARGUMENT);
+  /* relay_run_call reads its struct's own fields first: each bad one is this rank's refusal. */
+  relay_call call;
+  relay_call_init(&call);
+  CHECK(call.struct_size == sizeof call && call.collective == RELAY_ALLREDUCE &&
+            call.op == RELAY_SUM && call.num_groups == 0 && call.send == NULL &&
+            call.options == NULL,
+        "relay_call_init");
+  relay_call_init(NULL);
+  EXPECT_STATUS(relay_run_call(comm, NULL, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("call is NULL");
+  call.group_ranks = ranks;
+  call.group_sizes = sizes;
+  call.num_groups = 1;
+  call.counts = counts;
+  call.dtype = RELAY_INT32;
+  call.send = call.recv = data;
+  call.send_bytes = call.recv_bytes = 8;
+  call.struct_size = sizeof call - 8;
+  EXPECT_STATUS(relay_run_call(comm, &call, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("relay_call_init");
+  call.struct_size = sizeof call;
+  call.collective = 4;
+  EXPECT_STATUS(relay_run_call(comm, &call, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("collective 4 is not a relay_collective");
+  call.collective = RELAY_REDUCE_SCATTER;
+  call.op = 7;
+  EXPECT_STATUS(relay_run_call(comm, &call, NULL), RELAY_UNSUPPORTED);
+  EXPECT_ERROR_TEXT("op 7 is not a relay_op");
+  call.collective = RELAY_ALLREDUCE;
+  call.op = RELAY_SUM;
+  EXPECT_STATUS(relay_run_call(comm, &call, NULL), RELAY_INVALID_GROUP); /* the call's own */
+  EXPECT_ERROR_TEXT("the node size N must be 2..64");
+  call.counts = NULL;
+  EXPECT_STATUS(relay_run_call(comm, &call, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("counts is NULL");
+  EXPECT_STATUS(relay_run_call(NULL, &call, NULL), RELAY_INVALID_ARGUMENT);
   CHECK(data[0] == 1 && data[7] == 8, "a refused call wrote into the buffer");
 
   EXPECT_STATUS(relay_comm_abort(comm), RELAY_OK);
@@ -779,6 +842,64 @@ static void run_collectives(relay_comm* comm, int me) {
   CHECK(allocations == 0, "rank %d: the repeated call allocated %ld times", me, allocations);
 #endif
 
+  part = "relay_run_call";
+  /* The same calls as relay_call structs, each output against its value by hand: a repeated
+   * call allocates nothing, and all-gather and all-to-all do not read the op. */
+  relay_call call;
+  relay_call_init(&call);
+  call.group_ranks = single;
+  call.group_sizes = single_size;
+  call.num_groups = 1;
+  call.counts = count;
+  call.dtype = RELAY_INT32;
+  call.send = send;
+  call.recv = recv;
+  for (int c = RELAY_ALLREDUCE; c <= RELAY_ALL_TO_ALL; ++c) {
+    call.collective = c;
+    call.op = c == RELAY_ALL_GATHER || c == RELAY_ALL_TO_ALL ? 99 : RELAY_SUM;
+    call.send_bytes = c == RELAY_REDUCE_SCATTER || c == RELAY_ALL_TO_ALL ? two : one;
+    call.recv_bytes = c == RELAY_ALL_GATHER || c == RELAY_ALL_TO_ALL ? two : one;
+    for (int round = 0; round < 2; ++round) {
+      poison(out, 2 * n);
+      counting = round;
+      allocations = 0;
+      const int st_call = relay_run_call(comm, &call, NULL);
+      counting = 0;
+      EXPECT_STATUS(st_call, RELAY_OK);
+#ifndef RELAY_C_TEST_SANITIZED
+      CHECK(round == 0 || allocations == 0, "rank %d: collective %d repeated allocated %ld", me, c,
+            allocations);
+#endif
+      for (int i = 0; active && i < n; ++i) {
+        const int32_t first = c == RELAY_ALLREDUCE ? input_of(1, i) + input_of(3, i)
+                              : c == RELAY_REDUCE_SCATTER
+                                  ? input_of(1, k * n + i) + input_of(3, k * n + i)
+                              : c == RELAY_ALL_GATHER ? input_of(1, i)
+                                                      : input_of(1, k * n + i);
+        CHECK(out[i] == first, "rank %d: collective %d out[%d] = %d, not %d", me, c, i, out[i],
+              first);
+        if (c == RELAY_ALL_GATHER || c == RELAY_ALL_TO_ALL) {
+          const int32_t second = input_of(3, (c == RELAY_ALL_TO_ALL ? k * n : 0) + i);
+          CHECK(out[n + i] == second, "rank %d: collective %d out[%d] = %d, not %d", me, c, n + i,
+                out[n + i], second);
+        }
+      }
+    }
+  }
+  /* A bad field on rank 3 alone is its refusal: every other rank fails at once naming it. */
+  call.collective = me == 3 ? 9 : RELAY_ALLREDUCE;
+  call.op = RELAY_SUM;
+  call.send_bytes = call.recv_bytes = one;
+  poison(out, 2 * n);
+  const int refused = relay_run_call(comm, &call, NULL);
+  CHECK(refused == (me == 3 ? RELAY_INVALID_ARGUMENT : RELAY_PEER_ERROR), "rank %d: %s (%s)", me,
+        relay_status_name(refused), relay_last_error());
+  if (me != 3)
+    CHECK(relay_last_error_peer() == 3 && strstr(relay_last_error(), "collective 9") != NULL,
+          "rank %d: the error names rank %d (%s)", me, relay_last_error_peer(), relay_last_error());
+  for (int i = 0; i < 2 * n; ++i)
+    CHECK(out[i] == (int32_t)0x7f7f7f7f, "rank %d: a refused call wrote out[%d]", me, i);
+
   part = "a rank's bad buffer";
   /* Rank 3's output is too small: it is refused there, every other rank hears of it, and no
    * output is written anywhere. */
@@ -818,7 +939,8 @@ static void run_collectives(relay_comm* comm, int me) {
     for (int i = 0; i < 2 * n; ++i)
       CHECK(out[i] == (int32_t)0x7f7f7f7f, "rank %d: a refused call wrote out[%d]", me, i);
   }
-  CHECK(now_ms() - start < 5000, "rank %d: the refusal took %.0f ms", me, now_ms() - start);
+  CHECK(now_ms() - start < RANK_TIMEOUT_MS + BUSY_MARGIN_MS, "rank %d: the refusal took %.0f ms",
+        me, now_ms() - start);
   EXPECT_STATUS(relay_allreduce(comm, in, sizeof(int32_t) * count_g, out, sizeof(int32_t) * count_g,
                                 fused, fused_sizes, 2, counts, RELAY_INT32, RELAY_SUM, NULL, NULL),
                 RELAY_OK);
@@ -1030,8 +1152,8 @@ static void run_abort(relay_comm* comm, int me) {
           relay_status_name(st), relay_last_error_peer(), relay_last_error());
     CHECK(out[0] == (int32_t)0x7f7f7f7f, "rank %d: the failed call wrote its output", me);
   }
-  CHECK(now_ms() - start < 5000, "rank %d: the abort took %.0f ms to reach it", me,
-        now_ms() - start);
+  CHECK(now_ms() - start < RANK_TIMEOUT_MS + BUSY_MARGIN_MS,
+        "rank %d: the abort took %.0f ms to reach it", me, now_ms() - start);
 }
 
 /* What the environment's ranks share (mapped before they fork): the store's port, and for the
@@ -1070,8 +1192,8 @@ static void run_killed(relay_comm* comm, int me, struct shared* sh) {
         "rank %d: %s naming %d: %s (the cause first: %s)", me, relay_status_name(st),
         relay_last_error_peer(), relay_last_error(), cause);
   CHECK(out[0] == (int32_t)0x7f7f7f7f, "rank %d: the failed call wrote its output", me);
-  CHECK(now_ms() - start < 2000, "rank %d: rank 3's death took %.0f ms to reach it", me,
-        now_ms() - start);
+  CHECK(now_ms() - start < RANK_TIMEOUT_MS + BUSY_MARGIN_MS,
+        "rank %d: rank 3's death took %.0f ms to reach it", me, now_ms() - start);
 }
 
 /* Runs `body(rank)` in `size` forked processes; the number of ranks that failed. */
@@ -1107,7 +1229,7 @@ static void callback_rank(int me, void* arg) {
   c.size = 4;
   c.all_gather = shm_all_gather;
   c.user = &m;
-  c.timeout_ms = 20000;
+  c.timeout_ms = RANK_TIMEOUT_MS;
   c.transport_bytes = 1 << 20;
   relay_comm* comm = NULL;
   part = "create from callbacks";
@@ -1131,7 +1253,7 @@ static void environment_rank(int me, void* arg) {
   struct shared* sh = (struct shared*)arg;
   snprintf(text, sizeof text, "%d", sh->port);
   setenv("RELAY_STORE_PORT", text, 1);
-  setenv("RELAY_TIMEOUT", "20", 1);
+  setenv("RELAY_TIMEOUT", "20", 1); /* RANK_TIMEOUT_MS */
   setenv("RELAY_SHM_BYTES", "1M", 1);
   relay_comm* comm = NULL;
   part = "create from the environment";

@@ -20,11 +20,14 @@
 //                   a good call works
 //   early_exit      the last rank exits before calling, after a first call of the shape (the
 //                   transport's wait) or before any (the bootstrap's): errc::peer_lost naming it
-//                   first and as the status's peer, well before the timeout (the peer's exit is
-//                   noticed)
-//   stall           the last rank never calls (it sleeps past RELAY_TIMEOUT, then exits): the
-//                   others fail after about the timeout, errc::timeout naming it first
-// In every failing call no user buffer is written: the outputs keep their poison.
+//                   first and as the status's peer (the peer's exit is noticed: a timeout would
+//                   be errc::timeout)
+//   stall           the last rank never calls (it sleeps past RELAY_TIMEOUT and the others' wait
+//                   for it, then exits): the others fail after the timeout, errc::timeout naming
+//                   it first
+// In every failing call no user buffer is written: the outputs keep their poison. A call's time
+// is checked against the timeout plus busy_margin, which holds on a loaded machine; what it
+// failed with says whether it waited the timeout out.
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -185,10 +188,10 @@ void new_against_cached(communicator& comm, std::chrono::milliseconds timeout) {
   const status s = allreduce_pairs(comm, b, me == odd ? 6 : 4);
   const auto took = std::chrono::steady_clock::now() - start;
   expect_error(s, errc::mismatch, "rank(s) 2 called allreduce", b, "a new shape against a cached");
-  expect(took < timeout / 2,
+  expect(took < timeout + testing::busy_margin,
          "the mismatch took " +
              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()) +
-             " ms (a timeout, not a verdict?)");
+             " ms");
   good_call(comm, 4, "after the mismatch");
   good_call(comm, 6, "the new shape, now on every rank");
 }
@@ -210,7 +213,7 @@ void refuse(communicator& comm, std::chrono::milliseconds timeout) {
                      " refused call #2: invalid argument: tensor "
                      "'grad' is float64",
                  b, "a peer's refusal");
-  expect(took < timeout / 2,
+  expect(took < timeout + testing::busy_margin,
          "the refusal took " +
              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()) +
              " ms");
@@ -298,11 +301,12 @@ void absent_peer(communicator& comm, bool warm, bool stall, std::chrono::millise
     // The last rank may leave only once every rank has finished the warm-up: a process that exits
     // without closing its communicator fails every call still running, whoever it waits for, so
     // an early exit would fail the warm-up on a slow rank (seen once under ASan).
-    const status s = comm.boot().barrier(timeout);
+    const status s = comm.boot().barrier(testing::harness_wait);
     expect(s.ok(), "the barrier after the warm-up failed: " + s.to_string());
   }
   if (me == last) {
-    if (stall) std::this_thread::sleep_for(timeout * 3);
+    // Stalled past the others' wait for it, however late they return on a loaded machine.
+    if (stall) std::this_thread::sleep_for(timeout + 2 * testing::busy_margin);
     std::fflush(nullptr);
     std::_Exit(0);  // gone without calling
   }
@@ -317,16 +321,12 @@ void absent_peer(communicator& comm, bool warm, bool stall, std::chrono::millise
   expect(s.message().rfind(cause, 0) == 0 && s.peer() == last,
          "the cause is not first, or not the status's peer (" + std::to_string(s.peer()) +
              "): " + s.message());
-  if (stall)
-    expect(took >= timeout * 9 / 10 && took < timeout * 3,
-           "a stalled peer: the call took " +
-               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()) +
-               " ms; the timeout is " + std::to_string(timeout.count()) + " ms");
-  else
-    expect(took < std::min(timeout / 2, std::chrono::milliseconds(5000)),
-           "an exited peer: noticed after " +
-               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()) +
-               " ms");
+  const std::string timing =
+      std::string(stall ? "a stalled peer" : "an exited peer") + ": the call took " +
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()) +
+      " ms; the timeout is " + std::to_string(timeout.count()) + " ms";
+  expect(took < timeout + testing::busy_margin, timing);
+  if (stall) expect(took >= timeout * 9 / 10, timing);
   // The communicator is broken now: a later call fails at once, still naming the peer.
   if (warm) {
     const status again = allreduce_pairs(comm, b, 5);

@@ -14,19 +14,25 @@
 // the on-time rank a group's member or a helper, below or above the others). Checked in every
 // scenario:
 //   - no ok call returns wrong data (each rank checks its own output against the naive reference);
-//   - every call of a surviving rank returns within the timeout plus 1 s, and the faulty call is
-//     an error on every surviving rank (the kill and the exit: that call or the next);
+//   - every call of a surviving rank returns within the timeout plus busy_margin (2 s: the
+//     timeout is waited out only where a rank stops, every other fault is seen without it), and
+//     the faulty call is an error on every surviving rank (the kill and the exit: that call or
+//     the next), a gone process's as peer_lost naming it whenever its exit is seen;
 //   - where the communicator promises to stay usable (every fault but exit, kill and stop), the
 //     faulty call is an error on every rank and every other call is right, the next one included;
 //   - late ranks: one outcome for the call on every rank, the late ones included: an error
 //     naming the same rank first as its cause (the first late rank), then nothing more;
 //   - nothing is left in /dev/shm.
-// A failure prints the scenario (its seed replays it alone: relay_mp_faults 1 SEED).
+// A failure prints the scenario (its seed replays it alone: relay_mp_faults 1 SEED). The run ends
+// with how soon each kind of fault was seen: a gone process from its exit (or kill, or the
+// survivor's entry into its call) to each survivor's error, a stop past the timeout, the others
+// the faulty call's time.
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cctype>
@@ -73,6 +79,13 @@ bool keeps_usable(fault f) {
   return f != fault::exit && f != fault::sigkill && f != fault::sigstop && !is_late(f);
 }
 
+// RELAY_TIMEOUT where no rank waits a peer out (every fault but a stop and the late ones: a gone
+// process, a refusal and a mismatch are seen without it): it bounds only a slow rank's calls, so
+// it is long and costs nothing. A stop's and a late rank's is waited out once per scenario: long
+// enough for the calls before it on a loaded machine. (Set-up waits longer: setup_timeout_for.)
+constexpr std::chrono::milliseconds unused_timeout{10'000};
+constexpr std::chrono::milliseconds waited_out_timeout{2'000};
+
 struct scenario {
   std::uint64_t seed = 0;
   int ranks = 4;
@@ -80,11 +93,9 @@ struct scenario {
   int faulty = 0;
   int at = 0;  // the call at which the faulty rank misbehaves
   fault what = fault::refused_arguments;
-  // RELAY_TIMEOUT. Long enough that set-up and calls of 8 processes finish on a loaded 2-core
-  // machine (CI runs other tests beside this one); a stalled peer is waited out that long.
-  std::chrono::milliseconds timeout{1000};
-  int kill_after_us = 0;  // SIGKILL: this long into the call
-  int index = -1;         // a late scenario's place in its run (it picks N, the kind and the rank)
+  std::chrono::milliseconds timeout = unused_timeout;  // RELAY_TIMEOUT
+  int kill_after_us = 0;                               // SIGKILL: this long into the call
+  int index = -1;  // a late scenario's place in its run (it picks N, the kind and the rank)
   std::vector<property_case> cases;
 
   std::string describe() const {
@@ -115,7 +126,7 @@ bool names_rank(const std::string& message, int q) {
 }
 
 // Helper rank 7 of one group {0,1} on 8 ranks killed before its second call (the case: a
-// rank that waits on it directly and ranks that do not must all name it, within 1 s).
+// rank that waits on it directly and ranks that do not must all name it, as peer_lost).
 scenario dead_helper() {
   scenario s;
   s.seed = 7;
@@ -160,6 +171,7 @@ scenario draw(std::uint64_t seed) {
   s.what = static_cast<fault>(below(random_kinds));
   if (s.what == fault::sigstop && below(3) != 0)
     s.what = static_cast<fault>(below(random_kinds - 1));
+  if (s.what == fault::sigstop) s.timeout = waited_out_timeout;
   s.kill_after_us = below(3000);
   std::mt19937_64 cases(rng());
   while (static_cast<int>(s.cases.size()) < s.calls) {
@@ -200,10 +212,11 @@ scenario draw_late(std::uint64_t seed, int i) {
   s.faulty = (i / 6) % s.ranks;
   s.calls = 3;
   s.at = 1 + below(2);
-  // Long enough that the calls before the late one never time out: 600 ms, more where the
-  // processes run slower (RELAY_TEST_LATE_TIMEOUT_MS: the sanitizer builds).
+  // Waited out once per scenario (waited_out_timeout), more where the processes run slower
+  // (RELAY_TEST_LATE_TIMEOUT_MS: the sanitizer builds). Set-up and the harness's waits do not
+  // depend on it.
   const char* slow = std::getenv("RELAY_TEST_LATE_TIMEOUT_MS");
-  s.timeout = std::chrono::milliseconds(slow != nullptr ? std::atoi(slow) : 600);
+  s.timeout = slow != nullptr ? std::chrono::milliseconds(std::atoi(slow)) : waited_out_timeout;
   const int a = below(s.ranks);
   const int b = (a + 1 + below(s.ranks - 1)) % s.ranks;
   for (int k = 0; k < s.calls; ++k) {
@@ -229,8 +242,14 @@ struct report {
   int wrong = 0;
   int peer = -1;  // status::peer()
   long long micros = 0;
+  long long returned_us = 0;  // when the call returned (the steady clock, the same in every rank)
   char message[200] = {};
 };
+
+long long now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now().time_since_epoch())
+      .count();
+}
 
 // One rank of scenario `s`: its calls, in order, a record for each; after an error that leaves
 // the communicator unusable it stops.
@@ -239,16 +258,20 @@ struct report {
 // margin of time alone does not hold on a loaded machine).
 struct returned_board {
   std::uint32_t returned[64];
+  long long fault_us;  // when the faulty rank exited, was killed or stopped (now_us)
   void mark(int rank) {
     std::atomic_ref<std::uint32_t>(returned[rank]).store(1, std::memory_order_release);
   }
+  bool has_returned(int rank) {
+    return std::atomic_ref<std::uint32_t>(returned[rank]).load(std::memory_order_acquire) != 0;
+  }
+  void mark_fault() { std::atomic_ref<long long>(fault_us).store(now_us()); }
   // Waits (up to `cap`) until every rank but the late ones has returned from the call.
   void wait_for_on_time(const scenario& s, std::chrono::milliseconds cap) {
     const auto until = clock_type::now() + cap;
     for (int q = 0; q < s.ranks; ++q) {
       const bool late = s.what == fault::late_one ? q == s.faulty : q != s.faulty;
-      while (!late && clock_type::now() < until &&
-             std::atomic_ref<std::uint32_t>(returned[q]).load(std::memory_order_acquire) == 0)
+      while (!late && clock_type::now() < until && !has_returned(q))
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
@@ -282,7 +305,7 @@ struct returned_board {
     if (i == s.at && i > 0 &&
         (s.what == fault::exit || s.what == fault::sigkill || s.what == fault::sigstop ||
          is_late(s.what))) {
-      if (status b = comm->boot().barrier(s.timeout); !b) {
+      if (status b = comm->boot().barrier(harness_wait); !b) {
         report r;
         r.rank = rank;
         r.call = i;
@@ -296,12 +319,19 @@ struct returned_board {
     // Late past the timeout: the ranks on time give up on the call before the late ones enter.
     if (i == s.at &&
         (s.what == fault::late_one ? me_faulty : s.what == fault::late_others && !me_faulty))
-      board->wait_for_on_time(s, s.timeout * 10);
-    if (misbehave && s.what == fault::exit) std::_Exit(3);
-    if (misbehave && s.what == fault::sigstop) ::raise(SIGSTOP);  // the launcher resumes it
+      board->wait_for_on_time(s, harness_wait);
+    if (misbehave && s.what == fault::exit) {
+      board->mark_fault();
+      std::_Exit(3);
+    }
+    if (misbehave && s.what == fault::sigstop) {
+      board->mark_fault();
+      ::raise(SIGSTOP);  // the launcher resumes it
+    }
     if (misbehave && s.what == fault::sigkill)
-      std::thread([us = s.kill_after_us] {
+      std::thread([us = s.kill_after_us, board] {
         std::this_thread::sleep_for(std::chrono::microseconds(us));
+        board->mark_fault();
         ::kill(::getpid(), SIGKILL);
       }).detach();
     if (misbehave && s.what == fault::other_shape) c.counts[0] += 1;
@@ -331,6 +361,7 @@ struct returned_board {
     r.peer = st.peer();
     r.micros =
         std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start).count();
+    r.returned_us = now_us();
     st.message().copy(r.message, sizeof r.message - 1);
     const bool checked = st.ok() && !misbehave;
     if (checked) {
@@ -353,8 +384,16 @@ struct returned_board {
   std::_Exit(0);
 }
 
-// Runs scenario `s`; returns the failures found (empty: as promised). `pids` gets its ranks'.
-std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pids) {
+// How soon each kind of fault was seen, in microseconds, one entry per rank that saw it: a gone
+// process from its exit or kill (or from the survivor's entry into the call that failed, where
+// that came later) to the survivor's first error; a stop, the faulty call's time past the
+// timeout; every other kind, the faulty call's time.
+using seen_after = std::array<std::vector<long long>, fault_kinds>;
+
+// Runs scenario `s`; returns the failures found (empty: as promised). `pids` gets its ranks';
+// `seen` how soon the fault was seen.
+std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pids,
+                                      seen_after& seen) {
   std::vector<std::string> failures;
   auto fail = [&](const std::string& what) { failures.push_back(s.describe() + ": " + what); };
   int pipe_fd[2];
@@ -375,12 +414,18 @@ std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pid
     pids.push_back(pid);
   }
   ::close(pipe_fd[1]);
-  // Reap the ranks; resume a stopped one after twice the timeout; kill all past the deadline.
-  const auto deadline =
-      clock_type::now() + s.timeout * (2 * s.calls + 4) + std::chrono::seconds(10);
+  // Reap the ranks; resume a stopped one once every other rank has given up on its call (a time
+  // alone does not hold on a loaded machine: resumed too soon, it would join the call); kill
+  // all past the deadline.
+  const auto deadline = clock_type::now() + s.timeout * (2 * s.calls + 4) + harness_wait;
   std::vector<int> exit_status(pids.size(), -1);
   std::size_t alive = pids.size();
-  clock_type::time_point resume_at{};
+  clock_type::time_point stopped_at{};
+  auto others_returned = [&] {
+    for (int q = 0; q < s.ranks; ++q)
+      if (q != s.faulty && !board->has_returned(q)) return false;
+    return true;
+  };
   bool hung = false;
   while (alive > 0) {
     int st = 0;
@@ -389,7 +434,7 @@ std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pid
       for (std::size_t r = 0; r < pids.size(); ++r)
         if (pids[r] == p) {
           if (WIFSTOPPED(st)) {
-            resume_at = clock_type::now() + s.timeout + std::chrono::milliseconds(300);
+            stopped_at = clock_type::now();
           } else {
             exit_status[r] = st;
             --alive;
@@ -397,9 +442,10 @@ std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pid
         }
       continue;
     }
-    if (resume_at != clock_type::time_point{} && clock_type::now() >= resume_at) {
+    if (stopped_at != clock_type::time_point{} &&
+        (others_returned() || clock_type::now() > stopped_at + harness_wait)) {
       ::kill(pids[static_cast<std::size_t>(s.faulty)], SIGCONT);
-      resume_at = {};
+      stopped_at = {};
     }
     if (clock_type::now() > deadline && !hung) {
       hung = true;
@@ -413,11 +459,24 @@ std::vector<std::string> run_scenario(const scenario& s, std::vector<pid_t>& pid
   while (::read(pipe_fd[0], &r, sizeof r) == static_cast<ssize_t>(sizeof r))
     if (r.rank >= 0 && r.rank < s.ranks) by_rank[static_cast<std::size_t>(r.rank)].push_back(r);
   ::close(pipe_fd[0]);
+  const long long fault_us = std::atomic_ref<long long>(board->fault_us).load();
   ::munmap(shared, sizeof(returned_board));
   if (hung) fail("a rank hung past every deadline");
 
-  // A gone peer is named within 1 s; a stalled one after the timeout, within 1 s more.
-  const auto limit = s.timeout + std::chrono::seconds(1);
+  // Every call ends within the timeout and the margin of a busy machine; only a stop is waited
+  // out, every other fault is seen sooner (how soon: `seen`).
+  const auto limit = s.timeout + busy_margin;
+  auto& seen_here = seen[static_cast<std::size_t>(s.what)];
+  for (int q = 0; q < s.ranks && !is_late(s.what); ++q)
+    for (const report& c : by_rank[static_cast<std::size_t>(q)]) {
+      const bool gone = s.what == fault::exit || s.what == fault::sigkill;
+      if (gone && q != s.faulty && c.code != 0 && fault_us != 0) {
+        seen_here.push_back(c.returned_us - std::max(fault_us, c.returned_us - c.micros));
+        break;
+      }
+      if (!gone && c.call == s.at && (q != s.faulty || s.what != fault::sigstop))
+        seen_here.push_back(c.micros - (s.what == fault::sigstop ? s.timeout.count() * 1000 : 0));
+    }
   for (int q = 0; q < s.ranks; ++q) {
     const auto& calls = by_rank[static_cast<std::size_t>(q)];
     const std::string who = "rank " + std::to_string(q);
@@ -535,6 +594,7 @@ int main(int argc, char** argv) {
   const std::uint64_t seed = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 20261201;
   const std::set<std::string> before = relay_names_in_dev_shm();
   std::array<int, fault_kinds> tried{};
+  seen_after seen;
   int failed = 0;
   const auto start = clock_type::now();
   for (int i = late ? 0 : -2; i < scenarios; ++i) {
@@ -548,7 +608,7 @@ int main(int argc, char** argv) {
                                 : draw(drawn);
     ++tried[static_cast<std::size_t>(s.what)];
     std::vector<pid_t> pids;
-    for (const std::string& f : run_scenario(s, pids)) {
+    for (const std::string& f : run_scenario(s, pids, seen)) {
       std::fprintf(stderr, "FAILED: %s\n", f.c_str());
       ++failed;
     }
@@ -574,5 +634,17 @@ int main(int argc, char** argv) {
   for (int k = 0; k < fault_kinds; ++k)
     std::printf(" %s %d;", fault_names[k], tried[static_cast<std::size_t>(k)]);
   std::printf(" %s\n", failed == 0 ? "every promise held" : "FAILURES above");
+  for (int k = 0; k < fault_kinds; ++k) {
+    auto& us = seen[static_cast<std::size_t>(k)];
+    if (us.empty()) continue;
+    std::sort(us.begin(), us.end());
+    const char* what = k == static_cast<int>(fault::exit) || k == static_cast<int>(fault::sigkill)
+                           ? "seen after it went (or the call began)"
+                       : k == static_cast<int>(fault::sigstop) ? "the call's time past the timeout"
+                                                               : "the faulty call's time";
+    std::printf("  %-26s %s: median %.1f ms, max %.1f ms (%zu ranks)\n", fault_names[k], what,
+                static_cast<double>(us[us.size() / 2]) / 1000,
+                static_cast<double>(us.back()) / 1000, us.size());
+  }
   return failed == 0 ? 0 : 1;
 }

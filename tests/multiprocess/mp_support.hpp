@@ -15,6 +15,7 @@
 #include "relay/comm/collectives.hpp"
 #include "relay/comm/from_environment.hpp"
 #include "relay/transport/shm/factory.hpp"
+#include "support/busy_margin.hpp"
 #include "support/property_suite.hpp"
 
 namespace relay::testing {
@@ -29,6 +30,10 @@ inline std::unique_ptr<communicator> connect_or_exit(
   }
   return comm;
 }
+
+// How long a test's own synchronization of its ranks waits (a barrier before a fault, a wait for
+// the others to give up): long, since it is not under test and ends only where a rank hangs.
+inline constexpr std::chrono::milliseconds harness_wait{30'000};
 
 // A scenario's checks: each that fails is said on stderr and counted; the scenario's rank exits
 // non-zero when any failed.

@@ -1,12 +1,18 @@
-"""What one relay.torch call costs in the library, on 2 processes (shm):
+"""What one repeated call of relay's Python layer costs on the host, on 2 processes (shm), in
+counts (not times): every kind of call (the Communicator's methods, sync and async; the fused
+helpers; relay.torchcomms' four sharded_relay_multi_group_* methods, sync and async; torchrec's
+four methods; a torch.library op) made twice with the same arguments, the second time counted:
 
-  one crossing    a repeated call makes exactly one call into the library: the collective's
-                  (each Communicator method, sync and async, with and without options; a fused
-                  helper of one dtype; a torch.library op). A call shape's first call asks for
+  library calls   the repeated call crosses into the library exactly as listed: once, the
+                  collective (relay_run_call), and where it has a work that is waited for, that
+                  wait's question (relay_comm_async_status). A call shape's first call asks for
                   its layout too (and its count, where the tensors give it), once.
-  no allocation   inside that one call the library allocates nothing: the malloc family is
-                  counted on the calling thread by a preloaded counter (malloc_counter.c,
-                  RELAY_TEST_MALLOC_COUNTER) around the call.
+  no allocation   inside those calls the library allocates nothing: the malloc family is counted
+                  on the calling thread by a preloaded counter (malloc_counter.c,
+                  RELAY_TEST_MALLOC_COUNTER) around each.
+  a budget        the whole repeated call, Python and torch included, makes at most its budget of
+                  malloc-family calls (BUDGET: what each one is), so that the work a repeated call
+                  skips stays skipped.
 
 Every call's output is checked too (against the sum worked out here), so that a call that does
 nothing cannot pass."""
@@ -21,6 +27,38 @@ import torch
 from world import assert_all_ok, run_world
 
 COUNTER = os.environ.get("RELAY_TEST_MALLOC_COUNTER")
+
+# The most malloc-family calls a repeated call makes, whole (torch 1.13 on the CPU). A call
+# through its prepared arguments makes none: its key, its work and the crossing live on Python's
+# own small-object allocator. A torch.library op's budget is what torch's dispatch of an op of the
+# same schema that does nothing makes ("dispatch": measured beside it, REFERENCE_OP), relay's
+# part none. What a fused helper's budget pays for: a torch view of each tensor read or written
+# as blocks (reduce-scatter's inputs, all-gather's outputs, all-to-all's both; 2 tensors each
+# here): a view is a TensorImpl, 4 allocations. Its flat buffers' views are made once, with the
+# call structure's plan.
+BUDGET = {
+    "all_reduce": 0,
+    "all_reduce in place": 0,
+    "all_reduce async, options": 0,
+    "reduce_scatter": 0,
+    "all_gather": 0,
+    "all_to_all": 0,
+    "torch.ops.relay.all_reduce_": "dispatch",
+    "all_reduce_tensors": 0,
+    "reduce_scatter_tensors": 2 * 4,
+    "all_gather_tensors": 2 * 4,
+    "all_gather_tensors, in place": 2 * 4,
+    "all_to_all_tensors": 4 * 4,
+    "sharded all_reduce": 0,
+    "sharded all_reduce async": 0,
+    "sharded reduce_scatter": 0,
+    "sharded all_gather": 0,
+    "sharded all_to_all": 0,
+    "torchrec allreduce_multi_group": 0,
+    "torchrec reduce_scatter_multi_group": 0,
+    "torchrec all_gather_multi_group": 0,
+    "torchrec all_to_all_multi_group": 0,
+}
 
 
 class Counted:
@@ -63,103 +101,310 @@ def counting(lib, counter):
 def _worker(rank, size):
     import relay.torch as rt
     from relay.torch.ops import groups_args
+    from relay.torchcomms import TorchCommRelay
+    from relay.torchrec import FusedShardedRelayMultiGroup
 
     counter, live = None, None
     if COUNTER:
         counter = ctypes.CDLL(COUNTER)  # preloaded: the same object
         counter.relay_test_count_end.restype = ctypes.c_long
+        counter.relay_test_total_end.restype = ctypes.c_long
         live = _counts_an_allocation(counter)
     comm = rt.Communicator(device="cpu", timeout=20, transport_bytes=1 << 20)
     lib, counted = counting(comm._lib, counter)
     comm._lib = lib
+    backend = TorchCommRelay.from_communicator(comm, "calls")
+    rec = FusedShardedRelayMultiGroup(backend, size, rank, [[0, 1]])
     pair = [[0, 1]]
     n = 40
     x = torch.arange(n, dtype=torch.float32) + 1000 * rank
+    other = torch.arange(n, dtype=torch.float32) + 1000 * (1 - rank)
     total = torch.arange(n, dtype=torch.float32) * 2 + 1000  # the pair's sum, by hand
+    half = slice(rank * n // 2, (rank + 1) * n // 2)
     options = rt.Options(route="direct")
     ranks, sizes = groups_args(pair)
     out = torch.empty(n)
     block = torch.empty(n // 2)
     gathered = torch.empty(2 * n)
+    inout = torch.empty(n)
     fused_in = [x[:10].clone(), x[10:].clone()]
     fused_out = [torch.empty(10), torch.empty(30)]
+    rs_out = [torch.empty(5), torch.empty(15)]
+    ag_out = [torch.empty(20), torch.empty(60)]
+    a2a_out = [torch.empty(10), torch.empty(30)]
+
+    class Window:
+        """The part of a call the budget counts: the relay call alone (poison and check
+        aside)."""
+
+        whole = None
+
+        def __enter__(self):
+            if counter is not None:
+                counter.relay_test_total_begin()
+
+        def __exit__(self, *exc):
+            if counter is not None:
+                self.whole = counter.relay_test_total_end()
+
+    window = Window()
 
     def poison(*ts):
         for t in ts:
             t.fill_(-7.0)
 
+    # What each collective gives this rank, by hand: x's sum with the peer's (allreduce), its half
+    # (reduce-scatter), both inputs in rank order (all-gather), and each rank's half (all-to-all).
+    def gathered_of(a, b):
+        return torch.cat([a, b] if rank == 0 else [b, a])
+
+    want_ag = gathered_of(x, other)
+    want_a2a = gathered_of(x[half], other[half])
+    mine, theirs = [x[:10], x[10:]], [other[:10], other[10:]]  # the fused helpers' tensors
+    sums = [total[:10], total[10:]]
+
     def allreduce():
         poison(out)
-        comm.all_reduce(x, pair, out=out)
-        return torch.equal(out, total)
+        with window:
+            comm.all_reduce(x, pair, out=out)
+        return lambda: torch.equal(out, total)
+
+    def allreduce_in_place():
+        inout.copy_(x)
+        with window:
+            result = comm.all_reduce(inout, pair)
+        return lambda: result is inout and torch.equal(inout, total)
 
     def allreduce_async():
         poison(out)
-        comm.all_reduce(x, pair, out=out, counts=[n], options=options, async_op=True).wait()
-        return torch.equal(out, total)
+        with window:
+            comm.all_reduce(x, pair, out=out, counts=[n], options=options, async_op=True).wait()
+        return lambda: torch.equal(out, total)
 
     def reduce_scatter():
         poison(block)
-        comm.reduce_scatter(x, block, pair)
-        return torch.equal(block, total[rank * n // 2 : (rank + 1) * n // 2])
+        with window:
+            comm.reduce_scatter(x, block, pair)
+        return lambda: torch.equal(block, total[half])
 
     def all_gather():
         poison(gathered)
-        comm.all_gather(x, gathered, pair, options=options)
-        return torch.equal(gathered[rank * n : (rank + 1) * n], x) and bool(
-            (gathered != -7.0).all()
-        )
+        with window:
+            comm.all_gather(x, gathered, pair, options=options)
+        return lambda: torch.equal(gathered, want_ag)
 
     def all_to_all():
         poison(out)
-        comm.all_to_all(x, out, pair)
-        other = torch.arange(n, dtype=torch.float32) + 1000 * (1 - rank)
-        half = slice(rank * n // 2, (rank + 1) * n // 2)
-        parts = [x[half], other[half]] if rank == 0 else [other[half], x[half]]
-        return torch.equal(out, torch.cat(parts))
-
-    def fused():
-        poison(*fused_out)
-        rt.all_reduce_tensors(comm, fused_in, pair, out=fused_out)
-        return torch.equal(torch.cat(fused_out), total)
+        with window:
+            comm.all_to_all(x, out, pair)
+        return lambda: torch.equal(out, want_a2a)
 
     def op():
         poison(out)
-        torch.ops.relay.all_reduce_(out.copy_(x), comm.id, ranks, sizes, [n], "sum")
-        return torch.equal(out, total)
+        with window:
+            torch.ops.relay.all_reduce_(out.copy_(x), comm.id, ranks, sizes, [n], "sum")
+        return lambda: torch.equal(out, total)
 
+    def fused_all_reduce():
+        poison(*fused_out)
+        with window:
+            rt.all_reduce_tensors(comm, fused_in, pair, out=fused_out)
+        return lambda: torch.equal(torch.cat(fused_out), total)
+
+    def fused_reduce_scatter():
+        poison(*rs_out)
+        with window:
+            rt.reduce_scatter_tensors(comm, fused_in, rs_out, pair)
+        # Each tensor's block `rank` of its elements' sums.
+        return lambda: all(torch.equal(o, s.view(2, -1)[rank]) for o, s in zip(rs_out, sums))
+
+    def fused_all_gather(in_place=False):
+        poison(*ag_out)
+        with window:
+            rt.all_gather_tensors(comm, fused_in, ag_out, pair, in_place=in_place)
+        return lambda: all(torch.equal(o, gathered_of(a, b))
+                           for o, a, b in zip(ag_out, mine, theirs))
+
+    def fused_all_to_all():
+        poison(*a2a_out)
+        with window:
+            rt.all_to_all_tensors(comm, fused_in, a2a_out, pair)
+        return lambda: all(torch.equal(o, gathered_of(a.view(2, -1)[rank], b.view(2, -1)[rank]))
+                           for o, a, b in zip(a2a_out, mine, theirs))
+
+    def sharded_all_reduce(async_op=False):
+        poison(out)
+        with window:
+            work = backend.sharded_relay_multi_group_all_reduce(
+                [x], "sum", pair, [n], async_op=async_op, output_tensors=[out])
+            if async_op:
+                work.wait()
+        return lambda: torch.equal(out, total)
+
+    def sharded_reduce_scatter():
+        poison(block)
+        with window:
+            backend.sharded_relay_multi_group_reduce_scatter([x], [block], "sum", pair, [n // 2])
+        return lambda: torch.equal(block, total[half])
+
+    def sharded_all_gather():
+        poison(gathered)
+        with window:
+            backend.sharded_relay_multi_group_all_gather([x], [gathered], pair, [n])
+        return lambda: torch.equal(gathered, want_ag)
+
+    def sharded_all_to_all():
+        poison(out)
+        with window:
+            backend.sharded_relay_multi_group_all_to_all([x], [out], pair, [n // 2])
+        return lambda: torch.equal(out, want_a2a)
+
+    def torchrec_allreduce():
+        inout.copy_(x)
+        with window:
+            rec.allreduce_multi_group([inout], 1, [n], pair, op="sum")
+        return lambda: torch.equal(inout, total)
+
+    def torchrec_reduce_scatter():
+        poison(block)
+        with window:
+            rec.reduce_scatter_multi_group([x], [block], 1, [n // 2], pair, op="sum")
+        return lambda: torch.equal(block, total[half])
+
+    def torchrec_all_gather():
+        poison(gathered)
+        with window:
+            rec.all_gather_multi_group([x], [gathered], 1, [n], pair)
+        return lambda: torch.equal(gathered, want_ag)
+
+    def torchrec_all_to_all():
+        poison(out)
+        with window:
+            rec.all_to_all_multi_group([x], [out], 1, [n // 2], pair)
+        return lambda: torch.equal(out, want_a2a)
+
+    once, waited = ["run_call"], ["run_call", "comm_async_status"]
     calls = {
-        "allreduce": (allreduce, "allreduce"),
-        "allreduce async, options": (allreduce_async, "allreduce"),
-        "reduce-scatter": (reduce_scatter, "reduce_scatter"),
-        "all-gather": (all_gather, "all_gather"),
-        "all-to-all": (all_to_all, "all_to_all"),
-        "all_reduce_tensors": (fused, "allreduce"),
-        "torch.ops.relay.all_reduce_": (op, "allreduce"),
+        "all_reduce": (allreduce, once),
+        "all_reduce in place": (allreduce_in_place, once),
+        "all_reduce async, options": (allreduce_async, waited),
+        "reduce_scatter": (reduce_scatter, once),
+        "all_gather": (all_gather, once),
+        "all_to_all": (all_to_all, once),
+        "torch.ops.relay.all_reduce_": (op, once),
+        "all_reduce_tensors": (fused_all_reduce, once),
+        "reduce_scatter_tensors": (fused_reduce_scatter, once),
+        "all_gather_tensors": (fused_all_gather, once),
+        "all_gather_tensors, in place": (lambda: fused_all_gather(True), once),
+        "all_to_all_tensors": (fused_all_to_all, once),
+        "sharded all_reduce": (sharded_all_reduce, once),
+        "sharded all_reduce async": (lambda: sharded_all_reduce(True), waited),
+        "sharded reduce_scatter": (sharded_reduce_scatter, once),
+        "sharded all_gather": (sharded_all_gather, once),
+        "sharded all_to_all": (sharded_all_to_all, once),
+        "torchrec allreduce_multi_group": (torchrec_allreduce, once),
+        "torchrec reduce_scatter_multi_group": (torchrec_reduce_scatter, once),
+        "torchrec all_gather_multi_group": (torchrec_all_gather, once),
+        "torchrec all_to_all_multi_group": (torchrec_all_to_all, once),
     }
+    reference = _reference_op()
+    dispatch = None
+    if counter is not None:
+        for _ in range(3):  # its first calls set up the dispatch
+            counter.relay_test_total_begin()
+            reference(out, comm.id, ranks, sizes, [n], "sum")
+            dispatch = counter.relay_test_total_end()
     report = {}
-    for what, (call, entry) in calls.items():
+    for what, (call, entries) in calls.items():
         counted.calls.clear()
-        first_ok = call()
+        first_ok = call()()
         first = [name for name, _ in counted.calls]
         counted.calls.clear()
-        again_ok = call()
-        report[what] = (first_ok and again_ok, first, list(counted.calls), entry)
-    comm.close()
-    return live, report
+        again_ok = call()()
+        report[what] = (first_ok and again_ok, first, list(counted.calls), entries, window.whole)
+    changed = _changed_arguments(comm, rank, x, other, n)
+    backend.finalize()
+    return live, report, dispatch, changed
+
+
+def _changed_arguments(comm, rank, x, other, n):
+    """A call that differs from a repeated one in one property its checks read is checked
+    again: each kind after the same call made twice; returns what went wrong."""
+    import relay
+
+    pair = [[0, 1]]
+    base = torch.empty(2 * n)
+    out = torch.empty(n)
+    wrong = []
+
+    def expect_error(what, fn, kind, text):
+        try:
+            fn()
+            wrong.append(f"{what}: no error")
+        except kind as e:
+            if text not in str(e):
+                wrong.append(f"{what}: {e}")
+        except relay.RelayError as e:
+            wrong.append(f"{what}: {type(e).__name__}: {e}")
+
+    for _ in range(2):
+        base[:n].copy_(x)
+        comm.all_reduce(base[:n], pair, out=out, counts=[n])
+    expect_error("fewer elements at the same place",
+                 lambda: comm.all_reduce(base[: n - 1], pair, out=out, counts=[n]), ValueError,
+                 f"has {n - 1} elements")
+    expect_error("not contiguous at the same place",
+                 lambda: comm.all_reduce(base.view(n, 2)[:, 0], pair, out=out, counts=[n]),
+                 ValueError,
+                 "not contiguous")
+    expect_error("another dtype than given",
+                 lambda: comm.all_reduce(base[:n], pair, out=out, counts=[n],
+                                         dtype=torch.float64),
+                 TypeError, "dtype=torch.float64")
+    # Another dtype at the same places: int32's sum of the same bits, by hand.
+    base[:n].copy_(x)
+    comm.all_reduce(base[:n].view(torch.int32), pair, out=out.view(torch.int32))
+    if not torch.equal(out.view(torch.int32), x.view(torch.int32) + other.view(torch.int32)):
+        wrong.append("the same places as int32: not int32's sum")
+    # Another op: the average.
+    comm.all_reduce(x, pair, out=out, op="avg")
+    if not torch.equal(out, (x + other) / 2):
+        wrong.append("op avg after sum: not the average")
+    return wrong
+
+
+REFERENCE_OP = ('noop_(Tensor(a!) tensor, int comm, int[] ranks, int[] sizes, int[] counts, '
+                'str op, str options="") -> ()')
+
+
+def _reference_op():
+    """An op of relay::all_reduce_'s schema that does nothing, registered as relay's ops are (a
+    CPU kernel in Python; below autograd on torch 1.13): what torch's dispatch alone costs."""
+    from relay.torch.ops import _below_autograd
+
+    lib = torch.library.Library("relay_calls_test", "DEF")
+    lib.define(REFERENCE_OP)
+    lib.impl("noop_", lambda *args: None, "CPU")
+    op = torch.ops.relay_calls_test.noop_
+    if not hasattr(torch._C, "_set_autograd_fallback_mode"):
+        lib.impl("noop_", _below_autograd(op), "Autograd")
+    _reference_op.library = lib  # registered for as long as the process runs
+    return op
 
 
 def _counts_an_allocation(counter):
-    """Whether the counter sees a malloc in its window (it does where it is preloaded): without
+    """Whether the counter sees a malloc in its windows (it does where it is preloaded): without
     it, a count of 0 would say nothing."""
     libc = ctypes.CDLL(None)
     libc.malloc.restype = ctypes.c_void_p
     libc.free.argtypes = [ctypes.c_void_p]
+    counter.relay_test_total_begin()
     counter.relay_test_count_begin()
     p = libc.malloc(64)
     n = counter.relay_test_count_end()
+    whole = counter.relay_test_total_end()
     libc.free(p)
-    return n == 1
+    return n == 1 and whole == 1
 
 
 @pytest.fixture
@@ -169,19 +414,26 @@ def preloaded(monkeypatch):
         monkeypatch.setenv("LD_PRELOAD", COUNTER)
 
 
-def test_a_repeated_call_is_one_call_into_the_library_that_allocates_nothing(preloaded):
+def test_a_repeated_call_makes_its_library_calls_and_allocations_within_budget(preloaded):
     results = assert_all_ok(run_world(2, _worker, timeout=240))
     bad = []
-    for rank, (live, report) in results.items():
+    for rank, (live, report, dispatch, changed) in results.items():
+        bad += [f"rank {rank}: a changed argument: {text}" for text in changed]
         if COUNTER and not live:
             bad.append(f"rank {rank}: the allocation counter is not preloaded")
-        for what, (right, first, again, entry) in report.items():
+        assert set(report) == set(BUDGET)
+        budget = {k: dispatch if v == "dispatch" else v for k, v in BUDGET.items()}
+        for what, (right, first, again, entries, whole) in report.items():
             if not right:
                 bad.append(f"rank {rank}: {what}: a wrong output")
-            if [name for name, _ in again] != [entry]:
-                bad.append(f"rank {rank}: {what}: a repeated call made {again}, not [{entry}]")
+            if [name for name, _ in again] != entries:
+                bad.append(f"rank {rank}: {what}: a repeated call made {again}, not {entries}")
             if COUNTER and any(n != 0 for _, n in again):
-                bad.append(f"rank {rank}: {what}: a repeated call allocated: {again}")
-            if first.count(entry) != 1 or first.count("rank_layout_of") > 1:
+                bad.append(f"rank {rank}: {what}: a repeated call's library calls allocated: "
+                           f"{again}")
+            if COUNTER and whole > budget[what]:
+                bad.append(f"rank {rank}: {what}: a repeated call allocated {whole} times, over "
+                           f"its budget of {budget[what]}")
+            if first.count(entries[0]) != 1 or first.count("rank_layout_of") > 1:
                 bad.append(f"rank {rank}: {what}: a first call made {first}")
     assert not bad, "\n".join(bad)

@@ -22,6 +22,10 @@ tests/python/gpu_run.sh runs it on a GPU machine.
                  read on a stream that never waited for it)
   graph methods  each of the four sharded_relay calls captured into a CUDA graph (and again
                  with async_op=True, waited inside the capture), replays bit-identical to eager
+  failed calls   test_deferred.py's scenarios on CUDA tensors: a refusal or a mismatch on one
+                 rank is every rank's error once (the refusing rank's at its call, the others'
+                 at their first wait, naming the call and the rank), nothing is written, and the
+                 next call is right
 """
 
 import os
@@ -366,3 +370,20 @@ def test_torchcomms_each_method_captured_replays_bit_identical():
     assert sum(n for n, _ in results.values()) == 2 * 8 + 2 * 4, results  # fused 8, single 4
     bad = [x for r in sorted(results) for x in results[r][1]]
     assert not bad, "\n".join(bad[:20])
+
+
+def _failed_calls(rank, size):
+    from test_deferred import _worker
+
+    return _worker(rank, size, device="cuda")
+
+
+def test_failed_calls_are_every_ranks_error_once_and_the_next_call_runs():
+    import test_deferred as td
+
+    reports = assert_all_ok(run_world(8, _failed_calls, (), timeout=300, env=ENV))
+    td.test_every_peer_learns_of_a_refusal_once_at_its_synchronize(reports)
+    td.test_an_async_work_wait_raises_a_refusal_known_by_then(reports)
+    td.test_a_mismatch_is_raised_on_every_rank_at_wait_blocking(reports)
+    td.test_torchcomms_and_torchrec_calls_raise_the_refusal_at_wait_blocking(reports)
+    td.test_torchrec_refusals_reach_the_peers_at_wait_blocking_as_on_cuda(reports)

@@ -16,17 +16,20 @@ every output against torch.distributed's gloo collective on the same processes (
                  each, every call issued with async_op=True before any wait, then wait() and the
                  results; a fused helper of relay.torch with async_op
   wrapper        torchrec's class: its ValueErrors on one rank (that rank raises them, every
-                 other raises relay.PeerError naming it, nothing is written anywhere), the same
-                 sizes with validation skipped (relay's own checks refuse them alike),
-                 count-0 groups and placeholders unvalidated, AVG by default, no communicator
+                 other raises relay.PeerError naming it: at the call, or once at its work's
+                 wait_blocking where the device judges calls later; nothing is written
+                 anywhere), the same sizes with validation skipped (relay's own checks refuse
+                 them alike), count-0 groups and placeholders unvalidated, AVG by default, no
+                 communicator
   low precision  a 512 KiB float32 call the library takes onto fp8 and a 4 KiB one it keeps
                  native, and int32 (not carried), told apart by work.wire and the debug log;
                  the fp8 result within the wire's documented bound (docs/schedules.md) of gloo's
                  float64 sum, the others bit for bit
 and, on 2 processes, registration: a stand-in torchcomms (tests/python/standin) whose new_comm
 looks the name up reaches relay's class once relay.torchcomms is imported, and
-docs/torchcomms.md's example runs as written; and in this process Work.wait_blocking (torchcomms'
-TorchWork.wait_blocking) against a stand-in event: the thread waits until it is done.
+docs/torchcomms.md's example runs as written; the timeout of a store made for a communicator;
+and in this process Work.wait_blocking (torchcomms' TorchWork.wait_blocking) against a
+stand-in event: the thread waits until it is done.
 """
 
 import logging
@@ -286,6 +289,13 @@ def _parallel(rank, size, pgs, check, gen):
         b.finalize()
 
 
+def defers_verdicts():
+    """Whether a call's verdict comes after the call returns on the ranks that did not refuse
+    it: the ipc transport's (CUDA tensors), and the shm transport's model of it
+    (RELAY_SHM_VERDICTS=deferred). Elsewhere every rank's call raises at once."""
+    return DEV.type == "cuda" or os.environ.get("RELAY_SHM_VERDICTS") == "deferred"
+
+
 def _outcome(fn):
     try:
         fn()
@@ -338,7 +348,17 @@ def _wrapper(b, rank, pgs, check, gen):
             desc = f"wrapper {what} wrong on rank {bad} alias={alias} skip_validation={skip}"
             ins, outs = lists(*sizes[what], bad_rank=bad, alias=alias)
             before = [t.clone() for t in ins + outs]
-            e = _outcome(lambda: calls[what](ins, outs, skip_validation=skip))
+            works = []
+            e = _outcome(lambda: works.append(calls[what](ins, outs, skip_validation=skip)))
+            if rank != bad and defers_verdicts():
+                # The device judges the call later: the call returns its work, whose
+                # wait_blocking raises the refusal (docs/torchcomms.md, "When a failure is known").
+                if e is not None:
+                    check.fail(f"{desc}: rank {rank}'s call raised {e!r}; its verdict comes later")
+                    continue
+                e = _outcome(works[0].wait_blocking)
+                if _outcome(works[0].wait_blocking) is not None:
+                    check.fail(f"{desc}: rank {rank}: a second wait_blocking raised again")
             if rank == bad:
                 ours = isinstance(e, ValueError) and str(e).startswith(what)
                 if not isinstance(e, ValueError) or ours == skip:
@@ -571,7 +591,7 @@ def _doc_example():
 
 
 def test_registration_reaches_relays_class():
-    results = assert_all_ok(run_world(2, _registration, timeout=120, env=ENV))
+    results = assert_all_ok(run_world(2, _registration, timeout=300, env=ENV))
     for rank, seen in results.items():
         assert seen["before"] is False and seen["after"] is True
         assert seen["class"] == (True, True)
@@ -627,3 +647,23 @@ def test_wait_blocking_blocks_this_thread_until_the_work_is_done():
         assert e.peer == 3 and failed.is_completed(), e
     cpu = Work("out")
     assert cpu.wait_blocking() is None and cpu.is_completed()
+
+
+def test_a_store_of_its_own_waits_as_long_as_a_set_up(monkeypatch):
+    """The TCPStore relay.torchcomms makes where no store is given (MASTER_ADDR, MASTER_PORT)
+    waits for its ranks 300 s, or the calls' timeout where that is longer: a set-up wait, which a
+    short call timeout must not shorten."""
+    import datetime
+    import socket
+
+    from relay.torchcomms._environment import store_for
+
+    monkeypatch.delenv("TORCHELASTIC_USE_AGENT_STORE", raising=False)
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    for timeout, want in ((0.5, 300), (None, 300), (400, 400)):
+        with socket.socket() as s:  # a port nobody listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        monkeypatch.setenv("MASTER_PORT", str(port))
+        store = store_for("timeouts", None, 0, 1, timeout)
+        assert store.timeout == datetime.timedelta(seconds=want), (timeout, store.timeout)

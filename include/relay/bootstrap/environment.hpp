@@ -9,9 +9,11 @@
 //   RELAY_STORE_PORT  or MASTER_PORT  its port
 //   RELAY_DEVICE                      the device this rank drives (default: the local rank)
 //   RELAY_TIMEOUT                     seconds any rank waits for a peer (default 30; may be
-//                                     fractional: 0.5; 0.001..1000000)
+//                                     fractional: 0.5; 0.001..1000000); set-up waits at least
+//                                     setup_timeout_for's floor (below)
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
@@ -25,6 +27,20 @@ namespace relay {
 // How long a rank waits for a peer, anywhere in relay, unless configured: long enough for a slow
 // first call (plans built, memory mapped) on a loaded machine, short enough that a dead job ends.
 inline constexpr std::chrono::milliseconds default_peer_timeout{30'000};
+
+// Set-up (the bootstrap's connects, hellos and closing barrier, a transport's creation, a split)
+// waits for ranks that are still starting: a launcher starts them one after another, each loads
+// its libraries (a Python rank imports torch), and on a loaded machine the last can come seconds
+// after the first, however short the timeout of a call is. So set-up waits at least this floor,
+// and this much more per rank of the job.
+inline constexpr std::chrono::milliseconds setup_floor{10'000};
+inline constexpr std::chrono::milliseconds setup_per_rank{100};
+
+// How long set-up waits for a job of `size` ranks whose call timeout is `timeout`: that timeout,
+// but never less than setup_floor + size * setup_per_rank (8 ranks: 10.8 s; 1024: 112.4 s).
+inline std::chrono::milliseconds setup_timeout_for(int size, std::chrono::milliseconds timeout) {
+  return std::max(timeout, setup_floor + std::max(size, 1) * setup_per_rank);
+}
 
 struct environment {
   int rank = 0, size = 1, local_rank = 0, device = 0;
@@ -40,7 +56,16 @@ struct environment {
   std::string store_addr = "127.0.0.1";
   int store_port = 0;
   std::chrono::milliseconds timeout = default_peer_timeout;
+  // How long set-up waits (setup_timeout_of): 0, the default, for setup_timeout_for(size,
+  // timeout); a caller that means set-up to end sooner (a test of a set-up that fails) sets it.
+  std::chrono::milliseconds setup_timeout{0};
 };
+
+// Every wait of this environment's set-up has this timeout.
+inline std::chrono::milliseconds setup_timeout_of(const environment& env) {
+  return env.setup_timeout.count() > 0 ? env.setup_timeout
+                                       : setup_timeout_for(env.size, env.timeout);
+}
 
 namespace detail {
 

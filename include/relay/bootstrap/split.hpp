@@ -95,7 +95,8 @@ inline std::vector<int> members_of(const std::vector<with_text<split_word>>& wor
 // (errc::invalid_argument here, errc::peer_error naming this rank elsewhere), and so is every
 // split of a rank whose `own_checks` failed (its checks of its arguments: it takes part as a
 // refusal, so its peers fail at once naming it, and returns `own_checks`). Every
-// wait has `timeout`.
+// wait has `timeout`, the sub-job's set-up included (a split is a set-up: callers pass
+// setup_timeout_for the parent, as comm/split.hpp does).
 inline status split_bootstrap(bootstrap& parent, int color, int key, milliseconds timeout,
                               std::unique_ptr<bootstrap>& out, const status& own_checks = {}) {
   using namespace detail;
@@ -115,8 +116,7 @@ inline status split_bootstrap(bootstrap& parent, int color, int key, millisecond
   if (refused.empty() && color >= 0) {
     environment here;
     here.store_addr = parent.address();
-    here.timeout = timeout;
-    if (status s = resolve(here, at, steady::now() + timeout); !s)
+    if (status s = resolve(here, at, steady::now(), timeout); !s)
       refused = s.message();
     else if (status l = listen_at(at, parent.size(), "the split's store",
                                   here.store_addr + " (this rank's address in the parent job)",
@@ -150,10 +150,11 @@ inline status split_bootstrap(bootstrap& parent, int color, int key, millisecond
     e.store_addr = addresses[first];
     e.store_port = words[first].value.port;
     e.timeout = timeout;
+    e.setup_timeout = timeout;
     if (e.rank != 0) listener = unique_fd();
     const auto start = steady::now();
     sockaddr_in store{};
-    joined = resolve(e, store, start + timeout);
+    joined = resolve(e, store, start, timeout);
     if (joined) joined = join_job(e, std::move(listener), store, start, out);
     if (!joined)
       joined = status(joined.code(), "color " + std::to_string(color) + ": " + joined.message());

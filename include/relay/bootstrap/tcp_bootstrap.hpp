@@ -6,7 +6,9 @@
 // A rank that does not connect or contribute within the timeout, or whose connection closes,
 // fails the call on every rank with errc::timeout naming it (rank 0 tells the others). Every wait
 // has a deadline: resolving the store's name, each connect (non-blocking, retried while rank 0
-// is not listening yet), accept, every send and receive.
+// is not listening yet), accept, every send and receive. Set-up's waits (up to the barrier that
+// ends it) have the set-up timeout (setup_timeout_of: at least a floor that grows with the job),
+// the all-gathers after it the timeout they are given.
 //
 // One outcome per exchange: rank 0 decides every all-gather for every rank. A rank whose wait
 // for rank 0's answer runs out tells rank 0 that it gives up (a give-up frame) and waits a
@@ -257,15 +259,16 @@ class tcp_bootstrap final : public bootstrap {
     std::vector<frame_reader> data(static_cast<std::size_t>(size_));
     std::vector<frame_reader> late(static_cast<std::size_t>(size_));
     gather_frames(data, late, steady::now() + timeout);
-    // A give-up sent as the last contribution arrived: looked for once more (a frame that has
-    // begun to arrive is read to its end; the rank sent it whole).
+    // A give-up sent as the last contribution arrived: looked for once more. A frame that has
+    // begun to arrive is read to its end, up to the timeout: the rank sent it whole, but a loaded
+    // machine may run it again only much later; a frame left half read would put the stream out
+    // of step.
     for (int r = 1; r < size_; ++r) {
       frame_reader& l = late[static_cast<std::size_t>(r)];
       const int fd = peers_[static_cast<std::size_t>(r)].get();
       if (data[static_cast<std::size_t>(r)].done && !l.done && !l.closed &&
           wait_ready(fd, POLLIN, steady::now()))
-        (void)receive_frame(fd, l, steady::now() + milliseconds(200), "rank " + std::to_string(r),
-                            what);
+        (void)receive_frame(fd, l, steady::now() + timeout, "rank " + std::to_string(r), what);
     }
     const auto answer_deadline = steady::now() + timeout;
     if (status failed = decide(data, late, timeout, what); !failed) {
@@ -350,8 +353,10 @@ class tcp_bootstrap final : public bootstrap {
 };
 
 // The store's address: a numeric one at once; a name through the resolver, which may wait on a
-// DNS server, so on a thread of its own: an answer after `deadline` is dropped with the thread.
-inline status resolve(const environment& env, sockaddr_in& addr, steady::time_point deadline) {
+// DNS server, so on a thread of its own: an answer `timeout` after `start` is dropped with the
+// thread.
+inline status resolve(const environment& env, sockaddr_in& addr, steady::time_point start,
+                      milliseconds timeout) {
   addr = {};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<std::uint16_t>(env.store_port));
@@ -381,9 +386,9 @@ inline status resolve(const environment& env, sockaddr_in& addr, steady::time_po
     return {errc::system_error, std::string("starting the store address's lookup: ") + e.what()};
   }
   std::unique_lock<std::mutex> hold(l->m);
-  if (!l->done_cv.wait_until(hold, deadline, [&] { return l->done; }))
+  if (!l->done_cv.wait_until(hold, start + timeout, [&] { return l->done; }))
     return {errc::timeout, "the store address '" + env.store_addr + "' did not resolve within " +
-                               std::to_string(env.timeout.count()) + " ms"};
+                               std::to_string(timeout.count()) + " ms"};
   if (l->rc != 0)
     return {errc::invalid_argument,
             "cannot resolve the store address '" + env.store_addr + "': " + ::gai_strerror(l->rc)};
@@ -408,8 +413,8 @@ struct hello {
 // there yet (rank 0 starting later) and after a connection to itself; a connect that is never
 // answered (the store's accept queue full, a filtered port) ends at the deadline too.
 inline status connect_to_store(const environment& env, const sockaddr_in& addr,
-                               steady::time_point start, steady::time_point deadline,
-                               unique_fd& out) {
+                               steady::time_point start, milliseconds timeout, unique_fd& out) {
+  const auto deadline = start + timeout;
   std::string last;
   for (;;) {
     unique_fd c(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -429,7 +434,7 @@ inline status connect_to_store(const environment& env, const sockaddr_in& addr,
       return {errc::timeout,
               "rank " + std::to_string(env.rank) + " could not connect to rank 0's store at " +
                   env.store_addr + ":" + std::to_string(env.store_port) + " within " +
-                  std::to_string(env.timeout.count()) + " ms (waited " +
+                  std::to_string(timeout.count()) + " ms (waited " +
                   std::to_string(elapsed_ms(start)) + " ms; the last attempt: " + last + ")"};
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(20, remaining_ms(deadline))));
   }
@@ -444,11 +449,12 @@ inline status tell_connected(std::vector<unique_fd>& peers, const status& why) {
   return why;
 }
 
-// Rank 0 takes the others' connections and hellos before `deadline` into peers[1..size-1]. A
-// connection that is no relay rank's is dropped; a rank's of another job, or a rank claimed
-// twice, ends the set-up on every connected rank.
-inline status accept_ranks(const environment& env, int listener, steady::time_point deadline,
-                           std::vector<unique_fd>& peers) {
+// Rank 0 takes the others' connections and hellos `timeout` after `start` into
+// peers[1..size-1]. A connection that is no relay rank's is dropped; a rank's of another job, or
+// a rank claimed twice, ends the set-up on every connected rank.
+inline status accept_ranks(const environment& env, int listener, steady::time_point start,
+                           milliseconds timeout, std::vector<unique_fd>& peers) {
+  const auto deadline = start + timeout;
   const std::string store = env.store_addr + ":" + std::to_string(env.store_port);
   int joined = 1;
   while (joined < env.size && wait_ready(listener, POLLIN, deadline)) {
@@ -487,7 +493,7 @@ inline status accept_ranks(const environment& env, int listener, steady::time_po
   if (missing.empty()) return {};
   return tell_connected(
       peers, {errc::timeout, "rank(s) " + rank_list(missing) + " did not connect to the store at " +
-                                 store + " within " + std::to_string(env.timeout.count()) + " ms"});
+                                 store + " within " + std::to_string(timeout.count()) + " ms"});
 }
 
 }  // namespace detail
@@ -542,14 +548,16 @@ inline std::string local_address(int fd) {
 
 // Connects the job once rank 0 listens (`listener`, rank 0 only) or where the others reach it
 // (`addr`): rank 0 takes every rank's hello, the others connect and say theirs, then a barrier.
+// Every wait has the set-up timeout, counted from `start`.
 inline status join_job(const environment& env, unique_fd listener, const sockaddr_in& addr,
                        steady::time_point start, std::unique_ptr<bootstrap>& out) {
-  const auto deadline = start + env.timeout;
+  const milliseconds timeout = setup_timeout_of(env);
+  const auto deadline = start + timeout;
   std::vector<unique_fd> peers(static_cast<std::size_t>(env.rank == 0 ? env.size : 1));
   if (env.rank == 0) {
-    if (status s = accept_ranks(env, listener.get(), deadline, peers); !s) return s;
+    if (status s = accept_ranks(env, listener.get(), start, timeout, peers); !s) return s;
   } else {
-    if (status s = connect_to_store(env, addr, start, deadline, peers[0]); !s) return s;
+    if (status s = connect_to_store(env, addr, start, timeout, peers[0]); !s) return s;
     const hello h{hello{}.magic, env.rank, env.size};
     if (status s = send_frame(peers[0].get(), frame_kind::data, std::as_bytes(std::span(&h, 1)),
                               deadline, "rank 0 (the store)");
@@ -565,7 +573,7 @@ inline status join_job(const environment& env, unique_fd listener, const sockadd
   auto b =
       std::make_unique<tcp_bootstrap>(env.rank, env.size, std::move(peers), std::move(address));
   // Everyone is connected when this returns on every rank.
-  if (status s = b->barrier(env.timeout); !s) return s;
+  if (status s = b->barrier(timeout); !s) return s;
   out = std::move(b);
   return {};
 }
@@ -573,7 +581,7 @@ inline status join_job(const environment& env, unique_fd listener, const sockadd
 }  // namespace detail
 
 // Connects the job (collective: every rank calls it). Fails, naming the ranks that did not
-// arrive, when the job is not complete within env.timeout.
+// arrive, when the job is not complete within its set-up timeout (setup_timeout_of(env)).
 inline status make_tcp_bootstrap(const environment& env, std::unique_ptr<bootstrap>& out) {
   using namespace detail;
   if (env.size < 1 || env.rank < 0 || env.rank >= env.size)
@@ -581,7 +589,7 @@ inline status make_tcp_bootstrap(const environment& env, std::unique_ptr<bootstr
                                         std::to_string(env.size) + " is not a place in a job"};
   const auto start = steady::now();
   sockaddr_in addr{};
-  if (status s = resolve(env, addr, start + env.timeout); !s) return s;
+  if (status s = resolve(env, addr, start, setup_timeout_of(env)); !s) return s;
   unique_fd listener;
   if (env.rank == 0) {
     int port = 0;

@@ -208,10 +208,15 @@ typedef struct relay_comm_config {
   /* "auto" (or NULL): ipc for device memory when every rank is on one node, shm for host memory
    * there; "shm", "ipc", "nccl" by name. Every rank passes the same. */
   const char* transport;
-  int32_t memory;           /* relay_memory: what the calls pass */
-  int64_t timeout_ms;       /* every wait for a peer; <= 0: RELAY_TIMEOUT, else 30 s */
-  uint64_t transport_bytes; /* shm/ipc data area per rank; 0: RELAY_SHM_BYTES / RELAY_IPC_BYTES;
-                               a call larger than it runs in pieces */
+  int32_t memory; /* relay_memory: what the calls pass */
+  /* Every wait for a peer; <= 0: RELAY_TIMEOUT, else 30 s. Set-up (relay_comm_create, a split)
+   * waits at least 10 s + 100 ms per rank (docs/multiprocess.md, "Set-up"), and passes the
+   * callbacks that longer timeout. */
+  int64_t timeout_ms;
+  /* The shm/ipc data area of a rank; 0: RELAY_SHM_BYTES / RELAY_IPC_BYTES. On shm rank 0's value
+   * sizes every rank's area; on ipc each rank's own does, and calls are cut by the smallest. A
+   * call larger than the area runs in pieces. Pass the same on every rank. */
+  uint64_t transport_bytes;
   /* The bootstrap: all_gather is required, barrier may be NULL (an empty all-gather serves).
    * They and `user` stay valid until relay_comm_destroy returns (teardown may use them). */
   relay_all_gather_fn all_gather;
@@ -402,6 +407,34 @@ RELAY_C_API relay_status relay_all_to_all(relay_comm* comm, const void* send, si
                                           const int32_t* group_sizes, int32_t num_groups,
                                           const int64_t* segment_counts, int32_t dtype,
                                           const relay_options* options, void* stream);
+
+/* One collective call as a struct: the arguments of the four functions above, for a caller that
+ * makes the same call many times (a binding fills it once, then each call is one crossing of
+ * three arguments). relay_run_call(comm, &call, stream) is exactly the collective's own function
+ * with these arguments: the same checks on every call (a bad field is refused through the
+ * library, so the peers fail at once naming this rank), the same statuses. */
+typedef struct relay_call {
+  size_t struct_size; /* sizeof(relay_call); relay_call_init sets it */
+  int32_t collective; /* relay_collective */
+  int32_t dtype;      /* relay_dtype */
+  int32_t op; /* relay_op: allreduce and reduce-scatter; all-gather and all-to-all ignore it */
+  int32_t num_groups;
+  const int32_t* group_ranks;
+  const int32_t* group_sizes;
+  const int64_t* counts; /* one per group, as the collective's function takes them */
+  const void* send;      /* this rank's buffers (NULL and 0 on a helper) */
+  size_t send_bytes;
+  void* recv;
+  size_t recv_bytes;
+  const relay_options* options; /* NULL: the defaults */
+} relay_call;
+
+/* Zeroes *call and sets struct_size: an allreduce (RELAY_SUM) with no groups yet. */
+RELAY_C_API void relay_call_init(relay_call* call);
+/* The call `call` describes, on `stream` (as the collectives' own `stream`). A NULL `call`, or
+ * one whose struct_size is not sizeof(relay_call) or whose collective is not a relay_collective,
+ * is refused as a bad argument is. */
+RELAY_C_API relay_status relay_run_call(relay_comm* comm, const relay_call* call, void* stream);
 
 #ifdef __cplusplus
 }

@@ -20,13 +20,13 @@
 // (plan/pieces.hpp), each its own call of the transport with its own agreement and sequence
 // number; the cut is made with the shape's plan and cached with it.
 //
-// The repeated call (a shape in the cache) allocates nothing and builds no string: the cache is
-// found by the hash of the call's shape as passed (plan/call_shape.hpp), confirmed by comparing
-// it with the cached copy (a collision of hashes is a miss, never a wrong plan), and the last
-// shape used is tried first. With route::automatic the route is chosen on the shape's first call
-// (cost/choose.hpp), from the topology options::machine names then; later calls of the same shape
-// reuse it (the topology is no part of the shape, so ranks whose topology objects live at
-// different addresses still hit and miss alike).
+// The repeated call (a shape in the cache) allocates nothing and builds no string: the last shape
+// used is tried first, by comparing the call's shape as passed with its cached copy; any other
+// is found by the hash of the shape (plan/call_shape.hpp), confirmed by the same comparison (a
+// collision of hashes is a miss, never a wrong plan). With route::automatic the route is chosen
+// on the shape's first call (cost/choose.hpp), from the topology options::machine names then;
+// later calls of the same shape reuse it (the topology is no part of the shape, so ranks whose
+// topology objects live at different addresses still hit and miss alike).
 #pragma once
 
 #include <algorithm>
@@ -192,7 +192,7 @@ class communicator {
   inline status run(const detail::rank_call& call);
   inline status run_pieces(const cached& c, const detail::rank_call& call, call_context ctx);
   inline status explain_mismatch(const std::string& shape, status verdict);
-  inline cached* find(const detail::rank_call& call, std::uint64_t key);
+  inline cached* find(const detail::rank_call& call, std::uint64_t& key);
   std::size_t slots() const { return std::max<std::size_t>(1, config_.plan_cache_entries); }
   inline status prepare(const detail::rank_call& call, std::uint64_t key, std::string shape, plan p,
                         cached*& out);
@@ -292,14 +292,19 @@ inline status communicator::explain_mismatch(const std::string& shape, status ve
           std::stoi(differ)};  // the first rank of the list
 }
 
-// The cached shape of `call`, or null: the last one used first, then a scan of the keys.
+// The cached shape of `call`, or null: the last one used first, compared whole (a repeated call
+// hashes nothing), then a scan of the keys for `key`, the call's hash, computed here.
 // A served call (call.chosen) hits only a shape cached with the same choice.
-inline communicator::cached* communicator::find(const detail::rank_call& call, std::uint64_t key) {
+inline communicator::cached* communicator::find(const detail::rank_call& call, std::uint64_t& key) {
   const call_shape& asked = call.request;
   auto same = [&](const cached& c) {
     return c.asked == asked && (call.chosen == nullptr || choice_of(c.p) == *call.chosen);
   };
-  if (last_ < cache_.size() && keys_[last_] == key && same(cache_[last_])) return &cache_[last_];
+  if (last_ < cache_.size() && same(cache_[last_])) {
+    key = keys_[last_];
+    return &cache_[last_];
+  }
+  key = hash(asked);
   for (std::size_t i = 0; i < keys_.size(); ++i)
     if (keys_[i] == key && same(cache_[i])) {
       last_ = i;
@@ -430,7 +435,7 @@ inline status communicator::run(const detail::rank_call& call) {
       static_cast<unsigned>(r.type) < all_dtypes.size()
           ? placement_of(r.coll, r.groups, r.counts, size_of(r.type), rank(), call.send, call.recv)
           : placement::helper;
-  const std::uint64_t key = hash(r);
+  std::uint64_t key = 0;
   cached* c = find(call, key);
   if (c == nullptr) {
     // The plan is the out-of-place one (see transport.hpp); the shape names the route taken.

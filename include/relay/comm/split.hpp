@@ -1,6 +1,8 @@
 // A communicator split from another, as ncclCommSplit: the ranks that pass one color get a
 // communicator of their own (bootstrap/split.hpp), ranked by key, over the transport `make`
-// builds, on the parent's device with the parent's timeout.
+// builds, on the parent's device with the parent's timeout. The split is a set-up: its waits, the
+// new transport's creation included, have the set-up timeout of a job of the parent's size
+// (setup_timeout_for), not the calls' timeout.
 //
 //   std::unique_ptr<relay::communicator> pair;
 //   relay::split_communicator(*comm, comm->rank() / 2, comm->rank(), relay::shm_factory(), pair);
@@ -34,7 +36,7 @@ inline status split_communicator(communicator& parent, int color, int key,
     return {errc::unsupported,
             "a communicator with hosted helpers cannot be split (docs/hosted-helpers.md): make "
             "the communicators of the parts from their own processes"};
-  const auto timeout = parent.config().timeout;
+  const auto timeout = setup_timeout_for(parent.size(), parent.config().timeout);
   std::unique_ptr<bootstrap> boot;
   if (status s = split_bootstrap(parent.boot(), color, key, timeout, boot); !s) return s;
   status made;
@@ -44,7 +46,7 @@ inline status split_communicator(communicator& parent, int color, int key,
     env.rank = env.local_rank = boot->rank();
     env.size = boot->size();
     env.device = parent.device();
-    env.timeout = timeout;
+    env.timeout = env.setup_timeout = timeout;  // the transport's creation: a set-up
     // The parent's ranks on this device go on driving it: a transport that divides the device
     // among its ranks (ipc) must count them, or the child's spinning kernels could fill it.
     env.device_share = parent.transport().device_share();
@@ -71,7 +73,8 @@ inline status split_communicator(communicator& parent, int color, int key,
 inline status refuse_split(communicator& parent, status why) {
   if (why.ok()) why = {errc::invalid_argument, "the caller refused the split"};
   std::unique_ptr<bootstrap> none;
-  return split_bootstrap(parent.boot(), no_color, 0, parent.config().timeout, none, why);
+  return split_bootstrap(parent.boot(), no_color, 0,
+                         setup_timeout_for(parent.size(), parent.config().timeout), none, why);
 }
 
 }  // namespace relay

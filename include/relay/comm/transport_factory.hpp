@@ -13,7 +13,9 @@
 
 namespace relay {
 
-// Makes a transport over a connected bootstrap (collective: every rank calls it).
+// Makes a transport over a connected bootstrap (collective: every rank calls it). Its creation is
+// part of set-up: `env.timeout` is the set-up timeout there (setup_timeout_of), which every wait
+// of the creation has; the calls' timeout is the communicator's (comm_config::timeout).
 using transport_factory =
     std::function<status(bootstrap&, const environment&, std::unique_ptr<transport>&)>;
 

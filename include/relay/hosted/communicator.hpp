@@ -92,13 +92,20 @@ inline status communicator_with_helpers(std::shared_ptr<bootstrap> processes,
                                         std::unique_ptr<communicator>& out,
                                         const status& refused = {}) {
   out.reset();
+  // Set-up waits with the set-up timeout (setup_timeout_of: of the N ranks once they are known),
+  // the calls with the environment's.
   hosting rule;
-  if (status s = agree_on_hosting(*processes, devices, refused, env.timeout, rule); !s) return s;
+  if (status s = agree_on_hosting(*processes, devices, refused, setup_timeout_of(env), rule); !s)
+    return s;
+  environment setup = env;
+  setup.size = rule.ranks();
+  setup.timeout = setup_timeout_of(setup);
+  setup.size = env.size;
   comm_config config;
   config.timeout = env.timeout;
   if (rule.helpers() == 0) {
     std::unique_ptr<transport> link;
-    if (status s = make(*processes, env, link); !s) return s;
+    if (status s = make(*processes, setup, link); !s) return s;
     // The transport's device where it drives one (ipc: the environment's modulo the devices the
     // process sees), so that communicator::device() names the GPU the calls use.
     config.device = link->device() >= 0 ? link->device() : env.device;
@@ -117,7 +124,7 @@ inline status communicator_with_helpers(std::shared_ptr<bootstrap> processes,
   hosted::crew starting(static_cast<int>(L) - 1);
   auto make_rank = [&](int k) {
     const auto i = static_cast<std::size_t>(k);
-    environment e = env;
+    environment e = setup;
     e.rank = ranks[i];
     e.size = rule.ranks();
     if (k > 0) {
@@ -137,7 +144,7 @@ inline status communicator_with_helpers(std::shared_ptr<bootstrap> processes,
   group->begin_together();
   starting.run(make_rank);
   group->end_together();
-  if (status s = hosted::detail::agree_on_start(*group, made, env.timeout); !s) {
+  if (status s = hosted::detail::agree_on_start(*group, made, setup.timeout); !s) {
     // Every rank's transport goes, at once (their teardown may meet their peers').
     group->begin_together();
     for (std::size_t k = 0; k < L; ++k)

@@ -26,13 +26,15 @@ class _Entry:
 
 class FlatBuffers:
     """The cache. register(tensor or None) and deregister(tensor or None) are the
-    communicator's collective calls."""
+    communicator's collective calls. `plans`: what fused.py lays out over the buffers per call
+    structure (views of them), emptied whenever a buffer grows."""
 
     def __init__(self, device, register, deregister):
         self._device = device
         self._register = register
         self._deregister = deregister
         self._entries = {}  # (role, dtype) -> _Entry
+        self.plans = {}
 
     def get(self, role, dtype, elements, hold=True, capturing=False):
         """A view of `elements` of the (role, dtype) buffer (None where hold is False)."""
@@ -63,6 +65,7 @@ class FlatBuffers:
         this rank's part of the first fails (memory that cannot be registered), it still takes
         part in the second and keeps the new size, unregistered, so that the ranks stay in step;
         the error is raised after. A round that timed out ends it at once."""
+        self.plans.clear()  # their views may lie in the buffer that goes
         old = entry.buffer if entry.registered else None
         had_round = entry.size > 0
         new = self._allocate(dtype, elements) if hold else None
@@ -81,4 +84,5 @@ class FlatBuffers:
             raise error
 
     def clear(self):
+        self.plans.clear()
         self._entries.clear()

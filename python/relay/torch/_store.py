@@ -29,12 +29,13 @@ class StoreBootstrap:
     teardown).
 
     Exchange k: each rank sets its bytes at "k/<rank>" and counts itself in at "k/in/<rank>",
-    then waits for every rank's bytes until the call's timeout. One outcome for every rank: the
-    first rank to decide the exchange (every rank's bytes seen, or its wait over) writes it at
-    "k/outcome" with compare_set, and every rank goes by what is there, so a rank that arrives
-    after a peer gave up fails with the peer's reason instead of going on without it. Who did not
-    arrive is read from the counters (store.add(key, 0) reads without waiting), so the message
-    names exactly those ranks."""
+    then waits for every rank's bytes until the timeout the library passes (set-up's exchanges,
+    a split's included: the set-up timeout, at least 10 s + 100 ms per rank; the others: the
+    communicator's). One outcome for every rank: the first rank to decide the exchange (every
+    rank's bytes seen, or its wait over) writes it at "k/outcome" with compare_set, and every
+    rank goes by what is there, so a rank that arrives after a peer gave up fails with the peer's
+    reason instead of going on without it. Who did not arrive is read from the counters
+    (store.add(key, 0) reads without waiting), so the message names exactly those ranks."""
 
     def __init__(self, store, rank, size, lib):
         self.store = store

@@ -14,11 +14,23 @@ expected; before raising, the rank refuses the call through the library, so that
 at once with relay.PeerError naming it instead of waiting out the timeout. Failures the library
 finds raise relay.RelayError subclasses with relay's message and the peer it names (.peer).
 The sizes come from the library (relay.layout): nothing here re-derives relay's rules. A call
-shape's layout is asked for once and kept, so a repeated call makes one call into the library:
-the collective's.
+shape's layout is asked for once and kept. A call whose arguments are those of an earlier call
+that passed this rank's checks (the same tensors' places, sizes, dtypes, devices and
+contiguity, the same groups, counts, op, options and dtype: the key of Communicator._call)
+reuses that call's prepared arguments (a relay_call): its checks' inputs are the same, so are
+their results, and the call is one crossing into the library (relay_run_call), which checks it
+again as every call does.
+
+When a rank learns that a call failed (docs/python.md, "When a failure is known"): a rank's own
+refusal raises at its call, always. On the CPU (the shm transport) every other rank's call raises
+too. On CUDA (the ipc transport) every other rank's call returns, as the device judges the call
+later: the failure, naming the call and the rank, comes once from the first of Work.wait()
+(where the device has judged it by then), Work.wait_blocking(), synchronize() or async_status()
+afterwards.
 """
 
 import contextlib
+import functools
 import itertools
 import math
 import threading
@@ -40,7 +52,7 @@ from ..errors import (
 )
 from ._flat import FlatBuffers
 from ._store import StoreBootstrap, next_prefix
-from .work import Wire, launch
+from .work import Streams, Wire, launch, launch_async
 
 _NO_COLOR = -1  # RELAY_NO_COLOR
 _INT32 = (-(2**31), 2**31 - 1)
@@ -119,6 +131,35 @@ def _dtype_name(dtype):
     return str(dtype).rsplit(".", 1)[-1]
 
 
+# torch's current CUDA stream as a raw handle, without the Stream object torch.cuda.current_stream
+# builds (most of a call's cost there): torch 1.13 and 2.x have it; older ones fall back.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _no_stream():
+    return None
+
+
+def _tensor_key(t):
+    """What this rank's checks read of tensor `t` (None: none): where it lies, its elements,
+    dtype and device, and whether it is contiguous. AttributeError where `t` is no tensor."""
+    if t is None:
+        return None
+    return (t.data_ptr(), t.numel(), t.dtype, t.device, t.is_contiguous())
+
+
+class _Prepared:
+    """A call's prepared arguments: the library's function and its relay_call (by reference),
+    what the call returns (0 None, 1 its input, 2 its output), and what the struct points into
+    (kept alive with it)."""
+
+    __slots__ = ("fn", "ref", "result", "struct", "keep")
+
+    def __init__(self, fn, struct, result, keep):
+        self.fn, self.struct, self.result, self.keep = fn, struct, result, keep
+        self.ref = byref(struct)
+
+
 class _Shape:
     """What a communicator keeps of a call shape: this rank's Layout, and the counts as the C ABI
     takes them."""
@@ -135,15 +176,6 @@ def _keep(cache, key, value):
         del cache[next(iter(cache))]
     cache[key] = value
     return value
-
-
-# The C ABI's function of each collective.
-_ENTRY = {
-    "allreduce": lambda lib: lib.allreduce,
-    "reduce-scatter": lambda lib: lib.reduce_scatter,
-    "all-gather": lambda lib: lib.all_gather,
-    "all-to-all": lambda lib: lib.all_to_all,
-}
 
 
 class Communicator:
@@ -212,6 +244,18 @@ class Communicator:
         if self.device.type not in ("cpu", "cuda"):
             raise ValueError(f"relay moves CPU or CUDA tensors, not {self.device.type}")
         self._lib = _capi.library("device" if self.device.type == "cuda" else "host")
+        self._set_stream_reader()
+
+    def _set_stream_reader(self):
+        """self._stream(): the handle of the current CUDA stream of the communicator's device
+        (where calls run), None for CPU tensors."""
+        if self.device.type != "cuda":
+            self._stream = _no_stream
+        elif _raw_stream is not None:
+            self._stream = functools.partial(_raw_stream, self.device.index)
+        else:
+            device = self.device
+            self._stream = lambda: torch.cuda.current_stream(device).cuda_stream
 
     def _create(self, store, transport, timeout, transport_bytes, helper_devices):
         self._boot = StoreBootstrap(store, self.rank, self.size, self._lib)
@@ -251,6 +295,8 @@ class Communicator:
         self._groups = {}
         self._shapes = {}  # (collective, groups, counts) -> _Shape
         self._counts = {}  # (collective, active, input elements, output elements) -> count
+        self._prepared = {}  # a call's key (Communicator._call) -> _Prepared
+        self._ops = Streams()  # the operation stream and the last async call not waited for
         self._flat = FlatBuffers(self.device, self.register, self.deregister)
         self._capturing = False
         self._lock = threading.Lock()
@@ -263,6 +309,7 @@ class Communicator:
         """Destroys the communicator (collective: every rank closes it)."""
         handle, self._handle = getattr(self, "_handle", None), None
         if handle:
+            self._prepared.clear()
             self._flat.clear()
             self._lib.check(self._lib.comm_destroy(handle))
 
@@ -306,6 +353,7 @@ class Communicator:
         child.group = None  # no torch.distributed group has exactly these ranks
         child.device = self.device
         child._lib = self._lib
+        child._set_stream_reader()
         child._adopt(handle)
         return child
 
@@ -319,8 +367,24 @@ class Communicator:
         self._lib.check(self._lib.comm_abort(self._h()))
 
     def async_status(self):
-        """Raises what a stream transport's device work reported so far (nothing when fine)."""
+        """Raises what the library knows now, without waiting, of this communicator's earlier
+        calls: a failure that broke it (a lost peer, a timeout), else the oldest call that its
+        device found not to go (a peer refused it: relay.PeerError naming that rank and the
+        call; ranks called it differently: relay.MismatchError) and that nothing raised yet:
+        each such call once. Nothing when all is fine (and always on the CPU's shm transport,
+        whose calls raise their failures themselves)."""
         self._lib.check(self._lib.comm_async_status(self._h()))
+
+    def synchronize(self):
+        """Waits until every call of this communicator made so far has finished (CUDA: the
+        device's work, this communicator's operation stream and current streams among it; the
+        CPU's calls are done when they return), then raises as async_status() does: a call
+        that failed on another rank (relay.PeerError naming it, the message naming the call),
+        ranks that called differently, a lost peer. Every call's failure is raised once, by the
+        first of this, async_status(), or a Work's wait that finds it."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.async_status()
 
     def refuse(self, error):
         """Refuses the call the peers are making now (`error`: an exception or a message): they
@@ -347,12 +411,6 @@ class Communicator:
         except AttributeError:
             pass
         return error
-
-    def _stream(self):
-        """The current CUDA stream's handle (None for CPU tensors): where calls run."""
-        if self.device.type == "cuda":
-            return torch.cuda.current_stream(self.device).cuda_stream
-        return None
 
     def register(self, tensor):
         """Registers `tensor`'s memory (collective; None registers nothing this time): the ipc
@@ -551,20 +609,52 @@ class Communicator:
 
     def _run(self, coll, inp, out, groups, counts, op, options, first_name, dtype,
              async_op=False):
-        def run():
+        if async_op:
+            return launch_async(
+                self, lambda: self._call(coll, inp, out, groups, counts, op, options, first_name,
+                                         dtype), (inp, out), options)
+        if self._ops.pending is not None:
+            self._ops.join(self)
+        return self._call(coll, inp, out, groups, counts, op, options, first_name, dtype)
+
+    def _call(self, coll, inp, out, groups, counts, op, options, first_name, dtype):
+        """One call on the current stream: its prepared arguments where an earlier call had the
+        same (the key below), else this rank's checks and the arguments prepared (a failed check
+        refuses the call). Returns the output (None on a helper)."""
+        # The key: everything the call's checks and prepared arguments depend on (the
+        # communicator, its rank and library, is the key's owner). An argument of a form it does
+        # not take (the per-group lists, an unhashable value) leaves the call unkeyed: prepared
+        # afresh.
+        try:
+            key = (
+                coll,
+                _tensor_key(inp),
+                _tensor_key(out),
+                groups.key if isinstance(groups, Groups) else tuple(map(tuple, groups)),
+                None if counts is None else tuple(map(int, counts)),
+                op,
+                options,
+                dtype,
+            )
+            p = self._prepared.get(key)
+        except (AttributeError, TypeError, ValueError):
+            p = key = None
+        if p is not None:
+            result = None if p.result == 0 else inp if p.result == 1 else out
+        else:
             try:
-                fn, call, result = self._prepare(coll, inp, out, groups, counts, op, options,
-                                                 first_name, dtype)
+                p, result = self._prepare(coll, inp, out, groups, counts, op, options,
+                                          first_name, dtype)
             except Exception as e:
                 raise self.refuse(e) from None
-            status = fn(*call)
-            if status != OK:
-                error = self._lib.error(status)
-                error.settled = True  # every rank of the call returns an error: nothing to refuse
-                raise error
-            return result
-
-        return launch(self, run, (inp, out), async_op, options)
+            if key is not None:
+                _keep(self._prepared, key, p)
+        status = p.fn(self._handle, p.ref, self._stream())
+        if status != OK:
+            error = self._lib.error(status)
+            error.settled = True  # every rank of the call returns an error: nothing to refuse
+            raise error
+        return result
 
     def _tensor_of(self, value, group, what, g):
         """This rank's tensor of an argument: a tensor, None, or the spec's per-group list."""
@@ -599,8 +689,8 @@ class Communicator:
             raise TypeError(f"{what} is {t.dtype}, which relay does not move: {e.message}") from None
 
     def _prepare(self, coll, inp, out, groups, counts, op, options, first_name, dtype):
-        """(the C ABI's function, its arguments, what the call returns) of one call, after this
-        rank's own checks of its tensors (which raise)."""
+        """(the _Prepared arguments of one call, what it returns), after this rank's own checks
+        of its tensors (which raise)."""
         lib = self._lib
         g = self.groups(groups)
         group, _ = g.group_of(self.rank)
@@ -646,12 +736,23 @@ class Communicator:
         else:
             # A helper's tensors only lend the dtype; they are never read or written.
             dtype_code = self._helper_dtype(inp, out, first_name, dtype)
-        call = [self._h(), send, send_bytes, recv, recv_bytes, g.ranks, g.sizes, g.count,
-                shape.counts, dtype_code]
+        self._h()
+        call = _capi.Call()
+        lib.call_init(byref(call))
+        call.collective = lib.value_of("collective", coll)
+        call.dtype = dtype_code
         if op is not None:
-            call.append(lib.value_of("op", op))
-        call += [byref(options.struct(lib)) if options is not None else None, self._stream()]
-        return _ENTRY[coll](lib), call, out if active else None
+            call.op = lib.value_of("op", op)
+        call.num_groups = g.count
+        call.group_ranks, call.group_sizes, call.counts = g.ranks, g.sizes, shape.counts
+        call.send, call.send_bytes, call.recv, call.recv_bytes = send, send_bytes, recv, recv_bytes
+        opts = options.struct(lib) if options is not None else None
+        if opts is not None:
+            call.options = pointer(opts)
+        # What a call with these arguments returns (the output, None on a helper) as a
+        # _Prepared keeps it: of the tensors a keyed call passes, its input or its output.
+        returned = 0 if not active else 1 if out is inp else 2
+        return _Prepared(lib.run_call, call, returned, (g, shape, opts)), out if active else None
 
     def _helper_dtype(self, inp, out, first_name, dtype):
         if dtype is not None:

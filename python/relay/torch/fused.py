@@ -89,33 +89,90 @@ def _grow_all(comm, hold, wants):
     ]
 
 
+_PLANS_KEPT = 256  # fused call structures a communicator keeps the plans of (the oldest goes)
+
+
+def _described(tensors):
+    """What a fused call's plan depends on of its tensors: each one's shape, dtype, device and
+    contiguity (its data is copied afresh on every call, wherever it lies)."""
+    return tuple((t.shape, t.dtype, t.device, t.is_contiguous()) for t in tensors)
+
+
+class _Step:
+    """One dtype's part of a fused call: its per-group counts and dtype, the call's send and recv
+    views of the flat buffers (None where this rank helps), and the copies around the call:
+    pack [(flat view, input index, width)] before, unpack [(flat view, output index, width)]
+    after. Width None: the flat view is shaped as the tensor; else the tensor is read or written
+    as (A, width) blocks, block k from or to the flat view's row k."""
+
+    __slots__ = ("dtype", "counts", "send", "recv", "pack", "unpack")
+
+    def __init__(self, dtype, counts, send=None, recv=None, pack=(), unpack=()):
+        self.dtype, self.counts = dtype, counts
+        self.send, self.recv, self.pack, self.unpack = send, recv, pack, unpack
+
+
+def _plan(comm, packing, ins, outs, g, active, hold):
+    """The steps of a fused call, after the flat buffers grew (every rank, alike) and this
+    rank's checks of its tensors passed (which raise)."""
+    per = [(dtype, idx, packing.count(ins, idx, active)) for dtype, idx in _by_dtype(ins)]
+    bufs = _grow_all(comm, hold, [(d, packing.buffers(n, active)) for d, _, n in per])
+    if outs is not None:
+        _check_pairs(ins, outs, packing.inputs, packing.outputs, packing.same_shape)
+    for _, idx, _ in per if hold else ():
+        packing.check(ins, outs, idx, active)
+    steps = []
+    for (dtype, idx, count), buf in zip(per, bufs):
+        counts = [count] * g.count
+        if not hold:
+            steps.append(_Step(dtype, counts))
+            continue
+        send, recv, pack, unpack = packing.moves(comm, g, buf, ins, outs, idx, count, active)
+        steps.append(_Step(None, counts, send, recv, pack, unpack))
+    return steps
+
+
 def _fused(comm, packing, ins, outs, groups, op, options, async_op, result):
     """The fused helpers' one skeleton: per dtype (in name order, alike on every rank) the flat
-    buffers grown, this rank's outputs checked, then one call across every group, packed and
-    unpacked by `packing` (a helper calls with no tensors). With async_op the whole runs on the
-    communicator's operation stream (relay.torch.work); an error of its own checks refuses the
-    call its peers make now, so they fail at once (Communicator.refuse leaves alone one refused
-    or reported already). Returns `result`."""
+    buffers grown, this rank's outputs checked, then one call across every group, its tensors
+    copied into and out of the flat buffers as `packing` lays them out (a helper calls with no
+    tensors). The layout is kept per call structure (the tensors' shapes, dtypes, devices and
+    contiguity, the groups, op and options) until a flat buffer grows: a repeated call copies
+    and calls, its checks' results known. With async_op the whole runs on the communicator's
+    operation stream (relay.torch.work); an error of its own checks refuses the call its peers
+    make now, so they fail at once (Communicator.refuse leaves alone one refused or reported
+    already). Returns `result`."""
     g = comm.groups(groups)
     group, _ = g.group_of(comm.rank)
     active = len(g.groups[group if group is not None else 0])
     hold = group is not None
 
     def run():
-        per = [(dtype, idx, packing.count(ins, idx, active)) for dtype, idx in _by_dtype(ins)]
-        bufs = _grow_all(comm, hold, [(d, packing.buffers(n, active)) for d, _, n in per])
-        if outs is not None:
-            _check_pairs(ins, outs, packing.inputs, packing.outputs, packing.same_shape)
-        for _, idx, _ in per if hold else ():
-            packing.check(ins, outs, idx, active)
-        for (dtype, idx, count), buf in zip(per, bufs):
-            counts = [count] * g.count
-            if not hold:
-                packing.call(comm, None, None, g, op, counts, dtype, options)
+        plans = comm._flat.plans
+        try:
+            key = (packing.key, _described(ins), None if outs is None else _described(outs),
+                   g.key, op, options)
+            steps = plans.get(key)
+        except (AttributeError, TypeError):  # the checks below say what is wrong
+            key = steps = None
+        if steps is None:
+            steps = _plan(comm, packing, ins, outs, g, active, hold)
+            if key is not None:
+                if len(plans) >= _PLANS_KEPT:
+                    del plans[next(iter(plans))]
+                plans[key] = steps
+        written = outs if outs is not None else ins
+        for step in steps:
+            if step.send is None and step.recv is None:
+                packing.call(comm, None, None, g, op, step.counts, step.dtype, options)
                 continue
-            send, recv = packing.pack(comm, g, buf, ins, idx, count, active)
-            packing.call(comm, send, recv, g, op, counts, None, options)
-            packing.unpack(send, recv, outs if outs is not None else ins, idx, count, active)
+            for view, i, width in step.pack:
+                t = ins[i]
+                view.copy_(t if width is None else t.reshape(active, width))
+            packing.call(comm, step.send, step.recv, g, op, step.counts, None, options)
+            for view, i, width in step.unpack:
+                t = written[i]
+                (t if width is None else t.view(active, width)).copy_(view)
         return result
 
     def guarded():
@@ -133,18 +190,43 @@ def _fused(comm, packing, ins, outs, groups, op, options, async_op, result):
 class _Packing:
     """What one fused collective does per dtype, for the skeleton (_fused): the flat call's
     per-group count (count) and buffers by role (buffers), this rank's outputs checked against
-    its inputs (check), the tensors packed into the flat buffers (pack: the call's send and recv
-    views), the Communicator's call (call: None tensors on a helper) and the result unpacked
-    (unpack).
+    its inputs (check), where each tensor goes in the flat buffers (moves: the call's send and
+    recv views and the copies before and after it), and the Communicator's call (call: None
+    tensors on a helper).
 
     inputs, outputs: what the helper's messages call its lists; same_shape: whether an output is
-    shaped as its input."""
+    shaped as its input; key: what tells its plans apart from another collective's."""
 
     inputs = outputs = None
     same_shape = False
 
+    @property
+    def key(self):
+        return type(self).__name__
+
     def check(self, ins, outs, idx, active):
         pass
+
+
+def _whole(flat, tensors, idx, at=0):
+    """[(view of flat shaped as tensor i, i, None)], the tensors of `idx` one after another from
+    element `at`."""
+    moves = []
+    for i in idx:
+        n = tensors[i].numel()
+        moves.append((flat[at : at + n].view(tensors[i].shape), i, None))
+        at += n
+    return moves
+
+
+def _blocked(flat2d, tensors, idx, active, what):
+    """[(flat2d's columns of tensor i's blocks, i, width)], the tensors of `idx` side by side."""
+    moves, at = [], 0
+    for i in idx:
+        w = _blocks(tensors[i], active, what, i).shape[1]
+        moves.append((flat2d[:, at : at + w], i, w))
+        at += w
+    return moves
 
 
 class _AllReduce(_Packing):
@@ -156,6 +238,10 @@ class _AllReduce(_Packing):
     def __init__(self, out_given):
         self.roles = ("input", "output") if out_given else ("input",)
 
+    @property
+    def key(self):
+        return ("allreduce", len(self.roles))
+
     def call(self, comm, send, recv, g, op, counts, dtype, options):
         comm.all_reduce(send, g, op, out=recv, counts=counts, dtype=dtype, options=options)
 
@@ -165,12 +251,10 @@ class _AllReduce(_Packing):
     def buffers(self, count, active):
         return dict.fromkeys(self.roles, count)
 
-    def pack(self, comm, g, buf, ins, idx, count, active):
-        _pack(buf["input"], [ins[i] for i in idx])
-        return buf["input"], buf.get("output")
-
-    def unpack(self, send, recv, outs, idx, count, active):
-        _unpack(recv if recv is not None else send, [outs[i] for i in idx])
+    def moves(self, comm, g, buf, ins, outs, idx, count, active):
+        send, recv = buf["input"], buf.get("output")
+        return (send, recv, _whole(send, ins, idx),
+                _whole(recv if recv is not None else send, outs if outs is not None else ins, idx))
 
 
 class _ReduceScatter(_Packing):
@@ -196,13 +280,10 @@ class _ReduceScatter(_Packing):
                     f"{ins[i].numel() // active}"
                 )
 
-    def pack(self, comm, g, buf, ins, idx, count, active):
-        _pack_blocks(buf["input"].view(active, count), [_blocks(ins[i], active, "inputs", i)
-                                                         for i in idx])
-        return buf["input"], buf["output"]
-
-    def unpack(self, send, recv, outs, idx, count, active):
-        _unpack(recv, [outs[i] for i in idx])
+    def moves(self, comm, g, buf, ins, outs, idx, count, active):
+        send, recv = buf["input"], buf["output"]
+        return (send, recv, _blocked(send.view(active, count), ins, idx, active, "inputs"),
+                _whole(recv, outs, idx))
 
 
 class _AllGather(_Packing):
@@ -213,6 +294,10 @@ class _AllGather(_Packing):
 
     def __init__(self, in_place):
         self.in_place = in_place
+
+    @property
+    def key(self):
+        return ("all-gather", self.in_place)
 
     def call(self, comm, send, recv, g, op, counts, dtype, options):
         comm.all_gather(send, recv, g, counts=counts, dtype=dtype, options=options)
@@ -233,19 +318,15 @@ class _AllGather(_Packing):
                     f"input's {ins[i].numel()} are {active * ins[i].numel()}"
                 )
 
-    def pack(self, comm, g, buf, ins, idx, count, active):
+    def moves(self, comm, g, buf, ins, outs, idx, count, active):
         recv = buf["output"]
         if self.in_place:
             at = comm.layout("all-gather", g, [count] * g.count).in_place_input_offset
             send = recv[at : at + count]
         else:
             send = buf["input"]
-        _pack(send, [ins[i] for i in idx])
-        return send, recv
-
-    def unpack(self, send, recv, outs, idx, count, active):
-        _unpack_blocks(recv.view(active, count), [_blocks(outs[i], active, "outputs", i)
-                                                  for i in idx])
+        return (send, recv, _whole(send, ins, idx),
+                _blocked(recv.view(active, count), outs, idx, active, "outputs"))
 
 
 class _AllToAll(_Packing):
@@ -270,14 +351,10 @@ class _AllToAll(_Packing):
                     f"outputs entry {i} has {outs[i].numel()} elements, not {ins[i].numel()}"
                 )
 
-    def pack(self, comm, g, buf, ins, idx, count, active):
-        _pack_blocks(buf["input"].view(active, count), [_blocks(ins[i], active, "inputs", i)
-                                                         for i in idx])
-        return buf["input"], buf["output"]
-
-    def unpack(self, send, recv, outs, idx, count, active):
-        _unpack_blocks(recv.view(active, count), [_blocks(outs[i], active, "outputs", i)
-                                                  for i in idx])
+    def moves(self, comm, g, buf, ins, outs, idx, count, active):
+        send, recv = buf["input"], buf["output"]
+        return (send, recv, _blocked(send.view(active, count), ins, idx, active, "inputs"),
+                _blocked(recv.view(active, count), outs, idx, active, "outputs"))
 
 
 # ---- the helpers -----------------------------------------------------------------------------
@@ -318,38 +395,3 @@ def all_to_all_tensors(comm, inputs, outputs, groups, options=None, *, async_op=
     `outputs`."""
     return _fused(comm, _AllToAll(), _items(inputs, "inputs")[1], _items(outputs, "outputs")[1],
                   groups, None, options, async_op, outputs)
-
-
-# ---- packing: one copy per tensor into views of the flat buffer ------------------------------
-
-
-def _pack(flat, tensors):
-    at = 0
-    for t in tensors:
-        n = t.numel()
-        flat[at : at + n].view(t.shape).copy_(t)
-        at += n
-
-
-def _unpack(flat, tensors):
-    at = 0
-    for t in tensors:
-        n = t.numel()
-        t.copy_(flat[at : at + n].view(t.shape))
-        at += n
-
-
-def _pack_blocks(flat2d, blocks):
-    at = 0
-    for b in blocks:
-        w = b.shape[1]
-        flat2d[:, at : at + w].copy_(b)
-        at += w
-
-
-def _unpack_blocks(flat2d, blocks):
-    at = 0
-    for b in blocks:
-        w = b.shape[1]
-        b.copy_(flat2d[:, at : at + w])
-        at += w

@@ -148,10 +148,9 @@ def _functional_shape(name):
     return shape
 
 
-def _below_autograd(name):
-    """An Autograd kernel for torch before 2.1: the collectives have no gradient; the call goes
-    on to the device's (or Meta's) kernel."""
-    op = getattr(torch.ops.relay, name)
+def _below_autograd(op):
+    """An Autograd kernel of `op` for torch before 2.1: the collectives have no gradient; the
+    call goes on to the device's (or Meta's) kernel."""
     guard = torch._C._AutoDispatchBelowAutograd
 
     def kernel(*args):
@@ -185,7 +184,7 @@ def _register():
         lib.impl(name, fn, "CPU")
         lib.impl(name, fn, "CUDA")
         if needs_autograd:
-            lib.impl(name, _below_autograd(name), "Autograd")
+            lib.impl(name, _below_autograd(getattr(torch.ops.relay, name)), "Autograd")
     for name in ("all_reduce_", "reduce_scatter_out", "all_gather_out", "all_to_all_out"):
         lib.impl(name, _nothing, "Meta")
     # The functional forms' shapes: a fake kernel where torch has the API (2.x; it refuses an op

@@ -19,10 +19,18 @@ Where a call runs:
   - CPU (shm): the call completes before it returns; the work is complete at once.
 Communicators are independent: calls of several over the same ranks may be in flight together,
 each on its own operation stream (every rank issuing them in the same order).
+
+When a failed call is raised (docs/python.md, "When a failure is known"): a rank's own refusal
+raises at its call. Where the transport judges a call on the host (the CPU's shm), every other
+rank's call raises too. Where the device judges it (CUDA's ipc), every other rank's call returns
+its work, and the failure (relay.PeerError naming the refusing rank and the call, or
+relay.MismatchError) is raised once, by the first wait that finds it: wait() where the device
+judged the call by then (it does not block), wait_blocking() always (it waits for the call
+first), as Communicator.synchronize() and async_status() do. A work's waits raise what its
+communicator learned of any call before, not only of its own: failures are the communicator's.
 """
 
 import collections
-import weakref
 
 import torch
 
@@ -78,7 +86,7 @@ class Work:
         """The work of a call made without async_op, for APIs that return one anyway: on CUDA
         its event marks the call's end on the current stream (is_completed asks the device)."""
         if comm.device.type != "cuda":
-            return cls(result, wire)
+            return cls(result, wire, comm=comm)
         stream = torch.cuda.current_stream(comm.device)
         event = torch.cuda.Event()
         event.record(stream)
@@ -86,7 +94,8 @@ class Work:
 
     def wait(self, timeout=None):
         """Orders the current stream after the call (CUDA; the host does not block), then raises
-        what the communicator's device work reported so far, if anything. Returns True, as
+        what the communicator learned of failed calls so far (async_status), if anything: a
+        call another rank refused, or that ranks called differently, once. Returns True, as
         torch.distributed's Work.wait does. `timeout` is accepted for that signature: relay's own
         timeout bounds every wait of the call."""
         if self._event is not None:
@@ -98,11 +107,12 @@ class Work:
     def wait_blocking(self):
         """Blocks this thread until the call has finished on its stream (torchcomms'
         TorchWork.wait_blocking; wait() only orders the current stream after it), then raises
-        what the communicator's device work reported, if anything. is_completed() is True
-        after it returns; calling it again returns at once. Returns None. Its wait is the
-        call's own, which relay's timeout bounds (a peer that dies or stalls fails the call); work
-        queued on the stream before the call is waited for too. On the CPU the call is done when
-        it returns: nothing to wait for."""
+        what the communicator learned of failed calls, if anything: a call of this work's that
+        another rank refused or that ranks called differently always raises here (or at an
+        earlier wait that found it). is_completed() is True after it returns; calling it again
+        returns at once. Returns None. Its wait is the call's own, which relay's timeout bounds
+        (a peer that dies or stalls fails the call); work queued on the stream before the call
+        is waited for too. On the CPU the call is done when it returns: nothing to wait for."""
         if self._event is not None:
             self._event.synchronize()
         if self._comm is not None:
@@ -122,37 +132,44 @@ class Work:
         return f"<relay Work {state}, {self.wire or 'wire: native'}>"
 
 
-class _Streams:
-    """A communicator's operation stream and its last async call not yet ordered before the
-    current stream."""
+class Streams:
+    """A communicator's operation stream (made at its first async call on CUDA) and its last
+    async call not yet ordered before the current stream (its event)."""
 
     __slots__ = ("stream", "pending")
 
     def __init__(self):
         self.stream, self.pending = None, None
 
-
-_streams = weakref.WeakKeyDictionary()  # Communicator -> _Streams
+    def join(self, comm):
+        """Orders the current stream after the pending async call (not while capturing: a
+        captured call is joined inside its capture, by its work's wait)."""
+        if self.pending is not None and not comm._capturing:
+            torch.cuda.current_stream(comm.device).wait_event(self.pending)
+            self.pending = None
 
 
 def launch(comm, run, tensors, async_op, options=None):
     """Runs run() (one call of `comm`, which enqueues on the current stream) as the module
     docstring says; returns its result, or with async_op a Work."""
+    if async_op:
+        return launch_async(comm, run, tensors, options)
+    if comm.device.type == "cuda":
+        comm._ops.join(comm)
+    return run()
+
+
+def launch_async(comm, run, tensors, options=None):
+    """run() as an async call of `comm`: its Work (on the CPU, done, and carrying `comm`, so
+    that its waits raise what the communicator learns of failed calls)."""
     if comm.device.type != "cuda":
         result = run()
-        return Work(result, _wire(comm, options)) if async_op else result
-    state = _streams.get(comm)
-    if state is None:
-        state = _streams[comm] = _Streams()
+        return Work(result, _wire(comm, options), comm=comm)
+    ops = comm._ops
     current = torch.cuda.current_stream(comm.device)
-    if not async_op:
-        if state.pending is not None and not comm._capturing:
-            current.wait_event(state.pending)
-            state.pending = None
-        return run()
-    if state.stream is None:
-        state.stream = torch.cuda.Stream(comm.device)
-    stream = state.stream
+    if ops.stream is None:
+        ops.stream = torch.cuda.Stream(comm.device)
+    stream = ops.stream
     stream.wait_stream(current)
     with torch.cuda.stream(stream):
         result = run()
@@ -162,7 +179,7 @@ def launch(comm, run, tensors, async_op, options=None):
         if t.is_cuda:
             t.record_stream(stream)
     if not comm._capturing:  # a captured call is joined inside its capture (its work's wait)
-        state.pending = event
+        ops.pending = event
     return Work(result, _wire(comm, options), stream, event, comm)
 
 

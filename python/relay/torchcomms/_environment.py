@@ -37,7 +37,10 @@ def rank_and_size():
 def store_for(name, store, rank, size, timeout):
     """The store a communicator named `name` bootstraps through: the one given, else
     torch.distributed's default store, else a TCPStore at MASTER_ADDR:MASTER_PORT (rank 0
-    serves it unless torchrun's agent does); under a prefix of the name, as torchcomms does."""
+    serves it unless torchrun's agent does); under a prefix of the name, as torchcomms does.
+    The TCPStore's own timeout (its connect, its wait for every rank, the operations relay
+    gives no deadline) is a set-up's, which the calls' `timeout` may lengthen but not shorten:
+    torch's default of 300 s at least."""
     if store is None and dist.is_available() and dist.is_initialized():
         store = dist.distributed_c10d._get_default_store()
     if store is None:
@@ -47,7 +50,7 @@ def store_for(name, store, rank, size, timeout):
                 "relay.torchcomms: no store was given and MASTER_ADDR / MASTER_PORT are not set"
             )
         serve = rank == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
-        wait = datetime.timedelta(seconds=timeout or 300)
+        wait = datetime.timedelta(seconds=max(timeout or 0, 300))
         store = dist.TCPStore(host, int(port), size, serve, wait)
     return dist.PrefixStore(f"relay/torchcomms/{name}/", store)
 

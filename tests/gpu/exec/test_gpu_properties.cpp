@@ -103,7 +103,7 @@ TEST_CASE("GPU executor with mesh emulation equals the naive reference on random
   run_suite(1, o, cases);
 }
 
-TEST_CASE("GPU executor: exact sums come out exact; 16-bit partials round twice",
+TEST_CASE("GPU executor: exact sums come out exact, 16-bit partials round twice",
           "[gpu][property][precision]") {
   // tests/unit/exec/test_precision.cpp on the GPU: the mixed-width reduce path of the kernel
   // (fp32 partial sums of fp16/bf16) must round once, like the host executor; with

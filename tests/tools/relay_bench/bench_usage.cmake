@@ -28,6 +28,8 @@ expect(2 "--baseline nccl needs a GPU executor" --baseline nccl)
 expect(2 "relay-bench: --emulate-mesh paces the GPU executor's copies: it needs --executor gpu"
        --emulate-mesh 12)
 expect(2 "--graph times replays of captured calls: it needs --executor ipc" --graph 10)
+expect(2 "--per-call-events times calls between device events: it needs --executor ipc or nccl"
+       --per-call-events 1)
 expect(2 "parallel mode runs each group's plan on a copy of the job's: give -m fused or single"
        -x ipc --split 1 -r direct -m parallel)
 # Hosted helpers: shm or ipc, one group of the processes (-A N minus the helpers), not split.

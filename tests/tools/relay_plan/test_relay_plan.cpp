@@ -37,7 +37,7 @@ TEST_CASE("the parser fills the options and applies the defaults", "[relay_plan]
   CHECK(group_counts(r.opts).empty());
 }
 
-TEST_CASE("a count repeats over the groups; counts give one per group", "[relay_plan]") {
+TEST_CASE("a count repeats over the groups, counts give one per group", "[relay_plan]") {
   const std::vector<std::string_view> base{"--collective", "allreduce", "--active", "2",
                                            "--ranks",      "8",         "--mode",   "fused"};
   std::vector<std::string_view> one = base, each = base;

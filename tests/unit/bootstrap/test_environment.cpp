@@ -107,6 +107,29 @@ TEST_CASE("RELAY_TIMEOUT outside 1 ms..1e6 s is refused, naming the value and th
   set({});
 }
 
+TEST_CASE("set-up waits at least 10 s and 100 ms a rank, whatever the calls' timeout",
+          "[bootstrap][environment]") {
+  using std::chrono::milliseconds;
+  // 10,000 ms + 100 ms per rank, worked out by hand; a longer call timeout wins.
+  CHECK(setup_timeout_for(1, milliseconds(1)) == milliseconds(10'100));
+  CHECK(setup_timeout_for(8, milliseconds(1000)) == milliseconds(10'800));
+  CHECK(setup_timeout_for(8, milliseconds(30'000)) == milliseconds(30'000));
+  CHECK(setup_timeout_for(1024, milliseconds(30'000)) == milliseconds(112'400));
+  environment e;
+  e.size = 4;
+  e.timeout = milliseconds(600);
+  CHECK(setup_timeout_of(e) == milliseconds(10'400));
+  e.setup_timeout = milliseconds(250);  // a caller's own: taken as it is
+  CHECK(setup_timeout_of(e) == milliseconds(250));
+  // RELAY_TIMEOUT sets the calls' timeout only.
+  set({{"RANK", "0"}, {"WORLD_SIZE", "8"}, {"MASTER_PORT", "1"}, {"RELAY_TIMEOUT", "0.5"}});
+  environment from;
+  REQUIRE(environment_from_process(from));
+  CHECK(from.timeout == milliseconds(500));
+  CHECK(setup_timeout_of(from) == milliseconds(10'800));
+  set({});
+}
+
 TEST_CASE("the callback bootstrap forwards to the caller's store", "[bootstrap]") {
   int gathers = 0;
   callback_bootstrap b(1, 2,
@@ -132,7 +155,7 @@ TEST_CASE("the callback bootstrap forwards to the caller's store", "[bootstrap]"
   CHECK(wrong.all_gather({}, all, std::chrono::seconds(1)).code() == errc::invalid_argument);
 }
 
-TEST_CASE("sizes from the environment: K, M, G suffixes; unset keeps the default",
+TEST_CASE("sizes from the environment: K, M, G suffixes, unset keeps the default",
           "[bootstrap][environment]") {
   std::size_t bytes = 123;
   ::unsetenv("RELAY_TEST_BYTES");

@@ -1,12 +1,14 @@
-// The TCP bootstrap over loopback, one thread per rank: all-gathers of different lengths, and the
-// errors that name a rank that never connected, never joined, was claimed twice, or a store that
-// never accepts.
+// The TCP bootstrap over loopback, one thread per rank: all-gathers of different lengths, set-up
+// that waits for ranks past the calls' timeout, and the errors that name a rank that never
+// connected, never joined, was claimed twice, or a store that never accepts.
 #include "relay/bootstrap/tcp_bootstrap.hpp"
 
 #include <catch2/catch.hpp>
 #include <functional>
 #include <future>
 #include <thread>
+
+#include "support/busy_margin.hpp"
 
 using namespace relay;
 
@@ -19,12 +21,16 @@ int free_port() {
   return port;
 }
 
-environment place(int rank, int size, int port, std::chrono::milliseconds timeout) {
+// Rank `rank` of a job of `size` at `port`; set-up waits `setup` where given (tests of a set-up
+// that fails), else its default (setup_timeout_of).
+environment place(int rank, int size, int port, std::chrono::milliseconds timeout,
+                  std::chrono::milliseconds setup = {}) {
   environment e;
   e.rank = rank;
   e.size = size;
   e.store_port = port;
   e.timeout = timeout;
+  e.setup_timeout = setup;
   return e;
 }
 
@@ -81,12 +87,28 @@ TEST_CASE("the TCP bootstrap all-gathers every rank's bytes to every rank", "[bo
   }
 }
 
+TEST_CASE("set-up waits for a rank that starts after the calls' timeout", "[bootstrap]") {
+  // Rank 0 starts 1 s after rank 1, a set-up longer than the 50 ms a call would wait: set-up
+  // waits its own timeout (10.2 s for 2 ranks), so the job connects.
+  const int port = free_port();
+  const auto results = on_threads(2, [&](int r) {
+    if (r == 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::unique_ptr<bootstrap> b;
+    return make_tcp_bootstrap(place(r, 2, port, std::chrono::milliseconds(50)), b);
+  });
+  for (const status& s : results) {
+    INFO(s.to_string());
+    CHECK(s.ok());
+  }
+}
+
 TEST_CASE("a rank that never connects is named by rank 0", "[bootstrap]") {
   const int port = free_port();
-  // Ranks 0 and 1 of 3 start; rank 2 never does.
+  // Ranks 0 and 1 of 3 start; rank 2 never does. Set-up waits 2 s (rank 1 connects well within).
   const auto results = on_threads(2, [&](int r) {
     std::unique_ptr<bootstrap> b;
-    return make_tcp_bootstrap(place(r, 3, port, std::chrono::milliseconds(300)), b);
+    return make_tcp_bootstrap(
+        place(r, 3, port, std::chrono::milliseconds(300), std::chrono::milliseconds(2000)), b);
   });
   CHECK(results[0].code() == errc::timeout);
   CHECK(results[0].message().find("rank(s) 2 did not connect") != std::string::npos);
@@ -156,16 +178,16 @@ TEST_CASE("a store that never accepts fails set-up within the timeout, naming wh
   }
   REQUIRE(full);
 
-  const auto timeout = std::chrono::milliseconds(300);
+  const auto timeout = std::chrono::milliseconds(300);  // set-up's
   auto result = std::make_shared<std::promise<status>>();
   auto answer = result->get_future();
   const auto start = std::chrono::steady_clock::now();
   std::thread([store, result, timeout] {
     std::unique_ptr<bootstrap> b;
-    result->set_value(make_tcp_bootstrap(place(1, 2, store->port, timeout), b));
+    result->set_value(make_tcp_bootstrap(place(1, 2, store->port, timeout, timeout), b));
   }).detach();
   // Without a deadline on connect this waits in vain (and the thread is left to the kernel).
-  REQUIRE(answer.wait_for(timeout + std::chrono::seconds(1)) == std::future_status::ready);
+  REQUIRE(answer.wait_for(timeout + testing::busy_margin) == std::future_status::ready);
   const auto took = std::chrono::steady_clock::now() - start;
   const status s = answer.get();
   CHECK(s.code() == errc::timeout);
@@ -187,7 +209,7 @@ TEST_CASE("a rank that starts before the store retries until it listens", "[boot
     CHECK(s.ok());
 }
 
-TEST_CASE("the store's address may be a host name; one that does not resolve is named",
+TEST_CASE("the store's address may be a host name, one that does not resolve is named",
           "[bootstrap]") {
   const int port = free_port();
   const auto results = on_threads(2, [&](int r) {
@@ -198,13 +220,14 @@ TEST_CASE("the store's address may be a host name; one that does not resolve is 
   });
   for (const status& s : results)
     CHECK(s.ok());
-  // The resolver answers at once or waits on a DNS server: either way within the timeout.
-  environment e = place(1, 2, port, std::chrono::milliseconds(500));
+  // The resolver answers at once or waits on a DNS server: either way within set-up's timeout.
+  const auto timeout = std::chrono::milliseconds(500);
+  environment e = place(1, 2, port, timeout, timeout);
   e.store_addr = "relay-no-such-host.invalid";
   std::unique_ptr<bootstrap> b;
   const auto start = std::chrono::steady_clock::now();
   const status s = make_tcp_bootstrap(e, b);
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1500));
+  CHECK(std::chrono::steady_clock::now() - start < timeout + testing::busy_margin);
   CHECK((s.code() == errc::invalid_argument || s.code() == errc::timeout));
   CHECK_THAT(s.message(), Catch::Contains("the store address 'relay-no-such-host.invalid'"));
 }

@@ -274,7 +274,7 @@ TEST_CASE("a cached shape is found by its arguments as passed, and its plan stay
   CHECK(gathers == 0);
 }
 
-TEST_CASE("buffer registration reaches the transport; one that stages every call accepts it",
+TEST_CASE("buffer registration reaches the transport, one that stages every call accepts it",
           "[comm]") {
   // A transport that records what it is asked to register (the ipc transport exports and
   // exchanges; its behaviour is tested on a GPU: tests/gpu/ipc).

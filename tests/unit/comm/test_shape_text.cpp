@@ -59,7 +59,7 @@ struct fixture {
 
 }  // namespace
 
-TEST_CASE("a call shows its shape as text; the fingerprint is the text's", "[comm]") {
+TEST_CASE("a call shows its shape as text, the fingerprint is the text's", "[comm]") {
   fixture f;
   alignas(16) std::byte memory[4096];
   const buffer_view in{memory, 1024}, out{memory + 2048, 1024};

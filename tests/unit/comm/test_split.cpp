@@ -36,17 +36,19 @@ struct seen_environment {
 
 }  // namespace
 
-TEST_CASE("a split's transport learns the parent's device share, device and timeout",
+TEST_CASE("a split's transport learns the parent's device share, device and set-up timeout",
           "[comm][split]") {
   // 3 ranks on device 4, the parent's transport dividing the device among 8 (the job's ranks
   // there). Colors 0 0 1, keys 1 0 0: color 0 = parent ranks {1, 0} (rank 1 first, key 0),
-  // color 1 = {2}.
+  // color 1 = {2}. The calls' timeout is 7 s; the transport is made in a set-up, whose timeout
+  // for the parent's 3 ranks is 10 s + 3 x 100 ms; the child's calls keep 7 s.
   const int colors[3] = {0, 0, 1}, keys[3] = {1, 0, 0};
   const int want_rank[3] = {1, 0, 0}, want_size[3] = {2, 2, 1};
   int port = 0;
   REQUIRE(free_loopback_port(port));
   std::vector<seen_environment> seen(3);
   std::vector<int> child_share(3, -1);
+  std::vector<std::chrono::milliseconds> child_timeout(3);
   std::vector<status> result(3);
   std::vector<std::thread> threads;
   for (int r = 0; r < 3; ++r)
@@ -76,6 +78,7 @@ TEST_CASE("a split's transport learns the parent's device share, device and time
       std::unique_ptr<communicator> child;
       result[at] = split_communicator(parent, colors[r], keys[r], make, child);
       if (child) child_share[at] = child->transport().device_share();
+      if (child) child_timeout[at] = child->config().timeout;
     });
   for (auto& t : threads)
     t.join();
@@ -85,7 +88,8 @@ TEST_CASE("a split's transport learns the parent's device share, device and time
     CHECK(seen[r].rank == want_rank[r]);
     CHECK(seen[r].size == want_size[r]);
     CHECK(seen[r].device == 4);
-    CHECK(seen[r].timeout == 7s);
+    CHECK(seen[r].timeout == 10'300ms);
+    CHECK(child_timeout[r] == 7s);
     CHECK(seen[r].device_share == 8);
     CHECK(child_share[r] == 8);
   }

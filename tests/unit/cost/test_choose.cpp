@@ -22,7 +22,7 @@ plan_request pairs(collective c, std::int64_t n, dtype t) {
 
 // Allreduce A=2 N=8 fused on mi300x (48 GB/s a link, 10 us a step), float32: relay 20 us +
 // (n/4) * 4 B / 48 GB/s, direct 10 us + n * 4 B / 48 GB/s: equal at n = 160,000.
-TEST_CASE("choose: route::automatic takes the model's route; any other route as asked", "[cost]") {
+TEST_CASE("choose: route::automatic takes the model's route, any other route as asked", "[cost]") {
   plan_request r = pairs(collective::allreduce, 1000, dtype::float32);
   r.route = route::automatic;
   r.tiles = 7;  // chosen too: none on the direct and relay routes

@@ -48,7 +48,7 @@ TEST_CASE("A=4 allreduce: 780 permille 1.28x, 500 permille 2.0x", "[cost]") {
   CHECK(cost(collective::allreduce, 4, 8, mode::fused, route::direct) == ratio{1, 2});
 }
 
-TEST_CASE("A=4 reduce-scatter and all-gather: 2.0x; helper scratch 1.5x n", "[cost]") {
+TEST_CASE("A=4 reduce-scatter and all-gather: 2.0x, helper scratch 1.5x n", "[cost]") {
   for (collective c : {collective::reduce_scatter, collective::all_gather}) {
     CHECK(cost(c, 4, 8) == ratio{1, 2});
     CHECK(ceiling(*build_schedule({c, 4, 8}), mi300x) == ratio{2});

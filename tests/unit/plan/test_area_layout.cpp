@@ -10,7 +10,7 @@
 
 using namespace relay;
 
-TEST_CASE("area layout: aligned, ordered, large enough; largest_area is the most any rank needs",
+TEST_CASE("area layout: aligned, ordered, large enough, largest_area is the most any rank needs",
           "[plan][area]") {
   plan_request q;
   q.coll = collective::allreduce;

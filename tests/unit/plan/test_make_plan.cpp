@@ -286,7 +286,7 @@ TEST_CASE("route::automatic takes the model's faster route for the call's count"
         "route automatic names no schedule: a call chooses one by its count (choose_schedule)");
 }
 
-TEST_CASE("request_of(p) makes p again; request_for takes the schedule's fields", "[plan]") {
+TEST_CASE("request_of(p) makes p again, request_for takes the schedule's fields", "[plan]") {
   plan_request r = request(collective::reduce_scatter, 4, 8);
   r.type = dtype::bfloat16;
   r.op = reduce_op::avg;

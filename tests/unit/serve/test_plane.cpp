@@ -402,7 +402,7 @@ TEST_CASE("ranks whose plan limits differ fail the plane on every rank, naming o
 // Slots of 1,000 bytes hold (1000 - 44) / 8 = 119 counts, or (1000 - 29) / 64 = 15 calls of one
 // group of 2 (forward_of's): the default limit is lowered to 119; one more of either is refused,
 // naming the bytes, and the epoch then goes out within them.
-TEST_CASE("small plan slots lower the default limit; a forward that does not fit is refused",
+TEST_CASE("small plan slots lower the default limit, a forward that does not fit is refused",
           "[serve]") {
   const testing::scoped_env env{{"NCCL_RELAY_CONTROL_MAX_CALLS", std::nullopt}};
   plane_geometry g;

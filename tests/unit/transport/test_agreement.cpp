@@ -107,7 +107,7 @@ TEST_CASE(
   CHECK(judge(r.data(), 4, 0).kind == verdict_kind::refused_here);
 }
 
-TEST_CASE("the lowest refusing peer is named; a mismatch comes before any refusal", "[agreement]") {
+TEST_CASE("the lowest refusing peer is named, a mismatch comes before any refusal", "[agreement]") {
   auto r = agreeing();
   r[3].code = static_cast<std::uint8_t>(errc::out_of_memory);
   r[1].code = static_cast<std::uint8_t>(errc::invalid_buffer);

@@ -56,10 +56,15 @@ class gpu_rank {
     std::string description;
   };
   virtual vendor_info vendor() const = 0;
+  // How timed calls are bracketed by device events: one pair around all the iterations, each
+  // call's time their interval over the iterations (as nccl-tests times), or a pair around each
+  // call (--per-call-events), which adds an event's cost to every call and shows each one's time.
+  enum class call_timing : unsigned char { loop, per_call };
   // Issues the call `iterations` times on this rank's stream (the vendor's collective when
-  // `vendor`), each between device events, and waits; `seconds` (if given) gets each one's time.
+  // `vendor`) and waits; `seconds` (if given) gets each call's time, as `timing` measures it
+  // (call_timing::loop: the same, the mean, for every call).
   virtual status run(const rank_collective& c, bool vendor, int iterations,
-                     std::vector<double>* seconds) = 0;
+                     std::vector<double>* seconds, call_timing timing = call_timing::loop) = 0;
 };
 
 // This process's rank, from the environment (relay-run's or torchrun's variables); nullptr and

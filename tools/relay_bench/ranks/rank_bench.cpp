@@ -81,7 +81,9 @@ status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place,
   if (status st = me.run(c, vendor, o.warmup, nullptr); !st) return st;
   if (status st = me.boot().barrier(me.timeout()); !st) return st;
   std::vector<double> mine;
-  if (status st = me.run(c, vendor, o.iterations, &mine); !st) return st;
+  const auto timing =
+      o.per_call_events ? gpu_rank::call_timing::per_call : gpu_rank::call_timing::loop;
+  if (status st = me.run(c, vendor, o.iterations, &mine, timing); !st) return st;
   if (status st = largest_over_ranks(me.boot(), mine, me.timeout()); !st) return st;
   result.seconds = median(mine);
   result.ran = true;
@@ -150,16 +152,22 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
                       : parallel ? "; parallel mode: each group's plan on a copy of the job's "
                                    "communicator and a stream of its own, all at once"
                                  : "";
+  const char* timed = o.per_call_events
+                          ? "; device events around each call, the median of the calls"
+                          : "; one pair of device events around the iterations, their time "
+                            "over the calls (as nccl-tests)";
   const std::string how =
-      ipc ? fmt::format("ipc: {} ({}); {}{}", job_of_ranks(me->boot().size(), me->size()),
+      ipc ? fmt::format("ipc: {} ({}); {}{}{}", job_of_ranks(me->boot().size(), me->size()),
                         me->description(),
                         o.graph_calls > 0
                             ? fmt::format("times from replays of a graph of {} captured calls",
                                           o.graph_calls)
                             : std::string("eager calls"),
-                        apart)
-          : fmt::format("nccl: {} processes, one rank and one device each, relay's nccl transport",
-                        o.ranks);
+                        apart, timed)
+          : fmt::format(
+                "nccl: {} processes, one rank and one device each, relay's nccl "
+                "transport{}",
+                o.ranks, timed);
   const run_info info = describe_run(o, how, vendor.description);
   if (lead) print_run_header(stdout, info, info.executor);
   rank_job job;

@@ -120,14 +120,17 @@ class stream_rank : public gpu_rank {
     return {};
   }
 
-  status run(const rank_collective& c, bool vendor, int iterations,
-             std::vector<double>* seconds) override {
+  status run(const rank_collective& c, bool vendor, int iterations, std::vector<double>* seconds,
+             call_timing timing = call_timing::loop) override {
     if (split_)
       if (status s = split_for(c.groups); !s) return s;
     if (c.parallel && !vendor)
       if (status s = make_plan_comms(c.groups.size()); !s) return s;
     if (status s = before_calls(c, vendor); !s) return s;
-    while (events_.size() < 2 * static_cast<std::size_t>(iterations)) {
+    // Event pairs: one around the loop, or one around each call.
+    const bool each = timing == call_timing::per_call;
+    const int pairs = each ? iterations : 1;
+    while (events_.size() < 2 * static_cast<std::size_t>(pairs)) {
       gpu::rt::event_t e = nullptr;
       if (gpu::rt::error_t x = gpu::rt::event_create(&e, true); x != gpu::rt::success)
         return gpu::failure("creating a timing event", device_, x);
@@ -141,18 +144,20 @@ class stream_rank : public gpu_rank {
       if (status s = capture(c, vendor, exec); !s) return s;
     status issued;
     for (int i = 0; i < iterations && issued; ++i) {
-      const auto at = static_cast<std::size_t>(2 * i);
-      if (gpu::rt::error_t e = gpu::rt::event_record(events_[at], stream_); e != gpu::rt::success)
-        return gpu::failure("recording a timing event", device_, e);
+      const auto at = static_cast<std::size_t>(each ? 2 * i : 0);
+      if (each || i == 0)
+        if (gpu::rt::error_t e = gpu::rt::event_record(events_[at], stream_); e != gpu::rt::success)
+          return gpu::failure("recording a timing event", device_, e);
       if (replay) {
         if (gpu::rt::error_t e = gpu::rt::graph_launch(exec, stream_); e != gpu::rt::success)
           (void)(issued = gpu::failure("replaying the graph", device_, e));
       } else {
         (void)(issued = vendor ? vendor_call(c) : relay_call(c));
       }
-      if (gpu::rt::error_t e = gpu::rt::event_record(events_[at + 1], stream_);
-          e != gpu::rt::success)
-        return gpu::failure("recording a timing event", device_, e);
+      if (each || i + 1 == iterations || !issued)
+        if (gpu::rt::error_t e = gpu::rt::event_record(events_[at + 1], stream_);
+            e != gpu::rt::success)
+          return gpu::failure("recording a timing event", device_, e);
     }
     const gpu::rt::error_t synced = gpu::rt::stream_synchronize(stream_);
     if (exec != nullptr) (void)gpu::rt::graph_exec_destroy(exec);
@@ -165,14 +170,19 @@ class stream_rank : public gpu_rank {
     if (status s = after_calls(); !s) return s;
     if (seconds != nullptr) {
       seconds->assign(static_cast<std::size_t>(iterations), 0);
-      const double per = replay ? 1e-3 / graph_calls_ : 1e-3;
-      for (int i = 0; i < iterations; ++i) {
+      // Seconds per call from a pair's milliseconds: a replay holds graph_calls_ calls, and the
+      // loop's pair spans every iteration.
+      const double per = (replay ? 1e-3 / graph_calls_ : 1e-3) / (each ? 1 : iterations);
+      for (int i = 0; i < pairs; ++i) {
         float ms = 0;
         const auto at = static_cast<std::size_t>(2 * i);
         if (gpu::rt::error_t e = gpu::rt::event_elapsed_ms(&ms, events_[at], events_[at + 1]);
             e != gpu::rt::success)
           return gpu::failure("reading a timing event", device_, e);
-        (*seconds)[static_cast<std::size_t>(i)] = ms * per;
+        if (each)
+          (*seconds)[static_cast<std::size_t>(i)] = ms * per;
+        else
+          seconds->assign(static_cast<std::size_t>(iterations), ms * per);
       }
     }
     return {};

@@ -105,7 +105,8 @@ sweep
                           (default: the cost model's threshold; 0: always)
 
 measurement
-  -n, --iters N           timed iterations; the median is reported (default 20)
+  -n, --iters N           timed iterations; the median is reported (default 20; -x ipc,
+                          nccl processes: the mean, see --per-call-events)
   -w, --warmup_iters N    untimed iterations first (default 5)
   -c, --check 0|1         check every element of one run of each size (default 1)
       --in-place 0|1      measure the in-place form too, where the collective has one
@@ -116,6 +117,10 @@ measurement
       --seed S            input data seed (default 1)
       --graph K           -x ipc: capture K calls into a graph and time its replays (the
                           time per call is a replay's over K); the check runs eagerly
+      --per-call-events 0|1
+                          -x ipc, nccl (processes): device events around each timed call,
+                          the median of their times reported (default 0: one event pair
+                          around the iterations, their time over N, as nccl-tests times)
       --split 0|1         -x ipc with -r direct: each group's calls on a communicator of
                           its own, split from the job's (relay::split_communicator), so
                           groups agree among their own ranks only (default 0)
@@ -311,6 +316,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
       {nullptr, "--in-place", switch_into(o.in_place)},
       {nullptr, "--split", switch_into(o.split)},
       {nullptr, "--helper-devices", list_into(o.helper_devices, int_entry({0, 65536}))},
+      {nullptr, "--per-call-events", switch_into(o.per_call_events)},
       {nullptr, "--graph", int_into(o.graph_calls, {1, 100000})},
       {nullptr, "--rotate", bytes_into(o.rotate_bytes)},
       {nullptr, "--seed",
@@ -456,6 +462,12 @@ parse_outcome parse_options(int argc, const char* const* argv) {
       }))
     out.warnings.push_back("--op " + std::string(relay::name(o.op)) +
                            " applies to the allreduce and reduce-scatter rows only");
+  if (o.per_call_events && o.executor != executor_kind::ipc && o.executor != executor_kind::nccl) {
+    out.error =
+        "--per-call-events times calls between device events: it needs --executor ipc "
+        "or nccl";
+    return out;
+  }
   if (o.graph_calls > 0 && o.executor != executor_kind::ipc) {
     out.error = "--graph times replays of captured calls: it needs --executor ipc";
     return out;

@@ -69,6 +69,9 @@ struct options {
   bool check = true;
   bool in_place = true;  // measure the in-place form too, where the collective has one
   int graph_calls = 0;   // > 0 (-x ipc): time replays of a graph of this many captured calls
+  // Processes on devices (-x ipc, nccl under relay-run): a pair of device events around each
+  // timed call, instead of one pair around the iterations (nccl-tests' way, the default).
+  bool per_call_events = false;
   // -x ipc: each group's calls on a communicator split from the job's, one per group, so a
   // group's entry meets its own ranks only (relay/comm/split.hpp).
   bool split = false;

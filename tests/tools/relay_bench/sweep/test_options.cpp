@@ -109,6 +109,21 @@ TEST_CASE("options: -x ipc and --graph", "[bench]") {
   CHECK_THAT(parse({"-x", "ipc", "--graph", "0"}).error, Catch::Contains("--graph"));
 }
 
+TEST_CASE("options: one event pair around the iterations unless --per-call-events", "[bench]") {
+  CHECK_FALSE(parse({"-x", "ipc"}).opts.per_call_events);  // as nccl-tests times
+  for (const char* x : {"ipc", "nccl"}) {
+    const parse_outcome p = parse({"-x", x, "--per-call-events", "1"});
+    REQUIRE(p.error.empty());
+    CHECK(p.opts.per_call_events);
+  }
+  CHECK_THAT(parse({"--per-call-events", "1"}).error,
+             Catch::Contains("--per-call-events times calls between device events: it needs "
+                             "--executor ipc or nccl"));
+  CHECK_THAT(parse({"-x", "shm", "--per-call-events", "1"}).error,
+             Catch::Contains("it needs --executor ipc or nccl"));
+  CHECK(parse({"--per-call-events", "0"}).error.empty());
+}
+
 TEST_CASE("options: collective names as NCCL and nccl-tests spell them", "[bench]") {
   const parse_outcome p = parse({"-C", "alltoall,reduce_scatter,allgather,all-reduce"});
   REQUIRE(p.error.empty());
