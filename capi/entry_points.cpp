@@ -4,9 +4,11 @@
 // Nothing throws across them: each runs inside `guarded` (errors.hpp).
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "callbacks.hpp"
 #include "errors.hpp"
@@ -15,6 +17,7 @@
 #include "relay/c/relay.h"
 #include "relay/comm/collectives.hpp"
 #include "relay/comm/split.hpp"
+#include "relay/hosted/hosting.hpp"
 #include "relay/plan/rank_layout.hpp"
 #include "relay/serve/plans.hpp"
 #include "relay/serve/serve.hpp"
@@ -201,12 +204,33 @@ void relay_comm_config_init(relay_comm_config* c) {
   c->memory = RELAY_MEMORY_HOST;
 }
 
+namespace {
+
+// An older header's config ends before helper_devices; any other size was never initialized.
+constexpr std::size_t before_helpers = offsetof(relay_comm_config, helper_devices);
+
+// The config's helper devices (docs/hosted-helpers.md) into `out`: its list, read by the rule
+// RELAY_HELPER_DEVICES is read by, else (NULL, or an older config) that variable's.
+status read_helper_devices(const relay_comm_config& cfg, std::vector<int>& out) {
+  if (cfg.struct_size == before_helpers || cfg.helper_devices == nullptr)
+    return helper_devices_from_environment(out);
+  if (cfg.num_helper_devices < 0)
+    return {errc::invalid_argument, "relay_comm_config.num_helper_devices is " +
+                                        std::to_string(cfg.num_helper_devices) + ", not a count"};
+  const std::vector<int> named(cfg.helper_devices, cfg.helper_devices + cfg.num_helper_devices);
+  out.clear();
+  if (named.empty()) return {};  // no helper, whatever the environment says
+  return parse_helper_devices(devices_text(named), out, "relay_comm_config.helper_devices");
+}
+
+}  // namespace
+
 relay_status relay_comm_create(const relay_comm_config* cfg, relay_comm** out) {
   return guarded([&]() -> status {
     if (out == nullptr) return null_argument("out");
     *out = nullptr;
     if (cfg == nullptr) return null_argument("config");
-    if (cfg->struct_size < sizeof(relay_comm_config))
+    if (cfg->struct_size != sizeof(relay_comm_config) && cfg->struct_size != before_helpers)
       return {errc::invalid_argument, "relay_comm_config.struct_size is " +
                                           std::to_string(cfg->struct_size) +
                                           " (call relay_comm_config_init first)"};
@@ -227,8 +251,10 @@ relay_status relay_comm_create(const relay_comm_config* cfg, relay_comm** out) {
       env.timeout = std::chrono::milliseconds(cfg->timeout_ms);
     else if (status s = timeout_from_environment(env.timeout); !s)
       return s;
+    std::vector<int> helpers;
+    const status read = read_helper_devices(*cfg, helpers);
     return make_comm(callback_boot(*cfg), env, cfg->transport, memory,
-                     static_cast<std::size_t>(cfg->transport_bytes), out);
+                     static_cast<std::size_t>(cfg->transport_bytes), helpers, read, out);
   });
 }
 
@@ -243,7 +269,10 @@ relay_status relay_comm_create_from_environment(const char* transport, int32_t m
     if (status s = environment_from_process(env); !s) return s;
     std::unique_ptr<bootstrap> boot;
     if (status s = make_tcp_bootstrap(env, boot); !s) return s;
-    return make_comm(std::shared_ptr<bootstrap>(std::move(boot)), env, transport, kind, 0, out);
+    std::vector<int> helpers;
+    const status read = helper_devices_from_environment(helpers);
+    return make_comm(std::shared_ptr<bootstrap>(std::move(boot)), env, transport, kind, 0, helpers,
+                     read, out);
   });
 }
 

@@ -10,6 +10,7 @@
 
 #include "errors.hpp"
 #include "relay/bootstrap/exchange.hpp"
+#include "relay/hosted/communicator.hpp"
 #include "transports.hpp"
 #include "vocabulary.hpp"
 
@@ -107,22 +108,23 @@ status destroy(relay_comm* c) {
 }
 
 status make_comm(std::shared_ptr<bootstrap> boot, const environment& env, const char* requested,
-                 memory_kind memory, std::size_t bytes, relay_comm** out) {
-  // Set-up: the transport's choice and creation wait with the set-up timeout, not the calls'.
-  environment setup = env;
-  setup.timeout = setup_timeout_of(env);
+                 memory_kind memory, std::size_t bytes, std::span<const int> helpers,
+                 const status& refused, relay_comm** out) {
+  // Set-up: the transport's choice and creation wait with the set-up timeout, not the calls'
+  // (communicator_with_helpers makes the transports so).
   std::string chosen;
   if (status s = agree_on_transport(*boot, requested == nullptr ? "" : requested, memory,
-                                    setup.timeout, chosen);
+                                    setup_timeout_of(env), chosen);
       !s)
     return s;
-  std::unique_ptr<transport> link;
-  if (status s = make_transport(chosen, *boot, setup, bytes, link); !s) return s;
-  comm_config config;
-  config.device = env.device;
-  config.timeout = env.timeout;
-  publish(std::make_unique<communicator>(std::move(boot), std::move(link), config), chosen, bytes,
-          out);
+  const transport_factory make = [&chosen, bytes](bootstrap& b, const environment& e,
+                                                  std::unique_ptr<transport>& made) {
+    return make_transport(chosen, b, e, bytes, made);
+  };
+  std::unique_ptr<communicator> comm;
+  if (status s = communicator_with_helpers(std::move(boot), env, helpers, make, comm, refused); !s)
+    return s;
+  publish(std::move(comm), chosen, bytes, out);
   return {};
 }
 

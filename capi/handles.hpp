@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "relay/bootstrap/bootstrap.hpp"
@@ -41,9 +42,12 @@ status bad_handle(const void* h);
 status live(relay_comm* c, relay_comm*& out);
 
 // Collective: the communicator over `boot` and the transport every rank agrees on (the one
-// choose_transport picks for `requested` and `memory`), as a new handle into *out.
+// choose_transport picks for `requested` and `memory`), as a new handle into *out. The processes
+// of `boot` host `helpers` (docs/hosted-helpers.md; agreed first: `refused` not ok is this
+// process's reason it has no list, and every process fails naming it).
 status make_comm(std::shared_ptr<bootstrap> boot, const environment& env, const char* requested,
-                 memory_kind memory, std::size_t bytes, relay_comm** out);
+                 memory_kind memory, std::size_t bytes, std::span<const int> helpers,
+                 const status& refused, relay_comm** out);
 // A new live handle for `comm` into *out.
 void publish(std::unique_ptr<communicator> comm, std::string transport, std::size_t bytes,
              relay_comm** out);

@@ -89,6 +89,8 @@ class CommConfig(Structure):
         ("all_gather", ALL_GATHER_FN),
         ("barrier", BARRIER_FN),
         ("user", c_void_p),
+        ("helper_devices", POINTER(c_int32)),
+        ("num_helper_devices", c_int32),
     ]
 
 

@@ -493,6 +493,31 @@ static void test_handles(void) {
   EXPECT_ERROR_TEXT("without the bytes of rank 0");
   CHECK(relay_last_error_peer() == -1, "an argument error names peer %d", relay_last_error_peer());
 
+  /* The hosted helpers' fields (docs/hosted-helpers.md): a negative count is refused; an older
+   * header's config (struct_size before helper_devices) is accepted, the fields past it unread
+   * and RELAY_HELPER_DEVICES read instead: one process hosting a helper on device 0, 2 ranks. */
+  c.all_gather = solo_all_gather;
+  c.transport_bytes = 1 << 20;
+  const int32_t device_zero[] = {0};
+  c.helper_devices = device_zero;
+  c.num_helper_devices = -1;
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("relay_comm_config.num_helper_devices is -1, not a count");
+  memset((char*)&c + offsetof(relay_comm_config, helper_devices), 0x5a,
+         sizeof c - offsetof(relay_comm_config, helper_devices));
+  c.struct_size = offsetof(relay_comm_config, helper_devices);
+  setenv("RELAY_HELPER_DEVICES", "0", 1);
+  EXPECT_STATUS(relay_comm_create(&c, &comm), RELAY_OK);
+  int32_t hosted_size = -1;
+  EXPECT_STATUS(relay_comm_size(comm, &hosted_size), RELAY_OK);
+  CHECK(hosted_size == 2, "an older config with RELAY_HELPER_DEVICES=0 made %d ranks", hosted_size);
+  EXPECT_STATUS(relay_comm_destroy(comm), RELAY_OK);
+  comm = NULL;
+  unsetenv("RELAY_HELPER_DEVICES");
+  c.struct_size = sizeof c;
+  c.helper_devices = NULL;
+  c.num_helper_devices = 0;
+
   /* Set-up waits at least 10 s + 100 ms per rank, whatever the calls' timeout: every exchange of
    * a create is passed that (one rank: 10,100 ms), not timeout_ms. */
   c.all_gather = timed_all_gather;
@@ -1240,6 +1265,92 @@ static void environment_rank(int me, void* arg) {
   EXPECT_STATUS(relay_comm_destroy(comm), RELAY_OK);
 }
 
+/* Hosted helpers (docs/hosted-helpers.md): 2 processes, each creating with `devices`; the
+ * creation's status. */
+static relay_status create_hosted(struct member* m, const int32_t* devices, int32_t count,
+                                  relay_comm** comm) {
+  relay_comm_config c;
+  relay_comm_config_init(&c);
+  c.rank = m->rank;
+  c.size = 2;
+  c.all_gather = shm_all_gather;
+  c.user = m;
+  c.timeout_ms = 20000;
+  c.transport = "shm";
+  c.helper_devices = devices;
+  c.num_helper_devices = count;
+  return relay_comm_create(&c, comm);
+}
+
+/* 2 processes hosting 6 helpers: lists that differ, a list with a negative device (an error on
+ * both, naming it), then an 8-rank communicator whose pair {1, 0} reduces and gathers through the
+ * hosted ranks (the outputs by hand), and a fused call that would make hosted ranks active
+ * (refused on both, naming rank 2). */
+static void hosted_rank(int me, void* arg) {
+  struct member m = {(struct board*)arg, me, 2, 0};
+  const int32_t six[] = {2, 3, 4, 5, 6, 7}, bad[] = {2, 3, 4, 5, 6, -1};
+  relay_comm* comm = NULL;
+
+  part = "hosted: lists that differ";
+  EXPECT_STATUS(create_hosted(&m, six, me == 0 ? 6 : 5, &comm), RELAY_MISMATCH);
+  EXPECT_ERROR_TEXT("rank 1 asked for helper devices 2,3,4,5,6 but rank 0 for 2,3,4,5,6,7");
+  CHECK(relay_last_error_peer() == 1, "rank %d: the mismatch names rank %d", me,
+        relay_last_error_peer());
+  CHECK(comm == NULL, "a failed create left a handle");
+
+  part = "hosted: a negative device";
+  EXPECT_STATUS(create_hosted(&m, me == 1 ? bad : six, 6, &comm),
+                me == 1 ? RELAY_INVALID_ARGUMENT : RELAY_PEER_ERROR);
+  EXPECT_ERROR_TEXT(me == 1 ? "relay_comm_config.helper_devices = '2,3,4,5,6,-1': '-1' is not a "
+                              "device number"
+                            : "rank 1 could not read its helper devices");
+  CHECK(comm == NULL, "a failed create left a handle");
+
+  part = "hosted: create";
+  EXPECT_STATUS(create_hosted(&m, six, 6, &comm), RELAY_OK);
+  if (comm == NULL) return;
+  int32_t rank = -1, size = -1;
+  EXPECT_STATUS(relay_comm_rank(comm, &rank), RELAY_OK);
+  EXPECT_STATUS(relay_comm_size(comm, &size), RELAY_OK);
+  CHECK(rank == me && size == 8, "rank %d: rank %d of %d, not of 8", me, rank, size);
+
+  part = "hosted: allreduce and all-gather of the pair";
+  enum { n = 4099 };
+  static int32_t in[n], out[2 * n + 1];
+  const int32_t pair[] = {1, 0}, pair_size[] = {2};
+  const int64_t count[] = {n};
+  relay_options o;
+  relay_options_init(&o);
+  o.route = RELAY_ROUTE_RELAY; /* through the hosted ranks */
+  for (int i = 0; i < n; ++i)
+    in[i] = input_of(me, i);
+  poison(out, 2 * n + 1);
+  EXPECT_STATUS(relay_allreduce(comm, in, sizeof in, out, sizeof(int32_t) * n, pair, pair_size, 1,
+                                count, RELAY_INT32, RELAY_SUM, &o, NULL),
+                RELAY_OK);
+  for (int i = 0; i < n; ++i)
+    CHECK(out[i] == input_of(0, i) + input_of(1, i), "rank %d out[%d] = %d", me, i, out[i]);
+  CHECK(out[n] == (int32_t)0x7f7f7f7f, "rank %d wrote past its output", me);
+  poison(out, 2 * n + 1);
+  EXPECT_STATUS(relay_all_gather(comm, in, sizeof in, out, sizeof(int32_t) * 2 * n, pair, pair_size,
+                                 1, count, RELAY_INT32, &o, NULL),
+                RELAY_OK);
+  for (int i = 0; i < 2 * n; ++i) /* the group's order: rank 1's block, then rank 0's */
+    CHECK(out[i] == input_of(i < n ? 1 : 0, i % n), "rank %d gathered[%d] = %d", me, i, out[i]);
+  CHECK(out[2 * n] == (int32_t)0x7f7f7f7f, "rank %d wrote past its output", me);
+
+  part = "hosted: a fused call is refused";
+  const int32_t pairs[] = {0, 1, 2, 3, 4, 5, 6, 7}, pairs_size[] = {2, 2, 2, 2};
+  const int64_t counts[] = {n, n, n, n};
+  poison(out, 2 * n + 1);
+  EXPECT_STATUS(relay_allreduce(comm, in, sizeof in, out, sizeof(int32_t) * n, pairs, pairs_size, 4,
+                                counts, RELAY_INT32, RELAY_SUM, NULL, NULL),
+                RELAY_PEER_ERROR);
+  EXPECT_ERROR_TEXT("rank 2 (hosted by rank 0) is a hosted helper");
+  CHECK(out[0] == (int32_t)0x7f7f7f7f, "rank %d: a refused call wrote its output", me);
+  EXPECT_STATUS(relay_comm_destroy(comm), RELAY_OK);
+}
+
 /* A port nobody listens on now (the kernel's choice for port 0). */
 static int free_port(void) {
   int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -1307,6 +1418,10 @@ int main(void) {
   sh->port = free_port();
   killed_rank = 3;
   failed += run_ranks(4, environment_rank, sh);
+  killed_rank = -1;
+  struct board* hosted = shared_zeros(sizeof(struct board));
+  if (hosted == NULL) return 1;
+  failed += run_ranks(2, hosted_rank, hosted);
   if (failed > 0) {
     fprintf(stderr, "%d ranks failed\n", failed);
     return 1;

@@ -53,6 +53,7 @@
 #include <thread>
 #include <vector>
 
+#include "multiprocess/forked_job.hpp"
 #include "multiprocess/serve_support.hpp"
 #include "relay/serve/serve.hpp"
 #include "support/busy_margin.hpp"
@@ -494,28 +495,8 @@ int main(int argc, char** argv) {
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) return 2;
   board = new (shared) fault_board{};
-  const std::set<std::string> before = relay_names_in_dev_shm();
-  int failed = 0, ran = 0;
-  for (const scenario& s : scenarios) {
-    if (!only.empty() && only != s.name) continue;
-    ++ran;
-    const auto start = clock_type::now();
+  return run_scenarios(scenarios, only, [](const scenario& s) {
     std::vector<pid_t> pids;
-    const std::vector<std::string> f = run_scenario(s, pids);
-    for (const std::string& x : f)
-      std::fprintf(stderr, "FAILED: %s\n", x.c_str());
-    failed += static_cast<int>(f.size());
-    for (const std::string& n : relay_names_in_dev_shm())
-      if (!before.count(n)) {
-        std::fprintf(stderr, "FAILED: %s: /dev/shm/%s was left behind\n", s.name, n.c_str());
-        ++failed;
-      }
-    std::printf("%-18s %s (%.1f s)\n", s.name, f.empty() ? "as promised" : "FAILED",
-                std::chrono::duration<double>(clock_type::now() - start).count());
-  }
-  if (ran == 0) {
-    std::fprintf(stderr, "no scenario named %s\n", only.c_str());
-    return 2;
-  }
-  return failed == 0 ? 0 : 1;
+    return run_scenario(s, pids);
+  });
 }

@@ -38,6 +38,15 @@ void header(json_writer& w, const plan_report& r) {
   w.member("permille", s.permille);
   w.member("tiles", s.tiles);
   w.member("description", r.sched.header.description);
+  if (!r.opts.helper_devices.empty()) {
+    // Which process runs each hosted helper (--helper-devices): priced as any helper.
+    const relay::hosting h = hosting_of(r.opts);
+    std::vector<int> hosted(static_cast<std::size_t>(h.ranks() - h.processes));
+    for (std::size_t i = 0; i < hosted.size(); ++i)
+      hosted[i] = h.host_of(h.processes + static_cast<int>(i));
+    w.inline_array("helper_devices", h.devices);
+    w.inline_array("helper_hosts", hosted);
+  }
   w.member("topology", r.topo.name);
   w.member("link_bandwidth", r.topo.link_bandwidth);
   w.member("step_latency", r.topo.step_latency);

@@ -138,6 +138,13 @@ std::string set_counts(options& o, std::string_view v) {
   return {};
 }
 
+std::string set_helper_devices(options& o, std::string_view v) {
+  if (relay::status s = relay::parse_helper_devices(v, o.helper_devices, ""); !s)
+    return s.message();
+  if (o.helper_devices.empty()) return "name one device per helper";
+  return {};
+}
+
 // A switch: present means true.
 template <bool options::*Field>
 std::string set_switch(options& o, std::string_view) {
@@ -185,6 +192,8 @@ const std::vector<flag>& flags() {
       {"--wire-threshold", "B", false, set_wire_threshold,
        "with --wire fp8: bytes of the largest group count from which fp8 is taken (default -1: "
        "the cost model's threshold; 0: always)"},
+      {"--helper-devices", "D0,D1,...", false, set_helper_devices,
+       "helpers hosted by the --active processes, one device each (with --mode single)"},
       {"--in-place", "", false, set_switch<&options::in_place>,
        "the call runs in place, in NCCL's layout (not for all-to-all)"},
       {"--run", "", false, set_switch<&options::run>,
@@ -227,6 +236,16 @@ std::string validate(const options& o, const std::vector<std::string_view>& seen
   if (o.counts_per_group && o.counts.size() != groups)
     return fmt::format("--counts gives {} counts; {} has {} group{}", o.counts.size(),
                        describe(o.spec), groups, groups == 1 ? "" : "s");
+  if (!o.helper_devices.empty()) {
+    const auto helpers = static_cast<int>(o.helper_devices.size());
+    if (o.spec.mode != relay::mode::single)
+      return "--helper-devices: hosted helpers hold no buffers, so the processes run one group "
+             "(--mode single)";
+    if (o.spec.active + helpers != o.spec.ranks)
+      return fmt::format("--helper-devices names {} helper{}; --active {} of --ranks {} leaves {}",
+                         helpers, helpers == 1 ? "" : "s", o.spec.active, o.spec.ranks,
+                         o.spec.ranks - o.spec.active);
+  }
   if (o.in_place && !relay::has_in_place(o.spec.coll))
     return fmt::format("--in-place: {} has no in-place form", relay::name(o.spec.coll));
   if (relay::is_fp8(o.wire) && !relay::fp8_wire_dtype(o.type))
@@ -253,6 +272,13 @@ std::string validate(const options& o, const std::vector<std::string_view>& seen
 }
 
 }  // namespace
+
+relay::hosting hosting_of(const options& o) {
+  relay::hosting h;
+  h.processes = o.spec.active;
+  h.devices = o.helper_devices;
+  return h;
+}
 
 std::vector<std::int64_t> group_counts(const options& o) {
   if (o.counts.empty() || o.counts_per_group) return o.counts;

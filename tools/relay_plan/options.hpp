@@ -14,6 +14,7 @@
 
 #include "relay/core/dtype.hpp"
 #include "relay/core/wire.hpp"
+#include "relay/hosted/hosting.hpp"
 #include "relay/schedule/evaluate.hpp"
 #include "relay/schedule/schedule.hpp"
 
@@ -36,6 +37,9 @@ struct options {
   std::int64_t alignment = relay::default_alignment;  // elements
   relay::reduce_op op = relay::reduce_op::sum;
   bool in_place = false;  // NCCL's in-place layout, for the plan and --run
+  // --helper-devices: the helpers hosted by the --active processes (docs/hosted-helpers.md), one
+  // device per helper rank; they are priced as any helpers (the links are the same).
+  std::vector<int> helper_devices;
   // --wire: how data crosses links (relay::wire_format); --wire-threshold: bytes of the largest
   // group count from which fp8 is taken (-1: the cost model's threshold on --topology).
   relay::wire_format wire = relay::wire_format::native;
@@ -47,6 +51,9 @@ struct options {
   bool help = false;
   bool version = false;
 };
+
+// Which process runs which rank with --helper-devices (the --active processes host the rest).
+relay::hosting hosting_of(const options& o);
 
 // The per-group counts the options ask for (--count repeated over the groups), or empty.
 std::vector<std::int64_t> group_counts(const options& o);

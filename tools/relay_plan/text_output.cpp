@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "relay/core/collective.hpp"
 #include "relay/cost/wire.hpp"
@@ -68,6 +69,23 @@ void header(out_it out, const plan_report& r) {
                                 : "",
                  r.sched.header.description);
   fmt::format_to(out, "topology:   {}\n", topology_line(r.topo));
+  if (!r.opts.helper_devices.empty()) {
+    // Who runs the hosted helpers (--helper-devices), a line per process that hosts any.
+    const relay::hosting h = hosting_of(r.opts);
+    const char* lead = "hosted:     ";
+    for (int p = 0; p < h.processes; ++p) {
+      std::vector<int> ranks = h.ranks_of(p), devices;
+      ranks.erase(ranks.begin());
+      for (int q : ranks)
+        devices.push_back(h.device_of(q));
+      if (ranks.empty()) continue;
+      fmt::format_to(out, "{}process {} runs rank{} {} (device{} {})\n", lead, p,
+                     ranks.size() == 1 ? "" : "s", fmt::join(ranks, ", "),
+                     devices.size() == 1 ? "" : "s", fmt::join(devices, ", "));
+      lead = "            ";
+    }
+    fmt::format_to(out, "{}priced as helpers: the links are the same\n", lead);
+  }
   fmt::format_to(out, "n:          {} of each group\n",
                  s.coll == relay::collective::allreduce        ? "the count"
                  : s.coll == relay::collective::reduce_scatter ? "recvCount (input A*n)"

@@ -49,6 +49,10 @@ struct environment {
   // (transport::device_share), so that a transport that divides a device among its ranks (ipc)
   // leaves room for the other communicators' ranks there.
   int device_share = 1;
+  // The rank whose process runs this one, where it is a hosted helper (hosted/hosting.hpp), or
+  // -1 for a rank that is a process of its own. A hosted rank's device is its helper device as
+  // named: a transport refuses one its process does not see instead of wrapping it around.
+  int host = -1;
   std::string store_addr = "127.0.0.1";
   int store_port = 0;
   std::chrono::milliseconds timeout = default_peer_timeout;

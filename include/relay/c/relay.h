@@ -222,6 +222,12 @@ typedef struct relay_comm_config {
   relay_all_gather_fn all_gather;
   relay_barrier_fn barrier;
   void* user;
+  /* Hosted helpers (docs/hosted-helpers.md): one device per helper rank that these `size`
+   * processes run beside their own, so the communicator has size + num_helper_devices ranks
+   * (ranks 0..size-1 the processes). Every process passes the same list; creation agrees on it.
+   * NULL: RELAY_HELPER_DEVICES where it is set, else no helper. */
+  const int32_t* helper_devices;
+  int32_t num_helper_devices;
 } relay_comm_config;
 
 RELAY_C_API void relay_comm_config_init(relay_comm_config* config);
@@ -411,7 +417,7 @@ typedef struct relay_call {
   size_t struct_size; /* sizeof(relay_call); relay_call_init sets it */
   int32_t collective; /* relay_collective */
   int32_t dtype;      /* relay_dtype */
-  int32_t op;         /* relay_op: allreduce and reduce-scatter; all-gather and all-to-all ignore it */
+  int32_t op; /* relay_op: allreduce and reduce-scatter; all-gather and all-to-all ignore it */
   int32_t num_groups;
   const int32_t* group_ranks;
   const int32_t* group_sizes;

@@ -1,24 +1,23 @@
 // A communicator for a process started by relay-run, torchrun or an mpirun-style launcher: the
 // TCP bootstrap from the environment (bootstrap/environment.hpp), then the transport the caller
-// names by its factory, so adding a transport adds a factory and touches nothing here.
+// names by its factory, so adding a transport adds a factory and touches nothing here. Where
+// RELAY_HELPER_DEVICES names helper devices, the processes host them (docs/hosted-helpers.md):
+// every process reads its own list and creation agrees on it, so a process that sets it beside
+// one that does not fails on every process.
 //
 //   std::unique_ptr<relay::communicator> comm;
 //   relay::status s = relay::communicator_from_environment(relay::shm_factory(), comm);
 #pragma once
 
-#include <functional>
 #include <memory>
+#include <vector>
 
 #include "relay/bootstrap/tcp_bootstrap.hpp"
 #include "relay/comm/communicator.hpp"
+#include "relay/comm/transport_factory.hpp"
+#include "relay/hosted/communicator.hpp"
 
 namespace relay {
-
-// Makes a transport over a connected bootstrap (collective: every rank calls it). Its creation is
-// part of set-up: `env.timeout` is the set-up timeout there (setup_timeout_of), which every wait
-// of the creation has; the calls' timeout is the communicator's (comm_config::timeout).
-using transport_factory =
-    std::function<status(bootstrap&, const environment&, std::unique_ptr<transport>&)>;
 
 inline status communicator_from_environment(const transport_factory& make_transport,
                                             std::unique_ptr<communicator>& out) {
@@ -26,18 +25,10 @@ inline status communicator_from_environment(const transport_factory& make_transp
   if (status s = environment_from_process(env); !s) return s;
   std::unique_ptr<bootstrap> boot;
   if (status s = make_tcp_bootstrap(env, boot); !s) return s;
-  std::shared_ptr<bootstrap> shared(std::move(boot));
-  std::unique_ptr<transport> link;
-  environment setup = env;
-  setup.timeout = setup_timeout_of(env);
-  if (status s = make_transport(*shared, setup, link); !s) return s;
-  comm_config config;
-  // The transport's device where it drives one (the ipc transport's is the environment's modulo
-  // the devices this process sees), so that communicator::device() names the GPU the calls use.
-  config.device = link->device() >= 0 ? link->device() : env.device;
-  config.timeout = env.timeout;
-  out = std::make_unique<communicator>(shared, std::move(link), config);
-  return {};
+  std::vector<int> helpers;
+  const status read = helper_devices_from_environment(helpers);
+  return communicator_with_helpers(std::shared_ptr<bootstrap>(std::move(boot)), env, helpers,
+                                   make_transport, out, read);
 }
 
 }  // namespace relay

@@ -22,6 +22,7 @@
 
 #include "relay/bootstrap/split.hpp"
 #include "relay/comm/from_environment.hpp"
+#include "relay/hosted/bootstrap.hpp"
 
 namespace relay {
 
@@ -29,6 +30,12 @@ inline status split_communicator(communicator& parent, int color, int key,
                                  const transport_factory& make,
                                  std::unique_ptr<communicator>& out) {
   out.reset();
+  // Every process of a communicator with hosted helpers refuses alike: a hosted rank takes only
+  // its host's calls, and has no color of its own to pass.
+  if (dynamic_cast<const hosted::view*>(&parent.boot()) != nullptr)
+    return {errc::unsupported,
+            "a communicator with hosted helpers cannot be split (docs/hosted-helpers.md): make "
+            "the communicators of the parts from their own processes"};
   const auto timeout = setup_timeout_for(parent.size(), parent.config().timeout);
   std::unique_ptr<bootstrap> boot;
   if (status s = split_bootstrap(parent.boot(), color, key, timeout, boot); !s) return s;

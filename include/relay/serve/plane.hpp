@@ -45,6 +45,7 @@
 #include "relay/bootstrap/exchange.hpp"
 #include "relay/comm/communicator.hpp"
 #include "relay/core/no_copy.hpp"
+#include "relay/hosted/bootstrap.hpp"
 #include "relay/serve/plan_limits.hpp"
 #include "relay/serve/record.hpp"
 #include "relay/serve/ring.hpp"
@@ -592,6 +593,11 @@ inline control_plane* plane_of(communicator& comm) {
 // and where no rank calls.
 inline status attach_plane(communicator& comm, plane_role role,
                            const plane_geometry& geometry = {}) {
+  // Hosted helpers take every call their host makes: they need no plane, and cannot serve one.
+  if (dynamic_cast<const hosted::view*>(&comm.boot()) != nullptr)
+    return {errc::unsupported,
+            "a communicator with hosted helpers has no control plane: its helpers take their "
+            "host's calls (docs/hosted-helpers.md)"};
   auto p = std::make_shared<control_plane>(comm.rank(), comm.config().timeout);
   if (status s = p->open(comm.boot(), role, geometry); !s) return s;
   comm.set_announcer(std::move(p));

@@ -191,10 +191,15 @@ class Communicator:
                RELAY_IPC_BYTES, else 64 MiB); a larger call runs in pieces. On shm rank 0's
                value sizes every rank's area; on ipc each rank's own does. Pass the same
                everywhere.
+    helper_devices: hosted helpers (docs/hosted-helpers.md): one device per helper rank that
+               these processes run beside their own, so the communicator has the group's size
+               plus len(helper_devices) ranks (the processes first; `size` says how many). Every
+               process passes the same list (an error on every rank otherwise). None:
+               RELAY_HELPER_DEVICES where it is set; [] no helper.
     """
 
     def __init__(self, group=None, *, transport="auto", device=None, timeout=None,
-                 transport_bytes=0):
+                 transport_bytes=0, helper_devices=None):
         if not dist.is_available() or not dist.is_initialized():
             raise RuntimeError(
                 "relay.torch.Communicator needs torch.distributed initialized first "
@@ -210,11 +215,11 @@ class Communicator:
             else list(range(dist.get_world_size()))
         )
         store = dist.PrefixStore(next_prefix(ranks), dist.distributed_c10d._get_default_store())
-        self._create(store, transport, timeout, transport_bytes)
+        self._create(store, transport, timeout, transport_bytes, helper_devices)
 
     @classmethod
     def from_store(cls, store, rank, size, *, transport="auto", device=None, timeout=None,
-                   transport_bytes=0):
+                   transport_bytes=0, helper_devices=None):
         """A communicator of `size` ranks bootstrapped through `store` (a torch.distributed
         Store that every rank reaches, and that no other communicator uses under the same
         keys: give each a PrefixStore of its own), without torch.distributed's world. Every
@@ -223,7 +228,7 @@ class Communicator:
         comm.group = None
         comm.rank, comm.size = int(rank), int(size)
         comm._set_device(device)
-        comm._create(store, transport, timeout, transport_bytes)
+        comm._create(store, transport, timeout, transport_bytes, helper_devices)
         return comm
 
     def _set_device(self, device):
@@ -252,7 +257,7 @@ class Communicator:
             device = self.device
             self._stream = lambda: torch.cuda.current_stream(device).cuda_stream
 
-    def _create(self, store, transport, timeout, transport_bytes):
+    def _create(self, store, transport, timeout, transport_bytes, helper_devices):
         self._boot = StoreBootstrap(store, self.rank, self.size, self._lib)
         cfg = _capi.CommConfig()
         self._lib.comm_config_init(byref(cfg))
@@ -264,9 +269,15 @@ class Communicator:
         cfg.timeout_ms = int(timeout * 1000) if timeout else 0
         cfg.transport_bytes = int(transport_bytes)
         cfg.all_gather = self._boot.all_gather
+        if helper_devices is not None:
+            devices = [_int32("helper_devices: a device", d) for d in helper_devices]
+            self._helper_devices = (c_int32 * max(1, len(devices)))(*devices)
+            cfg.helper_devices = self._helper_devices
+            cfg.num_helper_devices = len(devices)
         handle = c_void_p()
         self._lib.check(self._lib.comm_create(byref(cfg), byref(handle)))
         self._adopt(handle)
+        self.processes = cfg.size  # with hosted helpers, fewer than the ranks (`size`)
 
     def _adopt(self, handle):
         """Takes on the library's communicator `handle` (this object destroys it)."""
@@ -275,6 +286,7 @@ class Communicator:
         self._lib.check(self._lib.comm_rank(handle, byref(rank)))
         self._lib.check(self._lib.comm_size(handle, byref(size)))
         self.rank, self.size = rank.value, size.value
+        self.processes = self.size  # the processes that run the ranks (_create: its group's)
         name = c_char_p()
         self._lib.check(self._lib.comm_transport(self._handle, byref(name)))
         self.transport = name.value.decode()

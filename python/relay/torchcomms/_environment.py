@@ -18,6 +18,8 @@ _RANK_SIZE = (
 # every rank's).
 HINT_TRANSPORT = "relay.transport"
 HINT_TRANSPORT_BYTES = "relay.transport_bytes"
+# Hosted helpers (docs/hosted-helpers.md): one device per helper rank the processes run, "2,3,4".
+HINT_HELPER_DEVICES = "relay.helper_devices"
 
 
 def rank_and_size():
@@ -67,3 +69,17 @@ def byte_count(text):
     text = str(text).strip()
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
     return int(text[:-1] if scale > 1 else text) * scale
+
+
+def devices(text):
+    """'2,3,4' -> [2, 3, 4]; None -> None (RELAY_HELPER_DEVICES decides). The library checks
+    each device."""
+    if text is None:
+        return None
+    try:
+        return [int(d) for d in str(text).split(",")] if str(text).strip() else []
+    except ValueError:
+        raise ValueError(
+            f"the hint {HINT_HELPER_DEVICES} = {text!r} is not a comma-separated list of device "
+            "numbers"
+        ) from None

@@ -68,7 +68,7 @@ class TorchCommRelay(TorchCommBackend):
     def init(self, device, name, options):
         """torchcomms' init: the rank and size from the environment (TORCHCOMM_RANK,
         TORCHCOMM_SIZE, ...), the store from `options` (CommOptions: store, timeout, hints;
-        hints "relay.transport" and "relay.transport_bytes")."""
+        hints "relay.transport", "relay.transport_bytes" and "relay.helper_devices")."""
         rank, size = env.rank_and_size()
         timeout = env.seconds(getattr(options, "timeout", None))
         hints = dict(getattr(options, "hints", None) or {})
@@ -77,6 +77,7 @@ class TorchCommRelay(TorchCommBackend):
             store, rank, size, device=device, timeout=timeout,
             transport=hints.get(env.HINT_TRANSPORT, "auto"),
             transport_bytes=env.byte_count(hints.get(env.HINT_TRANSPORT_BYTES, "0")),
+            helper_devices=env.devices(hints.get(env.HINT_HELPER_DEVICES)),
         )
         self._adopt(comm, name)
 
@@ -108,11 +109,15 @@ class TorchCommRelay(TorchCommBackend):
     def _adopt(self, comm, name):
         # A control plane on which every rank calls (rank 0 publishes: RCCLX's rule) for
         # relay_control_publish and relay_control_consume, unless the communicator has one.
-        if comm.serving is None:
+        # A communicator with hosted helpers (docs/hosted-helpers.md) has none: its helpers take
+        # their host's calls.
+        if comm.serving is None and comm.processes == comm.size:
             comm.attach_plane(serving=False)
         self._comm = comm
         self._name = name
-        self._all = [list(range(comm.size))]
+        # torchcomms' world is the processes: with hosted helpers (docs/hosted-helpers.md) the
+        # communicator's other ranks are helpers that its processes run.
+        self._all = [list(range(comm.processes))]
         # route "automatic": the cost model's route per call shape (direct for small calls).
         self._opts = {wire: Options(route="automatic", wire=wire) for wire in ("native", "fp8")}
 
@@ -133,7 +138,7 @@ class TorchCommRelay(TorchCommBackend):
         return self.communicator.rank
 
     def get_size(self):
-        return self.communicator.size
+        return self.communicator.processes
 
     def get_backend_name(self):
         return "relay"

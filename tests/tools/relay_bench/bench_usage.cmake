@@ -32,6 +32,12 @@ expect(2 "--per-call-events times calls between device events: it needs --execut
        --per-call-events 1)
 expect(2 "parallel mode runs each group's plan on a copy of the job's: give -m fused or single"
        -x ipc --split 1 -r direct -m parallel)
+# Hosted helpers: shm or ipc, one group of the processes (-A N minus the helpers), not split.
+expect(2 "--helper-devices: hosted helpers run on -x shm or -x ipc" --helper-devices 2,3,4,5,6,7)
+expect(2 "--helper-devices: hosted helpers hold no buffers, so the processes run one group: give -m single"
+       -x shm --helper-devices 2,3,4,5,6,7 -m fused)
+expect(2 "--helper-devices names 6 helpers of -N 8: the processes are the group, -A 2, not 4"
+       -x shm --helper-devices 2,3,4,5,6,7 -m single -A 4)
 # A job of one process per rank: shm runs fused and single; ipc parallel mode too, so it gets as
 # far as its start (no launcher here, or no GPU code in this build).
 expect(2 "relay-bench: -x shm runs fused and single, not parallel" -x shm -m parallel)

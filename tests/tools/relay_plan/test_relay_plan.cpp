@@ -6,10 +6,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "json_output.hpp"
 #include "json_writer.hpp"
 #include "options.hpp"
 #include "report.hpp"
 #include "symbolic.hpp"
+#include "text_output.hpp"
 
 using namespace relay_plan;
 
@@ -158,4 +160,45 @@ TEST_CASE("the report prices the spec's schedules", "[relay_plan]") {
   CHECK(r.quanta.size() == 1);
   CHECK(r.quanta[0].rule == "align_down(n/7, 128)");
   CHECK_FALSE(r.failed());
+}
+
+TEST_CASE("hosted helpers are priced as helpers and the report says who runs them",
+          "[relay_plan]") {
+  const std::vector<std::string_view> base{"--collective", "allreduce", "--active", "2",
+                                           "--ranks",      "8",         "--mode",   "single"};
+  std::vector<std::string_view> hosted = base;
+  hosted.insert(hosted.end(), {"--helper-devices", "2,3,4,5,6,7"});
+  const parse_result plain = parse(base), with = parse(hosted);
+  REQUIRE(plain.error.empty());
+  REQUIRE(with.error.empty());
+  CHECK(with.opts.helper_devices == std::vector{2, 3, 4, 5, 6, 7});
+  const plan_report a = make_report(plain.opts), b = make_report(with.opts);
+  // The same links: the same beta cost, n/4 for the A=2 single relay (docs/cost-model.md).
+  REQUIRE(b.beta.value.has_value());
+  CHECK(*b.beta.value == relay::ratio{1, 4});
+  CHECK(b.beta.value == a.beta.value);
+  CHECK(b.loads == a.loads);
+  CHECK(render_text(b).find("hosted:     process 0 runs ranks 2, 3, 4 (devices 2, 3, 4)\n"
+                            "            process 1 runs ranks 5, 6, 7 (devices 5, 6, 7)\n"
+                            "            priced as helpers: the links are the same\n") !=
+        std::string::npos);
+  CHECK(render_text(a).find("hosted:") == std::string::npos);
+  const std::string json = render_json(b);
+  CHECK(json.find("\"helper_devices\": [2, 3, 4, 5, 6, 7]") != std::string::npos);
+  CHECK(json.find("\"helper_hosts\": [0, 0, 0, 1, 1, 1]") != std::string::npos);
+  // What the processes cannot host: a fused call, a list that does not fill the ranks.
+  std::vector<std::string_view> fused = hosted;
+  fused[7] = "fused";
+  CHECK(parse(fused).error ==
+        "--helper-devices: hosted helpers hold no buffers, so the processes run one group "
+        "(--mode single)");
+  std::vector<std::string_view> short_list = base;
+  short_list.insert(short_list.end(), {"--helper-devices", "2,3,4"});
+  CHECK(parse(short_list).error ==
+        "--helper-devices names 3 helpers; --active 2 of --ranks 8 leaves 6");
+  std::vector<std::string_view> bad = base;
+  bad.insert(bad.end(), {"--helper-devices", "2,x"});
+  CHECK(parse(bad).error ==
+        "--helper-devices: '2,x': 'x' is not a device number (a comma-separated list of device "
+        "numbers)");
 }

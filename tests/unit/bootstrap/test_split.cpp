@@ -8,32 +8,13 @@
 #include <functional>
 #include <thread>
 
+#include "support/thread_job.hpp"
+
 using namespace relay;
 using namespace std::chrono_literals;
+using relay::testing::on_job;
 
 namespace {
-
-// Runs body(rank, its parent bootstrap) on `ranks` threads of one job, and collects the statuses.
-std::vector<status> on_job(int ranks, const std::function<status(int, bootstrap&)>& body) {
-  int port = 0;
-  REQUIRE(free_loopback_port(port));
-  std::vector<status> result(static_cast<std::size_t>(ranks));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      environment e;
-      e.rank = r;
-      e.size = ranks;
-      e.store_port = port;
-      e.timeout = 10s;
-      std::unique_ptr<bootstrap> parent;
-      status s = make_tcp_bootstrap(e, parent);
-      result[static_cast<std::size_t>(r)] = s ? body(r, *parent) : s;
-    });
-  for (auto& t : threads)
-    t.join();
-  return result;
-}
 
 std::string text(const std::vector<std::byte>& b) {
   return std::string(reinterpret_cast<const char*>(b.data()), b.size());

@@ -40,6 +40,8 @@ class gpu_rank {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual std::chrono::milliseconds timeout() const = 0;
+  // The bench's own exchanges (barriers, timings, checks): one rank per process, also where a
+  // process hosts helpers (relay::processes_of).
   virtual bootstrap& boot() = 0;
   // "NCCL 2.28.3, rank 0 on device 0 (NVIDIA H200)".
   virtual std::string description() const = 0;

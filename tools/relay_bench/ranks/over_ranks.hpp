@@ -3,6 +3,8 @@
 // output as one verdict.
 #pragma once
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -12,9 +14,27 @@
 #include <fmt/format.h>
 
 #include "relay/bootstrap/exchange.hpp"
+#include "relay/hosted/hosting.hpp"
 #include "sweep/data.hpp"
+#include "sweep/options.hpp"
 
 namespace relay::bench {
+
+// --helper-devices: the processes host those helpers (docs/hosted-helpers.md) in the
+// communicator made next from the environment (RELAY_HELPER_DEVICES, which, where set without the
+// flag, is read as it is).
+inline void host_helper_devices(const options& o) {
+  if (!o.helper_devices.empty())
+    ::setenv("RELAY_HELPER_DEVICES", devices_text(o.helper_devices).c_str(), 1);
+}
+
+// How the job's ranks run, for the run's header: "8 processes, one per rank", or "2 processes
+// hosting 6 helpers (8 ranks)".
+inline std::string job_of_ranks(int processes, int ranks) {
+  return processes == ranks ? fmt::format("{} processes, one per rank", ranks)
+                            : fmt::format("{} processes hosting {} helpers ({} ranks)", processes,
+                                          ranks - processes, ranks);
+}
 
 // Replaces each of `times` by its largest over the ranks (every rank passes as many).
 inline status largest_over_ranks(bootstrap& boot, std::vector<double>& times,

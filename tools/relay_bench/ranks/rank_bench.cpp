@@ -132,6 +132,7 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
                             : o.baseline == baseline_kind::nccl      ? ipc_vendor::nccl
                             : o.baseline == baseline_kind::automatic ? ipc_vendor::automatic
                                                                      : ipc_vendor::none;
+  if (ipc) host_helper_devices(o);
   std::unique_ptr<gpu_rank> me =
       ipc ? make_ipc_rank(staging_bytes(o, shapes, sizes.empty() ? 0 : sizes.back()), o.graph_calls,
                           beside, o.split, why)
@@ -156,7 +157,8 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
                           : "; one pair of device events around the iterations, their time "
                             "over the calls (as nccl-tests)";
   const std::string how =
-      ipc ? fmt::format("ipc: {} processes, one rank each ({}); {}{}{}", o.ranks, me->description(),
+      ipc ? fmt::format("ipc: {} ({}); {}{}{}", job_of_ranks(me->boot().size(), me->size()),
+                        me->description(),
                         o.graph_calls > 0
                             ? fmt::format("times from replays of a graph of {} captured calls",
                                           o.graph_calls)

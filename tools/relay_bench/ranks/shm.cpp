@@ -105,7 +105,9 @@ status measure_form(communicator& comm, const options& o, const row& r, bool in_
     if (status st = once(); !st) return st;
   // Timed: the ranks start together; an iteration lasts as long as its slowest rank's part,
   // and the median of those is the row's time (as the other executors report).
-  if (status st = comm.boot().barrier(comm.config().timeout); !st) return st;
+  // The processes' own exchanges: a process that hosts helpers speaks for itself alone.
+  bootstrap& processes = processes_of(comm);
+  if (status st = processes.barrier(comm.config().timeout); !st) return st;
   std::vector<double> mine(static_cast<std::size_t>(o.iterations));
   auto last = std::chrono::steady_clock::now();
   for (double& t : mine) {
@@ -114,7 +116,7 @@ status measure_form(communicator& comm, const options& o, const row& r, bool in_
     t = std::chrono::duration<double>(now - last).count();
     last = now;
   }
-  if (status st = largest_over_ranks(comm.boot(), mine, comm.config().timeout); !st) return st;
+  if (status st = largest_over_ranks(processes, mine, comm.config().timeout); !st) return st;
   result.seconds = median(mine);
   result.ran = true;
   result.wire = wire.taken;  // the same decision on every rank: the call's arguments made it
@@ -137,8 +139,7 @@ status measure_form(communicator& comm, const options& o, const row& r, bool in_
     mine_check = check_output_on(wire.taken, r.chosen, s.coll, o.type, o.op, mine_group, index, r.n,
                                  o.seed, static_cast<const std::byte*>(recv.data));
   check_result all;
-  if (status st = combine_checks(comm.boot(), mine_check, all, comm.config().timeout); !st)
-    return st;
+  if (status st = combine_checks(processes, mine_check, all, comm.config().timeout); !st) return st;
   result.wrong = all.wrong;
   result.first_wrong = all.first;
   if (wire.taken != wire_format::native) result.max_relative_error = all.max_relative_error;
@@ -154,6 +155,7 @@ int run_shm_bench(const options& o, const std::vector<call_shape>& shapes) {
   shm_options segment;
   segment.bytes_per_rank = staging_bytes(o, shapes, sizes.empty() ? 0 : sizes.back());
   std::unique_ptr<communicator> comm;
+  host_helper_devices(o);
   if (status st = communicator_from_environment(shm_factory(segment), comm); !st) {
     fmt::print(stderr, "relay-bench: -x shm: {} (start it with relay-run -n N)\n", st.to_string());
     return exit_failed;
@@ -163,8 +165,9 @@ int run_shm_bench(const options& o, const std::vector<call_shape>& shapes) {
   const std::string baseline = "none (no baseline runs in the shm transport's processes)";
   const run_info info =
       describe_run(o,
-                   fmt::format("shm: {} processes, one per rank, {} MiB of shared memory each",
-                               o.ranks, segment.bytes_per_rank >> 20),
+                   fmt::format("shm: {}, {} MiB of shared memory each",
+                               job_of_ranks(processes_of(*comm).size(), comm->size()),
+                               segment.bytes_per_rank >> 20),
                    baseline);
   if (lead) print_run_header(stdout, info, info.executor);
   rank_job job;

@@ -82,7 +82,7 @@ class stream_rank : public gpu_rank {
   int rank() const override { return comm_->rank(); }
   int size() const override { return comm_->size(); }
   std::chrono::milliseconds timeout() const override { return comm_->config().timeout; }
-  bootstrap& boot() override { return comm_->boot(); }
+  bootstrap& boot() override { return processes_of(*comm_); }
 
   // Grow-only. With register_memory_ the memory is registered with every communicator relay's
   // calls run on (register_buffer); registration is collective, so every rank takes part on

@@ -124,6 +124,11 @@ measurement
       --split 0|1         -x ipc with -r direct: each group's calls on a communicator of
                           its own, split from the job's (relay::split_communicator), so
                           groups agree among their own ranks only (default 0)
+      --helper-devices D0,D1,...
+                          -x shm or ipc: helpers hosted by the processes, one device each
+                          (docs/hosted-helpers.md): relay-run -n A starts the processes,
+                          which run one group (-m single, -A N minus the helpers) and
+                          drive the helpers' devices; priced as helpers
 
 where
   -x, --executor E        cpu, gpu, shm, nccl or ipc (default cpu); shm: one rank per
@@ -310,6 +315,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
       {"-c", "--check", switch_into(o.check)},
       {nullptr, "--in-place", switch_into(o.in_place)},
       {nullptr, "--split", switch_into(o.split)},
+      {nullptr, "--helper-devices", list_into(o.helper_devices, int_entry({0, 65536}))},
       {nullptr, "--per-call-events", switch_into(o.per_call_events)},
       {nullptr, "--graph", int_into(o.graph_calls, {1, 100000})},
       {nullptr, "--rotate", bytes_into(o.rotate_bytes)},
@@ -541,6 +547,31 @@ parse_outcome parse_options(int argc, const char* const* argv) {
       out.error =
           "--split runs each group's direct calls on the group's own communicator; parallel "
           "mode runs each group's plan on a copy of the job's: give -m fused or single";
+      return out;
+    }
+  }
+  if (!o.helper_devices.empty()) {
+    const int helpers = static_cast<int>(o.helper_devices.size());
+    if (o.executor != executor_kind::shm && o.executor != executor_kind::ipc) {
+      out.error = "--helper-devices: hosted helpers run on -x shm or -x ipc";
+      return out;
+    }
+    if (std::any_of(o.modes.begin(), o.modes.end(),
+                    [](run_mode m) { return m != run_mode::single; })) {
+      out.error =
+          "--helper-devices: hosted helpers hold no buffers, so the processes run one "
+          "group: give -m single";
+      return out;
+    }
+    for (int A : o.actives)
+      if (A + helpers != o.ranks) {
+        out.error = "--helper-devices names " + std::to_string(helpers) + " helpers of -N " +
+                    std::to_string(o.ranks) + ": the processes are the group, -A " +
+                    std::to_string(o.ranks - helpers) + ", not " + std::to_string(A);
+        return out;
+      }
+    if (o.split) {
+      out.error = "--helper-devices: a communicator with hosted helpers is not split";
       return out;
     }
   }

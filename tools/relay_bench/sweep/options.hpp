@@ -75,6 +75,9 @@ struct options {
   // -x ipc: each group's calls on a communicator split from the job's, one per group, so a
   // group's entry meets its own ranks only (relay/comm/split.hpp).
   bool split = false;
+  // -x shm, ipc: helpers hosted by the processes (docs/hosted-helpers.md; RELAY_HELPER_DEVICES),
+  // one device per helper rank; the processes run one group of A = N - helpers.
+  std::vector<int> helper_devices;
   std::int64_t rotate_bytes = -1;  // -1: twice the executor's cache; 0: never rotate
   std::uint64_t seed = 1;
   // Where it runs.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <string>
 
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
@@ -39,8 +40,8 @@ inline status make_ipc_transport(bootstrap& boot, int device, const ipc_options&
 // The transport of a communicator made from the environment (comm/from_environment.hpp):
 //   relay::communicator_from_environment(relay::ipc_factory(), comm);
 // Each process drives the device RELAY_DEVICE names (relay-run sets it; else the local rank),
-// modulo the devices it sees, so 8 ranks share one GPU where there is one; RELAY_IPC_BYTES sizes
-// the registered area.
+// modulo the devices it sees, so 8 ranks share one GPU where there is one (a hosted helper's
+// device is taken as named); RELAY_IPC_BYTES sizes the registered area.
 inline auto ipc_factory(ipc_options o = {}) {
   return [o](bootstrap& boot, const environment& env, std::unique_ptr<transport>& out) {
     ipc_options sized = o;
@@ -51,6 +52,11 @@ inline auto ipc_factory(ipc_options o = {}) {
     if (gpu::rt::error_t e = gpu::rt::device_count(&devices); e != gpu::rt::success)
       return gpu::failure("counting the devices", env.device, e);
     if (devices == 0) return status{errc::gpu_error, "no GPU is visible to this process"};
+    // A hosted helper's device is its helper device as named (docs/hosted-helpers.md).
+    if (env.host >= 0 && env.device >= devices)
+      return status{errc::invalid_argument, "helper device " + std::to_string(env.device) +
+                                                " is not a device of this process (it sees " +
+                                                std::to_string(devices) + ")"};
     const int device = env.device % devices;
     if (gpu::rt::error_t e = gpu::rt::set_device(device); e != gpu::rt::success)
       return gpu::failure("selecting the device", device, e);

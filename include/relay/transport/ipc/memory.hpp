@@ -394,6 +394,7 @@ class area : no_copy {
         peers_[q] = base_;
         controls_[q] = control_;
       } else if (r.pid == mine.pid) {
+        if (status s = reach(r.device, static_cast<int>(q)); !s) return s;
         peers_[q] = reinterpret_cast<unsigned char*>(r.pointer);
         controls_[q] = reinterpret_cast<ipc_control*>(r.control_pointer);
       } else {
@@ -415,6 +416,26 @@ class area : no_copy {
     }
     if (!failed.empty())
       return {errc::peer_error, "rank(s) " + failed + " could not register their ipc memory"};
+    return {};
+  }
+
+  // This rank's kernels write rank q's memory on `device` (a rank of this process: hosted
+  // helpers, docs/hosted-helpers.md) through its pointer: peer access from this rank's device to
+  // that one, enabled here, or why it cannot be.
+  status reach(int device, int q) const {
+    if (device == device_) return {};
+    int can = 0;
+    if (gpu::rt::error_t e = gpu::rt::can_access_peer(&can, device_, device); e != gpu::rt::success)
+      return gpu::failure("asking for peer access", device_, e);
+    if (can == 0)
+      return {errc::unsupported,
+              "device " + std::to_string(device_) + " cannot reach device " +
+                  std::to_string(device) + " (rank " + std::to_string(q) +
+                  "'s, in this process) by peer access: ranks of one process must be on devices "
+                  "that reach each other"};
+    if (gpu::rt::error_t e = gpu::rt::enable_peer_access(device); e != gpu::rt::success)
+      return gpu::failure(("enabling peer access to device " + std::to_string(device)).c_str(),
+                          device_, e);
     return {};
   }
 

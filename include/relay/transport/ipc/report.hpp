@@ -24,6 +24,7 @@
 #include "relay/core/status.hpp"
 #include "relay/schedule/schedule.hpp"
 #include "relay/transport/agreement.hpp"
+#include "relay/transport/processes.hpp"
 
 namespace relay::ipc {
 
@@ -189,9 +190,11 @@ inline status alarm_status(const alarm_record& a, const std::string& text,
           peer + " did not " + waited_for(a) + " within " + std::to_string(c.timeout_ms) + " ms",
           static_cast<int>(a.peer)};
     case report_peer_exited: {
-      const std::string pid = a.peer < c.pids.size() && c.pids[a.peer] != 0
-                                  ? " (pid " + std::to_string(c.pids[a.peer]) + ")"
-                                  : "";
+      const std::string pid =
+          a.peer < c.pids.size()
+              ? process_of(static_cast<int>(a.peer), static_cast<int>(c.pids.size()),
+                           [&](int r) { return c.pids[static_cast<std::size_t>(r)]; })
+              : "";
       return {errc::peer_lost, peer + pid + " exited during call #" + std::to_string(a.call),
               static_cast<int>(a.peer)};
     }

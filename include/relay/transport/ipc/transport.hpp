@@ -35,6 +35,7 @@
 #include "relay/core/status.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/runtime.hpp"
+#include "relay/hosted/streams.hpp"
 #include "relay/plan/area_layout.hpp"
 #include "relay/plan/slice.hpp"
 #include "relay/transport/ipc/graph_inputs.hpp"
@@ -53,7 +54,7 @@
 
 namespace relay::ipc {
 
-class transport final : public relay::transport {
+class transport final : public relay::transport, public hosted::stream_side {
  public:
   // Collective: every rank of `boot` calls it. The bootstrap serves set-up and teardown only.
   static status create(bootstrap& boot, int device, const options& o,
@@ -69,6 +70,7 @@ class transport final : public relay::transport {
     if (status s = t->size_grids(boot, timeout); !s) return s;
     if (status s = t->programs_.open(device); !s) return s;
     if (status s = t->graph_inputs_.open(device); !s) return s;
+    if (status s = t->open_side_streams(); !s) return s;
     for (int q = 0; q < t->area_.ranks(); ++q) {
       t->peers_.controls[q] = t->area_.control_of(q);
       t->areas_.push_back(t->area_.data(q));
@@ -91,6 +93,7 @@ class transport final : public relay::transport {
     if (ready_) (void)boot_->barrier(std::chrono::seconds(10));
     programs_.close();
     graph_inputs_.close();
+    close_side_streams();
     area_.close();
   }
 
@@ -196,6 +199,47 @@ class transport final : public relay::transport {
     return {};
   }
 
+  // Beside other ranks of this process (hosted helpers, hosted/streams.hpp): a hosted rank's calls
+  // run on a stream of its own, after an event on the caller's stream, and the caller's stream
+  // waits for them; the program of every rank's part is made before any part launches.
+  void* own_stream() const override { return own_; }
+  void prepare(const call_context& call) override {
+    if (!current().ok() || !call.local.ok() || call.p == nullptr || call.slice == nullptr) return;
+    const gpu::device_guard keep;
+    if (gpu::rt::set_device(device_) != gpu::rt::success) return;
+    const loaded_program* prog = nullptr;
+    (void)program_for(call, static_cast<gpu::rt::stream_t>(call.stream), prog);  // run() meets it
+  }
+  status fork(void* stream, void*& point) override {
+    const gpu::device_guard keep;
+    gpu::rt::error_t e = gpu::rt::set_device(device_);
+    if (e == gpu::rt::success)
+      e = gpu::rt::event_record(forked_, static_cast<gpu::rt::stream_t>(stream));
+    if (e != gpu::rt::success)
+      return fail(gpu::failure("forking the hosted ranks' streams", device_, e));
+    point = forked_;
+    return {};
+  }
+  status follow(void* point) override {
+    const gpu::device_guard keep;
+    gpu::rt::error_t e = gpu::rt::set_device(device_);
+    if (e == gpu::rt::success)
+      e = gpu::rt::stream_wait_event(own_, static_cast<gpu::rt::event_t>(point));
+    if (e != gpu::rt::success)
+      return fail(gpu::failure("ordering a hosted rank's stream after the caller's", device_, e));
+    return {};
+  }
+  status rejoin(void* stream) override {
+    const gpu::device_guard keep;
+    gpu::rt::error_t e = gpu::rt::set_device(device_);
+    if (e == gpu::rt::success) e = gpu::rt::event_record(joined_, own_);
+    if (e == gpu::rt::success)
+      e = gpu::rt::stream_wait_event(static_cast<gpu::rt::stream_t>(stream), joined_);
+    if (e != gpu::rt::success)
+      return fail(gpu::failure("ordering the caller's stream after a hosted rank's", device_, e));
+    return {};
+  }
+
   status run(const call_context& call) override {
     if (status s = current(); !s) return s;
     const auto stream = static_cast<gpu::rt::stream_t>(call.stream);
@@ -229,6 +273,25 @@ class transport final : public relay::transport {
 
  private:
   transport(bootstrap& boot, int device) : boot_(&boot), device_(device) {}
+
+  // The stream and events a hosted rank's calls use (made with the transport: never while a
+  // caller's stream captures).
+  status open_side_streams() {
+    const gpu::device_guard keep;
+    gpu::rt::error_t e = gpu::rt::set_device(device_);
+    if (e == gpu::rt::success) e = gpu::rt::stream_create(&own_);
+    if (e == gpu::rt::success) e = gpu::rt::event_create(&forked_);
+    if (e == gpu::rt::success) e = gpu::rt::event_create(&joined_);
+    if (e != gpu::rt::success) return gpu::failure("making the hosted ranks' stream", device_, e);
+    return {};
+  }
+  void close_side_streams() {
+    if (joined_ != nullptr) (void)gpu::rt::event_destroy(joined_);
+    if (forked_ != nullptr) (void)gpu::rt::event_destroy(forked_);
+    if (own_ != nullptr) (void)gpu::rt::stream_destroy(own_);
+    own_ = nullptr;
+    forked_ = joined_ = nullptr;
+  }
 
   // Broken (a failure left the ranks out of step), or what the device or the watchdog found.
   status current() const {
@@ -472,6 +535,8 @@ class transport final : public relay::transport {
   ipc_peers peers_{};              // every rank's control block here (the pull kernel's argument)
   graph_inputs graph_inputs_;      // captured inputs' words, and which registrations are graphs'
   program_cache programs_;
+  gpu::rt::stream_t own_ = nullptr;  // stream_side: a hosted rank's calls run here
+  gpu::rt::event_t forked_ = nullptr, joined_ = nullptr;
   // The watchdog and the flag it shares with abort(): the first to raise wins.
   watchdog watchdog_;
   std::atomic<bool> raised_{false};

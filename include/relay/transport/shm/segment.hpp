@@ -7,6 +7,9 @@
 // /dev/shm; the memory goes with the last process that maps it. The ranks are on one host by
 // construction of the transport.
 //
+// A process maps a segment once, however many of its ranks use it (hosted helpers,
+// docs/hosted-helpers.md): a rank whose process maps the file already shares that mapping.
+//
 // Layout: a header page; one control block per rank (its own cache lines: a phase counter that
 // only its rank writes, its process id, and two call records used alternately by call parity,
 // so a rank that entered call k+1 never overwrites what a peer may still be reading of call k);
@@ -21,7 +24,10 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "relay/bootstrap/exchange.hpp"
@@ -77,17 +83,54 @@ constexpr std::size_t round_up(std::size_t x, std::size_t to) {
   return (x + to - 1) / to * to;
 }
 
-// A mapped segment; unmapped when destroyed.
+// One mapping of a segment's file, unmapped with its last user.
+struct mapping {
+  std::byte* base = nullptr;
+  std::size_t bytes = 0;
+  mapping(std::byte* b, std::size_t n) : base(b), bytes(n) {}
+  mapping(const mapping&) = delete;
+  mapping& operator=(const mapping&) = delete;
+  ~mapping() { ::munmap(base, bytes); }
+};
+
+// The segments this process maps, by file (device and inode): what its other ranks share.
+class mapped_files {
+ public:
+  static mapped_files& of_process() {
+    static mapped_files m;
+    return m;
+  }
+  std::mutex lock;
+  // The live mapping of the file `fd` names, or null (under `lock`).
+  std::shared_ptr<mapping> find(int fd) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return nullptr;
+    for (const auto& [id, m] : maps_)
+      if (id == std::pair{st.st_dev, st.st_ino})
+        if (std::shared_ptr<mapping> live = m.lock()) return live;
+    return nullptr;
+  }
+  // `m` is the mapping of `fd`'s file (under `lock`); expired entries go.
+  void add(int fd, const std::shared_ptr<mapping>& m) {
+    std::erase_if(maps_, [](const auto& e) { return e.second.expired(); });
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) maps_.emplace_back(std::pair{st.st_dev, st.st_ino}, m);
+  }
+
+ private:
+  std::vector<std::pair<std::pair<dev_t, ino_t>, std::weak_ptr<mapping>>> maps_;
+};
+
+// A mapped segment; unmapped with the last segment of this process that maps its file.
 class segment {
  public:
   segment() = default;
   segment(const segment&) = delete;
   segment& operator=(const segment&) = delete;
-  ~segment() {
-    if (base_ != nullptr) ::munmap(base_, bytes_);
-  }
 
   int ranks() const { return ranks_; }
+  // Whether open() mapped it (a segment whose set-up failed may not be).
+  bool mapped() const { return base_ != nullptr; }
   std::size_t bytes_per_rank() const { return per_rank_; }
   control& control_of(int rank) const { return reinterpret_cast<control*>(base_ + page)[rank]; }
   header& shared_header() const { return *reinterpret_cast<header*>(base_); }
@@ -123,10 +166,13 @@ class segment {
   }
 
  private:
+  // Maps `fd` (bytes_ of it) for this process's ranks to share (under mapped_files' lock).
   std::string map(int fd) {
     void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) return std::string("mmap: ") + std::strerror(errno);
     base_ = static_cast<std::byte*>(p);
+    mapped_ = std::make_shared<mapping>(base_, bytes_);
+    mapped_files::of_process().add(fd, mapped_);
     return {};
   }
 
@@ -136,7 +182,10 @@ class segment {
     if (memory.get() < 0) return std::string("memfd_create: ") + std::strerror(errno);
     if (::ftruncate(memory.get(), static_cast<off_t>(bytes_)) != 0)
       return "ftruncate(" + std::to_string(bytes_) + "): " + std::strerror(errno);
-    if (std::string why = map(memory.get()); !why.empty()) return why;
+    {
+      const std::lock_guard<std::mutex> hold(mapped_files::of_process().lock);
+      if (std::string why = map(memory.get()); !why.empty()) return why;
+    }
     for (int r = 0; r < ranks_; ++r)
       new (&control_of(r)) control{};
     auto* h = new (base_) header{};
@@ -146,8 +195,21 @@ class segment {
     return {};
   }
 
-  // Another rank: maps the segment rank 0 handed over as `fd`.
+  // Another rank: maps the segment rank 0 handed over as `fd`, or shares the mapping of it that
+  // another rank of this process made.
   std::string attach(int fd) {
+    mapped_files& files = mapped_files::of_process();
+    const std::lock_guard<std::mutex> hold(files.lock);
+    if (std::shared_ptr<mapping> m = files.find(fd)) {
+      const header& h = *reinterpret_cast<const header*>(m->base);
+      if (h.ranks != static_cast<std::uint64_t>(ranks_))
+        return "the segment rank 0 handed over is not this job's";
+      per_rank_ = h.bytes_per_rank;
+      bytes_ = m->bytes;
+      base_ = m->base;
+      mapped_ = std::move(m);
+      return {};
+    }
     struct stat st {};
     if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < page)
       return "the segment rank 0 handed over is too small";
@@ -168,7 +230,8 @@ class segment {
     return map(fd);
   }
 
-  std::byte* base_ = nullptr;
+  std::byte* base_ = nullptr;  // mapped_'s
+  std::shared_ptr<mapping> mapped_;
   std::size_t bytes_ = 0, per_rank_ = 0;
   int ranks_ = 0;
 };

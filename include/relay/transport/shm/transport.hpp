@@ -54,6 +54,7 @@
 #include "relay/plan/bind.hpp"
 #include "relay/plan/host_ops.hpp"
 #include "relay/plan/validate.hpp"
+#include "relay/transport/processes.hpp"
 #include "relay/transport/shm/segment.hpp"
 #include "relay/transport/shm/wait.hpp"
 #include "relay/transport/transport.hpp"
@@ -117,7 +118,7 @@ class transport final : public relay::transport {
 
   ~transport() override {
     // A rank that closes its transport has left the job: its exit is no failure of a call.
-    if (seg_.ranks() > 0)
+    if (seg_.mapped())
       std::atomic_ref<std::uint32_t>(seg_.control_of(rank_).left)
           .store(1, std::memory_order_release);
   }
@@ -231,9 +232,10 @@ class transport final : public relay::transport {
       // it exits): its record, which names the first failure, is the one to report.
       if (failure f = peer_gave_up(sequence); f.code != errc::ok) return f;
       if (left && q != a.peer) continue;
-      const std::string who = "rank " + std::to_string(q) +
-                              (left ? "" : " (pid " + std::to_string(c.pid) + ")") +
-                              (left ? " closed its communicator" : " exited");
+      const std::string process =
+          left ? "" : process_of(q, seg_.ranks(), [&](int r) { return seg_.control_of(r).pid; });
+      const std::string who =
+          "rank " + std::to_string(q) + process + (left ? " closed its communicator" : " exited");
       return {errc::peer_lost, q, rank_,
               who + (q == a.peer ? " before it " + a.verb(true) + call : " during" + call),
               sequence};

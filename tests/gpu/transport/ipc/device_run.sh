@@ -12,7 +12,8 @@
 #   2. under MPS where nvidia-cuda-mps-control exists (no SM share set: every size must complete
 #      anyway), its steps named *_mps: the failure scenarios again, the property suites, the graph
 #      tests, calls larger than the area (*_pieces_mps), registration (8 processes; the failure scenarios, property, registered and graph
-#      suites also with 2, steps *_2p_mps), the host issue time, and the benchmarks: the floor program
+#      suites also with 2, steps *_2p_mps), hosted helpers (hosted_*_mps: 2 and 4 processes
+#      hosting the other ranks of 8 on device 0), the host issue time, and the benchmarks: the floor program
 #      (bench/tools/floor) and relay-bench -x ipc --baseline floor side by side, 2 and 8
 #      processes, eager and replayed, staged and registered, the groups on split communicators
 #      (--split), each form forced (pull, one-shot, stepped), every size from 4 KB to 1 GiB,
@@ -133,6 +134,32 @@ step graph_2p_mps 200 "$RUN" -n 2 --timeout 190 -- "$T" graph "$K" "$REPLAYS"
 TAILN=6 step graph_registered_2p_mps 200 "$RUN" -n 2 --timeout 190 -- "$T" graph_registered \
   "$K" "$REPLAYS"
 TAILN=14 step hostpath_mps 90 "$RUN" -n 2 --timeout 85 -- "$T" hostpath 1000 100
+# Hosted helpers (docs/hosted-helpers.md): 2 and 4 processes hosting the other ranks of 8, every
+# helper on device 0 beside them. The suite's calls with 8 helper processes first (their outputs'
+# digests), then the same calls hosted, bit for bit; graphs of one group of the processes; a
+# hosting process that exits named with its hosted ranks; a helper device that does not exist;
+# relay-bench --helper-devices.
+for A in 2 4; do
+  helpers=$(seq -s, 1 $((8 - A)) | sed 's/[0-9]*/0/g')
+  digests="$OUT/hosted_ipc_a$A"
+  step "hosted_record_a${A}_mps" 150 "$RUN" -n 8 --timeout 140 -- "$T" hosted_record "$A" "$CALLS" \
+    20261221 "$digests"
+  RELAY_HELPER_DEVICES=$helpers step "hosted_a${A}_mps" 150 "$RUN" -n "$A" --timeout 140 -- "$T" \
+    hosted "$A" "$CALLS" 20261221 "$digests"
+  RELAY_HELPER_DEVICES=$helpers step "hosted_graph_a${A}_mps" 200 "$RUN" -n "$A" --timeout 190 -- \
+    "$T" graph "$K" "$REPLAYS"
+  RELAY_HELPER_DEVICES=$helpers TAILN=6 step "hosted_graph_registered_a${A}_mps" 200 "$RUN" -n "$A" \
+    --timeout 190 -- "$T" graph_registered "$K" "$REPLAYS"
+done
+RELAY_HELPER_DEVICES=0,0,0,0,0,0 RELAY_TIMEOUT=10 TAILN=9 step hosted_exited_mps 60 "$RUN" -n 2 \
+  --timeout 55 -- "$T" exited
+TAILN=4 step hosted_bad_device_mps 60 "$RUN" -n 2 --timeout 55 -- "$T" hosted_bad_device
+TAILN=14 step hosted_bench2_mps 90 "$RUN" -n 2 --timeout 85 -- "$BENCH" -x ipc \
+  --helper-devices 0,0,0,0,0,0 -C all -A 2 -m single -d bfloat16 -b 4K -e 4M -f 4 -n 20 -w 2 \
+  --baseline none
+TAILN=14 step hosted_bench4_graph_mps 90 "$RUN" -n 4 --timeout 85 -- "$BENCH" -x ipc \
+  --helper-devices 0,0,0,0 -C all -A 4 -m single -d bfloat16 -b 4K -e 4M -f 4 -n 20 -w 2 \
+  --graph 10 --baseline none
 # The floor on its own, then beside relay in the same processes (relay-bench's baseline column).
 TAILN=12 step floor2_mps 60 "$RUN" -n 2 --timeout 55 -- "$FLOOR" -A 2 -b 4K -e 16M -n 200 -g 20
 TAILN=12 step floor8_mps 60 "$RUN" -n 8 --timeout 55 -- "$FLOOR" -A 2 -b 4K -e 16M -n 200 -g 20

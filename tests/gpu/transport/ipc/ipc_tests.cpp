@@ -26,6 +26,8 @@
 //   relay-run -n 8 -- relay_ipc_tests mismatch                  rank 2 calls another shape
 //   relay-run -n 8 -- relay_ipc_tests exited                    helper rank 7 exits mid-job:
 //                                                               every rank names it within 1 s
+//                                                               (hosted helpers: the last
+//                                                               process, with the ranks it ran)
 //   relay-run -n 8 -- relay_ipc_tests abort                     helper rank 4 aborts: the same
 //   relay-run -n 8 -- relay_ipc_tests pieces [STRIDE]          calls of 1x to 9.5x the area
 //                                                               (multiprocess/pieces_suite.hpp;
@@ -49,6 +51,21 @@
 //                                                the pull form's device trace (a build with
 //                                                RELAY_IPC_TRACE=1): per phase, block 0's median
 //                                                time since its kernel began, eager and replayed
+//   relay-run -n 8 -- relay_ipc_tests hosted_record A [CALLS] [SEED] [FILE]
+//   RELAY_HELPER_DEVICES=0,0,0,0,0,0 relay-run -n A -- relay_ipc_tests hosted A [CALLS] [SEED]
+//   [FILE]
+//                                                hosted helpers (docs/hosted-helpers.md): the
+//                                                calls of one group of the A process ranks
+//                                                (multiprocess/hosted_suite.hpp) with 8 helper
+//                                                processes, their digests written to FILE.<rank>;
+//                                                then from A processes hosting the helpers (every
+//                                                helper on device 0 where there is one GPU):
+//                                                against the naive reference and bit for bit the
+//                                                record. graph and graph_registered on such a
+//                                                job capture calls of one group of its processes
+//   RELAY_HELPER_DEVICES=... relay-run -n 2 -- relay_ipc_tests hosted_bad_device
+//                                                a helper on a device the processes do not see:
+//                                                creation fails on both, naming the hosted rank
 //   relay-run -n 2 -- relay_ipc_tests hostpath [CALLS] [BATCH]
 //                                                host time to issue CALLS prepared calls, back to
 //                                                back in batches of BATCH (default 100; none
@@ -68,9 +85,11 @@
 #include <thread>
 #include <vector>
 
+#include "multiprocess/hosted_suite.hpp"
 #include "multiprocess/mp_support.hpp"
 #include "multiprocess/pieces_suite.hpp"
 #include "relay/gpu/runtime.hpp"
+#include "relay/hosted/transport.hpp"
 #include "relay/transport/ipc/factory.hpp"
 #include "support/alloc_counter.hpp"
 
@@ -114,8 +133,17 @@ struct device_side {
   }
 };
 
+// The ipc transport of this process's own rank (of a communicator with hosted helpers too).
 ipc_transport& link_of(communicator& comm) {
+  if (auto* h = dynamic_cast<hosted::transport*>(&comm.transport()))
+    return static_cast<ipc_transport&>(h->own());
   return static_cast<ipc_transport&>(comm.transport());
+}
+
+// The processes of a communicator with hosted helpers (docs/hosted-helpers.md), else 0.
+int hosting_processes(communicator& comm) {
+  const auto* h = dynamic_cast<const hosted::transport*>(&comm.transport());
+  return h != nullptr ? h->group().rule().processes : 0;
 }
 
 // Waits for the stream; the call's status is then the device's verdict too.
@@ -296,6 +324,35 @@ std::vector<property_case> graph_shapes(int ranks) {
           fp8};
 }
 
+// The graph test's shapes on a communicator whose A processes host its other ranks: one group
+// of the processes' ranks (not in rank order) per collective, the allreduce on both routes (the
+// pull form and the plan's), one on the fp8 wire.
+std::vector<property_case> graph_shapes_hosted(int A) {
+  auto shape = [A](collective coll, dtype t, std::int64_t n, relay::route r) {
+    property_case c;
+    c.coll = coll;
+    c.active = A;
+    c.ranks = hosted_ranks;
+    c.mode = mode::single;
+    c.route = r;
+    c.type = t;
+    c.groups.assign(1, {});
+    for (int k = A - 1; k >= 0; --k)
+      c.groups[0].push_back(k);
+    c.counts.assign(1, n);
+    return c;
+  };
+  property_case fp8 = shape(collective::reduce_scatter, dtype::bfloat16, 4133, route::relay);
+  fp8.wire = wire_format::fp8_e4m3;
+  fp8.wire_data = 1;
+  return {shape(collective::allreduce, dtype::int32, 3001, route::relay),
+          shape(collective::allreduce, dtype::bfloat16, 4096, route::direct),
+          shape(collective::reduce_scatter, dtype::float32, 1027, route::relay),
+          shape(collective::all_gather, dtype::int64, 777, route::relay),
+          shape(collective::all_to_all, dtype::uint8, 4099, route::relay),
+          fp8};
+}
+
 // The nodes of a captured graph: kernels, copies, all.
 struct captured_nodes {
   std::size_t kernels = 0, copies = 0, all = 0;
@@ -472,7 +529,9 @@ int graph(communicator& comm, int argc, char** argv, bool registered) {
   const int replays = argc > 3 ? std::atoi(argv[3]) : 100;
   const std::uint64_t seed = 20261201;
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<property_case> shapes = graph_shapes(comm.size());
+  const int hosts = hosting_processes(comm);
+  const std::vector<property_case> shapes =
+      hosts > 0 ? graph_shapes_hosted(hosts) : graph_shapes(comm.size());
   for (const property_case& c : shapes)
     if (int w = graph_case(comm, c, K, replays, seed, registered); w != 0)
       return failed("graph test, seed " + std::to_string(seed) + ": " + c.describe());
@@ -499,6 +558,48 @@ int graph(communicator& comm, int argc, char** argv, bool registered) {
     if (sums.graph_inputs == 0)
       return failed("no captured input was read in place after registration");
   }
+  return 0;
+}
+
+// Hosted helpers' suite (multiprocess/hosted_suite.hpp) through device memory: `record` with 8
+// helper processes, else from the processes hosting them.
+int hosted_calls(communicator& comm, int argc, char** argv, bool record) {
+  const int A = argc > 2 ? std::atoi(argv[2]) : 2;
+  const int calls = argc > 3 ? std::atoi(argv[3]) : 300;
+  const std::uint64_t seed = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 20261221;
+  const std::string file = argc > 5 ? argv[5] : "hosted_ipc_a" + std::to_string(A);
+  device_side d;
+  IPC_CHECK(gpu::rt::stream_create(&d.stream));
+  return hosted_suite(
+      comm, !record, A, calls, seed, file, " through the ipc transport",
+      [&](const property_case& c, rank_frame& f) { return device_call(comm, d, c, f); });
+}
+
+// A helper on a device past the ones this process sees (RELAY_HELPER_DEVICES set here, the last
+// helper on it): creation fails on every process, its host's with the hosted rank's own error,
+// the others with errc::peer_error naming that rank.
+int hosted_bad_device() {
+  environment env;
+  if (status s = environment_from_process(env); !s) return failed(s.to_string());
+  int devices = 0;
+  IPC_CHECK(gpu::rt::device_count(&devices));
+  hosting rule;
+  rule.processes = env.size;
+  rule.devices = {0, 0, devices};
+  ::setenv("RELAY_HELPER_DEVICES", devices_text(rule.devices).c_str(), 1);
+  const int bad = rule.ranks() - 1;
+  std::unique_ptr<communicator> comm;
+  const status s = communicator_from_environment(ipc_factory(), comm);
+  const bool host = rule.host_of(bad) == env.rank;
+  const std::string said = "helper device " + std::to_string(devices) +
+                           " is not a device of this process (it sees " + std::to_string(devices) +
+                           ")";
+  if (s.ok() || s.peer() != bad || s.code() != (host ? errc::invalid_argument : errc::peer_error) ||
+      s.message().find(said) == std::string::npos || s.message().find(rank_name(rule, bad)) != 0)
+    return failed("creation with " + rank_name(rule, bad) + " on device " +
+                  std::to_string(devices) + " returned " + s.to_string());
+  if (env.rank == 0)
+    std::printf("hosted_bad_device: every process named it: %s\n", s.message().c_str());
   return 0;
 }
 
@@ -816,7 +917,10 @@ int misbehave(communicator& comm, const std::string& what) {
 // member of the pair).
 int leave(communicator& comm, bool exits) {
   const int me = comm.rank(), N = comm.size();
-  const int culprit = N >= 8 ? (exits ? 7 : 4) : N - 1;
+  // With hosted helpers (docs/hosted-helpers.md) the last process goes, and its hosted ranks
+  // with it: they are named too.
+  const int hosts = hosting_processes(comm);
+  const int culprit = hosts > 0 ? hosts - 1 : N >= 8 ? (exits ? 7 : 4) : N - 1;
   const std::string who = "rank " + std::to_string(culprit);
   if (N < 2) return failed("the leave scenarios need 2 ranks or more");
   scene sc(comm, {{0, 1}}, 1 << 16);
@@ -843,6 +947,8 @@ int leave(communicator& comm, bool exits) {
   const status done = sc.finish(sc.call());
   const double waited = seconds_since(start);
   const std::string named = exits ? who + " (pid " : who + " left the job";
+  if (hosts > 0 && exits && done.message().find(", which also ran rank") == std::string::npos)
+    return failed("rank " + std::to_string(me) + " does not name the ranks " + who + " hosted");
   std::printf("rank %d: %s (%.0f ms)\n", me, done.to_string().c_str(), waited * 1000);
   if (done) return failed("rank " + std::to_string(me) + "'s call succeeded");
   if (done.message().find(named) == std::string::npos)
@@ -1225,6 +1331,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   const std::string what = argc > 1 ? argv[1] : "property";
+  if (what == "hosted_bad_device") return hosted_bad_device();
   auto comm = connect_or_exit(ipc_factory());
   if (what == "property" || what == "property_fp8")
     return property(*comm, argc, argv, what == "property_fp8");
@@ -1240,9 +1347,12 @@ int main(int argc, char** argv) {
   if (what == "hostpath") return hostpath(*comm, argc, argv);
   if (what == "trace") return trace(*comm, argc, argv);
   if (what == "soak") return soak(*comm, argc, argv);
+  if (what == "hosted" || what == "hosted_record")
+    return hosted_calls(*comm, argc, argv, what == "hosted_record");
   return failed("unknown scenario '" + what +
                 "' (property, property_fp8, graph, stall, late, refused, refuse_plan, "
                 "refuse_early, mismatch, "
                 "exited, abort, pieces, "
-                "property_registered, graph_registered, registration, hostpath, soak)");
+                "property_registered, graph_registered, registration, hostpath, soak, "
+                "hosted_record, hosted, hosted_bad_device)");
 }
