@@ -142,7 +142,9 @@ def _methods(b, rank, pgs, check, gen):
                 got, saved = _place(case, coll, in_place, rank, gen)
                 work = _call(b, coll, case, ops.get(op), in_place, form, async_op)
                 work.wait()
-                if not work.is_completed():
+                # On CUDA wait() orders the current stream after the call and does not block
+                # the host (torchcomms' TorchWork.wait): only the CPU's work is done by then.
+                if DEV.type == "cpu" and not work.is_completed():
                     check.fail(f"{desc}: not completed after wait() on the CPU")
                 case.untouched(check, desc)
                 if not case.active:
@@ -271,8 +273,8 @@ def _parallel(rank, size, pgs, check, gen):
     helper_work = rt.all_reduce_tensors(comms[0].communicator, x, FUSED2, op="sum", async_op=True)
     for w in works + [helper_work]:
         w.wait()
-        if not w.is_completed():
-            check.fail("parallel: a work is not completed after wait()")
+        if DEV.type == "cpu" and not w.is_completed():
+            check.fail("parallel: a work is not completed after wait() on the CPU")
     for case, coll, op, got, saved in cases:
         case.untouched(check, f"parallel {coll}")
         if case.active:

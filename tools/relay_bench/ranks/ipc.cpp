@@ -92,7 +92,7 @@ class ipc_rank final : public stream_rank {
     (void)gpu::rt::device_name(name, device());
     std::ostringstream text;
     text << "relay's ipc transport, rank " << rank() << " on device " << device() << " (" << name
-         << "), " << (transport().bytes_per_rank() >> 20) << " MiB registered"
+         << "), " << (transport().area_bytes() >> 20) << " MiB registered"
          << (register_memory_ ? ", user buffers registered" : "")
          << (replays_graphs() && graph_inputs_ ? ", graph inputs registered after capture" : "");
     return text.str();
@@ -125,9 +125,10 @@ class ipc_rank final : public stream_rank {
   }
 
  private:
-  const ipc_transport& transport() const {
-    return static_cast<const ipc_transport&>(comm().transport());
-  }
+  // The communicator's transport: ipc's, or with hosted helpers (--helper-devices) the one that
+  // drives this process's ranks, each on an ipc transport of its own; either through relay's
+  // transport interface.
+  const relay::transport& transport() const { return comm().transport(); }
 
   // NCCL's communicators of the call's groups, unless the last vendor run made these already
   // (collective: every rank runs the vendor's form of every row where it runs).
@@ -147,10 +148,9 @@ class ipc_rank final : public stream_rank {
   }
 
   status after_calls() override {
-    if (status s = transport().device_status(); !s) return s;
+    if (status s = transport().async_status(); !s) return s;
     if (const communicator* g = group_communicator())
-      if (status s = static_cast<const ipc_transport&>(g->transport()).device_status(); !s)
-        return s;
+      if (status s = g->transport().async_status(); !s) return s;
     if (nccl_comm_ && nccl_comm_->transport().broken())
       return {errc::gpu_error, std::string("the ") + gpu_nccl_search.name +
                                    " communicator of the baseline reported an asynchronous error"};
@@ -202,9 +202,8 @@ std::unique_ptr<gpu_rank> make_ipc_rank(std::size_t bytes_per_rank, int graph_ca
   ipc_options o;
   o.bytes_per_rank = bytes_per_rank;
   std::unique_ptr<ipc_rank> r = make_stream_rank<ipc_rank>(
-      ipc_factory(o),
-      [](communicator& c) { return static_cast<ipc_transport&>(c.transport()).device(); }, why,
-      graph_calls, vendor, split, o);
+      ipc_factory(o), [](communicator& c) { return c.transport().device(); }, why, graph_calls,
+      vendor, split, o);
   if (!r) return nullptr;
   if (status s = r->open_vendor(); !s) {
     why = s.to_string();
