@@ -47,6 +47,7 @@
 
 #include "multiprocess/mp_support.hpp"
 #include "support/dev_shm.hpp"
+#include "support/steady_us.hpp"
 
 using namespace relay;
 using namespace relay::testing;
@@ -246,11 +247,6 @@ struct report {
   char message[200] = {};
 };
 
-long long now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now().time_since_epoch())
-      .count();
-}
-
 // One rank of scenario `s`: its calls, in order, a record for each; after an error that leaves
 // the communicator unusable it stops.
 // Late scenarios: which ranks have returned from the faulty call, shared by the ranks (mapped
@@ -258,14 +254,14 @@ long long now_us() {
 // margin of time alone does not hold on a loaded machine).
 struct returned_board {
   std::uint32_t returned[64];
-  long long fault_us;  // when the faulty rank exited, was killed or stopped (now_us)
+  long long fault_us;  // when the faulty rank exited, was killed or stopped (steady_us)
   void mark(int rank) {
     std::atomic_ref<std::uint32_t>(returned[rank]).store(1, std::memory_order_release);
   }
   bool has_returned(int rank) {
     return std::atomic_ref<std::uint32_t>(returned[rank]).load(std::memory_order_acquire) != 0;
   }
-  void mark_fault() { std::atomic_ref<long long>(fault_us).store(now_us()); }
+  void mark_fault() { std::atomic_ref<long long>(fault_us).store(steady_us()); }
   // Waits (up to `cap`) until every rank but the late ones has returned from the call.
   void wait_for_on_time(const scenario& s, std::chrono::milliseconds cap) {
     const auto until = clock_type::now() + cap;
@@ -361,7 +357,7 @@ struct returned_board {
     r.peer = st.peer();
     r.micros =
         std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start).count();
-    r.returned_us = now_us();
+    r.returned_us = steady_us();
     st.message().copy(r.message, sizeof r.message - 1);
     const bool checked = st.ok() && !misbehave;
     if (checked) {

@@ -47,6 +47,7 @@
 #include "multiprocess/mp_support.hpp"
 #include "relay/hosted/transport.hpp"
 #include "support/dev_shm.hpp"
+#include "support/steady_us.hpp"
 
 using namespace relay;
 using namespace relay::testing;
@@ -119,13 +120,8 @@ struct fault_board {
 };
 fault_board* board = nullptr;
 
-long long now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now().time_since_epoch())
-      .count();
-}
-
 void send(int out, report r) {
-  r.returned_us = now_us();
+  r.returned_us = steady_us();
   (void)!::write(out, &r, sizeof r);
 }
 
@@ -134,7 +130,7 @@ const scenario* current = nullptr;
 // hosted_stall: rank 5 stalls before its part of call `at`.
 void stall_rank_5(int rank, std::uint64_t sequence) {
   if (rank != 5 || sequence != static_cast<std::uint64_t>(at) + 1) return;
-  board->at_us = now_us();
+  board->at_us = steady_us();
   std::this_thread::sleep_for(current->timeout + std::chrono::milliseconds(500));
 }
 
@@ -172,7 +168,7 @@ void stall_rank_5(int rank, std::uint64_t sequence) {
     if (name == "host_kill" && rank == 1 && i == at)
       std::thread([] {
         std::this_thread::sleep_for(std::chrono::microseconds(100));
-        board->at_us = now_us();
+        board->at_us = steady_us();
         ::kill(::getpid(), SIGKILL);
       }).detach();
     const auto inputs = all_inputs(c);

@@ -58,6 +58,7 @@
 #include "relay/serve/serve.hpp"
 #include "support/busy_margin.hpp"
 #include "support/dev_shm.hpp"
+#include "support/steady_us.hpp"
 
 using namespace relay;
 using namespace relay::testing;
@@ -116,13 +117,8 @@ struct fault_board {
 };
 fault_board* board = nullptr;
 
-long long now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now().time_since_epoch())
-      .count();
-}
-
 void send(int out, report r) {
-  r.returned_us = now_us();
+  r.returned_us = steady_us();
   (void)!::write(out, &r, sizeof r);
   if (r.code != 0) ++board->failed;
 }
@@ -159,13 +155,13 @@ void on_reading(call_shape& shape, std::uint64_t sequence) {
   const std::string name = current->name;
   if (name == "misread") shape.counts[0] += 1;
   if (name == "helper_exit") {
-    board->at_us = now_us();
+    board->at_us = steady_us();
     std::_Exit(3);
   }
   if (name == "helper_kill")
     std::thread([] {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
-      board->at_us = now_us();
+      board->at_us = steady_us();
       ::kill(::getpid(), SIGKILL);
     }).detach();
 }
@@ -221,22 +217,22 @@ void on_reading(call_shape& shape, std::uint64_t sequence) {
     const served_case_t d = case_of(s, i);
     const bool faulty_here = rank == s.faulty && i == at;
     if (faulty_here && name == "publisher_exit") {
-      board->at_us = now_us();
+      board->at_us = steady_us();
       std::_Exit(3);
     }
     if (faulty_here && name == "publisher_stall") {
-      board->at_us = now_us();
+      board->at_us = steady_us();
       ::raise(SIGSTOP);  // the launcher resumes it
     }
     if (faulty_here && name == "publisher_leaves") {
-      board->at_us = now_us();
+      board->at_us = steady_us();
       comm.reset();
       std::_Exit(0);
     }
     if (faulty_here && name == "publisher_kill")
       std::thread([] {
         std::this_thread::sleep_for(std::chrono::microseconds(100));
-        board->at_us = now_us();
+        board->at_us = steady_us();
         ::kill(::getpid(), SIGKILL);
       }).detach();
     std::thread stopper;
@@ -247,7 +243,7 @@ void on_reading(call_shape& shape, std::uint64_t sequence) {
       stopper = std::thread([&comm, plane, before] {
         while (plane->published() == before)
           std::this_thread::yield();
-        board->at_us = now_us();
+        board->at_us = steady_us();
         if (status x = serve::stop_serving(*comm); !x)
           std::fprintf(stderr, "stop_serving: %s\n", x.to_string().c_str());
       });
