@@ -11,6 +11,13 @@ each the largest over the ranks of the mean over --iters calls, and #wrong, the 
 relay's output differs from torch's (the data make every sum exact, so the two must agree bit for
 bit). Size is nccl-tests' (allreduce: the buffer; the others: the A blocks). The exit status is 1
 where any element is wrong.
+
+With --pieces-area BYTES a second communicator, whose data area per rank is BYTES, makes the
+same calls, which run in pieces where they are larger than that area; each row adds its time per
+call and the per-byte cost of the pieces, its time over the first communicator's on the same
+data. The two communicators take turns --rounds times (each turn --iters calls, the first of
+each pair alternating), and the row shows the medians over the rounds: both sides see the same
+machine, so a busy machine slows both rather than one.
 """
 
 import argparse
@@ -113,7 +120,14 @@ def main(argv=None):
                    help="torch.distributed's backend (default: gloo on cpu, nccl on cuda; NCCL "
                         "takes one rank per GPU)")
     p.add_argument("--transport-bytes", default="0", help="the data area per rank (e.g. 256M)")
+    p.add_argument("--pieces-area", default=None,
+                   help="a second communicator with this data area per rank, timed beside the "
+                        "first (calls larger than it run in pieces)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="with --pieces-area: turns of each communicator per row (medians shown)")
     args = p.parse_args(argv)
+    if args.rounds < 1:
+        p.error(f"--rounds must be at least 1, not {args.rounds}")
 
     device = torch.device(args.device)
     if device.type == "cuda":
@@ -128,14 +142,21 @@ def main(argv=None):
     element_size = torch.empty(0, dtype=dtype).element_size()
     comm = Communicator(device=device, transport=args.transport,
                         transport_bytes=_size(args.transport_bytes))
+    small = None
+    if args.pieces_area is not None:
+        small = Communicator(device=device, transport=args.transport,
+                             transport_bytes=_size(args.pieces_area))
     colls = COLLECTIVES if args.collectives == "all" else args.collectives.split(",")
     wrong_total = 0
     if rank == 0:
         print(f"# relay.torch.bench: {size} ranks, {device.type}, relay's {comm.transport} against "
               f"torch.distributed's {backend}, {args.dtype}, {args.iters} iterations")
+        if small is not None:
+            print(f"# pieces: a second communicator with a {_size(args.pieces_area)}-byte area, "
+                  f"{args.rounds} rounds of {args.iters} calls each, medians")
         print(f"# {'collective':>14} {'A':>2} {'mode':>6} {'size(B)':>10} {'count':>9} "
               f"{'relay(us)':>10} {'algbw':>7} {'torch(us)':>10} {'algbw':>7} {'speedup':>7} "
-              f"{'#wrong':>6}")
+              f"{'#wrong':>6}" + (f" {'pieces(us)':>10} {'cost':>6}" if small else ""))
     made = {}
     for active in [int(a) for a in args.active.split(",")]:
         for mode in args.mode.split(","):
@@ -151,22 +172,33 @@ def main(argv=None):
                 while nbytes <= _size(args.end):
                     blocks = 1 if coll == "allreduce" else active
                     n = max(1, nbytes // element_size // blocks)
-                    bad, t_relay, t_torch, shown = _row(comm, base, coll, groups, me, n, active,
-                                                        dtype, device, args)
+                    bad, t_relay, t_torch, shown, t_pieces = _row(
+                        comm, small, base, coll, groups, me, n, active, dtype, device, args)
                     wrong_total += bad
                     if rank == 0:
                         ab = shown / t_relay / 1e9
                         tb = shown / t_torch / 1e9 if t_torch > 0 else float("nan")
+                        extra = ""
+                        if small is not None:
+                            extra = f" {t_pieces * 1e6:>10.1f} {t_pieces / t_relay:>6.3f}"
                         print(f"  {coll:>14} {active:>2} {mode:>6} {shown:>10} {n:>9} "
                               f"{t_relay * 1e6:>10.1f} {ab:>7.2f} {t_torch * 1e6:>10.1f} "
-                              f"{tb:>7.2f} {t_torch / t_relay:>7.2f} {bad:>6}", flush=True)
+                              f"{tb:>7.2f} {t_torch / t_relay:>7.2f} {bad:>6}{extra}", flush=True)
                     nbytes *= args.factor
+    if small is not None:
+        small.close()
     comm.close()
     dist.destroy_process_group()
     return 1 if wrong_total else 0
 
 
-def _row(comm, base, coll, groups, me, n, active, dtype, device, args):
+def _median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def _row(comm, small, base, coll, groups, me, n, active, dtype, device, args):
     es = torch.empty(0, dtype=dtype).element_size()
     in_el = n if coll in ("allreduce", "all-gather") else active * n
     out_el = n if coll in ("allreduce", "reduce-scatter") else active * n
@@ -176,25 +208,42 @@ def _row(comm, base, coll, groups, me, n, active, dtype, device, args):
     out = torch.empty(out_el, dtype=dtype, device=device)
     ref = torch.empty(out_el, dtype=dtype, device=device)
 
-    def relay_call():
-        if coll == "allreduce":
-            comm.all_reduce(x if me else None, groups, out=out if me else None, counts=counts,
-                            dtype=dtype)
-        else:
-            fn = {"reduce-scatter": comm.reduce_scatter, "all-gather": comm.all_gather,
-                  "all-to-all": comm.all_to_all}[coll]
-            fn(x if me else None, out if me else None, groups, counts=counts, dtype=dtype)
+    def call_of(c, into):
+        def relay_call():
+            if coll == "allreduce":
+                c.all_reduce(x if me else None, groups, out=into if me else None, counts=counts,
+                             dtype=dtype)
+            else:
+                fn = {"reduce-scatter": c.reduce_scatter, "all-gather": c.all_gather,
+                      "all-to-all": c.all_to_all}[coll]
+                fn(x if me else None, into if me else None, groups, counts=counts, dtype=dtype)
+        return relay_call
 
     def torch_call():
         if base is not None:
             base(coll, x, ref)
 
-    t_relay = _largest(_time(relay_call, args.iters, args.warmup, device), device)
+    out.fill_(-7)  # poisoned: a call that writes nothing is wrong everywhere
+    relay_call = call_of(comm, out)
+    t_pieces, pieces_out = None, None
+    if small is None:
+        t_relay = _largest(_time(relay_call, args.iters, args.warmup, device), device)
+    else:
+        pieces_out = torch.full((out_el,), -7, dtype=dtype, device=device)
+        pieces_call = call_of(small, pieces_out)
+        whole, pieces = [], []
+        for r in range(args.rounds):
+            turns = [(relay_call, whole), (pieces_call, pieces)]
+            for fn, times in turns if r % 2 == 0 else reversed(turns):
+                times.append(_largest(_time(fn, args.iters, args.warmup, device), device))
+        t_relay, t_pieces = _median(whole), _median(pieces)
     t_torch = _largest(_time(torch_call, args.iters, args.warmup, device), device)
     bad = int((out != ref).sum().item()) if me else 0
+    if me and pieces_out is not None:
+        bad += int((pieces_out != ref).sum().item())
     bad_t = torch.tensor([bad], dtype=torch.int64, device=device)
     dist.all_reduce(bad_t)
-    return int(bad_t.item()), t_relay, t_torch, max(in_el, out_el) * es
+    return int(bad_t.item()), t_relay, t_torch, max(in_el, out_el) * es, t_pieces
 
 
 if __name__ == "__main__":
