@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <mutex>
 #include <string>
 
 #if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
@@ -130,6 +131,14 @@ inline const char* error_string(error_t e) {
 inline const char* error_name(error_t e) {
   return RELAY_RT(GetErrorName)(e);
 }
+// Reads a kernel's attributes, which loads its code on the current device now: under lazy module
+// loading (CUDA's default) a kernel is otherwise loaded at its first launch, and a load waits for
+// the device's running kernels.
+template <class Kernel>
+inline error_t load_kernel(Kernel k) {
+  RELAY_RT(FuncAttributes) attributes{};
+  return RELAY_RT(FuncGetAttributes)(&attributes, reinterpret_cast<const void*>(k));
+}
 template <class Kernel>
 inline error_t max_active_blocks(int* n, Kernel k, int block) {
   return RELAY_RT(OccupancyMaxActiveBlocksPerMultiprocessor)(n, k, block, 0);
@@ -228,11 +237,20 @@ using ipc_handle_t = RELAY_RT(IpcMemHandle_t);
 inline error_t ipc_get_handle(ipc_handle_t* h, void* p) {
   return RELAY_RT(IpcGetMemHandle)(h, p);
 }
+// One lock for a process's opening and closing of handles: the runtime counts a handle opened
+// twice in one process (two hosted ranks of it map the same peer), but two threads opening one
+// handle at once can be told it is already mapped.
+inline std::mutex& ipc_handles_lock() {
+  static std::mutex m;
+  return m;
+}
 // Maps a peer process's exported allocation; peer access to its device is enabled as needed.
 inline error_t ipc_open(void** p, const ipc_handle_t& h) {
+  const std::lock_guard<std::mutex> hold(ipc_handles_lock());
   return RELAY_RT(IpcOpenMemHandle)(p, h, RELAY_RT(IpcMemLazyEnablePeerAccess));
 }
 inline error_t ipc_close(void* p) {
+  const std::lock_guard<std::mutex> hold(ipc_handles_lock());
   return RELAY_RT(IpcCloseMemHandle)(p);
 }
 // The allocation that holds `p`: its start and size. Registering a user buffer exports the whole

@@ -1,9 +1,15 @@
 // What a stream transport offers the hosted transport (hosted/transport.hpp), so that the parts
 // of one call that a process's ranks run are one enqueue on the caller's stream
 // (docs/hosted-helpers.md, "A call on GPUs"): the host's work of every rank first, then each
-// hosted rank's kernels on a stream of its own, forked from the caller's stream and joined back.
+// hosted rank's kernels on a stream of its own, forked from the caller's stream and joined back,
+// every rank's launches made together, by order (launch_in_order).
 // Host-only: the ipc transport implements it over the GPU runtime.
 #pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
 
 #include "relay/core/status.hpp"
 #include "relay/transport/transport.hpp"
@@ -27,6 +33,37 @@ class stream_side {
   virtual status follow(void* point) = 0;
   // `stream` (the caller's) waits for what this rank's own stream holds now.
   virtual status rejoin(void* stream) = 0;
+  // While on, run() keeps the call's kernel launches instead of making them, each with its
+  // order (ipc/kernel_launch.hpp says why the ranks of a process launch by it); turning it off
+  // drops what is kept.
+  virtual void keep_launches(bool on) = 0;
+  // The launches kept: how many, the order of the i-th (nondecreasing in i), and making it (a
+  // failure leaves this rank, as a failed launch in run() does).
+  virtual std::size_t kept_launches() const = 0;
+  virtual std::uint32_t kept_order(std::size_t i) const = 0;
+  virtual status launch_kept(std::size_t i) = 0;
 };
+
+// Every rank's kept launches, by order, ties by rank index: a rank's launch waits for no launch
+// made after it (ipc/kernel_launch.hpp). A rank whose launch fails makes no more; its failure goes
+// into results[k] unless that already holds one. `next` is scratch (one per rank).
+inline void launch_in_order(std::span<stream_side* const> ranks, std::span<status> results,
+                            std::vector<std::size_t>& next) {
+  next.assign(ranks.size(), 0);
+  for (;;) {
+    std::size_t pick = ranks.size();
+    std::uint32_t least = 0;
+    for (std::size_t k = 0; k < ranks.size(); ++k) {
+      if (next[k] >= ranks[k]->kept_launches()) continue;
+      const std::uint32_t o = ranks[k]->kept_order(next[k]);
+      if (pick == ranks.size() || o < least) pick = k, least = o;
+    }
+    if (pick == ranks.size()) return;
+    if (status s = ranks[pick]->launch_kept(next[pick]++); !s) {
+      if (results[pick]) results[pick] = s;
+      next[pick] = ranks[pick]->kept_launches();
+    }
+  }
+}
 
 }  // namespace relay::hosted

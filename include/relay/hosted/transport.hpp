@@ -12,8 +12,9 @@
 //                while the caller runs its own; the call returns once all have.
 //     stream     (ipc) every rank's host work first (hosted/streams.hpp: prepare), then an event
 //                on the caller's stream, each hosted rank's kernels on its own stream after it,
-//                the process's own on the caller's stream, and the caller's stream made to wait
-//                for each hosted rank's: one enqueue on the caller's stream, capturable.
+//                the process's own on the caller's stream, every rank's launches made together
+//                by order (launch_in_order), and the caller's stream made to wait for each
+//                hosted rank's: one enqueue on the caller's stream, capturable.
 //   collective   registration, graph inputs and teardown run on every rank at once, each from
 //   steps        its own thread, their exchanges together (views::begin_together).
 //
@@ -224,15 +225,20 @@ class transport final : public relay::transport {
       streams_[k]->prepare(k == 0 ? call : contexts_[k]);
     void* point = nullptr;
     status s = ranks_.size() > 1 ? streams_[0]->fork(call.stream, point) : status{};
-    for (std::size_t k = 1; k < ranks_.size() && s; ++k) {
+    for (std::size_t k = 1; k < ranks_.size() && s; ++k)
       s = streams_[k]->follow(point);
-      results_[k] = s ? ranks_[k]->run(contexts_[k]) : status{};
-    }
     if (!s) {
       abort(s);
       return s;
     }
+    for (stream_side* side : streams_)
+      side->keep_launches(true);
+    for (std::size_t k = 1; k < ranks_.size(); ++k)
+      results_[k] = ranks_[k]->run(contexts_[k]);
     results_[0] = ranks_[0]->run(call);
+    launch_in_order(streams_, results_, next_launch_);
+    for (stream_side* side : streams_)
+      side->keep_launches(false);
     for (std::size_t k = 1; k < ranks_.size() && s; ++k)
       s = streams_[k]->rejoin(call.stream);
     if (!s) {
@@ -279,9 +285,10 @@ class transport final : public relay::transport {
   std::shared_ptr<views> group_;
   std::vector<std::unique_ptr<bootstrap>> boots_;  // before ranks_: outlives them
   std::vector<std::unique_ptr<relay::transport>> ranks_;
-  std::vector<stream_side*> streams_;   // [k]: ranks_[k] as a stream transport, or null
-  std::vector<call_context> contexts_;  // [k]: hosted rank k's part of the call (reused)
-  std::vector<status> results_;         // [k]: its status
+  std::vector<stream_side*> streams_;     // [k]: ranks_[k] as a stream transport, or null
+  std::vector<call_context> contexts_;    // [k]: hosted rank k's part of the call (reused)
+  std::vector<status> results_;           // [k]: its status
+  std::vector<std::size_t> next_launch_;  // launch_in_order's scratch
   std::vector<std::unique_ptr<hosted_plan>> plans_;
   hosted_plan* last_ = nullptr;
   const plan* last_source_ = nullptr;  // the plan the last call passed, and its fingerprint

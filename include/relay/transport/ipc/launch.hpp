@@ -45,6 +45,12 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_pull_kernel(
     dtype type, gpu::rt::stream_t stream, const ipc_pull& pl, const ipc_peers& peers,
     const gpu::copy_desc& in, std::uint64_t in_tiles, const ipc_env& env);
 
+// Loads every kernel an ipc transport launches, for every type, on the current device. A
+// process that hosts ranks (hosted/) runs several ranks' kernels at once, each waiting for the
+// others; a kernel loaded lazily at its first launch would wait for those running kernels to end,
+// which wait for it: so every kernel is loaded when the transport is made, before any runs.
+RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t load_kernels();
+
 // The fewest blocks the device holds resident at once of any stepped or one-shot kernel, for any
 // type (their grids' bound: the one-shot form's blocks must all be resident).
 RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t fewest_resident_blocks(int* fewest, int device);

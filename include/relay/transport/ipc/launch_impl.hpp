@@ -46,6 +46,23 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_pull_kernel(
   });
 }
 
+RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t load_kernels() {
+  gpu::rt::error_t e = gpu::rt::success;
+  auto load = [&](auto kernel) {
+    if (e == gpu::rt::success) e = gpu::rt::load_kernel(kernel);
+  };
+  for (dtype type : all_dtypes)
+    visit_dtype(type, [&](auto x) {
+      using T = decltype(x);
+      load(ipc_step_kernel<T>);
+      load(ipc_one_shot_kernel<T>);
+      load(ipc_pull_kernel<T>);
+      if constexpr (fp8_wire_type<T>)
+        load(ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, true>);
+    });
+  return e;
+}
+
 RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t fewest_resident_blocks(int* fewest, int device) {
   gpu::rt::error_t e = gpu::rt::success;
   int least = 0;

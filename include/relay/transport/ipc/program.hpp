@@ -324,7 +324,13 @@ struct stage_ref {
   const ipc_stage* device = nullptr;
   std::uint64_t tiles = 0;
   bool fp8 = false;  // it has fp8 ends: the kernel's Fp8 form runs it
+  // Its place among every rank's stages of a call: the entry 0, a phase's stage the mark it
+  // publishes (what its peers' later stages wait for), the exit last (ipc/kernel_launch.hpp).
+  std::uint32_t order = 0;
 };
+
+// The exit stage's order (stage_ref::order): after every phase's.
+inline constexpr std::uint32_t last_stage_order = 0xffffffffu;
 
 // A program laid out for device memory at one address: `bytes` to upload there, and where its
 // stages are. The stage headers come first, contiguous (the one-shot kernel walks them), then
@@ -394,10 +400,15 @@ inline packed_program pack(const program& pr, void* device) {
     s.copy_count = static_cast<std::uint32_t>(h.copies.size());
     s.reduce_count = static_cast<std::uint32_t>(h.reduces.size());
     std::memcpy(out.bytes.data() + i * sizeof(ipc_stage), &s, sizeof s);
-    const stage_ref ref{reinterpret_cast<const ipc_stage*>(base) + i, h.tiles(), h.has_fp8()};
+    const bool last = i + 1 == pr.stages.size();
+    const auto order = i == 0 ? std::uint32_t{0}
+                       : last ? last_stage_order
+                              : static_cast<std::uint32_t>(h.head.publish);
+    const stage_ref ref{reinterpret_cast<const ipc_stage*>(base) + i, h.tiles(), h.has_fp8(),
+                        order};
     if (i == 0) {
       out.entry = ref;
-    } else if (i + 1 == pr.stages.size()) {
+    } else if (last) {
       out.exit = ref;
     } else {
       out.phases.push_back(ref);

@@ -40,6 +40,7 @@
 #include "relay/plan/slice.hpp"
 #include "relay/transport/ipc/graph_inputs.hpp"
 #include "relay/transport/ipc/grids.hpp"
+#include "relay/transport/ipc/kernel_launch.hpp"
 #include "relay/transport/ipc/kernels.hpp"
 #include "relay/transport/ipc/launch.hpp"
 #include "relay/transport/ipc/memory.hpp"
@@ -67,6 +68,7 @@ class transport final : public relay::transport, public hosted::stream_side {
     if (status s = t->area_.open(boot, device, o.bytes_per_rank, timeout); !s) return s;
     if (gpu::rt::error_t e = ticks_per_ms(&t->ticks_per_ms_, device); e != gpu::rt::success)
       return gpu::failure("reading the device clock's rate", device, e);
+    if (status s = t->load_kernels(); !s) return s;
     if (status s = t->size_grids(boot, timeout); !s) return s;
     if (status s = t->programs_.open(device); !s) return s;
     if (status s = t->graph_inputs_.open(device); !s) return s;
@@ -229,6 +231,18 @@ class transport final : public relay::transport, public hosted::stream_side {
       return fail(gpu::failure("ordering a hosted rank's stream after the caller's", device_, e));
     return {};
   }
+  void keep_launches(bool on) override {
+    keeping_ = on;
+    kept_.clear();
+  }
+  std::size_t kept_launches() const override { return kept_.size(); }
+  std::uint32_t kept_order(std::size_t i) const override { return kept_[i].order; }
+  status launch_kept(std::size_t i) override {
+    const gpu::device_guard keep;
+    if (gpu::rt::error_t e = gpu::rt::set_device(device_); e != gpu::rt::success)
+      return fail(gpu::failure("selecting the device", device_, e));
+    return launch_now(kept_[i]);
+  }
   status rejoin(void* stream) override {
     const gpu::device_guard keep;
     gpu::rt::error_t e = gpu::rt::set_device(device_);
@@ -343,10 +357,12 @@ class transport final : public relay::transport, public hosted::stream_side {
     entries_seen_.store(++counts_.entries);
     env.record.code = static_cast<std::uint8_t>(why.code());
     area_.set_own_text(why.message());
-    const gpu::rt::error_t e =
-        launch_step_kernel(dtype::float32, false, 1, stream, programs_.bare_entry(), {}, 0, env);
-    if (e != gpu::rt::success)
-      return fail(gpu::failure("launching the ipc entry kernel", device_, e));
+    kernel_launch l;
+    l.stream = stream;
+    l.stages = programs_.bare_entry();
+    l.env = env;
+    l.name = "launching the ipc entry kernel";
+    if (status s = issue(l); !s) return s;
     return why;
   }
 
@@ -367,6 +383,15 @@ class transport final : public relay::transport, public hosted::stream_side {
       a.call = entries_seen_.load();
       raise(a);
     });
+  }
+
+  // Every ipc kernel, loaded on this device before any call (ipc/launch.hpp: load_kernels).
+  status load_kernels() {
+    const gpu::device_guard keep;
+    gpu::rt::error_t e = gpu::rt::set_device(device_);
+    if (e == gpu::rt::success) e = ipc::load_kernels();
+    if (e != gpu::rt::success) return gpu::failure("loading the ipc kernels", device_, e);
+    return {};
   }
 
   // The grids of both forms (ipc/grids.hpp), from every rank's device and form options, which
@@ -444,11 +469,30 @@ class transport final : public relay::transport, public hosted::stream_side {
                       std::uint64_t user_tiles, const ipc_env& env, gpu::rt::stream_t stream) {
     const std::uint64_t tiles = std::max<std::uint64_t>(1, st.tiles + user_tiles);
     const auto most = static_cast<std::uint64_t>(std::max(1, stepped_grid_));
-    const auto grid = static_cast<unsigned>(std::min(tiles, most));
-    const gpu::rt::error_t e =
-        launch_step_kernel(type, st.fp8, grid, stream, st.device, user, user_tiles, env);
-    if (e != gpu::rt::success)
-      return fail(gpu::failure("launching the ipc step kernel", device_, e));
+    kernel_launch l;
+    l.order = st.order;
+    l.type = type;
+    l.fp8 = st.fp8;
+    l.grid = static_cast<unsigned>(std::min(tiles, most));
+    l.stream = stream;
+    l.stages = st.device;
+    l.in = user;
+    l.in_tiles = user_tiles;
+    l.env = env;
+    return issue(l);
+  }
+
+  // `l` launched now, or kept for the hosted transport to launch in order (keep_launches).
+  status issue(const kernel_launch& l) {
+    if (keeping_) {
+      kept_.push_back(l);
+      return {};
+    }
+    return launch_now(l);
+  }
+  status launch_now(const kernel_launch& l) {
+    if (gpu::rt::error_t e = launch_kernel(l); e != gpu::rt::success)
+      return fail(gpu::failure(l.name, device_, e));
     return {};
   }
 
@@ -460,12 +504,20 @@ class transport final : public relay::transport, public hosted::stream_side {
     const auto grid = static_cast<unsigned>(std::min(
         one_shot_grid_, std::max<std::uint64_t>({1, prog.most_tiles, prog.entry.tiles + in_tiles,
                                                  prog.exit.tiles + out_tiles})));
-    const auto count = static_cast<std::uint32_t>(prog.phases.size() + 2);
-    const gpu::rt::error_t e = launch_one_shot_kernel(type, grid, stream, prog.entry.device, count,
-                                                      in, in_tiles, out, out_tiles, env);
-    if (e != gpu::rt::success)
-      return fail(gpu::failure("launching the ipc one-shot kernel", device_, e));
-    return {};
+    kernel_launch l;
+    l.what = kernel_launch::kernel::one_shot;
+    l.type = type;
+    l.grid = grid;
+    l.stream = stream;
+    l.stages = prog.entry.device;
+    l.count = static_cast<std::uint32_t>(prog.phases.size() + 2);
+    l.in = in;
+    l.in_tiles = in_tiles;
+    l.out = out;
+    l.out_tiles = out_tiles;
+    l.env = env;
+    l.name = "launching the ipc one-shot kernel";
+    return issue(l);
   }
 
   // A call of the pull form (ipc/pull.hpp): the output always in the caller's buffer (only this
@@ -508,11 +560,17 @@ class transport final : public relay::transport, public hosted::stream_side {
     ++counts_.pull;
     counts_.inputs += in_registered ? 1 : 0;
     counts_.outputs += out_bytes > 0 ? 1 : 0;
-    const gpu::rt::error_t e =
-        launch_pull_kernel(p.type, stream, prog.pull, peers_, in, in_tiles, env);
-    if (e != gpu::rt::success)
-      return fail(gpu::failure("launching the ipc pull kernel", device_, e));
-    return {};
+    kernel_launch l;
+    l.what = kernel_launch::kernel::pull;
+    l.type = p.type;
+    l.stream = stream;
+    l.pull = &prog.pull;
+    l.peers = &peers_;
+    l.copy = in;
+    l.in_tiles = in_tiles;
+    l.env = env;
+    l.name = "launching the ipc pull kernel";
+    return issue(l);
   }
 
   bootstrap* boot_;
@@ -537,6 +595,8 @@ class transport final : public relay::transport, public hosted::stream_side {
   program_cache programs_;
   gpu::rt::stream_t own_ = nullptr;  // stream_side: a hosted rank's calls run here
   gpu::rt::event_t forked_ = nullptr, joined_ = nullptr;
+  bool keeping_ = false;             // stream_side::keep_launches
+  std::vector<kernel_launch> kept_;  // the launches kept meanwhile
   // The watchdog and the flag it shares with abort(): the first to raise wins.
   watchdog watchdog_;
   std::atomic<bool> raised_{false};
