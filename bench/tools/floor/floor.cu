@@ -7,10 +7,14 @@
 // Rank 0 prints the table; every rank exits 1 when any element anywhere was wrong.
 //
 //   nvcc -O3 -std=c++20 -arch=sm_90 -Iinclude bench/tools/floor/floor.cu -o floor
-//   relay-run -n 2 -- ./floor [-A 2] [-b 4K] [-e 1M] [-d bfloat16] [-n 100] [-g 20] [-W 1] [-P 1]
+//   relay-run -n 2 -- ./floor [-A 2] [-b 4K] [-e 1M] [-d bfloat16] [-n 100] [-g 20] [-a auto]
+//                             [-W 1] [-P 1]
 //
-// -W 1: each call's entry meets every rank of the job, as one relay call over all the groups
-// (fused) agrees; -P 1: launches carry relay's pull kernel's argument bytes (floor_options).
+// -a: the algorithm (floor_algorithm): auto (ll up to ll_default_max bytes, barrier above), ll
+// (pushed words that carry their epoch, no barrier) or barrier (entry and exit barriers, inputs
+// read in place); the table says which ran at each size. -W 1 (barrier): each call's entry meets
+// every rank of the job, as one relay call over all the groups (fused) agrees; -P 1: launches
+// carry relay's pull kernel's argument bytes (floor_options).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -111,7 +115,17 @@ int main(int argc, char** argv) {
       o.how.whole_job_entry = std::atoi(argv[i + 1]) != 0;
     else if (f == "-P")
       o.how.relay_sized_arguments = std::atoi(argv[i + 1]) != 0;
-    else if (f == "-d") {
+    else if (f == "-a") {
+      const std::string a = argv[i + 1];
+      if (a == "auto")
+        o.how.algorithm = bench::floor::floor_algorithm::automatic;
+      else if (a == "ll")
+        o.how.algorithm = bench::floor::floor_algorithm::ll;
+      else if (a == "barrier")
+        o.how.algorithm = bench::floor::floor_algorithm::barrier;
+      else
+        return die("-a takes auto, ll or barrier, not " + a);
+    } else if (f == "-d") {
       const std::string t = argv[i + 1];
       o.type = t == "float32"   ? dtype::float32
                : t == "float16" ? dtype::float16
@@ -150,14 +164,14 @@ int main(int argc, char** argv) {
     FLOOR_CHECK(gpu::rt::event_create(&e, true));
   if (me == 0)
     std::printf(
-        "# floor: one-shot allreduce, %d processes, groups of %d, %s, grid %d x %d; entry meets "
-        "%s; %zu argument bytes\n"
-        "# %10s %12s %12s %8s\n",
-        env.size, o.active, std::string(name(o.type)).c_str(), fl.grid(),
-        bench::floor::block_threads, o.how.whole_job_entry ? "every rank" : "the group",
-        o.how.relay_sized_arguments ? sizeof(bench::floor::padded_args)
-                                    : sizeof(bench::floor::args),
-        "bytes", "eager_us", "graph_us", "#wrong");
+        "# floor: one-shot allreduce, %d processes, groups of %d, %s, algorithm %s, at most %d "
+        "blocks of %d threads; barrier's entry meets %s; %s argument bytes\n"
+        "# %10s %8s %12s %12s %8s\n",
+        env.size, o.active, std::string(name(o.type)).c_str(), bench::floor::name(o.how.algorithm),
+        fl.grid(), bench::floor::block_threads, o.how.whole_job_entry ? "every rank" : "the group",
+        o.how.relay_sized_arguments ? std::to_string(bench::floor::relay_argument_bytes).c_str()
+                                    : "the kernel's",
+        "bytes", "algo", "eager_us", "graph_us", "#wrong");
   long long wrong_total = 0;
   for (std::uint64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 2) {
     const std::uint64_t n = bytes / es;
@@ -293,8 +307,9 @@ int main(int argc, char** argv) {
       return v[v.size() / 2];
     };
     if (me == 0)
-      std::printf("  %10llu %12.2f %12.2f %8lld\n", static_cast<unsigned long long>(bytes),
-                  median(eager), median(replay), wrong);
+      std::printf("  %10llu %8s %12.2f %12.2f %8lld\n", static_cast<unsigned long long>(bytes),
+                  bench::floor::name(floor_allreduce::algorithm(bytes, o.how)), median(eager),
+                  median(replay), wrong);
     std::fflush(stdout);
   }
   for (auto& e : events)

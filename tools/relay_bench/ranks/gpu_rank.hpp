@@ -50,10 +50,12 @@ class gpu_rank {
   virtual status upload(void* dst, const void* host_src, std::size_t bytes) = 0;
   virtual status download(void* host_dst, const void* src, std::size_t bytes) = 0;
   // The vendor's collective beside relay's calls: whether it runs (on the shapes rank_bench.cpp
-  // gives it), and the tables' words for it: what it is, or "none (why)".
+  // gives it), and the tables' words for it: what it is, or "none (why)"; the largest call it
+  // runs (a rank's input bytes; 0: any), larger ones n/a.
   struct vendor_info {
     bool runs = false;
     std::string description;
+    std::int64_t max_bytes = 0;
   };
   virtual vendor_info vendor() const = 0;
   // How timed calls are bracketed by device events: one pair around all the iterations, each
@@ -73,14 +75,23 @@ std::unique_ptr<gpu_rank> make_nccl_rank(std::string& why);
 
 // The vendor's collective beside relay's ipc ranks (--baseline), replayed from graphs like
 // relay's calls:
-//   floor, floor_job  the floor (bench/tools/floor/floor_allreduce.hpp), its entry meeting each
-//                     group's ranks or every rank;
+//   floor, floor_ll, floor_barrier, floor_job
+//                     the floor (bench/tools/floor/floor_allreduce.hpp): its algorithm chosen
+//                     by size, ll, barrier, or barrier whose entry meets every rank;
 //   nccl              NCCL's (RCCL's) own collective, each group on an NCCL communicator of its
 //                     own, split from the job's; it needs a device per rank (NCCL puts one rank
 //                     on a device), and where a rank shares one, or the library is missing,
 //                     every rank fails to start, saying why;
 //   automatic         nccl where it can run, else none, the header saying why.
-enum class ipc_vendor : unsigned char { none, floor, floor_job, nccl, automatic };
+enum class ipc_vendor : unsigned char {
+  none,
+  floor,
+  floor_ll,
+  floor_barrier,
+  floor_job,
+  nccl,
+  automatic
+};
 // bytes_per_rank: the ipc transport's registered data area. graph_calls > 0: timed runs replay
 // a captured graph of that many calls. split: relay's calls run on a communicator of the rank's
 // group, split from the job's (--split).

@@ -25,6 +25,8 @@ static_assert(floor::relay_argument_bytes == sizeof(ipc::ipc_pull) + sizeof(ipc:
 
 namespace {
 
+using bench::floor::floor_algorithm;
+
 class ipc_rank final : public stream_rank {
  public:
   // RELAY_BENCH_REGISTER=1: the rank's buffers are registered, so calls run on them without
@@ -49,7 +51,11 @@ class ipc_rank final : public stream_rank {
   // The vendor's start, collective as the communicator's was. The floor's failure is told by
   // its first call; NCCL's is agreed here, so that every rank runs it or none does.
   status open_vendor() {
-    if (vendor_ == ipc_vendor::floor || vendor_ == ipc_vendor::floor_job) {
+    if (vendor_ == ipc_vendor::floor || vendor_ == ipc_vendor::floor_ll ||
+        vendor_ == ipc_vendor::floor_barrier || vendor_ == ipc_vendor::floor_job) {
+      floor_how_.algorithm = vendor_ == ipc_vendor::floor      ? floor_algorithm::automatic
+                             : vendor_ == ipc_vendor::floor_ll ? floor_algorithm::ll
+                                                               : floor_algorithm::barrier;
       floor_how_.whole_job_entry = vendor_ == ipc_vendor::floor_job;
       floor_ = std::make_unique<bench::floor::floor_allreduce>();
       floor_status_ = floor_->open(boot(), device(), timeout());
@@ -101,9 +107,25 @@ class ipc_rank final : public stream_rank {
   vendor_info vendor() const override {
     switch (vendor_) {
       case ipc_vendor::floor:
+        return {true,
+                "the floor: a single-kernel one-shot allreduce, up to " +
+                    std::to_string(bench::floor::ll_default_max >> 10) +
+                    " KiB pushing words that carry their call's epoch to every member (no "
+                    "barrier), above it reading every member's input in place between an entry "
+                    "and an exit barrier among each group's ranks (bench/tools/floor; allreduce "
+                    "sum, out of place)"};
+      case ipc_vendor::floor_ll:
+        return {true,
+                "the floor's ll algorithm: a single-kernel one-shot allreduce pushing words "
+                "that carry their call's epoch to every member, no barrier (bench/tools/floor; "
+                "allreduce sum, out of place, up to " +
+                    std::to_string(bench::floor::ll_capacity >> 10) + " KiB)",
+                static_cast<std::int64_t>(bench::floor::ll_capacity)};
+      case ipc_vendor::floor_barrier:
       case ipc_vendor::floor_job:
-        return {true, std::string("the floor: a single-kernel one-shot allreduce reading every "
-                                  "member's input in place, its entry meeting ") +
+        return {true, std::string("the floor's barrier algorithm: a single-kernel one-shot "
+                                  "allreduce reading every member's input in place between an "
+                                  "entry and an exit barrier, its entry meeting ") +
                           (floor_how_.whole_job_entry ? "every rank" : "each group's ranks") +
                           " (bench/tools/floor; allreduce sum, out of place)"};
       case ipc_vendor::nccl: {

@@ -127,11 +127,13 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
   const std::vector<std::int64_t> sizes =
       size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);
   std::string why;
-  const ipc_vendor beside = o.baseline == baseline_kind::floor       ? ipc_vendor::floor
-                            : o.baseline == baseline_kind::floor_job ? ipc_vendor::floor_job
-                            : o.baseline == baseline_kind::nccl      ? ipc_vendor::nccl
-                            : o.baseline == baseline_kind::automatic ? ipc_vendor::automatic
-                                                                     : ipc_vendor::none;
+  const ipc_vendor beside = o.baseline == baseline_kind::floor           ? ipc_vendor::floor
+                            : o.baseline == baseline_kind::floor_ll      ? ipc_vendor::floor_ll
+                            : o.baseline == baseline_kind::floor_barrier ? ipc_vendor::floor_barrier
+                            : o.baseline == baseline_kind::floor_job     ? ipc_vendor::floor_job
+                            : o.baseline == baseline_kind::nccl          ? ipc_vendor::nccl
+                            : o.baseline == baseline_kind::automatic     ? ipc_vendor::automatic
+                                                                         : ipc_vendor::none;
   if (ipc) host_helper_devices(o);
   std::unique_ptr<gpu_rank> me =
       ipc ? make_ipc_rank(staging_bytes(o, shapes, sizes.empty() ? 0 : sizes.back()), o.graph_calls,
@@ -178,7 +180,7 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
                  : o.baseline == baseline_kind::floor_job
                      ? "none (the floor-job runs an allreduce sum only, and only where every "
                        "rank is in a group: its entry meets every rank)"
-                     : "none (the floor runs an allreduce sum only)";
+                     : fmt::format("none (the {} runs an allreduce sum only)", name(o.baseline));
   job.vendor = vendor.description;
   job.with_vendor = [&](const call_shape& s) {
     if (!vendor.runs) return false;
@@ -198,6 +200,8 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
   };
   job.measure = [&](const row& r, bool in_place, bool v, form_result& f) {
     if (floor && v && in_place) return status{};  // the floor runs out of place only: n/a
+    if (v && vendor.max_bytes > 0 && r.n * size_of(o.type) > vendor.max_bytes)
+      return status{};  // larger than the vendor's largest call: n/a
     return measure_form(*me, o, r, in_place, v, f);
   };
   return run_rank_rows(o, shapes, sizes, info, job);

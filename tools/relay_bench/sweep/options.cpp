@@ -20,8 +20,8 @@ constexpr name_table<run_mode, 3> run_mode_names{{"fused", "parallel", "single"}
 constexpr name_table<executor_kind, 5> executor_names{{"cpu", "gpu", "shm", "nccl", "ipc"}};
 constexpr name_table<route_choice, 5> route_names{
     {"auto", "relay", "direct", "legacy", "pipelined"}};
-constexpr name_table<baseline_kind, 6> baseline_names{
-    {"auto", "nccl", "direct", "none", "floor", "floor-job"}};
+constexpr name_table<baseline_kind, 8> baseline_names{
+    {"auto", "nccl", "direct", "none", "floor", "floor-ll", "floor-barrier", "floor-job"}};
 }  // namespace
 
 std::string_view name(run_mode m) {
@@ -151,13 +151,17 @@ where
                           switched:GBPS[:US[:OPUS[:MEM]]] (MEM: GB/s of a
                           device memory, read + written)
                           (gpu_calibrate prints one; default mi300x)
-      --baseline B        auto, nccl, direct, none, floor, floor-job (default auto: NCCL/RCCL
-                          where it can run these ranks, else relay's direct route on this
-                          executor; with -x ipc, NCCL/RCCL runs each group on a communicator
-                          of its own where every rank has a device of its own, else none;
-                          floor, -x ipc allreduce only: a single-kernel one-shot
-                          allreduce whose entry meets each group; floor-job: the same kernel
-                          whose entry meets every rank, as one relay call's agreement does)
+      --baseline B        auto, nccl, direct, none, floor, floor-ll, floor-barrier,
+                          floor-job (default auto: NCCL/RCCL where it can run these ranks,
+                          else relay's direct route on this executor; with -x ipc, NCCL/RCCL
+                          runs each group on a communicator of its own where every rank has
+                          a device of its own, else none). The floors, -x ipc allreduce
+                          only, are single-kernel one-shot allreduces among each group:
+                          floor-ll pushes words that carry their call's epoch to every
+                          member (no barrier; up to 1 MiB); floor-barrier reads the inputs
+                          in place between an entry and an exit barrier; floor: floor-ll up
+                          to 256 KiB, floor-barrier above; floor-job: floor-barrier whose
+                          entry meets every rank, as one relay call's agreement does
 
 output
       --csv FILE          one row per size and form (FILE - : standard output)
@@ -346,7 +350,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
        }},
       {nullptr, "--baseline",
        one_of(o.baseline, parse_name(baseline_names),
-              "auto, nccl, direct, none, floor, floor-job")},
+              "auto, nccl, direct, none, floor, floor-ll, floor-barrier, floor-job")},
       {nullptr, "--csv",
        [&](std::string_view v) -> std::string {
          o.csv_path = v;

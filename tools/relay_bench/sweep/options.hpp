@@ -30,13 +30,26 @@ std::string_view name(route_choice r);
 
 // What the speedup column divides by. automatic: NCCL (or RCCL) where it can run these ranks,
 // else relay's direct route on the same executor.
-// floor: -x ipc only, a single-kernel one-shot allreduce beside relay (bench/tools/floor), whose
-// entry meets the ranks of each group. floor_job: the same kernel whose entry meets every rank,
-// as the agreement of one relay call over several groups does (docs/ipc-transport.md).
-enum class baseline_kind : unsigned char { automatic, nccl, direct, none, floor, floor_job };
-// Either floor.
+// The floors, -x ipc only: single-kernel one-shot allreduces beside relay (bench/tools/floor).
+// floor: the fastest, by size (ll up to its largest default size, barrier above). floor_ll: ll,
+// pushed words that carry their call's epoch, no barrier. floor_barrier: barrier, each group's
+// inputs read in place between an entry barrier and an exit barrier. floor_job: barrier whose
+// entry meets every rank, as the agreement of one relay call over several groups does
+// (docs/ipc-transport.md).
+enum class baseline_kind : unsigned char {
+  automatic,
+  nccl,
+  direct,
+  none,
+  floor,
+  floor_ll,
+  floor_barrier,
+  floor_job
+};
+// Any floor.
 constexpr bool is_floor(baseline_kind b) {
-  return b == baseline_kind::floor || b == baseline_kind::floor_job;
+  return b == baseline_kind::floor || b == baseline_kind::floor_ll ||
+         b == baseline_kind::floor_barrier || b == baseline_kind::floor_job;
 }
 std::string_view name(baseline_kind b);
 

@@ -232,6 +232,17 @@ TEST_CASE("options: --emulate-mesh and --in-place", "[bench]") {
   CHECK(parse({"-x", "gpu", "--baseline", "floor-job"}).error ==
         "--baseline floor-job runs beside -x ipc only");
   CHECK(parse({"-x", "ipc", "--baseline", "floor-job"}).opts.baseline == baseline_kind::floor_job);
+  CHECK(parse({"-x", "ipc", "--baseline", "floor"}).opts.baseline == baseline_kind::floor);
+  CHECK(parse({"-x", "ipc", "--baseline", "floor-ll"}).opts.baseline == baseline_kind::floor_ll);
+  CHECK(parse({"-x", "ipc", "--baseline", "floor-barrier"}).opts.baseline ==
+        baseline_kind::floor_barrier);
+  CHECK(parse({"-x", "gpu", "--baseline", "floor-ll"}).error ==
+        "--baseline floor-ll runs beside -x ipc only");
+  CHECK(parse({"-x", "gpu", "--baseline", "floor-barrier"}).error ==
+        "--baseline floor-barrier runs beside -x ipc only");
+  CHECK(parse({"-x", "ipc", "--baseline", "floor-fast"}).error ==
+        "--baseline: 'floor-fast' is not one of auto, nccl, direct, none, floor, floor-ll, "
+        "floor-barrier, floor-job");
   CHECK_FALSE(parse({"-x", "ipc"}).opts.split);
   CHECK(parse({"-x", "ipc", "-r", "direct", "--split", "1"}).error == "");
   CHECK(parse({"-x", "ipc", "-r", "direct", "--split", "1"}).opts.split);
