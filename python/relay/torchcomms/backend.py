@@ -336,14 +336,18 @@ class TorchCommRelay(TorchCommBackend):
         return self._whole("allreduce", one, None, "sum", async_op)
 
     def _whole(self, coll, x, y, op, async_op, after=None, keep=()):
+        """One relay call of every rank; `after` (torch's work on its output, such as copies
+        out) makes it steps of the call and that work (relay.torch.work.launch)."""
         comm = self.communicator
+        method = getattr(comm, _METHODS[coll])
+        args = (x, *_out_arg(coll, y), self._all, *(() if op is None else (reduce_op_name(op),)))
+        if after is None:
+            result = method(*args, options=self._opts["native"], async_op=async_op)
+            return result if async_op else Work.done(comm, result)
 
         def run():
-            result = getattr(comm, _METHODS[coll])(x, *_out_arg(coll, y), self._all,
-                                                   *(() if op is None else (reduce_op_name(op),)),
-                                                   options=self._opts["native"])
-            if after is not None:
-                after()
+            result = method(*args, options=self._opts["native"])
+            after()
             return result
 
         return self._launch(run, (x, y) + tuple(keep), async_op)
