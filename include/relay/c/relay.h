@@ -442,7 +442,9 @@ RELAY_C_API relay_status relay_run_call(relay_comm* comm, const relay_call* call
  * by its number. On a stream transport (ipc, nccl) the library orders the streams with events
  * it keeps (made at the communicator's first async call: a repeated call allocates nothing and
  * may be captured into a CUDA graph); the shm transport ignores the streams and its call has
- * finished when it returns. */
+ * finished when it returns. A call captured into a graph is never asked about on the host (its
+ * graph's replays run it): a stream is ordered after it within its capture, before
+ * RELAY_ASYNC_DEPTH later async calls are numbered, after which it counts as finished. */
 typedef struct relay_async_call {
   uint64_t call;    /* this call's number among its communicator's async calls: 1, 2, ... */
   uint64_t retired; /* every async call numbered up to this one has finished (0: none known) */

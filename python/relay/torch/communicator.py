@@ -411,8 +411,10 @@ class Communicator:
             else:
                 code = RelaySystemError.code
         if self._handle:
-            self._lib.comm_refuse(self._handle, code, text.encode(errors="replace"),
-                                  self._stream())
+            # After the async calls not yet joined where there are any (the operation stream):
+            # one communicator's calls never overlap.
+            stream = self._ops.handle if self._ops.pending else self._stream()
+            self._lib.comm_refuse(self._handle, code, text.encode(errors="replace"), stream)
         try:
             error.settled = True
         except AttributeError:

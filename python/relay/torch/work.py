@@ -107,7 +107,7 @@ class Work:
         torch.distributed's Work.wait does. `timeout` is accepted for that signature: relay's own
         timeout bounds every wait of the call."""
         comm = self._comm
-        comm._ops.order_after(comm, self._number)
+        comm._ops.order_after(comm, self._number, self.stream is not None)
         lib = comm._lib
         status = lib.comm_async_status(comm._handle)
         if status != OK:
@@ -125,7 +125,8 @@ class Work:
         is waited for too. On the CPU the call is done when it returns: nothing to wait for."""
         comm = self._comm
         comm._lib.check(comm._lib.comm_wait_call(comm._h(), self._number))
-        comm._ops.release(self._number)
+        if self.stream is not None:
+            comm._ops.release(self._number)
         comm.async_status()
 
     def is_completed(self):
@@ -133,7 +134,7 @@ class Work:
         comm = self._comm
         finished = c_int32()
         comm._lib.check(comm._lib.comm_call_finished(comm._h(), self._number, byref(finished)))
-        if finished.value:
+        if finished.value and self.stream is not None:
             comm._ops.release(self._number)
         return bool(finished.value)
 
@@ -226,11 +227,12 @@ class Streams:
         lib.check(lib.comm_mark(comm._h(), stream, stream, self._made_ref))
         return Work(result, wire, None, self._made.call, comm)
 
-    def order_after(self, comm, number):
-        """Orders the current stream after async call `number` (and every earlier one of the
-        operation stream); the tensors of those calls go back to their owners."""
+    def order_after(self, comm, number, on_op_stream=True):
+        """Orders the current stream after async call `number`. Where that call ran on the
+        operation stream (not a mark of a call on the current stream), the current stream is
+        then after every earlier call there too, and their tensors go back to their owners."""
         comm._lib.check(comm._lib.comm_order_after(comm._h(), number, comm._stream()))
-        if self.held:
+        if on_op_stream and self.held:
             self.release(number)
 
     def release(self, number):
