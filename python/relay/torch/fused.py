@@ -27,6 +27,7 @@ of every tensor goes to the flat buffer's block k.
 
 import torch
 
+from .._layout import Groups
 from .work import launch
 
 __all__ = [
@@ -178,25 +179,26 @@ def _fused(comm, packing, ins, outs, groups, op, options, async_op, result):
     operation stream (relay.torch.work); an error of its own checks refuses the call its peers
     make now, so they fail at once (Communicator.refuse leaves alone one refused or reported
     already). Returns `result`."""
-    g = comm.groups(groups)
-    group, _ = g.group_of(comm.rank)
-    active = len(g.groups[group if group is not None else 0])
-    hold = group is not None
 
     def run():
         plans = comm._flat.plans
         try:
             key = (packing.key, _described(ins), None if outs is None else _described(outs),
-                   g.key, op, options)
-            steps = plans.get(key)
+                   groups.key if isinstance(groups, Groups) else tuple(map(tuple, groups)), op,
+                   options)
+            plan = plans.get(key)
         except (AttributeError, TypeError):  # the checks below say what is wrong
-            key = steps = None
-        if steps is None:
-            steps = _plan(comm, packing, ins, outs, g, active, hold)
+            key = plan = None
+        if plan is None:
+            g = comm.groups(groups)
+            group, _ = g.group_of(comm.rank)
+            active = len(g.groups[group if group is not None else 0])
+            plan = g, active, _plan(comm, packing, ins, outs, g, active, group is not None)
             if key is not None:
                 if len(plans) >= _PLANS_KEPT:
                     del plans[next(iter(plans))]
-                plans[key] = steps
+                plans[key] = plan
+        g, active, steps = plan
         written = outs if outs is not None else ins
         for step in steps:
             if step.direct is not None:
