@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
@@ -59,6 +60,37 @@ status run_call(relay_comm* c, const relay_call* call, void* stream) {
       std::span<const std::int64_t>(call->counts, n), t, r, opt, stream);
   if (s && report != nullptr) *report = wire_report_of(chosen);
   return s;
+}
+
+// Whether `h`'s transport runs its calls on streams (ipc, nccl, hosted helpers): its async calls
+// are ordered by events. shm ignores streams: its calls have finished when they return.
+bool on_streams(const relay_comm& h) {
+  return h.transport != "shm";
+}
+
+// Whether async call `number` has certainly finished without asking the device: on a transport
+// without streams, or older than the last RELAY_ASYNC_DEPTH (relay_run_call_async made sure).
+bool retired(const relay_comm& h, std::uint64_t number) {
+  return !on_streams(h) || number + RELAY_ASYNC_DEPTH <= h.async_made;
+}
+
+status async_call_made(const relay_comm& h, std::uint64_t number) {
+  if (number >= 1 && number <= h.async_made) return {};
+  return {errc::invalid_argument, "no async call numbered " + std::to_string(number) +
+                                      " was made on this communicator (it made " +
+                                      std::to_string(h.async_made) + ", numbered from 1)"};
+}
+
+// Numbers the async call just enqueued on `op_stream` and marks its end there (a stream
+// transport), into `out`.
+status number_async_call(relay_comm& h, void* op_stream, relay_async_call& out) {
+  const std::uint64_t number = ++h.async_made;
+  const bool streams = on_streams(h);
+  if (streams)
+    if (status s = mark_end(*h.async, number, op_stream); !s) return s;
+  out.call = number;
+  out.retired = !streams ? number : number > RELAY_ASYNC_DEPTH ? number - RELAY_ASYNC_DEPTH : 0;
+  return {};
 }
 
 // The four collectives' own functions: their arguments as a relay_call.
@@ -538,6 +570,63 @@ void relay_call_init(relay_call* call) {
 
 relay_status relay_run_call(relay_comm* c, const relay_call* call, void* stream) {
   return guarded([&] { return run_call(c, call, stream); });
+}
+
+relay_status relay_run_call_async(relay_comm* c, const relay_call* call, void* stream,
+                                  void* op_stream, relay_async_call* out) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    if (out == nullptr) return h->comm->refuse(null_argument("out"), op_stream);
+    if (on_streams(*h))
+      if (status s = enqueue_after(h->async, h->comm->device(), stream, op_stream); !s)
+        return h->comm->refuse(std::move(s), op_stream);
+    if (status s = run_call(c, call, op_stream); !s) return s;
+    return number_async_call(*h, op_stream, *out);
+  });
+}
+
+relay_status relay_comm_mark(relay_comm* c, void* stream, void* op_stream, relay_async_call* out) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    if (out == nullptr) return null_argument("out");
+    if (on_streams(*h))
+      if (status s = enqueue_after(h->async, h->comm->device(), stream, op_stream); !s) return s;
+    return number_async_call(*h, op_stream, *out);
+  });
+}
+
+relay_status relay_comm_order_after(relay_comm* c, uint64_t number, void* stream) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    if (status s = async_call_made(*h, number); !s) return s;
+    return retired(*h, number) ? status{} : order_after(*h->async, number, stream);
+  });
+}
+
+relay_status relay_comm_call_finished(relay_comm* c, uint64_t number, int32_t* finished) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    if (finished == nullptr) return null_argument("finished");
+    if (status s = async_call_made(*h, number); !s) return s;
+    bool done = true;
+    if (!retired(*h, number))
+      if (status s = has_finished(*h->async, number, done); !s) return s;
+    *finished = done ? 1 : 0;
+    return {};
+  });
+}
+
+relay_status relay_comm_wait_call(relay_comm* c, uint64_t number) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    if (status s = async_call_made(*h, number); !s) return s;
+    return retired(*h, number) ? status{} : wait_finished(*h->async, number);
+  });
 }
 
 int32_t relay_wire_carries(int32_t wire, int32_t type) {

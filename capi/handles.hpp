@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "async_calls.hpp"
 #include "relay/bootstrap/bootstrap.hpp"
 #include "relay/bootstrap/environment.hpp"
 #include "relay/c/relay.h"
@@ -16,8 +17,9 @@
 #include "relay/topology/topology.hpp"
 #include "transport_choice.hpp"
 
-// What a handle holds: the communicator, the transport's name, and the last few group lists
-// passed, so that a repeated call finds its groups without building (allocating) a list.
+// What a handle holds: the communicator, the transport's name, the last few group lists passed,
+// so that a repeated call finds its groups without building (allocating) a list, and its async
+// calls' events.
 struct relay_comm {
   std::unique_ptr<relay::communicator> comm;
   std::string transport;
@@ -29,6 +31,10 @@ struct relay_comm {
   static constexpr std::size_t group_slots = 8;
   std::array<relay::group_list, group_slots> groups;
   std::size_t next_slot = 0;
+  // Async calls (relay_run_call_async): how many were made, and on a stream transport the
+  // events that order them (made at the first).
+  std::uint64_t async_made = 0;
+  relay::c_abi::async_calls_ptr async;
 };
 
 namespace relay::c_abi {

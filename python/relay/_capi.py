@@ -138,6 +138,12 @@ class Call(Structure):
     ]
 
 
+class AsyncCall(Structure):
+    """relay_async_call: an async call's number, and up to which number every one has finished."""
+
+    _fields_ = [("call", c_uint64), ("retired", c_uint64)]
+
+
 _P = c_void_p
 _I32P = POINTER(c_int32)
 _I64P = POINTER(c_int64)
@@ -193,6 +199,11 @@ _FUNCTIONS = {
     "relay_wire_carries": (c_int32, [c_int32, c_int32]),
     "relay_call_init": (None, [POINTER(Call)]),
     "relay_run_call": (c_int, [_P, POINTER(Call), _P]),
+    "relay_run_call_async": (c_int, [_P, POINTER(Call), _P, _P, POINTER(AsyncCall)]),
+    "relay_comm_mark": (c_int, [_P, _P, _P, POINTER(AsyncCall)]),
+    "relay_comm_order_after": (c_int, [_P, c_uint64, _P]),
+    "relay_comm_call_finished": (c_int, [_P, c_uint64, _I32P]),
+    "relay_comm_wait_call": (c_int, [_P, c_uint64]),
 }
 _COLLECTIVES = {
     "relay_allreduce": True,  # takes an op

@@ -399,6 +399,15 @@ static void expect_bad_handle(relay_comm* comm, const char* what) {
   EXPECT_STATUS(relay_all_to_all(comm, data, 8, data + 2, 8, ranks, sizes, 1, counts, RELAY_INT32,
                                  NULL, NULL),
                 RELAY_INVALID_ARGUMENT);
+  relay_call call;
+  relay_call_init(&call);
+  relay_async_call made = {0, 0};
+  EXPECT_STATUS(relay_run_call_async(comm, &call, NULL, NULL, &made), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_mark(comm, NULL, NULL, &made), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_order_after(comm, 1, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_call_finished(comm, 1, &i), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_wait_call(comm, 1), RELAY_INVALID_ARGUMENT);
+  CHECK(made.call == 0 && made.retired == 0, "a call on a bad handle was numbered");
   if (comm != NULL) EXPECT_STATUS(relay_comm_destroy(comm), RELAY_INVALID_ARGUMENT);
 }
 
@@ -669,6 +678,22 @@ static void test_handles(void) {
   EXPECT_ERROR_TEXT("counts is NULL");
   EXPECT_STATUS(relay_run_call(NULL, &call, NULL), RELAY_INVALID_ARGUMENT);
   CHECK(data[0] == 1 && data[7] == 8, "a refused call wrote into the buffer");
+  /* The async entries: the same call's checks, a NULL out refused, and no number given to a
+   * call that was refused or never made. */
+  relay_async_call made = {0, 0};
+  EXPECT_STATUS(relay_run_call_async(comm, NULL, NULL, NULL, &made), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("call is NULL");
+  EXPECT_STATUS(relay_run_call_async(comm, &call, NULL, NULL, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("out is NULL");
+  EXPECT_STATUS(relay_comm_mark(comm, NULL, NULL, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("out is NULL");
+  CHECK(made.call == 0 && made.retired == 0, "a refused async call was numbered");
+  EXPECT_STATUS(relay_comm_order_after(comm, 1, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("no async call numbered 1 was made on this communicator (it made 0");
+  int32_t finished = -1;
+  EXPECT_STATUS(relay_comm_call_finished(comm, 1, &finished), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_wait_call(comm, 1), RELAY_INVALID_ARGUMENT);
+  CHECK(finished == -1, "a refused question wrote its answer");
 
   EXPECT_STATUS(relay_comm_abort(comm), RELAY_OK);
   EXPECT_STATUS(relay_allreduce(comm, data, 8, data, 8, ranks, sizes, 1, counts, RELAY_INT32,
@@ -886,6 +911,57 @@ static void run_collectives(relay_comm* comm, int me) {
       }
     }
   }
+  part = "relay_run_call_async";
+  /* The allreduce as async calls on shm, which ignores the streams: numbered from 1 and finished
+   * when they return (retired = call), each output against its value by hand; a repeated one
+   * allocates nothing. */
+  call.collective = RELAY_ALLREDUCE;
+  call.op = RELAY_SUM;
+  call.send_bytes = call.recv_bytes = one;
+  relay_async_call made = {0, 0};
+  for (uint64_t number = 1; number <= 2; ++number) {
+    poison(out, 2 * n);
+    counting = number == 2;
+    allocations = 0;
+    const int st_async = relay_run_call_async(comm, &call, NULL, NULL, &made);
+    counting = 0;
+    EXPECT_STATUS(st_async, RELAY_OK);
+#ifndef RELAY_C_TEST_SANITIZED
+    CHECK(number == 1 || allocations == 0, "rank %d: a repeated async call allocated %ld", me,
+          allocations);
+#endif
+    CHECK(made.call == number && made.retired == number, "rank %d: async call %llu: %llu, %llu", me,
+          (unsigned long long)number, (unsigned long long)made.call,
+          (unsigned long long)made.retired);
+    for (int i = 0; active && i < n; ++i)
+      CHECK(out[i] == input_of(1, i) + input_of(3, i), "rank %d: async out[%d] = %d", me, i,
+            out[i]);
+  }
+  relay_async_call mark = {0, 0};
+  EXPECT_STATUS(relay_comm_mark(comm, NULL, NULL, &mark), RELAY_OK);
+  CHECK(mark.call == 3 && mark.retired == 3, "rank %d: the mark is %llu, %llu", me,
+        (unsigned long long)mark.call, (unsigned long long)mark.retired);
+  int32_t finished = -1;
+  EXPECT_STATUS(relay_comm_call_finished(comm, 2, &finished), RELAY_OK);
+  CHECK(finished == 1, "rank %d: async call 2 has not finished on shm", me);
+  EXPECT_STATUS(relay_comm_order_after(comm, 3, NULL), RELAY_OK);
+  EXPECT_STATUS(relay_comm_wait_call(comm, 1), RELAY_OK);
+  EXPECT_STATUS(relay_comm_order_after(comm, 4, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("no async call numbered 4 was made on this communicator (it made 3");
+  EXPECT_STATUS(relay_comm_wait_call(comm, 0), RELAY_INVALID_ARGUMENT);
+  /* A NULL out on rank 3 alone is its refusal: every other rank fails at once naming it, nothing
+   * is written, and the refused call has no number anywhere. */
+  poison(out, 2 * n);
+  const int refused_async = relay_run_call_async(comm, &call, NULL, NULL, me == 3 ? NULL : &made);
+  CHECK(refused_async == (me == 3 ? RELAY_INVALID_ARGUMENT : RELAY_PEER_ERROR), "rank %d: %s (%s)",
+        me, relay_status_name(refused_async), relay_last_error());
+  if (me != 3)
+    CHECK(relay_last_error_peer() == 3 && strstr(relay_last_error(), "out is NULL") != NULL,
+          "rank %d: the error names rank %d (%s)", me, relay_last_error_peer(), relay_last_error());
+  for (int i = 0; i < 2 * n; ++i)
+    CHECK(out[i] == (int32_t)0x7f7f7f7f, "rank %d: a refused async call wrote out[%d]", me, i);
+  EXPECT_STATUS(relay_comm_call_finished(comm, 4, &finished), RELAY_INVALID_ARGUMENT);
+
   /* A bad field on rank 3 alone is its refusal: every other rank fails at once naming it. */
   call.collective = me == 3 ? 9 : RELAY_ALLREDUCE;
   call.op = RELAY_SUM;

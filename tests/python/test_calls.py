@@ -4,9 +4,15 @@ helpers; relay.torchcomms' four sharded_relay_multi_group_* methods, sync and as
 four methods; a torch.library op) made twice with the same arguments, the second time counted:
 
   library calls   the repeated call crosses into the library exactly as listed: once, the
-                  collective (relay_run_call), and where it has a work that is waited for, that
-                  wait's question (relay_comm_async_status). A call shape's first call asks for
-                  its layout too (and its count, where the tensors give it), once.
+                  collective (relay_run_call; with async_op relay_run_call_async, which on a
+                  stream transport also orders the operation stream after the current one and
+                  marks the call's end), and where it has a work: a call made without async_op
+                  marks its end (relay_comm_mark); a wait orders the current stream after the
+                  call (relay_comm_order_after) and asks what failed (relay_comm_async_status);
+                  steps of torch's work around calls (the fused helpers' and torchcomms' list
+                  forms, async) are marked before and after (relay_comm_mark). A call shape's
+                  first call asks for its layout too (and its count, where the tensors give it),
+                  once.
   no allocation   inside those calls the library allocates nothing: the malloc family is counted
                   on the calling thread by a preloaded counter (malloc_counter.c,
                   RELAY_TEST_MALLOC_COUNTER) around each.
@@ -35,7 +41,7 @@ COUNTER = os.environ.get("RELAY_TEST_MALLOC_COUNTER")
 # part none. What a fused helper's budget pays for: a torch view of each tensor read or written
 # as blocks (reduce-scatter's inputs, all-gather's outputs, all-to-all's both; 2 tensors each
 # here): a view is a TensorImpl, 4 allocations. Its flat buffers' views are made once, with the
-# call structure's plan.
+# call structure's plan; a dtype of one tensor has no flat buffer (its call runs on the tensor).
 BUDGET = {
     "all_reduce": 0,
     "all_reduce in place": 0,
@@ -49,11 +55,16 @@ BUDGET = {
     "all_gather_tensors": 2 * 4,
     "all_gather_tensors, in place": 2 * 4,
     "all_to_all_tensors": 4 * 4,
+    "all_reduce_tensors async": 0,
+    "all_reduce_tensors, one tensor": 0,
+    "reduce_scatter_tensors, one tensor": 0,
     "sharded all_reduce": 0,
     "sharded all_reduce async": 0,
     "sharded reduce_scatter": 0,
     "sharded all_gather": 0,
     "sharded all_to_all": 0,
+    "torchcomms all_reduce": 0,
+    "torchcomms all_reduce async": 0,
     "torchrec allreduce_multi_group": 0,
     "torchrec reduce_scatter_multi_group": 0,
     "torchrec all_gather_multi_group": 0,
@@ -211,6 +222,23 @@ def _worker(rank, size):
             rt.all_reduce_tensors(comm, fused_in, pair, out=fused_out)
         return lambda: torch.equal(torch.cat(fused_out), total)
 
+    def fused_all_reduce_async():
+        poison(*fused_out)
+        with window:
+            rt.all_reduce_tensors(comm, fused_in, pair, out=fused_out, async_op=True).wait()
+        return lambda: torch.equal(torch.cat(fused_out), total)
+
+    def fused_one(coll):
+        if coll == "allreduce":
+            poison(out)
+            with window:
+                rt.all_reduce_tensors(comm, [x], pair, out=[out])
+            return lambda: torch.equal(out, total)
+        poison(block)
+        with window:
+            rt.reduce_scatter_tensors(comm, [x], [block], pair)
+        return lambda: torch.equal(block, total[half])
+
     def fused_reduce_scatter():
         poison(*rs_out)
         with window:
@@ -240,6 +268,12 @@ def _worker(rank, size):
             if async_op:
                 work.wait()
         return lambda: torch.equal(out, total)
+
+    def whole_all_reduce(async_op=False):
+        inout.copy_(x)
+        with window:
+            backend.all_reduce(inout, "sum", async_op).wait()
+        return lambda: torch.equal(inout, total)
 
     def sharded_reduce_scatter():
         poison(block)
@@ -283,7 +317,9 @@ def _worker(rank, size):
             rec.all_to_all_multi_group([x], [out], 1, [n // 2], pair)
         return lambda: torch.equal(out, want_a2a)
 
-    once, waited = ["run_call"], ["run_call", "comm_async_status"]
+    once, marked = ["run_call"], ["run_call", "comm_mark"]
+    waited = ["run_call_async", "comm_order_after", "comm_async_status"]
+    steps = ["comm_mark", "run_call", "comm_mark", "comm_order_after", "comm_async_status"]
     calls = {
         "all_reduce": (allreduce, once),
         "all_reduce in place": (allreduce_in_place, once),
@@ -297,15 +333,21 @@ def _worker(rank, size):
         "all_gather_tensors": (fused_all_gather, once),
         "all_gather_tensors, in place": (lambda: fused_all_gather(True), once),
         "all_to_all_tensors": (fused_all_to_all, once),
-        "sharded all_reduce": (sharded_all_reduce, once),
+        "all_reduce_tensors async": (fused_all_reduce_async, steps),
+        "all_reduce_tensors, one tensor": (lambda: fused_one("allreduce"), once),
+        "reduce_scatter_tensors, one tensor": (lambda: fused_one("reduce-scatter"), once),
+        "sharded all_reduce": (sharded_all_reduce, marked),
         "sharded all_reduce async": (lambda: sharded_all_reduce(True), waited),
-        "sharded reduce_scatter": (sharded_reduce_scatter, once),
-        "sharded all_gather": (sharded_all_gather, once),
-        "sharded all_to_all": (sharded_all_to_all, once),
-        "torchrec allreduce_multi_group": (torchrec_allreduce, once),
-        "torchrec reduce_scatter_multi_group": (torchrec_reduce_scatter, once),
-        "torchrec all_gather_multi_group": (torchrec_all_gather, once),
-        "torchrec all_to_all_multi_group": (torchrec_all_to_all, once),
+        "sharded reduce_scatter": (sharded_reduce_scatter, marked),
+        "sharded all_gather": (sharded_all_gather, marked),
+        "sharded all_to_all": (sharded_all_to_all, marked),
+        "torchcomms all_reduce": (whole_all_reduce, marked + ["comm_order_after",
+                                                              "comm_async_status"]),
+        "torchcomms all_reduce async": (lambda: whole_all_reduce(True), waited),
+        "torchrec allreduce_multi_group": (torchrec_allreduce, marked),
+        "torchrec reduce_scatter_multi_group": (torchrec_reduce_scatter, marked),
+        "torchrec all_gather_multi_group": (torchrec_all_gather, marked),
+        "torchrec all_to_all_multi_group": (torchrec_all_to_all, marked),
     }
     reference = _reference_op()
     dispatch = None
@@ -434,6 +476,7 @@ def test_a_repeated_call_makes_its_library_calls_and_allocations_within_budget(p
             if COUNTER and whole > budget[what]:
                 bad.append(f"rank {rank}: {what}: a repeated call allocated {whole} times, over "
                            f"its budget of {budget[what]}")
-            if first.count(entries[0]) != 1 or first.count("rank_layout_of") > 1:
+            collective = next(e for e in entries if e.startswith("run_call"))
+            if first.count(collective) != 1 or first.count("rank_layout_of") > 1:
                 bad.append(f"rank {rank}: {what}: a first call made {first}")
     assert not bad, "\n".join(bad)

@@ -28,6 +28,7 @@ import relay
 import relay.torch as rt
 from relay._layout import Groups, layout
 from relay.torch._flat import FlatBuffers
+from relay.torch.work import Streams
 
 SEED = 20261202
 SIZE = 8
@@ -44,6 +45,7 @@ class StubComm:
         self.calls = []  # (collective, input, output)
         self._refuse_at = refuse_registration_at
         self._flat = FlatBuffers(self.device, self.register, self.deregister)
+        self._ops = Streams()  # its async calls: none here (launch asks for the pending one)
 
     def register(self, t):
         self.rounds.append(("register", t))
@@ -160,18 +162,19 @@ def test_growth_is_in_step_on_every_rank():
 
 
 def test_helpers_hold_nothing_until_they_use_a_buffer():
-    """Rank 3 helps while [0, 1] grows the float32 input to 1,000 elements, then is active with
-    500 (below the registered size): it gets its own unregistered buffer, no round."""
+    """Rank 3 helps while [0, 1] grows the float32 input to 1,000 elements (two tensors: a dtype
+    of one tensor has no flat buffer), then is active with 500 (below the registered size): it
+    gets its own unregistered buffer, no round."""
     comms = [StubComm(r) for r in range(SIZE)]
-    x = torch.full((1000,), 0.25)
+    x = torch.full((500,), 0.25)
     for c in comms:
-        rt.all_reduce_tensors(c, [x.clone()], [[0, 1]])
+        rt.all_reduce_tensors(c, [x.clone(), x.clone()], [[0, 1]])
     assert [k for k, _ in comms[3].rounds] == ["register"]
     assert comms[3].rounds[0][1] is None and comms[0].rounds[0][1].numel() == 1000
     assert comms[3].registered == []
-    y = torch.full((500,), 0.5)
+    y = torch.full((250,), 0.5)
     for c in comms:
-        rt.all_reduce_tensors(c, [y.clone()], [[3, 4]])
+        rt.all_reduce_tensors(c, [y.clone(), y.clone()], [[3, 4]])
     assert all(len(c.rounds) == 1 for c in comms), "a size below the registered one grew"
     _, x3, _ = comms[3].calls[-1]
     assert x3.numel() == 500 and not _in_registered(x3, comms[3])
@@ -186,17 +189,17 @@ def test_a_refused_registration_keeps_the_ranks_in_step():
     groups = [[0, 1], [2, 3], [4, 5], [6, 7]]
     for n in (100, 200):
         for c in comms:
-            x = torch.full((n,), 1.5)
+            x = [torch.full((n // 2,), 1.5), torch.full((n // 2,), 1.5)]
             if c.rank == 2 and n == 200:
                 with pytest.raises(relay.errors.InvalidBufferError, match="refuses"):
-                    rt.all_reduce_tensors(c, [x], groups)
+                    rt.all_reduce_tensors(c, x, groups)
             else:
-                rt.all_reduce_tensors(c, [x], groups)
+                rt.all_reduce_tensors(c, x, groups)
     kinds = [[k for k, _ in c.rounds] for c in comms]
     assert all(k == ["register", "register", "deregister"] for k in kinds), kinds
     assert comms[2].rounds[2][1] is not None  # the first buffer, registered: ended
     for c in comms:
-        rt.all_reduce_tensors(c, [torch.full((150,), 2.5)], groups)
+        rt.all_reduce_tensors(c, [torch.full((75,), 2.5), torch.full((75,), 2.5)], groups)
     assert all(len(c.rounds) == 3 for c in comms)
     _, x2, _ = comms[2].calls[-1]
     assert x2.numel() == 150 and not _in_registered(x2, comms[2])
@@ -213,11 +216,12 @@ def test_a_rank_with_wrong_outputs_grows_in_step_then_refuses():
            "all-gather": lambda c, x, o: rt.all_gather_tensors(c, x, o, groups),
            "all-to-all": lambda c, x, o: rt.all_to_all_tensors(c, x, o, groups)}
     for coll, fn in fns.items():
-        for wrong, match in (("size", "entry 1"), ("missing", "2 .* but 1")):
+        for wrong, match in (("size", "entry 1"), ("missing", "4 .* but 3")):
             comms = [StubComm(r) for r in range(SIZE)]
             for c in comms:
                 x, out = [], []
-                for dtype, m in ((torch.bfloat16, 64), (torch.float32, 40)):
+                # Two tensors of each dtype (a dtype of one tensor has no flat buffer).
+                for dtype, m in ((torch.bfloat16, 64), (torch.float32, 40)) * 2:
                     in_el, out_el = ref.io_elements(coll, 2, m)
                     x.append(torch.full((in_el,), 0.75, dtype=dtype))
                     out.append(torch.full((out_el,), 1234.5, dtype=dtype))

@@ -20,6 +20,10 @@ tests/python/gpu_run.sh runs it on a GPU machine.
                  the current stream after it; a call without async_op right after waits for it;
                  wait_blocking() returns only once the call is done on the device (its output
                  read on a stream that never waited for it)
+  held tensors   an async call's input, dropped by the caller while the call waits for a slow
+                 peer, is not given to a new tensor of the current stream before the call ends
+                 (the communicator holds it until wait(); a new tensor's writes cannot reach the
+                 call's data), and goes back after wait()
   graph methods  each of the four sharded_relay calls captured into a CUDA graph (and again
                  with async_op=True, waited inside the capture), replays bit-identical to eager
   failed calls   test_deferred.py's scenarios on CUDA tensors: a refusal or a mismatch on one
@@ -304,6 +308,48 @@ def _op_stream(rank, size):
 
 def test_torchcomms_async_calls_run_on_the_operation_stream():
     results = assert_all_ok(run_world(8, _op_stream, (), timeout=300, env=ENV))
+    for r, seen in sorted(results.items()):
+        assert all(seen.values()), (r, seen)
+
+
+def _held(rank, size):
+    """Rank 1 starts its call 0.3 s late, so every other rank's async call waits on the device
+    meanwhile; each drops its input and fills a new tensor of the same size on the current
+    stream (which is not ordered after the call): the call's input stays its own (another
+    block; the sum is right), until wait() gives it back."""
+    import relay.torch as rt
+
+    dev = _device(rank)
+    comm = rt.Communicator(device=dev, timeout=60, transport_bytes=16 << 20)
+    n = 1 << 18
+    out = torch.empty(n, device=dev)
+    for _ in range(2):  # the call shape's first call (and the operation stream) made
+        x = torch.full((n,), float(rank + 1), device=dev)
+        comm.all_reduce(x, FUSED, out=out, async_op=True).wait()
+    torch.cuda.synchronize(dev)
+    seen = {}
+    x = torch.full((n,), float(rank + 1), device=dev)
+    where = x.data_ptr()
+    out.fill_(-1.0)
+    if rank == 1:
+        time.sleep(0.3)
+    work = comm.all_reduce(x, FUSED, out=out, async_op=True)
+    seen["held"] = len(comm._ops.held) == 1
+    del x
+    y = torch.empty(n, device=dev)
+    seen["not reused"] = y.data_ptr() != where
+    y.fill_(-1000.0)
+    work.wait()
+    g = rank // 2
+    seen["sum"] = bool((out == float(2 * g + 1 + 2 * g + 2)).all())
+    seen["given back"] = comm._ops.held == []
+    torch.cuda.synchronize(dev)
+    comm.close()
+    return seen
+
+
+def test_an_async_calls_tensors_are_not_reused_before_it_ends():
+    results = assert_all_ok(run_world(8, _held, (), timeout=300, env=ENV))
     for r, seen in sorted(results.items()):
         assert all(seen.values()), (r, seen)
 

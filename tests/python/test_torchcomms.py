@@ -604,51 +604,62 @@ def test_registration_reaches_relays_class():
         assert seen["example"] == [0.5]  # the pair's average of 0 and 1
 
 
-class _SlowEvent:
-    """A CUDA event's two calls Work makes: done 0.2 s into synchronize()."""
+class _SlowCall:
+    """A communicator whose async call number 1 finishes 0.2 s after the library is asked to wait
+    for it (relay_comm_wait_call), whose device work reported `failure`, if any
+    (relay_comm_async_status): its own library too."""
 
-    def __init__(self):
-        self.done, self.synchronized = False, 0
+    def __init__(self, failure=None):
+        from relay.torch.work import Streams
 
-    def query(self):
-        return self.done
+        self._ops = Streams()
+        self._lib = self
+        self.finished, self.waited, self.failure = False, 0, failure
 
-    def synchronize(self):
-        self.synchronized += 1
+    def _h(self):
+        return 1
+
+    def check(self, status):
+        assert status == 0
+
+    def comm_wait_call(self, handle, number):
+        assert number == 1
+        self.waited += 1
         time.sleep(0.2)
-        self.done = True
+        self.finished = True
+        return 0
 
-
-class _FailedComm:
-    """A communicator whose device work reported a peer's failure (relay_comm_async_status)."""
+    def comm_call_finished(self, handle, number, finished):
+        assert number == 1
+        finished._obj.value = int(self.finished)
+        return 0
 
     def async_status(self):
-        import relay
-
-        raise relay.PeerError("rank 3 refused call #2", 3)
+        if self.failure is not None:
+            raise self.failure
 
 
 def test_wait_blocking_blocks_this_thread_until_the_work_is_done():
-    """torchcomms' TorchWork.wait_blocking: the host waits for the call's event (wait() only
-    orders the current stream), then raises what the device reported; on the CPU, nothing."""
+    """torchcomms' TorchWork.wait_blocking: the host waits for the call (the library's
+    relay_comm_wait_call; wait() only orders the current stream), then raises what the device
+    reported."""
     import relay
     from relay.torch.work import Work
 
-    event = _SlowEvent()
-    work = Work("out", event=event)
+    comm = _SlowCall()
+    work = Work("out", None, None, 1, comm)
     assert not work.is_completed()
     start = time.monotonic()
     assert work.wait_blocking() is None
     assert time.monotonic() - start >= 0.2
-    assert work.is_completed() and event.synchronized == 1
-    failed = Work("out", event=_SlowEvent(), comm=_FailedComm())
+    assert work.is_completed() and comm.waited == 1
+    comm = _SlowCall(relay.PeerError("rank 3 refused call #2", 3))
+    failed = Work("out", None, None, 1, comm)
     try:
         failed.wait_blocking()
         raise AssertionError("the device's failure was not raised")
     except relay.PeerError as e:
         assert e.peer == 3 and failed.is_completed(), e
-    cpu = Work("out")
-    assert cpu.wait_blocking() is None and cpu.is_completed()
 
 
 def test_a_store_of_its_own_waits_as_long_as_a_set_up(monkeypatch):

@@ -12,10 +12,11 @@ what: sync         comm.all_reduce(t, [[0, 1]]) (a helper: None, with counts and
       torchcomms   TorchCommRelay.sharded_relay_multi_group_all_reduce([t], "sum", ...)
       torchrec     FusedShardedRelayMultiGroup.allreduce_multi_group([t], 1, [n], ...)
       fused        relay.torch.all_reduce_tensors(comm, [t], [[0, 1]])
-Each call into the library's collective entries is timed too (a wrapper around them, whose own
-cost, about two clock reads, counts as outside): "outside" is the host time per call spent
-outside the library, the Python layer's own, which the transport's waits for the peer (large on a
-loaded machine) do not blur. --profile N: rank 0 runs N more calls of each under cProfile and
+Each call into the library's collective entries (relay_run_call_async too: the ordering of the
+operation stream after the current one and the mark of the call's end are the library's) is
+timed too (a wrapper around them, whose own cost, about two clock reads, counts as outside):
+"outside" is the host time per call spent outside the library, the Python layer's own, which the
+transport's waits for the peer (large on a loaded machine) do not blur. --profile N: rank 0 runs N more calls of each under cProfile and
 prints the 25 functions of most own time. Rank 0 prints one line per call kind:
 "call_cost <what> <bytes> B: <us> us a call (host), <us> outside the library, <us> (device)".
 --graph K (CUDA): then K sync calls captured into a torch.cuda.CUDAGraph (comm.capture) and
@@ -121,7 +122,7 @@ def _replayed(comm, call, args, device, rank):
     torch.cuda.synchronize(device)
 
 
-_ENTRIES = ("allreduce", "reduce_scatter", "all_gather", "all_to_all", "run_call")
+_ENTRIES = ("allreduce", "reduce_scatter", "all_gather", "all_to_all", "run_call", "run_call_async")
 
 
 def _time_library(comm):

@@ -436,6 +436,45 @@ RELAY_C_API void relay_call_init(relay_call* call);
  * is refused as a bad argument is. */
 RELAY_C_API relay_status relay_run_call(relay_comm* comm, const relay_call* call, void* stream);
 
+/* Asynchronous calls (torch.distributed's async_op=True, as a binding makes them): a call runs on
+ * an operation stream of the caller's, after the work enqueued on the caller's stream so far,
+ * and the caller later orders a stream after it, asks whether it has finished, or waits for it,
+ * by its number. On a stream transport (ipc, nccl) the library orders the streams with events
+ * it keeps (made at the communicator's first async call: a repeated call allocates nothing and
+ * may be captured into a CUDA graph); the shm transport ignores the streams and its call has
+ * finished when it returns. A call captured into a graph is never asked about on the host (its
+ * graph's replays run it): a stream is ordered after it within its capture, before
+ * RELAY_ASYNC_DEPTH later async calls are numbered, after which it counts as finished. */
+typedef struct relay_async_call {
+  uint64_t call;    /* this call's number among its communicator's async calls: 1, 2, ... */
+  uint64_t retired; /* every async call numbered up to this one has finished (0: none known) */
+} relay_async_call;
+
+/* The call `call` describes (as relay_run_call), on `op_stream`, once `stream`'s work enqueued so
+ * far is done (op_stream waits for it; the host does not); *out says its number. At most
+ * RELAY_ASYNC_DEPTH of a communicator's async calls are in flight: the next waits on the host
+ * for the oldest to finish (each call older than its last RELAY_ASYNC_DEPTH has finished: out's
+ * retired). A NULL `out` is refused as a bad argument is; a call that fails has no number. */
+#define RELAY_ASYNC_DEPTH 16
+RELAY_C_API relay_status relay_run_call_async(relay_comm* comm, const relay_call* call,
+                                              void* stream, void* op_stream, relay_async_call* out);
+/* An async call of no collective (a mark): `op_stream` waits for `stream`'s work enqueued so far,
+ * and the number *out gets stands for the work enqueued on `op_stream` so far, a binding's own
+ * included (the copies around its calls there): ordered after, asked about and waited for as
+ * relay_run_call_async's calls are. `stream` may be `op_stream`: then it only marks. */
+RELAY_C_API relay_status relay_comm_mark(relay_comm* comm, void* stream, void* op_stream,
+                                         relay_async_call* out);
+/* `stream` waits for async call number `call` (enqueued: the host does not block). A number
+ * this communicator has not given is RELAY_INVALID_ARGUMENT. Reports no call's failure: that is
+ * relay_comm_async_status's. */
+RELAY_C_API relay_status relay_comm_order_after(relay_comm* comm, uint64_t call, void* stream);
+/* *finished: 1 where async call number `call` has finished, else 0. */
+RELAY_C_API relay_status relay_comm_call_finished(relay_comm* comm, uint64_t call,
+                                                  int32_t* finished);
+/* Blocks this thread until async call number `call` has finished (the device's work of it; its
+ * own waits are bounded by the communicator's timeout). */
+RELAY_C_API relay_status relay_comm_wait_call(relay_comm* comm, uint64_t call);
+
 #ifdef __cplusplus
 }
 #endif

@@ -87,6 +87,8 @@ inline error_t stream_query(stream_t s) {
   return RELAY_RT(StreamQuery)(s);
 }
 inline constexpr error_t not_ready = RELAY_RT(ErrorNotReady);
+// What asking an event recorded during a graph capture returns: the capture's, not the host's.
+inline constexpr error_t captured_event = RELAY_RT(ErrorCapturedEvent);
 inline error_t stream_wait_event(stream_t s, event_t e) {
   return RELAY_RT(StreamWaitEvent)(s, e, 0);
 }
@@ -103,6 +105,10 @@ inline error_t event_record(event_t e, stream_t s) {
 }
 inline error_t event_synchronize(event_t e) {
   return RELAY_RT(EventSynchronize)(e);
+}
+// success when the work before the event's record has finished, not_ready while it is pending.
+inline error_t event_query(event_t e) {
+  return RELAY_RT(EventQuery)(e);
 }
 inline error_t event_elapsed_ms(float* ms, event_t a, event_t b) {
   return RELAY_RT(EventElapsedTime)(ms, a, b);

@@ -27,7 +27,7 @@ class _Entry:
 class FlatBuffers:
     """The cache. register(tensor or None) and deregister(tensor or None) are the
     communicator's collective calls. `plans`: what fused.py lays out over the buffers per call
-    structure (views of them), emptied whenever a buffer grows."""
+    structure (its groups, and views of the buffers), emptied whenever a buffer grows."""
 
     def __init__(self, device, register, deregister):
         self._device = device

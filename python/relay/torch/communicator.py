@@ -52,7 +52,7 @@ from ..errors import (
 )
 from ._flat import FlatBuffers
 from ._store import StoreBootstrap, next_prefix
-from .work import Streams, Wire, launch, launch_async
+from .work import Streams, Wire
 
 _NO_COLOR = -1  # RELAY_NO_COLOR
 _INT32 = (-(2**31), 2**31 - 1)
@@ -89,6 +89,7 @@ class Options:
         self.values = kwargs
         self._structs = {}
         self._report = _capi.WireReport()
+        self._wires = {}  # the report's fields -> their Wire (a repeated call makes none)
 
     def struct(self, lib):
         s = self._structs.get(id(lib))
@@ -106,7 +107,12 @@ class Options:
 
     def wire_of(self, lib):
         """The wire the last call made with these options took (a relay.torch.work.Wire)."""
-        return Wire.of(lib, self._report)
+        r = self._report
+        key = (id(lib), r.requested, r.taken, r.bytes, r.threshold_bytes)
+        wire = self._wires.get(key)
+        if wire is None:
+            wire = _keep(self._wires, key, Wire.of(lib, r))
+        return wire
 
 
 def _int32(what, value, kinds="an int"):
@@ -384,6 +390,7 @@ class Communicator:
         first of this, async_status(), or a Work's wait that finds it."""
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
+            self._ops.held.clear()  # every async call has finished: their tensors go back
         self.async_status()
 
     def refuse(self, error):
@@ -404,8 +411,10 @@ class Communicator:
             else:
                 code = RelaySystemError.code
         if self._handle:
-            self._lib.comm_refuse(self._handle, code, text.encode(errors="replace"),
-                                  self._stream())
+            # After the async calls not yet joined where there are any (the operation stream):
+            # one communicator's calls never overlap.
+            stream = self._ops.handle if self._ops.pending else self._stream()
+            self._lib.comm_refuse(self._handle, code, text.encode(errors="replace"), stream)
         try:
             error.settled = True
         except AttributeError:
@@ -609,18 +618,18 @@ class Communicator:
 
     def _run(self, coll, inp, out, groups, counts, op, options, first_name, dtype,
              async_op=False):
-        if async_op:
-            return launch_async(
-                self, lambda: self._call(coll, inp, out, groups, counts, op, options, first_name,
-                                         dtype), (inp, out), options)
-        if self._ops.pending is not None:
+        if not async_op and self._ops.pending:
             self._ops.join(self)
-        return self._call(coll, inp, out, groups, counts, op, options, first_name, dtype)
+        return self._call(coll, inp, out, groups, counts, op, options, first_name, dtype,
+                          async_op)
 
-    def _call(self, coll, inp, out, groups, counts, op, options, first_name, dtype):
-        """One call on the current stream: its prepared arguments where an earlier call had the
-        same (the key below), else this rank's checks and the arguments prepared (a failed check
-        refuses the call). Returns the output (None on a helper)."""
+    def _call(self, coll, inp, out, groups, counts, op, options, first_name, dtype,
+              async_op=False):
+        """One call on the current stream (async_op: on the operation stream, relay.torch.work):
+        its prepared arguments where an earlier call had the same (the key below), else this
+        rank's checks and the arguments prepared (a failed check refuses the call). Returns the
+        output (None on a helper), or with async_op its Work. Either is one crossing into the
+        library."""
         # The key: everything the call's checks and prepared arguments depend on (the
         # communicator, its rank and library, is the key's owner). An argument of a form it does
         # not take (the per-group lists, an unhashable value) leaves the call unkeyed: prepared
@@ -649,6 +658,8 @@ class Communicator:
                 raise self.refuse(e) from None
             if key is not None:
                 _keep(self._prepared, key, p)
+        if async_op:
+            return self._ops.run(self, p, result, (inp, out), options)
         status = p.fn(self._handle, p.ref, self._stream())
         if status != OK:
             error = self._lib.error(status)

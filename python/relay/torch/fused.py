@@ -6,14 +6,16 @@ every group (the spec's sharded_relay_utils.py, over relay.torch.Communicator).
 
 Per dtype: the tensors are packed in order into one flat buffer (cached by the communicator,
 grown only, registered when grown), ONE call runs across all groups, and the result is unpacked
-into the caller's tensors. Growing registers memory, which is collective, so every rank asks for
-the same buffer sizes in the same order, helpers too (they hold none): every rank passes the
-same structure (the same tensors' shapes and dtypes, `out` given or not, `in_place`). The
-growth of every dtype's buffers depends on the inputs alone and comes before any check of the
-outputs, so a rank whose outputs are wrong still takes part in it and then refuses the call: its
-peers fail at once. Every group's ranks hold tensors of the same shapes (replicas), so each
-group's count is this rank's total. A rank active in no group (single mode) passes its
-tensors too, as templates: they are never read or written.
+into the caller's tensors. A dtype of one tensor needs no packing: its call runs on the tensor
+itself (and its output), whose layout is the flat buffer's, so a repeated call of one tensor per
+dtype is that dtype's one call into the library and nothing else. Growing registers memory,
+which is collective, so every rank asks for the same buffer sizes in the same order, helpers too
+(they hold none): every rank passes the same structure (the same tensors' shapes and dtypes,
+`out` given or not, `in_place`). The growth of every dtype's buffers depends on the inputs alone
+and comes before any check of the outputs, so a rank whose outputs are wrong still takes part in
+it and then refuses the call: its peers fail at once. Every group's ranks hold tensors of the
+same shapes (replicas), so each group's count is this rank's total. A rank active in no group
+(single mode) passes its tensors too, as templates: they are never read or written.
 
 Each takes `options` (relay.torch.Options), as the Communicator methods do: by default every call
 takes the route the cost model predicts fastest (a group of every rank: the direct route).
@@ -25,6 +27,7 @@ of every tensor goes to the flat buffer's block k.
 
 import torch
 
+from .._layout import Groups
 from .work import launch
 
 __all__ = [
@@ -99,37 +102,71 @@ def _described(tensors):
 
 
 class _Step:
-    """One dtype's part of a fused call: its per-group counts and dtype, the call's send and recv
-    views of the flat buffers (None where this rank helps), and the copies around the call:
-    pack [(flat view, input index, width)] before, unpack [(flat view, output index, width)]
-    after. Width None: the flat view is shaped as the tensor; else the tensor is read or written
-    as (A, width) blocks, block k from or to the flat view's row k."""
+    """One dtype's part of a fused call: its per-group counts and dtype, and either the call's
+    send and recv views of the flat buffers (None where this rank helps) and the copies around
+    the call: pack [(flat view, input index, width)] before, unpack [(flat view, output index,
+    width)] after (width None: the flat view is shaped as the tensor; else the tensor is read or
+    written as (A, width) blocks, block k from or to the flat view's row k); or, where the dtype
+    has one tensor, `direct`: (its index, whether its input and its output are contiguous): the
+    call runs on the caller's tensors themselves (a contiguous copy of one that is not), whose
+    layout is the flat buffer's, with no flat buffer and no copy."""
 
-    __slots__ = ("dtype", "counts", "send", "recv", "pack", "unpack")
+    __slots__ = ("dtype", "counts", "send", "recv", "pack", "unpack", "direct")
 
-    def __init__(self, dtype, counts, send=None, recv=None, pack=(), unpack=()):
+    def __init__(self, dtype, counts, send=None, recv=None, pack=(), unpack=(), direct=None):
         self.dtype, self.counts = dtype, counts
         self.send, self.recv, self.pack, self.unpack = send, recv, pack, unpack
+        self.direct = direct
 
 
 def _plan(comm, packing, ins, outs, g, active, hold):
     """The steps of a fused call, after the flat buffers grew (every rank, alike) and this
-    rank's checks of its tensors passed (which raise)."""
+    rank's checks of its tensors passed (which raise). A dtype of one tensor (alike on every
+    rank: every rank passes the same structure) has no flat buffer."""
     per = [(dtype, idx, packing.count(ins, idx, active)) for dtype, idx in _by_dtype(ins)]
-    bufs = _grow_all(comm, hold, [(d, packing.buffers(n, active)) for d, _, n in per])
+    bufs = iter(_grow_all(comm, hold, [(d, packing.buffers(n, active))
+                                       for d, idx, n in per if len(idx) > 1]))
     if outs is not None:
         _check_pairs(ins, outs, packing.inputs, packing.outputs, packing.same_shape)
     for _, idx, _ in per if hold else ():
         packing.check(ins, outs, idx, active)
+    written = outs if outs is not None else ins
     steps = []
-    for (dtype, idx, count), buf in zip(per, bufs):
+    for dtype, idx, count in per:
         counts = [count] * g.count
         if not hold:
             steps.append(_Step(dtype, counts))
+            if len(idx) > 1:
+                next(bufs)
             continue
-        send, recv, pack, unpack = packing.moves(comm, g, buf, ins, outs, idx, count, active)
+        if len(idx) == 1:
+            i = idx[0]
+            steps.append(_Step(None, counts, direct=(i, ins[i].is_contiguous(),
+                                                     written[i].is_contiguous())))
+            continue
+        send, recv, pack, unpack = packing.moves(comm, g, next(bufs), ins, outs, idx, count,
+                                                 active)
         steps.append(_Step(None, counts, send, recv, pack, unpack))
     return steps
+
+
+def _direct(comm, packing, step, ins, outs, g, op, options):
+    """A one-tensor step: the call on the caller's input and output (the input itself for an
+    all-reduce in place), each a contiguous copy where it is not contiguous (copied back)."""
+    i, in_contiguous, out_contiguous = step.direct
+    t = ins[i]
+    send = t if in_contiguous else t.contiguous()
+    target = outs[i] if outs is not None else None
+    if target is None:  # all-reduce in place: the input is the output
+        packing.call(comm, send, None, g, op, step.counts, None, options)
+        if not in_contiguous:
+            t.copy_(send)
+        return
+    recv = target if out_contiguous else torch.empty_like(target,
+                                                          memory_format=torch.contiguous_format)
+    packing.call(comm, send, recv, g, op, step.counts, None, options)
+    if not out_contiguous:
+        target.copy_(recv)
 
 
 def _fused(comm, packing, ins, outs, groups, op, options, async_op, result):
@@ -142,27 +179,31 @@ def _fused(comm, packing, ins, outs, groups, op, options, async_op, result):
     operation stream (relay.torch.work); an error of its own checks refuses the call its peers
     make now, so they fail at once (Communicator.refuse leaves alone one refused or reported
     already). Returns `result`."""
-    g = comm.groups(groups)
-    group, _ = g.group_of(comm.rank)
-    active = len(g.groups[group if group is not None else 0])
-    hold = group is not None
 
     def run():
         plans = comm._flat.plans
         try:
             key = (packing.key, _described(ins), None if outs is None else _described(outs),
-                   g.key, op, options)
-            steps = plans.get(key)
+                   groups.key if isinstance(groups, Groups) else tuple(map(tuple, groups)), op,
+                   options)
+            plan = plans.get(key)
         except (AttributeError, TypeError):  # the checks below say what is wrong
-            key = steps = None
-        if steps is None:
-            steps = _plan(comm, packing, ins, outs, g, active, hold)
+            key = plan = None
+        if plan is None:
+            g = comm.groups(groups)
+            group, _ = g.group_of(comm.rank)
+            active = len(g.groups[group if group is not None else 0])
+            plan = g, active, _plan(comm, packing, ins, outs, g, active, group is not None)
             if key is not None:
                 if len(plans) >= _PLANS_KEPT:
                     del plans[next(iter(plans))]
-                plans[key] = steps
+                plans[key] = plan
+        g, active, steps = plan
         written = outs if outs is not None else ins
         for step in steps:
+            if step.direct is not None:
+                _direct(comm, packing, step, ins, outs, g, op, options)
+                continue
             if step.send is None and step.recv is None:
                 packing.call(comm, None, None, g, op, step.counts, step.dtype, options)
                 continue

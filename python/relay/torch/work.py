@@ -6,11 +6,18 @@ objects are: wait(), wait_blocking() and is_completed(), and what the call chose
     work.wait()                            # the current stream now waits for it
     work.wait_blocking()                   # or: this thread waits until it is done
 
-Where a call runs:
+Where a call runs, and what it costs on the host: one crossing into the library per call
+(relay_run_call_async), one per wait (relay_comm_order_after, then relay_comm_async_status):
   - CUDA, async_op=True: on the communicator's operation stream (one per communicator, made at
     its first async call), which first waits for the current stream's earlier work; wait() makes
-    the current stream wait for the call and does not block the host. The call's tensors are
-    recorded on that stream, so the caching allocator does not reuse their memory before it ends.
+    the current stream wait for the call and does not block the host. The library orders the
+    streams with events it keeps (include/relay/c/relay.h, "Asynchronous calls"). The call's
+    tensors are held by the communicator until the current stream is ordered after the call
+    (its wait(), or a later call made without async_op) or the call is known to have finished
+    (is_completed(), wait_blocking(), or RELAY_ASYNC_DEPTH later async calls): memory the
+    caching allocator gives back is then reused by the current stream's later work only, after
+    the call (torch's rule for a tensor used on another stream than its own still applies: its
+    record_stream is the caller's).
   - CUDA, async_op=False: on the current stream, as before, after any async call of the same
     communicator not yet waited for: one communicator's calls never overlap each other (its
     transport's areas are shared by its calls), as NCCL orders one communicator's operations.
@@ -31,8 +38,12 @@ communicator learned of any call before, not only of its own: failures are the c
 """
 
 import collections
+from ctypes import byref, c_int32
 
 import torch
+
+from .. import _capi
+from ..errors import OK
 
 _NEVER = (1 << 64) - 1  # UINT64_MAX: the model says fp8 never pays
 
@@ -70,27 +81,24 @@ class Wire(collections.namedtuple("Wire", "requested taken bytes threshold_bytes
 class Work:
     """One call's work. `result` is what the call returns without async_op (the output, None on
     a helper); `wire` the wire it took (a Wire, where the call had options; else None);
-    `stream` the CUDA stream it ran on (None on the CPU)."""
+    `stream` the operation stream an async call ran on (None on the CPU, and for a call made
+    without async_op: it ran on the current stream). Its waits ask the library about the call
+    by its number (relay_async_call)."""
 
-    __slots__ = ("result", "wire", "stream", "_event", "_comm")
+    __slots__ = ("result", "wire", "stream", "_number", "_comm")
 
-    def __init__(self, result, wire=None, stream=None, event=None, comm=None):
+    def __init__(self, result, wire, stream, number, comm):
         self.result = result
         self.wire = wire
         self.stream = stream
-        self._event = event
+        self._number = number
         self._comm = comm
 
     @classmethod
     def done(cls, comm, result, wire=None):
-        """The work of a call made without async_op, for APIs that return one anyway: on CUDA
-        its event marks the call's end on the current stream (is_completed asks the device)."""
-        if comm.device.type != "cuda":
-            return cls(result, wire, comm=comm)
-        stream = torch.cuda.current_stream(comm.device)
-        event = torch.cuda.Event()
-        event.record(stream)
-        return cls(result, wire, stream, event, comm)
+        """The work of a call made without async_op, for APIs that return one anyway: its number
+        marks the call's end on the current stream (relay_comm_mark)."""
+        return comm._ops.mark_done(comm, result, wire)
 
     def wait(self, timeout=None):
         """Orders the current stream after the call (CUDA; the host does not block), then raises
@@ -98,10 +106,12 @@ class Work:
         call another rank refused, or that ranks called differently, once. Returns True, as
         torch.distributed's Work.wait does. `timeout` is accepted for that signature: relay's own
         timeout bounds every wait of the call."""
-        if self._event is not None:
-            torch.cuda.current_stream(self.stream.device).wait_event(self._event)
-        if self._comm is not None:
-            self._comm.async_status()
+        comm = self._comm
+        comm._ops.order_after(comm, self._number, self.stream is not None)
+        lib = comm._lib
+        status = lib.comm_async_status(comm._handle)
+        if status != OK:
+            raise lib.error(status)
         return True
 
     def wait_blocking(self):
@@ -113,14 +123,20 @@ class Work:
         returns at once. Returns None. Its wait is the call's own, which relay's timeout bounds
         (a peer that dies or stalls fails the call); work queued on the stream before the call
         is waited for too. On the CPU the call is done when it returns: nothing to wait for."""
-        if self._event is not None:
-            self._event.synchronize()
-        if self._comm is not None:
-            self._comm.async_status()
+        comm = self._comm
+        comm._lib.check(comm._lib.comm_wait_call(comm._h(), self._number))
+        if self.stream is not None:
+            comm._ops.release(self._number)
+        comm.async_status()
 
     def is_completed(self):
         """Whether the call has finished on its stream (always, on the CPU)."""
-        return self._event is None or self._event.query()
+        comm = self._comm
+        finished = c_int32()
+        comm._lib.check(comm._lib.comm_call_finished(comm._h(), self._number, byref(finished)))
+        if finished.value and self.stream is not None:
+            comm._ops.release(self._number)
+        return bool(finished.value)
 
     @property
     def low_precision(self):
@@ -133,65 +149,114 @@ class Work:
 
 
 class Streams:
-    """A communicator's operation stream (made at its first async call on CUDA) and its last
-    async call not yet ordered before the current stream (its event)."""
+    """A communicator's async calls: its operation stream (made at its first async call on
+    CUDA; None on the CPU) and that stream's handle, the last async call not yet ordered before
+    the current stream (`pending`, its number; 0: none), and the tensors of the async calls not
+    yet known to be over (`held`: (number, tensors), oldest first)."""
 
-    __slots__ = ("stream", "pending")
+    __slots__ = ("stream", "handle", "pending", "held", "_made", "_made_ref")
 
     def __init__(self):
-        self.stream, self.pending = None, None
+        self.stream = self.handle = None
+        self.pending = 0
+        self.held = []
+        self._made = _capi.AsyncCall()
+        self._made_ref = byref(self._made)
+
+    def _op_stream(self, comm):
+        """The operation stream's handle (made at the first async call on CUDA; None on the
+        CPU)."""
+        if self.handle is None and comm.device.type == "cuda":
+            self.stream = torch.cuda.Stream(comm.device)
+            self.handle = self.stream.cuda_stream
+        return self.handle
+
+    def run(self, comm, prepared, result, tensors, options):
+        """One async call of `comm` (its _Prepared arguments, made with `options`) on the
+        operation stream; its Work."""
+        handle = self.handle if self.handle is not None else self._op_stream(comm)
+        lib = comm._lib
+        status = lib.run_call_async(comm._handle, prepared.ref, comm._stream(), handle,
+                                    self._made_ref)
+        if status != OK:
+            error = lib.error(status)
+            error.settled = True  # every rank of the call returns an error: nothing to refuse
+            raise error
+        wire = options.wire_of(lib) if options is not None else None
+        return self._made_one(comm, result, tensors, wire)
+
+    def run_steps(self, comm, run, tensors):
+        """run() (calls of `comm` with torch's work around them, on the current stream) as one
+        async call: on the operation stream, after the current stream's work so far, marked
+        where it ends (relay_comm_mark, before and after); its Work."""
+        handle = self._op_stream(comm)
+        lib = comm._lib
+        lib.check(lib.comm_mark(comm._h(), comm._stream(), handle, self._made_ref))
+        # Inside, the current stream is the operation stream, where nothing needs joining; the
+        # pending call is the caller's stream's to join still.
+        pending, self.pending = self.pending, 0
+        try:
+            if self.stream is not None:
+                with torch.cuda.stream(self.stream):
+                    result = run()
+            else:
+                result = run()
+        finally:
+            self.pending = pending
+        lib.check(lib.comm_mark(comm._h(), handle, handle, self._made_ref))
+        return self._made_one(comm, result, tensors, None)
+
+    def _made_one(self, comm, result, tensors, wire):
+        """The Work of the async call the library just numbered (self._made); its tensors held
+        until it is over."""
+        number, retired = self._made.call, self._made.retired
+        held = self.held
+        if held and held[0][0] <= retired:
+            self.release(retired)
+        if number > retired:
+            held.append((number, tensors))
+            if not comm._capturing:  # a captured call is joined inside its capture (its wait)
+                self.pending = number
+        return Work(result, wire, self.stream, number, comm)
+
+    def mark_done(self, comm, result, wire):
+        """The Work of a call just made on the current stream: its number marks the call's end
+        there."""
+        stream = comm._stream()
+        lib = comm._lib
+        lib.check(lib.comm_mark(comm._h(), stream, stream, self._made_ref))
+        return Work(result, wire, None, self._made.call, comm)
+
+    def order_after(self, comm, number, on_op_stream=True):
+        """Orders the current stream after async call `number`. Where that call ran on the
+        operation stream (not a mark of a call on the current stream), the current stream is
+        then after every earlier call there too, and their tensors go back to their owners."""
+        comm._lib.check(comm._lib.comm_order_after(comm._h(), number, comm._stream()))
+        if on_op_stream and self.held:
+            self.release(number)
+
+    def release(self, number):
+        """Lets go of the tensors of the async calls up to `number` (the current stream is
+        ordered after them, or they finished)."""
+        held = self.held
+        n = 0
+        while n < len(held) and held[n][0] <= number:
+            n += 1
+        del held[:n]
 
     def join(self, comm):
         """Orders the current stream after the pending async call (not while capturing: a
         captured call is joined inside its capture, by its work's wait)."""
-        if self.pending is not None and not comm._capturing:
-            torch.cuda.current_stream(comm.device).wait_event(self.pending)
-            self.pending = None
+        if self.pending and not comm._capturing:
+            self.order_after(comm, self.pending)
+            self.pending = 0
 
 
-def launch(comm, run, tensors, async_op, options=None):
-    """Runs run() (one call of `comm`, which enqueues on the current stream) as the module
-    docstring says; returns its result, or with async_op a Work."""
+def launch(comm, run, tensors, async_op):
+    """Runs run() (calls of `comm` on the current stream, with torch's work around them) as the
+    module docstring says; returns its result, or with async_op a Work."""
     if async_op:
-        return launch_async(comm, run, tensors, options)
-    if comm.device.type == "cuda":
+        return comm._ops.run_steps(comm, run, tensors)
+    if comm._ops.pending:
         comm._ops.join(comm)
     return run()
-
-
-def launch_async(comm, run, tensors, options=None):
-    """run() as an async call of `comm`: its Work (on the CPU, done, and carrying `comm`, so
-    that its waits raise what the communicator learns of failed calls)."""
-    if comm.device.type != "cuda":
-        result = run()
-        return Work(result, _wire(comm, options), comm=comm)
-    ops = comm._ops
-    current = torch.cuda.current_stream(comm.device)
-    if ops.stream is None:
-        ops.stream = torch.cuda.Stream(comm.device)
-    stream = ops.stream
-    stream.wait_stream(current)
-    with torch.cuda.stream(stream):
-        result = run()
-    event = torch.cuda.Event()
-    event.record(stream)
-    for t in _tensors(tensors):
-        if t.is_cuda:
-            t.record_stream(stream)
-    if not comm._capturing:  # a captured call is joined inside its capture (its work's wait)
-        ops.pending = event
-    return Work(result, _wire(comm, options), stream, event, comm)
-
-
-def _wire(comm, options):
-    return options.wire_of(comm._lib) if options is not None else None
-
-
-def _tensors(values):
-    for v in values:
-        if isinstance(v, torch.Tensor):
-            yield v
-        elif isinstance(v, (list, tuple)):
-            yield from _tensors(v)
-        elif isinstance(v, dict):
-            yield from _tensors(list(v.values()))

@@ -62,6 +62,7 @@ class TorchCommRelay(TorchCommBackend):
         self._comm = None
         self._name = ""
         self._opts = {}
+        self._shapes = {}  # (groups, counts) -> _groups_and_counts' answer
 
     # ---- creation ------------------------------------------------------------------------------
 
@@ -231,23 +232,16 @@ class TorchCommRelay(TorchCommBackend):
     def _arguments(self, what, coll, ins, outs, groups, counts):
         """(groups, counts, this rank's input and output, the call's dtype). An entry of a group
         this rank helps in, or of a group of count 0, is not passed on: relay never touches it."""
-        groups = [[int(r) for r in g] for g in groups]
-        counts = [int(c) for c in counts]
         ins = _tensor_list(what, "input tensors" if coll != "allreduce" else "tensors", ins)
         outs = _tensor_list(what, "output_tensors", outs) if outs is not None else None
         n = len(ins)
         if n == 0:
             raise ValueError(f"{what}: the tensor list is empty; give one tensor per group")
-        for name, values in (("all_active_ranks", groups), ("the counts", counts),
+        groups, counts, mine, typed = self._groups_and_counts(groups, counts)
+        for name, values in (("all_active_ranks", groups.groups), ("the counts", counts),
                              ("output_tensors", outs)):
             if values is not None and len(values) != n:
                 raise ValueError(f"{what}: {name} has {len(values)} entries for {n} groups")
-        me = self.communicator.rank
-        mine = next((g for g, members in enumerate(groups) if me in members), None)
-        # The call's dtype: this rank's group's, else the first group with data's (a count-0
-        # group's placeholder need not share it), as TorchCommRCCLX takes it.
-        with_data = [g for g in range(n) if counts[g] > 0]
-        typed = mine if mine is not None and counts[mine] > 0 else (with_data or [mine or 0])[0]
         dtype = ins[typed].dtype
         x = y = None
         if mine is not None:
@@ -258,6 +252,31 @@ class TorchCommRelay(TorchCommBackend):
                 x = torch.empty(0, dtype=dtype, device=ins[mine].device)
                 y = x.new_empty(0) if coll != "allreduce" else None
         return groups, counts, x, y, dtype
+
+    def _groups_and_counts(self, groups, counts):
+        """(the communicator's Groups, the counts as ints, this rank's group or None, the group
+        whose tensor gives the call's dtype): worked out once per distinct groups and counts."""
+        try:
+            key = (tuple(map(tuple, groups)), tuple(counts))
+            found = self._shapes.get(key)
+        except TypeError:  # an unhashable entry: worked out afresh
+            key = found = None
+        if found is None:
+            groups = [[int(r) for r in g] for g in groups]
+            counts = [int(c) for c in counts]
+            me = self.communicator.rank
+            mine = next((g for g, members in enumerate(groups) if me in members), None)
+            # The call's dtype: this rank's group's, else the first group with data's (a count-0
+            # group's placeholder need not share it), as TorchCommRCCLX takes it.
+            with_data = [g for g in range(len(counts)) if counts[g] > 0]
+            typed = (mine if mine is not None and mine < len(counts) and counts[mine] > 0
+                     else (with_data or [mine or 0])[0])
+            found = (self.communicator.groups(groups), counts, mine, typed)
+            if key is not None:
+                if len(self._shapes) >= _SHAPES_KEPT:
+                    del self._shapes[next(iter(self._shapes))]
+                self._shapes[key] = found
+        return found
 
     def _options(self, what, dtype, low_precision):
         """The call's options: fp8 asked where low_precision is set and the library's fp8 wire
@@ -336,14 +355,18 @@ class TorchCommRelay(TorchCommBackend):
         return self._whole("allreduce", one, None, "sum", async_op)
 
     def _whole(self, coll, x, y, op, async_op, after=None, keep=()):
+        """One relay call of every rank; `after` (torch's work on its output, such as copies
+        out) makes it steps of the call and that work (relay.torch.work.launch)."""
         comm = self.communicator
+        method = getattr(comm, _METHODS[coll])
+        args = (x, *_out_arg(coll, y), self._all, *(() if op is None else (reduce_op_name(op),)))
+        if after is None:
+            result = method(*args, options=self._opts["native"], async_op=async_op)
+            return result if async_op else Work.done(comm, result)
 
         def run():
-            result = getattr(comm, _METHODS[coll])(x, *_out_arg(coll, y), self._all,
-                                                   *(() if op is None else (reduce_op_name(op),)),
-                                                   options=self._opts["native"])
-            if after is not None:
-                after()
+            result = method(*args, options=self._opts["native"])
+            after()
             return result
 
         return self._launch(run, (x, y) + tuple(keep), async_op)
@@ -399,6 +422,8 @@ class TorchCommRelay(TorchCommBackend):
         child = comm.split(min(ranks), key=ranks.index(comm.rank))
         return TorchCommRelay.from_communicator(child, name)
 
+
+_SHAPES_KEPT = 256  # distinct (groups, counts) of the four methods a backend keeps worked out
 
 _METHODS = {"allreduce": "all_reduce", "reduce-scatter": "reduce_scatter",
             "all-gather": "all_gather", "all-to-all": "all_to_all"}
