@@ -327,14 +327,14 @@ void concrete(out_it out, const plan_report& r) {
     if (uniform) break;
   }
   fmt::format_to(out, "  plan: {} operations in {} phases\n", c.plan_operations, c.plan_phases);
-  const auto& bytes = c.scratch_bytes;
-  if (std::adjacent_find(bytes.begin(), bytes.end(), std::not_equal_to<>()) == bytes.end()) {
-    fmt::format_to(out, "  scratch bytes, every rank: {} ({})\n", bytes.front(),
-                   relay::cli::format_bytes(static_cast<std::int64_t>(bytes.front())));
+  const auto& scratch = c.scratch_bytes;
+  if (std::adjacent_find(scratch.begin(), scratch.end(), std::not_equal_to<>()) == scratch.end()) {
+    fmt::format_to(out, "  scratch bytes, every rank: {} ({})\n", scratch.front(),
+                   relay::cli::format_bytes(static_cast<std::int64_t>(scratch.front())));
   } else {
     fmt::format_to(out, "  scratch bytes per rank:");
-    for (std::size_t rank = 0; rank < bytes.size(); ++rank)
-      fmt::format_to(out, "{} {}", rank ? "," : "", bytes[rank]);
+    for (std::size_t rank = 0; rank < scratch.size(); ++rank)
+      fmt::format_to(out, "{} {}", rank ? "," : "", scratch[rank]);
     fmt::format_to(out, "\n");
   }
   if (c.predicted_seconds && c.direct_predicted_seconds)

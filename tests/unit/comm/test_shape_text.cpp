@@ -40,11 +40,11 @@ std::uint64_t fnv1a(const std::string& text) {
 }
 
 // Rank 1 of 4; every other rank shows what this one does.
-struct fixture {
+struct text_fixture {
   std::vector<std::string> shown;
   std::vector<std::uint64_t> fingerprints;
   communicator comm;
-  fixture()
+  text_fixture()
       : comm(std::make_shared<callback_bootstrap>(
                  1, 4,
                  [this](std::span<const std::byte> mine, std::vector<std::vector<std::byte>>& all,
@@ -60,7 +60,7 @@ struct fixture {
 }  // namespace
 
 TEST_CASE("a call shows its shape as text, the fingerprint is the text's", "[comm]") {
-  fixture f;
+  text_fixture f;
   alignas(16) std::byte memory[4096];
   const buffer_view in{memory, 1024}, out{memory + 2048, 1024};
 

@@ -11,11 +11,13 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/fp8_formats.hpp"
+
 using namespace relay;
 
 namespace {
 
-constexpr fp8_format e4m3 = fp8_format::e4m3, fnuz = fp8_format::e4m3_fnuz;
+using relay::testing::e4m3, relay::testing::fnuz;
 
 // Worked by hand from the bit layouts (fp8.hpp's header comment).
 static_assert(fp8_from_float(e4m3, 1.0f) == 0x38);    // 0.0111.000: 2^(7-7)

@@ -11,11 +11,13 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/fp8_formats.hpp"
+
 using namespace relay;
 
 namespace {
 
-constexpr fp8_format e4m3 = fp8_format::e4m3, fnuz = fp8_format::e4m3_fnuz;
+using relay::testing::e4m3, relay::testing::fnuz;
 
 // The image of `count` elements: the codes, zeros up to a multiple of 4, then a 4-byte scale per
 // started block of 128.

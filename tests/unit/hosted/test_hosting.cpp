@@ -12,9 +12,9 @@ using namespace relay;
 
 namespace {
 
-hosting rule(int processes, std::vector<int> devices) {
+hosting rule(int process_count, std::vector<int> devices) {
   hosting h;
-  h.processes = processes;
+  h.processes = process_count;
   h.devices = std::move(devices);
   return h;
 }

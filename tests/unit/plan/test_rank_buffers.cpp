@@ -10,7 +10,7 @@ using namespace relay;
 
 namespace {
 
-const std::vector<std::vector<int>> pairs{{0, 1}, {2, 3}};
+const std::vector<std::vector<int>> pair_groups{{0, 1}, {2, 3}};
 
 }  // namespace
 
@@ -19,28 +19,29 @@ TEST_CASE("a rank's placement follows NCCL's in-place layouts", "[plan][rank_buf
   const std::int64_t counts[] = {4, 4};
   auto at = [&](int offset) { return buffer_view{memory + offset, 64}; };
   // allreduce: in place when recv == send.
-  CHECK(placement_of(collective::allreduce, pairs, counts, 4, 1, at(0), at(0)) ==
+  CHECK(placement_of(collective::allreduce, pair_groups, counts, 4, 1, at(0), at(0)) ==
         placement::in_place);
-  CHECK(placement_of(collective::allreduce, pairs, counts, 4, 1, at(0), at(64)) ==
+  CHECK(placement_of(collective::allreduce, pair_groups, counts, 4, 1, at(0), at(64)) ==
         placement::out_of_place);
   // reduce-scatter: recv == send + k*n elements; rank 3 is index 1 of its group: 4 floats on.
-  CHECK(placement_of(collective::reduce_scatter, pairs, counts, 4, 3, at(0), at(16)) ==
+  CHECK(placement_of(collective::reduce_scatter, pair_groups, counts, 4, 3, at(0), at(16)) ==
         placement::in_place);
-  CHECK(placement_of(collective::reduce_scatter, pairs, counts, 4, 2, at(0), at(16)) ==
+  CHECK(placement_of(collective::reduce_scatter, pair_groups, counts, 4, 2, at(0), at(16)) ==
         placement::out_of_place);  // index 0 would need recv == send
   // all-gather: send == recv + k*n.
-  CHECK(placement_of(collective::all_gather, pairs, counts, 4, 3, at(16), at(0)) ==
+  CHECK(placement_of(collective::all_gather, pair_groups, counts, 4, 3, at(16), at(0)) ==
         placement::in_place);
   // all-to-all has no in-place form; a rank in no group is a helper; count 0 does not vote.
-  CHECK(placement_of(collective::all_to_all, pairs, counts, 4, 0, at(0), at(0)) ==
+  CHECK(placement_of(collective::all_to_all, pair_groups, counts, 4, 0, at(0), at(0)) ==
         placement::out_of_place);
   CHECK(placement_of(collective::allreduce, {{0, 1}}, counts, 4, 3, {}, {}) == placement::helper);
   const std::int64_t zero[] = {0, 4};
-  CHECK(placement_of(collective::allreduce, pairs, zero, 4, 1, at(0), at(64)) == placement::helper);
+  CHECK(placement_of(collective::allreduce, pair_groups, zero, 4, 1, at(0), at(64)) ==
+        placement::helper);
   // A count no plan takes (2^61 + 1 fp64: 2^64 + 8 bytes at index 1) forms no offset: out of
   // place, and make_plan refuses the count.
   const std::int64_t huge[] = {(std::int64_t{1} << 61) + 1, 4};
-  CHECK(placement_of(collective::reduce_scatter, pairs, huge, 8, 1, at(0), at(0)) ==
+  CHECK(placement_of(collective::reduce_scatter, pair_groups, huge, 8, 1, at(0), at(0)) ==
         placement::out_of_place);
 }
 
@@ -49,7 +50,7 @@ TEST_CASE("a rank checks its own buffers only, with validate_buffers' messages",
   plan_request q;
   q.coll = collective::allreduce;
   q.ranks = 4;
-  q.groups = pairs;
+  q.groups = pair_groups;
   q.counts = {8, 8};
   plan p;
   REQUIRE(make_plan(q, p));
@@ -83,7 +84,7 @@ TEST_CASE("a rank's own check agrees with validate_buffers on a plan of its buff
     plan_request q;
     q.coll = all_collectives[next(all_collectives.size())];
     q.ranks = 4;
-    q.groups = pairs;
+    q.groups = pair_groups;
     q.counts = {static_cast<std::int64_t>(next(9)), static_cast<std::int64_t>(next(9))};
     q.type = next(2) == 0 ? dtype::int32 : dtype::bfloat16;
     plan p;

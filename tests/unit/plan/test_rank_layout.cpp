@@ -8,7 +8,8 @@ using namespace relay;
 
 namespace {
 
-call_shape shape_of(collective c, group_list groups, int ranks, std::vector<std::int64_t> counts) {
+call_shape layout_shape(collective c, group_list groups, int ranks,
+                        std::vector<std::int64_t> counts) {
   call_shape s;
   assign_call(s, c, groups, ranks, counts, dtype::float32, reduce_op::sum, call_options{});
   return s;
@@ -20,35 +21,35 @@ TEST_CASE("rank_layout_of: each rank's sizes and in-place offsets, by hand", "[p
   // N = 8, fused A = 2: {0,1} {2,3} {4,5} {6,7}, counts 5, 6, 7, 8.
   const group_list pairs{{0, 1}, {2, 3}, {4, 5}, {6, 7}};
   rank_layout l;
-  REQUIRE(rank_layout_of(shape_of(collective::reduce_scatter, pairs, 8, {5, 6, 7, 8}), 3, l));
+  REQUIRE(rank_layout_of(layout_shape(collective::reduce_scatter, pairs, 8, {5, 6, 7, 8}), 3, l));
   CHECK(l == rank_layout{1, 1, 2, 12, 6, 0, 6, true});
-  REQUIRE(rank_layout_of(shape_of(collective::all_gather, pairs, 8, {5, 6, 7, 8}), 7, l));
+  REQUIRE(rank_layout_of(layout_shape(collective::all_gather, pairs, 8, {5, 6, 7, 8}), 7, l));
   CHECK(l == rank_layout{3, 1, 2, 8, 16, 8, 0, true});
-  REQUIRE(rank_layout_of(shape_of(collective::allreduce, pairs, 8, {5, 6, 7, 8}), 4, l));
+  REQUIRE(rank_layout_of(layout_shape(collective::allreduce, pairs, 8, {5, 6, 7, 8}), 4, l));
   CHECK(l == rank_layout{2, 0, 2, 7, 7, 0, 0, true});
   // Single A = 4 {2, 5, 6, 1} of N = 8, count 3: rank 6 is third; rank 0 helps.
   const group_list one{{2, 5, 6, 1}};
-  REQUIRE(rank_layout_of(shape_of(collective::all_to_all, one, 8, {3}), 6, l));
+  REQUIRE(rank_layout_of(layout_shape(collective::all_to_all, one, 8, {3}), 6, l));
   CHECK(l == rank_layout{0, 2, 4, 12, 12, 0, 0, false});
-  REQUIRE(rank_layout_of(shape_of(collective::all_to_all, one, 8, {3}), 0, l));
+  REQUIRE(rank_layout_of(layout_shape(collective::all_to_all, one, 8, {3}), 0, l));
   CHECK(l == rank_layout{-1, -1, 4, 0, 0, 0, 0, false});
   // A = N: the direct route runs it, so it has sizes; the relay route's need of a helper is the
   // call's to report.
-  REQUIRE(rank_layout_of(shape_of(collective::all_gather, {{1, 0}}, 2, {6}), 0, l));
+  REQUIRE(rank_layout_of(layout_shape(collective::all_gather, {{1, 0}}, 2, {6}), 0, l));
   CHECK(l == rank_layout{0, 1, 2, 6, 12, 6, 0, true});
 }
 
 TEST_CASE("rank_layout_of refuses what the call refuses, and writes nothing", "[plan][layout]") {
   const rank_layout untouched{9, 9, 9, 9, 9, 9, 9, true};
   rank_layout l = untouched;
-  status s = rank_layout_of(shape_of(collective::allreduce, {{0, 1}, {1, 3}}, 4, {4, 4}), 0, l);
+  status s = rank_layout_of(layout_shape(collective::allreduce, {{0, 1}, {1, 3}}, 4, {4, 4}), 0, l);
   CHECK(s.code() == errc::invalid_group);
   CHECK(s.message() == "rank 1 is active in two groups (0 and 1)");
-  s = rank_layout_of(shape_of(collective::allreduce, {{0, 1}, {2, 3}}, 4, {4, -1}), 0, l);
+  s = rank_layout_of(layout_shape(collective::allreduce, {{0, 1}, {2, 3}}, 4, {4, -1}), 0, l);
   CHECK(s.code() == errc::invalid_count);
-  s = rank_layout_of(shape_of(collective::allreduce, {{0, 1, 2}}, 8, {3}), 0, l);
+  s = rank_layout_of(layout_shape(collective::allreduce, {{0, 1, 2}}, 8, {3}), 0, l);
   CHECK(s.code() == errc::invalid_schedule);
-  s = rank_layout_of(shape_of(collective::allreduce, {{0, 1}, {2, 3}}, 4, {4, 4}), 4, l);
+  s = rank_layout_of(layout_shape(collective::allreduce, {{0, 1}, {2, 3}}, 4, {4, 4}), 4, l);
   CHECK(s.code() == errc::invalid_argument);
   CHECK(s.message() == "rank 4 is outside 0..3");
   CHECK(l == untouched);

@@ -11,7 +11,7 @@ using relay::testing::scoped_env;
 
 TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
   {
-    options o;
+    ipc::options o;
     REQUIRE(options_from_environment(o));
     CHECK(o.bytes_per_rank == std::size_t{64} << 20);
     CHECK(o.form == call_form::automatic);
@@ -25,7 +25,7 @@ TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
                        {"RELAY_IPC_ONE_SHOT_TILES", "0"}, {"RELAY_IPC_LAUNCH_US", "2.5"},
                        {"RELAY_IPC_SIGNAL_US", "0.75"},   {"RELAY_IPC_TILE_US", "1"},
                        {"RELAY_IPC_DEVICE_SHARE", "8"}};
-  options o;
+  ipc::options o;
   REQUIRE(options_from_environment(o));
   CHECK(o.bytes_per_rank == std::size_t{8} << 20);
   CHECK(o.form == call_form::stepped);
@@ -35,7 +35,7 @@ TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
   CHECK(o.costs.tile == Approx(1e-6));
   CHECK(o.device_share == 8);
   const scoped_env pull{{"RELAY_IPC_FORM", "pull"}};
-  options forced;
+  ipc::options forced;
   REQUIRE(options_from_environment(forced));
   CHECK(forced.form == call_form::pull);
 }
@@ -43,7 +43,7 @@ TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
 TEST_CASE("ipc options: a malformed variable is named", "[transport][ipc]") {
   auto refused = [](const char* name, const char* value) {
     const scoped_env env{{name, value}};
-    options o;
+    ipc::options o;
     return options_from_environment(o);
   };
   status s = refused("RELAY_IPC_FORM", "fast");

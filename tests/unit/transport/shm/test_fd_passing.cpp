@@ -14,7 +14,7 @@
 #include <thread>
 
 using namespace relay;
-using detail::steady;
+using relay::detail::steady;
 
 namespace {
 
@@ -23,8 +23,8 @@ std::string unique_name(const char* what) {
   return "relay-test-" + std::to_string(::getpid()) + "-" + what + "-" + std::to_string(++n);
 }
 
-detail::unique_fd file_holding(const std::string& text) {
-  detail::unique_fd fd(::memfd_create("relay-test", MFD_CLOEXEC));
+relay::detail::unique_fd file_holding(const std::string& text) {
+  relay::detail::unique_fd fd(::memfd_create("relay-test", MFD_CLOEXEC));
   REQUIRE(fd.get() >= 0);
   REQUIRE(::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()));
   return fd;
@@ -33,14 +33,15 @@ detail::unique_fd file_holding(const std::string& text) {
 }  // namespace
 
 TEST_CASE("the expected process receives the same file", "[transport][fd_passing]") {
-  const detail::unique_fd file = file_holding("relay");
+  const relay::detail::unique_fd file = file_holding("relay");
   const std::string name = unique_name("same");
-  detail::fd_offer offer;
+  relay::detail::fd_offer offer;
   REQUIRE(offer.listen(name, 4));
   status fetched;
-  detail::unique_fd got;
+  relay::detail::unique_fd got;
   std::thread taker([&] {
-    fetched = detail::fetch_fd(name, "the holder", steady::now() + std::chrono::seconds(5), got);
+    fetched =
+        relay::detail::fetch_fd(name, "the holder", steady::now() + std::chrono::seconds(5), got);
   });
   const std::size_t served =
       offer.serve(file.get(), {::getpid()}, steady::now() + std::chrono::seconds(5));
@@ -59,14 +60,15 @@ TEST_CASE("the expected process receives the same file", "[transport][fd_passing
 }
 
 TEST_CASE("a process the holder does not expect gets nothing", "[transport][fd_passing]") {
-  const detail::unique_fd file = file_holding("secret");
+  const relay::detail::unique_fd file = file_holding("secret");
   const std::string name = unique_name("stranger");
-  detail::fd_offer offer;
+  relay::detail::fd_offer offer;
   REQUIRE(offer.listen(name, 4));
   status fetched;
-  detail::unique_fd got;
+  relay::detail::unique_fd got;
   std::thread taker([&] {
-    fetched = detail::fetch_fd(name, "the holder", steady::now() + std::chrono::seconds(5), got);
+    fetched =
+        relay::detail::fetch_fd(name, "the holder", steady::now() + std::chrono::seconds(5), got);
   });
   // The holder expects its parent (alive, and not this process).
   const auto start = steady::now();
@@ -87,8 +89,8 @@ TEST_CASE("the holder stops waiting for a process that has exited", "[transport]
   if (child == 0) ::_exit(0);
   int wstatus = 0;
   REQUIRE(::waitpid(child, &wstatus, 0) == child);  // gone and reaped: no such process now
-  const detail::unique_fd file = file_holding("x");
-  detail::fd_offer offer;
+  const relay::detail::unique_fd file = file_holding("x");
+  relay::detail::fd_offer offer;
   REQUIRE(offer.listen(unique_name("exited"), 4));
   const auto start = steady::now();
   CHECK(offer.serve(file.get(), {child}, steady::now() + std::chrono::seconds(10)) == 0);
@@ -97,18 +99,19 @@ TEST_CASE("the holder stops waiting for a process that has exited", "[transport]
 
 TEST_CASE("fetching ends at once without a holder and at the deadline without an answer",
           "[transport][fd_passing]") {
-  detail::unique_fd got;
+  relay::detail::unique_fd got;
   const std::string nobody = unique_name("nobody");
-  status s = detail::fetch_fd(nobody, "rank 0", steady::now() + std::chrono::seconds(5), got);
+  status s =
+      relay::detail::fetch_fd(nobody, "rank 0", steady::now() + std::chrono::seconds(5), got);
   CHECK(s.code() == errc::system_error);
   CHECK_THAT(s.message(), Catch::Contains("connecting to rank 0's socket @" + nobody) &&
                               Catch::Contains("rank 0 exited, or is on another host?"));
   // A holder that listens and never serves.
-  detail::fd_offer silent;
+  relay::detail::fd_offer silent;
   const std::string name = unique_name("silent");
   REQUIRE(silent.listen(name, 4));
   const auto start = steady::now();
-  s = detail::fetch_fd(name, "rank 0", start + std::chrono::milliseconds(200), got);
+  s = relay::detail::fetch_fd(name, "rank 0", start + std::chrono::milliseconds(200), got);
   const auto took = steady::now() - start;
   CHECK(s.code() == errc::timeout);
   CHECK(s.message() == "rank 0 did not hand over the descriptor in time");
