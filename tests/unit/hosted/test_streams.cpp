@@ -67,7 +67,7 @@ TEST_CASE("a process's ranks launch a call's stages by order, every rank's entry
     CHECK(s.ok());
 }
 
-TEST_CASE("a rank whose launch fails launches no more; the others go on; its failure is kept",
+TEST_CASE("a rank whose launch fails launches no more, the others go on, its failure is kept",
           "[hosted]") {
   std::vector<std::string> log;
   recording_side r0(0, {0, 1, exit_order}, log), r1(1, {0, 1, exit_order}, log, 1);
