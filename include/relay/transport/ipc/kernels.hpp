@@ -787,7 +787,10 @@ __global__ void __launch_bounds__(Block)
     ipc_one_shot_kernel(const ipc_stage* stages, std::uint32_t count, user_runs in,
                         std::uint64_t in_tiles, user_runs out, std::uint64_t out_tiles,
                         const RELAY_IPC_GRID_CONSTANT ipc_env env) {
-  __shared__ std::uint32_t give_up, stuck;
+  // give_up by stage parity: a stage's threads read its verdict after its last barrier, and a
+  // stage with no work goes on to the next without one, whose thread 0 then writes the other word
+  // (the word of stage i is written again at stage i + 2, past stage i + 1's barriers).
+  __shared__ std::uint32_t give_up[2], stuck;
   __shared__ std::int64_t delta[ipc_delta_count];
   __shared__ detail::ipc_entry_shared entry;
   if (detail::ipc_void_piece(env)) return;
@@ -799,8 +802,8 @@ __global__ void __launch_bounds__(Block)
     const ipc_stage s = stages[i];
     const bool last = i + 1 == count;
     const std::uint64_t user_tiles = i == 0 ? in_tiles : last ? out_tiles : 0;
-    const bool stop = i == 0 ? detail::ipc_enter<Block>(env, call, give_up, entry)
-                             : detail::ipc_stage_waits<Block>(env, s, call, give_up);
+    const bool stop = i == 0 ? detail::ipc_enter<Block>(env, call, give_up[0], entry)
+                             : detail::ipc_stage_waits<Block>(env, s, call, give_up[i & 1]);
     if (!stop) {
       detail::ipc_stage_deltas<Block>(env, s, delta);
       detail::ipc_stage_work<T, Block, Unroll>(s,
