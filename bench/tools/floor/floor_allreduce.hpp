@@ -76,9 +76,11 @@ inline constexpr int max_members = 8;
 inline constexpr int max_blocks = 256;
 inline constexpr int block_threads = 512;
 inline constexpr int trace_calls = 16, trace_points = 4;  // start, entered, summed, end
-// ll: the most bytes a call carries (its slots' size), and the default's largest ll call.
+// ll: the most bytes a call carries (its slots' size), and the default's largest ll call: all
+// of it (on one H100, 2 processes, ll beat barrier at every size to 1 MiB, eager and replayed:
+// bench/results/2026-12-06-h100-floor-ll-and-async).
 inline constexpr std::uint64_t ll_capacity = std::uint64_t{1} << 20;
-inline constexpr std::uint64_t ll_default_max = std::uint64_t{256} << 10;
+inline constexpr std::uint64_t ll_default_max = ll_capacity;
 // ll: the words of a slot: 16 bytes of input are 4 words of 4 data bytes and a 4-byte epoch.
 inline constexpr std::uint64_t ll_words = ll_capacity / 4;
 

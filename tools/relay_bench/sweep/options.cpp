@@ -160,7 +160,7 @@ where
                           floor-ll pushes words that carry their call's epoch to every
                           member (no barrier; up to 1 MiB); floor-barrier reads the inputs
                           in place between an entry and an exit barrier; floor: floor-ll up
-                          to 256 KiB, floor-barrier above; floor-job: floor-barrier whose
+                          to 1 MiB, floor-barrier above; floor-job: floor-barrier whose
                           entry meets every rank, as one relay call's agreement does
 
 output
