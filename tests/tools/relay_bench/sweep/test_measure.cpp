@@ -3,7 +3,12 @@
 #include "sweep/measure.hpp"
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "report/report.hpp"
 #include "sweep/data.hpp"
@@ -202,9 +207,35 @@ TEST_CASE("a job's rows with relay's direct route as the baseline (--emulate-mes
   REQUIRE(run_rank_rows(o, shapes, {1 << 20}, run_info{}, job) == 0);
   REQUIRE(calls.size() == 1);
   CHECK_FALSE(calls[0].baseline);
+  // The lead writes --csv: a header and a row per size, the baseline direct, the speedup the
+  // baseline's time over the route's (2 ms / 1 ms).
+  o.route = route_choice::relay;
+  o.csv_path = "/tmp/relay_bench_test_rank_rows.csv";
+  job.lead = true;
+  REQUIRE(run_rank_rows(o, shapes, {1 << 20}, run_info{}, job) == 0);
+  std::ifstream in(o.csv_path);
+  std::vector<std::vector<std::string>> lines;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields;
+    std::stringstream text(line);
+    for (std::string f; std::getline(text, f, ',');)
+      fields.push_back(f);
+    lines.push_back(fields);
+  }
+  std::remove(o.csv_path.c_str());
+  REQUIRE(lines.size() == 2);
+  auto field = [&](const std::string& name) {
+    const auto at = std::find(lines[0].begin(), lines[0].end(), name);
+    REQUIRE(at != lines[0].end());
+    return lines[1].at(static_cast<std::size_t>(at - lines[0].begin()));
+  };
+  CHECK(field("baseline") == "direct");
+  CHECK(field("route") == "relay");
+  CHECK(std::stod(field("speedup")) == Approx(2.0));
   // Without it (and no vendor), relay's route alone.
   calls.clear();
-  o.route = route_choice::relay;
+  o.csv_path.clear();
+  job.lead = false;
   job.direct_baseline = false;
   REQUIRE(run_rank_rows(o, shapes, {1 << 20}, run_info{}, job) == 0);
   REQUIRE(calls.size() == 1);
