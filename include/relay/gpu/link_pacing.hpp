@@ -9,7 +9,7 @@
 // Both paced copy paths use it: the GPU executor's (exec/gpu/pacing.hpp, paced_copy.hpp) and the
 // ipc transport's (transport/ipc/kernels.hpp); gpu/link_clock.hpp is the device side.
 // docs/mesh-emulation.md says why it is built this way. No GPU runtime here: the device calls
-// these same functions, and tests/unit/exec/gpu/test_pacing.cpp checks them on the CPU with
+// these same functions, and tests/unit/gpu/test_link_pacing.cpp checks them on the CPU with
 // hand-worked numbers.
 #pragma once
 
@@ -63,7 +63,7 @@ RELAY_HOST_DEVICE constexpr std::uint64_t tile_bytes(const copy_desc& c, std::ui
 // flight: tens of GB/s) and books the next at once, before its slot ends: one block keeps a link
 // busy while it moves a tile within a slot. Two leave room for a block slower than a slot (memory
 // contention, a coarse clock waking it late): while one moves, the other's slot is booked next
-// (tests/unit/exec/gpu/test_pacing.cpp simulates both). Faster links, shorter slots: one more block
+// (tests/unit/gpu/test_link_pacing.cpp simulates both). Faster links, shorter slots: one more block
 // per 16 GB/s, 16 at most.
 RELAY_HOST_DEVICE constexpr std::uint32_t link_blocks(std::uint64_t bytes_per_second) {
   const std::uint64_t n = 2 + bytes_per_second / 16'000'000'000ull;
