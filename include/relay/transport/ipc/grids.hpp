@@ -130,13 +130,14 @@ inline status gather_grids(bootstrap& boot, const device_info& mine,
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 
-// `device` as the grids see it: its multiprocessors, the ipc kernels' fewest resident blocks,
-// its PCI address (the form options are the caller's to fill).
-inline status describe_device(int device, device_info& out) {
+// `device` as the grids see it: its multiprocessors, the ipc kernels' fewest resident blocks
+// (`paced`: the paced step kernel's too), its PCI address (the form options are the caller's to
+// fill).
+inline status describe_device(int device, device_info& out, bool paced) {
   int sms = 0, resident = 0;
   if (gpu::rt::error_t e = gpu::rt::sm_count(&sms, device); e != gpu::rt::success)
     return gpu::failure("counting the multiprocessors", device, e);
-  if (gpu::rt::error_t e = fewest_resident_blocks(&resident, device); e != gpu::rt::success)
+  if (gpu::rt::error_t e = fewest_resident_blocks(&resident, device, paced); e != gpu::rt::success)
     return gpu::failure("querying the ipc kernels' occupancy", device, e);
 #if defined(RELAY_GPU_HIP)
   const gpu::rt::error_t placed = hipDeviceGetPCIBusId(out.place.data(), 31, device);

@@ -132,18 +132,17 @@ inline unsigned char* operand_address(const plan& p, std::span<unsigned char* co
   return address_of(o, areas_at(areas[r], layout_of(p, r)));
 }
 
-// What the kernels can run `p` in: the one-shot form where every stage fits the cap and the wire
-// is native (the one-shot kernel has no fp8 ends); the pull form where it applies (pull_plan.hpp)
-// and its stage fits the cap too, and no mesh is emulated (the pull reads peers' memory, which no
-// link clock paces).
+// What the kernels can run `p` in: the one-shot form where every stage fits the cap, the wire is
+// native (the one-shot kernel has no fp8 ends) and no mesh is emulated (only the step kernel has
+// a paced form); the pull form where it applies (pull_plan.hpp) and its stage fits the cap too
+// (never under emulation either: it reads peers' memory, which no link clock paces).
 inline form_fit fit_of(const plan& p, const program_setting& s) {
   const std::vector<std::uint64_t> stages = plan_stages(p, tile_bytes);
   const std::uint64_t largest = *std::max_element(stages.begin(), stages.end());
   form_fit f;
-  f.one_shot =
-      p.wire.taken == wire_format::native && s.one_shot_tiles > 0 && largest <= s.one_shot_tiles;
-  f.pull = s.emulate_mesh == 0 && f.one_shot && pull_applies(p) &&
-           pull_stage_tiles(p, tile_bytes) <= s.one_shot_tiles;
+  f.one_shot = p.wire.taken == wire_format::native && s.one_shot_tiles > 0 &&
+               largest <= s.one_shot_tiles && s.emulate_mesh == 0;
+  f.pull = f.one_shot && pull_applies(p) && pull_stage_tiles(p, tile_bytes) <= s.one_shot_tiles;
   return f;
 }
 
@@ -349,7 +348,8 @@ inline status build_program(const plan& p, const plan_slice& slice, const progra
 struct stage_ref {
   const ipc_stage* device = nullptr;
   std::uint64_t tiles = 0;
-  bool fp8 = false;  // it has fp8 ends: the kernel's Fp8 form runs it
+  bool fp8 = false;    // it has fp8 ends: the kernel's Fp8 form runs it
+  bool paced = false;  // it has paced pushes: the kernel's Paced form runs it (mesh emulation)
   // Its place among every rank's stages of a call: the entry 0, a phase's stage the mark it
   // publishes (what its peers' later stages wait for), the exit last (ipc/kernel_launch.hpp).
   std::uint32_t order = 0;
@@ -432,7 +432,7 @@ inline packed_program pack(const program& pr, void* device) {
                        : last ? last_stage_order
                               : static_cast<std::uint32_t>(h.head.publish);
     const stage_ref ref{reinterpret_cast<const ipc_stage*>(base) + i, h.tiles(), h.has_fp8(),
-                        order};
+                        h.head.paced_count > 0, order};
     if (i == 0) {
       out.entry = ref;
     } else if (last) {

@@ -403,7 +403,7 @@ class transport final : public relay::transport, public hosted::stream_side {
   // same form).
   status size_grids(bootstrap& boot, std::chrono::milliseconds timeout) {
     device_info mine;
-    if (status s = describe_device(device_, mine); !s) return s;
+    if (status s = describe_device(device_, mine, setting_.emulate_mesh != 0); !s) return s;
     mine.form = static_cast<std::int64_t>(setting_.form);
     mine.one_shot_tiles = static_cast<std::int64_t>(setting_.one_shot_tiles);
     mine.launch = setting_.costs.launch;
@@ -478,6 +478,7 @@ class transport final : public relay::transport, public hosted::stream_side {
     l.order = st.order;
     l.type = type;
     l.fp8 = st.fp8;
+    l.paced = st.paced;
     l.grid = static_cast<unsigned>(std::min(tiles, most));
     l.stream = stream;
     l.stages = st.device;

@@ -73,7 +73,7 @@
 //   relay-run -n 2 -- relay_ipc_tests paced
 //                                                mesh emulation at 4 GB/s: a pair's 4 MiB
 //                                                all-gather no faster than its link, every byte
-//                                                right; a small direct allreduce takes no pull
+//                                                right; a small direct allreduce runs stepped
 //   relay-run -n 2 -- relay_ipc_tests paced_mismatch
 //                                                RELAY_IPC_EMULATE_MESH on one rank alone:
 //                                                creation refused on both, naming it
@@ -1338,10 +1338,10 @@ int soak(communicator& comm, int argc, char** argv) {
 // an all-gather of one pair, each rank's 4 MiB pushed over its one link to the other, is never
 // done before a link of 4 GB/s could have moved it (4194304 / 4e9 = 1.049 ms, device events
 // around the call on each rank), and gives every byte of both inputs; a pair's small direct
-// allreduce, which takes the pull form unpaced, takes a plan form (the pull reads peers' memory,
-// which nothing paces) and sums right. The other ranks help. Paced runs bit for bit the unpaced
-// ones: the hosted suite under RELAY_IPC_EMULATE_MESH against its unpaced record
-// (device_run.sh's paced steps).
+// allreduce, which takes the pull form unpaced, takes the stepped form (the pull reads peers'
+// memory, which nothing paces; only the step kernel has a paced form) and sums right. The other
+// ranks help. Paced runs bit for bit the unpaced ones: the hosted suite under
+// RELAY_IPC_EMULATE_MESH against its unpaced record (device_run.sh's paced steps).
 int paced(communicator& comm) {
   constexpr double rate = 4e9;
   constexpr std::int64_t n = std::int64_t{1} << 22;  // bytes of uint8 a rank
@@ -1396,7 +1396,7 @@ int paced(communicator& comm) {
           return failed("rank " + std::to_string(me) + ": the all-gather's byte " +
                         std::to_string(i) + " of rank " + std::to_string(q) + " is wrong");
   }
-  // A pair's direct allreduce of 1 KiB of float32 (the pull form's, unpaced): a plan form, right.
+  // A pair's direct allreduce of 1 KiB of float32 (the pull form's, unpaced): stepped, right.
   constexpr std::int64_t k = 256;
   std::vector<float> sum(2 * k);
   for (std::int64_t i = 0; i < k; ++i) {
@@ -1404,7 +1404,7 @@ int paced(communicator& comm) {
     sum[static_cast<std::size_t>(k + i)] = -1.0f;  // poisoned output
   }
   IPC_CHECK(gpu::rt::upload(base, sum.data(), sum.size() * sizeof(float)));
-  const std::uint64_t pulls = link_of(comm).counts().pull;
+  const std::uint64_t one_shot = link_of(comm).counts().one_shot;  // the pull's included
   const std::vector<std::int64_t> ks{k};
   const buffer_view in = member ? buffer_view{base, k * sizeof(float)} : buffer_view{};
   const buffer_view out =
@@ -1414,14 +1414,15 @@ int paced(communicator& comm) {
                                          direct, d.stream));
       !r)
     return failed("the allreduce: " + r.to_string());
-  if (link_of(comm).counts().pull != pulls) return failed("the allreduce took the pull form");
+  if (link_of(comm).counts().one_shot != one_shot)
+    return failed("the allreduce took the pull or the one-shot form, which are not paced");
   if (member) {
     IPC_CHECK(gpu::rt::memcpy(sum.data(), base, sum.size() * sizeof(float)));
     for (std::int64_t i = 0; i < k; ++i)  // 1 * x + 2 * x, small integers: exact
       if (sum[static_cast<std::size_t>(k + i)] != 3.0f * static_cast<float>(i % 9))
         return failed("the allreduce's element " + std::to_string(i) + " is wrong");
   }
-  if (me == 0) std::printf("paced: never faster than the link, every byte right, no pull\n");
+  if (me == 0) std::printf("paced: never faster than the link, every byte right, stepped\n");
   return 0;
 }
 

@@ -445,16 +445,19 @@ TEST_CASE("under mesh emulation reductions are not paced, and a fixed push has n
   CHECK(fixed.stages[1].head.paced_moves == 0);
 }
 
-TEST_CASE("under mesh emulation the pull form is never chosen, and the fp8 wire is refused",
+TEST_CASE("under mesh emulation the stepped form runs every call, and the fp8 wire is refused",
           "[transport][ipc][pacing]") {
-  // The pair's direct allreduce takes the pull wherever it may (the form test above); under
-  // emulation it takes the one-shot form (auto) and a forced pull falls to what fits.
+  // The pair's direct allreduce takes the pull wherever it may, else the one-shot form (the form
+  // test above); under emulation neither fits (only the step kernel has a paced form), whatever
+  // is asked: stepped.
   plan p = pair_allreduce();
   program_setting s = setting();
   s.emulate_mesh = 12'000'000'000;
-  CHECK(form_name(built(p, 0, s, fp8_ends::receiver).form) == "one-shot");
-  s.form = call_form::pull;
-  CHECK(form_name(built(p, 0, s, fp8_ends::receiver).form) == "one-shot");
+  for (call_form f : {call_form::automatic, call_form::pull, call_form::one_shot}) {
+    s.form = f;
+    INFO("form " << static_cast<int>(f));
+    CHECK(form_name(built(p, 0, s, fp8_ends::receiver).form) == "stepped");
+  }
   // The fp8 wire: the sender's quantized image crosses the link, which is not paced: refused.
   const plan f = fp8_pair();
   program refused;
@@ -498,6 +501,10 @@ TEST_CASE("a paced program packed: the paced list after the stage's other lists"
   CHECK(c.link == 1);
   CHECK(at(c.copy.dst) == A1 + 768);
   CHECK(pk.phases[0].tiles == 2);  // a block per walker
+  CHECK(pk.phases[0].paced);       // the step kernel's paced form runs it
+  CHECK_FALSE(pk.phases[1].paced);
+  CHECK_FALSE(pk.entry.paced);
+  CHECK_FALSE(pk.exit.paced);
   ipc_stage sum;
   std::memcpy(&sum, pk.bytes.data() + 2 * sizeof(ipc_stage), sizeof sum);
   CHECK(sum.paced == nullptr);
