@@ -68,6 +68,7 @@
 #include "relay/gpu/runtime.hpp"
 #include "relay/schedule/schedule.hpp"
 #include "relay/transport/agreement.hpp"
+#include "relay/transport/ipc/ll_plan.hpp"
 #include "relay/transport/ipc/pull_entry.hpp"
 #include "relay/transport/ipc/pull_plan.hpp"
 #include "relay/transport/ipc/report.hpp"
@@ -78,9 +79,9 @@
 namespace relay::ipc {
 
 // Every rank's control block, an allocation of its own that AMD keeps coherent while kernels run
-// (ipc/memory.hpp). signal[q], entries[.][q], alarms[q], texts[q], pull_entries[.][q] and the
-// pull flags' [q] are written by rank q only (its kernels; its host writes its dead mark, alarm
-// and text when it aborts), and read here with system-scope loads (signals.hpp); the rest by
+// (ipc/memory.hpp). signal[q], entries[.][q], alarms[q], texts[q], pull_entries[.][q], the pull
+// flags' [q] and ll[.][q] are written by rank q only (its kernels; its host writes its dead mark,
+// alarm and text when it aborts), and read here with system-scope loads (signals.hpp); the rest by
 // this rank's own launches only.
 struct ipc_control {
   std::uint64_t signal[max_ranks];  // rank q's latest mark (raised, never lowered)
@@ -102,6 +103,9 @@ struct ipc_control {
   // which that block had its input ready ([0]) and had finished reading this rank's input ([1]).
   std::uint64_t pull_entries[2][max_ranks][ipc::pull_entry_words];
   std::uint64_t pull_flags[2][ipc::max_pull_blocks][max_ranks];
+  // The ll form (transport/ipc/ll.hpp), written by rank q: its input of call s as words that
+  // carry the call ([s % 2][q], transport/ipc/ll_plan.hpp). Last: the other words lie together.
+  std::uint64_t ll[2][max_ranks][ipc::ll_slot_words];
 };
 
 // A rank's fixed view of the job, passed by value to every launch.

@@ -17,7 +17,7 @@ struct options {
   // call fails on every rank with errc::out_of_memory naming the size). RELAY_IPC_BYTES
   // overrides it.
   std::size_t bytes_per_rank = std::size_t{64} << 20;
-  // Which form runs a call (RELAY_IPC_FORM: auto, one_shot, stepped, pull), and the model's
+  // Which form runs a call (RELAY_IPC_FORM: auto, one_shot, stepped, pull, ll), and the model's
   // constants (RELAY_IPC_LAUNCH_US, RELAY_IPC_SIGNAL_US, RELAY_IPC_TILE_US, in microseconds).
   call_form form = call_form::automatic;
   form_costs costs{};
@@ -94,9 +94,11 @@ inline status options_from_environment(options& o) {
       o.form = call_form::stepped;
     else if (f == "pull")
       o.form = call_form::pull;
+    else if (f == "ll")
+      o.form = call_form::ll;
     else
       return {errc::invalid_argument,
-              "RELAY_IPC_FORM must be auto, one_shot, stepped or pull, not '" + f + "'"};
+              "RELAY_IPC_FORM must be auto, one_shot, stepped, pull or ll, not '" + f + "'"};
   }
   return {};
 }

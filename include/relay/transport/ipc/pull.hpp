@@ -125,6 +125,31 @@ __device__ inline bool ipc_pull_wait_entry(const ipc_env& env, std::uint32_t q, 
   }
 }
 
+// Step 2's reading of the records, by thread q for peer q (this rank's own record from `env`):
+// every peer's entry words waited for and its record stored in `records` (shared, by rank), then
+// `seen(q, e)` with what they say; a failed wait sets `missing`. Nothing is waited for once the
+// rank has given up (`give_up`). Shared by the pull and ll kernels.
+template <int Block, class Seen>
+__device__ inline void ipc_pull_read_entries(const ipc_env& env, std::uint64_t call,
+                                             std::uint32_t give_up, entry_record* records,
+                                             std::uint32_t& missing, Seen&& seen) {
+  for (std::uint32_t q = threadIdx.x; q < env.ranks; q += Block) {
+    if (q == env.rank) {
+      records[q] = env.record;
+      records[q].sequence = call;
+      continue;
+    }
+    if (give_up != 0) continue;
+    ipc::pull_entry e;
+    if (!ipc_pull_wait_entry(env, q, call, e)) {
+      missing = 1;
+      continue;
+    }
+    records[q] = e.record;
+    seen(q, e);
+  }
+}
+
 // Step 4: this block's part of the sum, members in order, with the arithmetic of
 // core/reduction.hpp (one rounding). `delta`: per member, then the output's. Vectors of 16 bytes
 // where every delta is a multiple of 16 (the staged places are 256-byte aligned), else element
@@ -271,30 +296,19 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   // 2. The agreement: every peer's entry, its record judged and its input place turned into the
   // sum's operand (delta: per member, then the output's).
   entry_record* records = entry.records();
-  for (std::uint32_t q = threadIdx.x; q < env.ranks; q += Block) {
-    if (q == env.rank) {
-      records[q] = env.record;
-      records[q].sequence = call;
-      continue;
-    }
-    if (give_up != 0) continue;
-    ipc::pull_entry e;
-    if (!detail::ipc_pull_wait_entry(env, q, call, e)) {
-      missing = 1;
-      continue;
-    }
-    records[q] = e.record;
-    staged[q] = e.in_slot == 0 ? 1 : 0;
-    // A staged input (block 0's part) or a reason text was written before the words: this
-    // thread's later loads, and after the barrier its block's, are ordered after them.
-    if (e.in_slot == 0 || e.record.code != 0 || signal_fence_ready_data)
-      signal_acquire(env.system != 0);
-    if (const int k = index_of[q]; k >= 0)
-      delta[k] = e.in_slot == 0
-                     ? 0
-                     : static_cast<std::int64_t>(registered[k][e.in_slot - 1] + e.in_offset -
-                                                 reinterpret_cast<std::uintptr_t>(pl.src[k]));
-  }
+  detail::ipc_pull_read_entries<Block>(
+      env, call, give_up, records, missing, [&](std::uint32_t q, const ipc::pull_entry& e) {
+        staged[q] = e.in_slot == 0 ? 1 : 0;
+        // A staged input (block 0's part) or a reason text was written before the words: this
+        // thread's later loads, and after the barrier its block's, are ordered after them.
+        if (e.in_slot == 0 || e.record.code != 0 || signal_fence_ready_data)
+          signal_acquire(env.system != 0);
+        if (const int k = index_of[q]; k >= 0)
+          delta[k] = e.in_slot == 0
+                         ? 0
+                         : static_cast<std::int64_t>(registered[k][e.in_slot - 1] + e.in_offset -
+                                                     reinterpret_cast<std::uintptr_t>(pl.src[k]));
+      });
   detail::ipc_pull_trace(stamps, 2);
   __syncthreads();
   bool stop = detail::ipc_decide(env, call, give_up, records, give_up != 0 || missing != 0);
