@@ -107,18 +107,18 @@ FUNCTIONS = {
     "all_reduce_tensors, one tensor": 20,
     "all_reduce_tensors async, one tensor": 24,
     "reduce_scatter_tensors, one tensor": 20,
-    "sharded all_reduce": 28,
-    "sharded all_reduce async": 33,
-    "sharded all_reduce, low_precision": 31,  # and the debug line (logging's level check)
-    "sharded reduce_scatter": 28,
-    "sharded all_gather": 26,
-    "sharded all_to_all": 26,
+    "sharded all_reduce": 26,
+    "sharded all_reduce async": 31,
+    "sharded all_reduce, low_precision": 30,  # and the debug line (logging's level check)
+    "sharded reduce_scatter": 26,
+    "sharded all_gather": 25,
+    "sharded all_to_all": 25,
     "torchcomms all_reduce": 22,
     "torchcomms all_reduce async": 23,
-    "torchrec allreduce_multi_group": 25,
-    "torchrec reduce_scatter_multi_group": 30,
-    "torchrec all_gather_multi_group": 28,
-    "torchrec all_to_all_multi_group": 28,
+    "torchrec allreduce_multi_group": 23,
+    "torchrec reduce_scatter_multi_group": 28,
+    "torchrec all_gather_multi_group": 27,
+    "torchrec all_to_all_multi_group": 27,
 }
 
 class Counted:

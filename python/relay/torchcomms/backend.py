@@ -81,6 +81,7 @@ class TorchCommRelay(TorchCommBackend):
         self._comm = None
         self._name = ""
         self._opts = {}
+        self._native = None  # self._opts["native"], once adopted
         self._shapes = {}  # (groups, counts) -> _groups_and_counts' answer
         self._fp8 = {}  # dtype -> the options low_precision takes for it (_options)
         self._empty = {}  # (dtype, device) -> a count-0 group's two empty tensors (_arguments)
@@ -142,6 +143,7 @@ class TorchCommRelay(TorchCommBackend):
         self._every = comm.groups([list(range(comm.processes))])
         # route "automatic": the cost model's route per call shape (direct for small calls).
         self._opts = {wire: Options(route="automatic", wire=wire) for wire in ("native", "fp8")}
+        self._native = self._opts["native"]
 
     @property
     def communicator(self):
@@ -235,8 +237,9 @@ class TorchCommRelay(TorchCommBackend):
         comm = self._comm if self._comm is not None else self.communicator  # (which raises)
         try:
             groups, counts, x, y, dtype = self._arguments(what, coll, ins, outs, groups, counts)
-            opts = self._options(what, dtype, low_precision)
-            op_name = reduce_op_name(op) if coll in _REDUCING else None
+            opts = self._options(what, dtype, low_precision) if low_precision else self._native
+            op_name = (None if coll not in _REDUCING else op.lower() if type(op) is str
+                       else reduce_op_name(op))
         except Exception as e:
             raise comm.refuse(e) from None
         work = comm._call(coll, x, y, groups, counts, op_name, opts, _FIRST_NAME[coll], dtype,
