@@ -115,7 +115,7 @@ FUNCTIONS = {
     "sharded all_to_all": 25,
     "torchcomms all_reduce": 22,
     "torchcomms all_reduce async": 23,
-    "torchrec allreduce_multi_group": 23,
+    "torchrec allreduce_multi_group": 25,  # a ReduceOp (its name looked up by its id)
     "torchrec reduce_scatter_multi_group": 28,
     "torchrec all_gather_multi_group": 27,
     "torchrec all_to_all_multi_group": 27,
@@ -373,7 +373,8 @@ def _worker(rank, size):
     def torchrec_allreduce():
         inout.copy_(x)
         with window:
-            rec.allreduce_multi_group([inout], 1, [n], pair, op="sum")
+            # torch.distributed's ReduceOp, as torchrec passes it: its name is looked up.
+            rec.allreduce_multi_group([inout], 1, [n], pair, op=torch.distributed.ReduceOp.SUM)
         return lambda: torch.equal(inout, total)
 
     def torchrec_reduce_scatter():

@@ -40,22 +40,22 @@ _NOT_RELAY = (
 def reduce_op_name(op):
     """relay's name of a reduction: torchcomms' ReduceOp (.type), torch.distributed's ReduceOp
     (.op) or its RedOpType, or a name ("sum", "avg"). The library parses the name, so an
-    operator relay lacks fails there, naming the ones it has. A hashable op's name is kept
-    (a repeated call's op is looked up)."""
+    operator relay lacks fails there, naming the ones it has. An op object's name is kept by
+    the object's identity (its own hash and == may call into torch's bindings, which
+    allocate), so a repeated call's op is looked up."""
     if type(op) is str:
         return op.lower()
-    try:
-        name = _op_names.get(op)
-    except TypeError:  # unhashable: named afresh
-        return _op_name(op)
-    if name is None:
-        if len(_op_names) >= _OPS_KEPT:
-            del _op_names[next(iter(_op_names))]
-        name = _op_names[op] = _op_name(op)
+    kept = _op_names.get(id(op))
+    if kept is not None and kept[0] is op:
+        return kept[1]
+    name = _op_name(op)
+    if len(_op_names) >= _OPS_KEPT:  # ops made afresh per call: start again
+        _op_names.clear()
+    _op_names[id(op)] = (op, name)  # the op kept alive: its id names no other object
     return name
 
 
-_op_names = {}  # op -> reduce_op_name(op), for hashable ops that are not names
+_op_names = {}  # id(op) -> (op, reduce_op_name(op)), for ops that are not names
 _OPS_KEPT = 64
 
 
