@@ -1,31 +1,36 @@
 """What one repeated call of relay's Python layer costs on the host, on 2 processes (shm), in
 counts (not times): every kind of call (the Communicator's methods, sync and async; the fused
-helpers; relay.torchcomms' four sharded_relay_multi_group_* methods, sync and async; torchrec's
-four methods; a torch.library op) made twice with the same arguments, the second time counted:
+helpers, sync and async; relay.torchcomms' four sharded_relay_multi_group_* methods, sync,
+async and with low precision; torchrec's four methods; a torch.library op) made three times
+with the same arguments, the second and third time counted:
 
   library calls   the repeated call crosses into the library exactly as listed: once, the
                   collective (relay_run_call; with async_op relay_run_call_async, which on a
                   stream transport also orders the operation stream after the current one and
-                  marks the call's end), and where it has a work: a call made without async_op
-                  marks its end (relay_comm_mark); a wait orders the current stream after the
-                  call (relay_comm_order_after) and asks what failed (relay_comm_async_status);
-                  steps of torch's work around calls (the fused helpers' and torchcomms' list
-                  forms, async) are marked before and after (relay_comm_mark). A call shape's
-                  first call asks for its layout too (and its count, where the tensors give it),
-                  once.
+                  marks the call's end; a call whose work is numbered without async_op, the
+                  torchcomms methods', relay_run_call_async with the current stream as both);
+                  a wait asks what failed (relay_comm_async_status), after ordering the current
+                  stream after the call where it may not have finished (relay_comm_order_after:
+                  never here, where shm's calls have finished when they return); steps of
+                  torch's work around calls (the fused helpers' copies, torchcomms' list forms,
+                  async) are marked before and after (relay_comm_mark). A call shape's first
+                  call asks for its layout too (and its count, where the tensors give it), once.
   no allocation   inside those calls the library allocates nothing: the malloc family is counted
                   on the calling thread by a preloaded counter (malloc_counter.c,
                   RELAY_TEST_MALLOC_COUNTER) around each.
   a budget        the whole repeated call, Python and torch included, makes at most its budget of
-                  malloc-family calls (BUDGET: what each one is), so that the work a repeated call
-                  skips stays skipped.
+                  malloc-family calls (BUDGET: what each one is), and calls at most its budget of
+                  functions (FUNCTIONS, the third time: Python's and C's, as sys.setprofile sees
+                  them), so that the work a repeated call skips stays skipped.
 
 Every call's output is checked too (against the sum worked out here), so that a call that does
 nothing cannot pass."""
 
 import copy
 import ctypes
+import gc
 import os
+import sys
 
 import pytest
 import torch
@@ -57,9 +62,11 @@ BUDGET = {
     "all_to_all_tensors": 4 * 4,
     "all_reduce_tensors async": 0,
     "all_reduce_tensors, one tensor": 0,
+    "all_reduce_tensors async, one tensor": 0,
     "reduce_scatter_tensors, one tensor": 0,
     "sharded all_reduce": 0,
     "sharded all_reduce async": 0,
+    "sharded all_reduce, low_precision": 0,
     "sharded reduce_scatter": 0,
     "sharded all_gather": 0,
     "sharded all_to_all": 0,
@@ -71,6 +78,48 @@ BUDGET = {
     "torchrec all_to_all_multi_group": 0,
 }
 
+
+# The most functions a repeated call calls, whole, as sys.setprofile sees them (CPython 3.11,
+# torch 1.13, the CPU): each Python function and each C function called from Python (a torch
+# method such as data_ptr, a builtin such as isinstance; making an instance of a type counts only
+# its Python __init__), and each crossing into the library as one (the counting wrapper's call).
+# Its parts: the key of a prepared call (two tensors' places, sizes, dtypes, devices and
+# contiguity: 6; its lookup 2), the method and the call (3, with the current stream); a work (its
+# Work; with options its wire), a wait (2, and its status's crossing); a fused helper's key (each
+# tensor's contiguity, 1 a tensor, 2 a list), the copies (1 each) and its step's places (1 a
+# tensor); torchcomms' argument checks (each list 1, the groups' and counts' lookup 3, the op 2).
+# A call that regains per-call work (a key or plan made again, a layer, a crossing, a check
+# repeated that the key covers) goes over.
+FUNCTIONS = {
+    "all_reduce": 13,
+    "all_reduce in place": 10,
+    "all_reduce async, options": 22,
+    "reduce_scatter": 13,
+    "all_gather": 13,
+    "all_to_all": 13,
+    "torch.ops.relay.all_reduce_": 31,
+    "all_reduce_tensors": 25,
+    "reduce_scatter_tensors": 27,
+    "all_gather_tensors": 27,
+    "all_gather_tensors, in place": 27,
+    "all_to_all_tensors": 29,
+    "all_reduce_tensors async": 43,
+    "all_reduce_tensors, one tensor": 20,
+    "all_reduce_tensors async, one tensor": 24,
+    "reduce_scatter_tensors, one tensor": 20,
+    "sharded all_reduce": 26,
+    "sharded all_reduce async": 31,
+    "sharded all_reduce, low_precision": 30,  # and the debug line (logging's level check)
+    "sharded reduce_scatter": 26,
+    "sharded all_gather": 25,
+    "sharded all_to_all": 25,
+    "torchcomms all_reduce": 22,
+    "torchcomms all_reduce async": 23,
+    "torchrec allreduce_multi_group": 25,  # a ReduceOp (its name looked up by its id)
+    "torchrec reduce_scatter_multi_group": 28,
+    "torchrec all_gather_multi_group": 27,
+    "torchrec all_to_all_multi_group": 27,
+}
 
 class Counted:
     """Every call a Library makes into the C ABI, with the allocations inside each (where the
@@ -145,20 +194,41 @@ def _worker(rank, size):
     a2a_out = [torch.empty(10), torch.empty(30)]
 
     class Window:
-        """The part of a call the budget counts: the relay call alone (poison and check
-        aside)."""
+        """The part of a call the budgets count: the relay call alone (poison and check
+        aside). Its allocations (where the counter is preloaded), or with `profiling` the
+        functions it calls (Python's and C's, as sys.setprofile sees them; the collector off),
+        less what an empty window counts (`empty`)."""
 
         whole = None
+        functions = None
+        profiling = False
+        empty = 0
 
         def __enter__(self):
-            if counter is not None:
+            if self.profiling:
+                self.functions = 0
+                gc.disable()
+                sys.setprofile(self._count)
+            elif counter is not None:
                 counter.relay_test_total_begin()
 
         def __exit__(self, *exc):
-            if counter is not None:
+            if self.profiling:
+                sys.setprofile(None)
+                gc.enable()
+                self.functions -= self.empty
+            elif counter is not None:
                 self.whole = counter.relay_test_total_end()
 
+        def _count(self, frame, event, arg):
+            if event == "call" or event == "c_call":
+                self.functions += 1
+
     window = Window()
+    window.profiling = True
+    with window:
+        pass
+    window.empty, window.profiling = window.functions, False
 
     def poison(*ts):
         for t in ts:
@@ -228,6 +298,12 @@ def _worker(rank, size):
             rt.all_reduce_tensors(comm, fused_in, pair, out=fused_out, async_op=True).wait()
         return lambda: torch.equal(torch.cat(fused_out), total)
 
+    def fused_one_async():
+        poison(out)
+        with window:
+            rt.all_reduce_tensors(comm, [x], pair, out=[out], async_op=True).wait()
+        return lambda: torch.equal(out, total)
+
     def fused_one(coll):
         if coll == "allreduce":
             poison(out)
@@ -260,11 +336,12 @@ def _worker(rank, size):
         return lambda: all(torch.equal(o, gathered_of(a.view(2, -1)[rank], b.view(2, -1)[rank]))
                            for o, a, b in zip(a2a_out, mine, theirs))
 
-    def sharded_all_reduce(async_op=False):
+    def sharded_all_reduce(async_op=False, low_precision=False):
         poison(out)
         with window:
             work = backend.sharded_relay_multi_group_all_reduce(
-                [x], "sum", pair, [n], async_op=async_op, output_tensors=[out])
+                [x], "sum", pair, [n], async_op=async_op, output_tensors=[out],
+                low_precision=low_precision)
             if async_op:
                 work.wait()
         return lambda: torch.equal(out, total)
@@ -296,7 +373,8 @@ def _worker(rank, size):
     def torchrec_allreduce():
         inout.copy_(x)
         with window:
-            rec.allreduce_multi_group([inout], 1, [n], pair, op="sum")
+            # torch.distributed's ReduceOp, as torchrec passes it: its name is looked up.
+            rec.allreduce_multi_group([inout], 1, [n], pair, op=torch.distributed.ReduceOp.SUM)
         return lambda: torch.equal(inout, total)
 
     def torchrec_reduce_scatter():
@@ -317,9 +395,11 @@ def _worker(rank, size):
             rec.all_to_all_multi_group([x], [out], 1, [n // 2], pair)
         return lambda: torch.equal(out, want_a2a)
 
-    once, marked = ["run_call"], ["run_call", "comm_mark"]
-    waited = ["run_call_async", "comm_order_after", "comm_async_status"]
-    steps = ["comm_mark", "run_call", "comm_mark", "comm_order_after", "comm_async_status"]
+    # A work's wait on the CPU (shm) orders no stream after its call: the library numbered the
+    # call as finished (its calls are done when they return), so the wait only asks what failed.
+    once, marked = ["run_call"], ["run_call_async"]
+    waited = ["run_call_async", "comm_async_status"]
+    steps = ["comm_mark", "run_call", "comm_mark", "comm_async_status"]
     calls = {
         "all_reduce": (allreduce, once),
         "all_reduce in place": (allreduce_in_place, once),
@@ -335,14 +415,17 @@ def _worker(rank, size):
         "all_to_all_tensors": (fused_all_to_all, once),
         "all_reduce_tensors async": (fused_all_reduce_async, steps),
         "all_reduce_tensors, one tensor": (lambda: fused_one("allreduce"), once),
+        "all_reduce_tensors async, one tensor": (fused_one_async, waited),
         "reduce_scatter_tensors, one tensor": (lambda: fused_one("reduce-scatter"), once),
         "sharded all_reduce": (sharded_all_reduce, marked),
         "sharded all_reduce async": (lambda: sharded_all_reduce(True), waited),
+        # fp8 asked; the library takes native at these few bytes (its threshold): the sum exact.
+        "sharded all_reduce, low_precision": (lambda: sharded_all_reduce(low_precision=True),
+                                              marked),
         "sharded reduce_scatter": (sharded_reduce_scatter, marked),
         "sharded all_gather": (sharded_all_gather, marked),
         "sharded all_to_all": (sharded_all_to_all, marked),
-        "torchcomms all_reduce": (whole_all_reduce, marked + ["comm_order_after",
-                                                              "comm_async_status"]),
+        "torchcomms all_reduce": (whole_all_reduce, marked + ["comm_async_status"]),
         "torchcomms all_reduce async": (lambda: whole_all_reduce(True), waited),
         "torchrec allreduce_multi_group": (torchrec_allreduce, marked),
         "torchrec reduce_scatter_multi_group": (torchrec_reduce_scatter, marked),
@@ -363,7 +446,12 @@ def _worker(rank, size):
         first = [name for name, _ in counted.calls]
         counted.calls.clear()
         again_ok = call()()
-        report[what] = (first_ok and again_ok, first, list(counted.calls), entries, window.whole)
+        again = list(counted.calls)
+        window.profiling = True
+        profiled_ok = call()()
+        window.profiling = False
+        report[what] = (first_ok and again_ok and profiled_ok, first, again, entries,
+                        window.whole, window.functions)
     changed = _changed_arguments(comm, rank, x, other, n)
     backend.finalize()
     return live, report, dispatch, changed
@@ -463,9 +551,9 @@ def test_a_repeated_call_makes_its_library_calls_and_allocations_within_budget(p
         bad += [f"rank {rank}: a changed argument: {text}" for text in changed]
         if COUNTER and not live:
             bad.append(f"rank {rank}: the allocation counter is not preloaded")
-        assert set(report) == set(BUDGET)
+        assert set(report) == set(BUDGET) == set(FUNCTIONS)
         budget = {k: dispatch if v == "dispatch" else v for k, v in BUDGET.items()}
-        for what, (right, first, again, entries, whole) in report.items():
+        for what, (right, first, again, entries, whole, functions) in report.items():
             if not right:
                 bad.append(f"rank {rank}: {what}: a wrong output")
             if [name for name, _ in again] != entries:
@@ -476,6 +564,9 @@ def test_a_repeated_call_makes_its_library_calls_and_allocations_within_budget(p
             if COUNTER and whole > budget[what]:
                 bad.append(f"rank {rank}: {what}: a repeated call allocated {whole} times, over "
                            f"its budget of {budget[what]}")
+            if functions > FUNCTIONS[what]:
+                bad.append(f"rank {rank}: {what}: a repeated call called {functions} functions, "
+                           f"over its budget of {FUNCTIONS[what]}")
             collective = next(e for e in entries if e.startswith("run_call"))
             if first.count(collective) != 1 or first.count("rank_layout_of") > 1:
                 bad.append(f"rank {rank}: {what}: a first call made {first}")

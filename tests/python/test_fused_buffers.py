@@ -36,7 +36,7 @@ SIZE = 8
 
 class StubComm:
     """The parts of relay.torch.Communicator the fused helpers use, with its real buffer cache;
-    the collectives record what they were given instead of communicating."""
+    a call records what it was given instead of communicating."""
 
     def __init__(self, rank, refuse_registration_at=None):
         self.rank, self.size, self.device = rank, SIZE, torch.device("cpu")
@@ -72,20 +72,12 @@ class StubComm:
     def refuse(self, error):
         return error
 
-    def _record(self, coll, x, out):
-        self.calls.append((coll, x, out))
+    def _prepared_of(self, coll, x, out, groups, counts, op, options, first_name, dtype):
+        """A call's prepared arguments (Communicator._prepared_of): here, what it records."""
+        return (coll, x, out), None
 
-    def all_reduce(self, x, groups, op="sum", out=None, counts=None, dtype=None, options=None):
-        self._record("allreduce", x, out)
-
-    def reduce_scatter(self, x, out, groups, op="sum", counts=None, dtype=None, options=None):
-        self._record("reduce-scatter", x, out)
-
-    def all_gather(self, x, out, groups, counts=None, dtype=None, options=None):
-        self._record("all-gather", x, out)
-
-    def all_to_all(self, x, out, groups, counts=None, dtype=None, options=None):
-        self._record("all-to-all", x, out)
+    def _run_prepared(self, call):
+        self.calls.append(call)
 
 
 def _in_registered(t, comm):

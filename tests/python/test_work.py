@@ -159,3 +159,33 @@ def test_steps_run_on_the_operation_stream_between_two_marks():
     assert seen["pending inside"] == 0  # the operation stream needs no join of its own calls
     assert work.result == "result" and work._number == 3 and comm._ops.pending == 3
     assert _held(comm) == [1, 3]
+
+
+def test_a_marked_call_runs_on_the_current_stream_in_one_crossing():
+    comm = _Comm()
+    _call(comm, (torch.zeros(2), None))
+    comm._lib.calls.clear()
+    work = comm._ops.run_marked(comm, _Prepared, "out", None)
+    # The call and its mark in one: the current stream is both its streams.
+    assert comm._lib.calls == [("run_call_async", 7, 7)]
+    assert work.result == "out" and work.stream is None and work._number == 2
+    assert _held(comm) == [1] and comm._ops.pending == 1  # its tensors are the caller's still
+    work.wait()  # orders the current stream after the mark; the operation stream's call stays
+    assert comm._lib.calls[1:] == [("comm_order_after", 2, 7), ("comm_async_status",)]
+    assert _held(comm) == [1]
+
+
+def test_a_call_numbered_finished_orders_no_stream_after_it():
+    # The shm transport's calls have finished when they return: the library numbers them
+    # retired at once, and their work's wait only asks what failed.
+    comm = _Comm()
+    lib = comm._lib
+    lib.retired = 1
+    work = _call(comm, (torch.zeros(2), None))
+    assert _held(comm) == [] and comm._ops.pending == 0
+    lib.retired = 2
+    marked = comm._ops.run_marked(comm, _Prepared, "out", None)
+    lib.calls.clear()
+    assert work.wait() is True and marked.wait() is True
+    assert lib.calls == [("comm_async_status",), ("comm_async_status",)]
+    assert work.is_completed() and marked.is_completed()

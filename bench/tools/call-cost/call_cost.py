@@ -16,9 +16,13 @@ Each call into the library's collective entries (relay_run_call_async too: the o
 operation stream after the current one and the mark of the call's end are the library's) is
 timed too (a wrapper around them, whose own cost, about two clock reads, counts as outside):
 "outside" is the host time per call spent outside the library, the Python layer's own, which the
-transport's waits for the peer (large on a loaded machine) do not blur. --profile N: rank 0 runs N more calls of each under cProfile and
-prints the 25 functions of most own time. Rank 0 prints one line per call kind:
-"call_cost <what> <bytes> B: <us> us a call (host), <us> outside the library, <us> (device)".
+transport's waits for the peer (large on a loaded machine) do not blur. The library's other
+entries a call or its work makes (relay_comm_mark, relay_comm_order_after,
+relay_comm_async_status: the work's marks and waits) are timed apart: "outside" includes them,
+and "of that in marks and waits" says how much they took. --profile N: rank 0 runs N more calls
+of each under cProfile and prints the 25 functions of most own time. Rank 0 prints one line per
+call kind: "call_cost <what> <bytes> B: <us> us a call (host), <us> outside the library, <us>
+(device), <us> of that in marks and waits".
 --graph K (CUDA): then K sync calls captured into a torch.cuda.CUDAGraph (comm.capture) and
 replayed calls/K times: "call_cost replayed <bytes> B: <us> us a call (host), <us> us (device),
 graphs of K calls", both per captured call."""
@@ -57,7 +61,7 @@ def main(argv=None):
     dist.init_process_group("gloo")
     rank, size = dist.get_rank(), dist.get_world_size()
     comm = rt.Communicator(device=device)
-    inside = _time_library(comm)
+    inside, waits = _time_library(comm, _ENTRIES), _time_library(comm, _WAITS)
     backend = TorchCommRelay.from_communicator(comm, "call_cost")
     fused = FusedShardedRelayMultiGroup(backend, size, rank, [[0, 1]])
     n = args.bytes // 2
@@ -81,13 +85,14 @@ def main(argv=None):
     for what in args.what.split(","):
         call = calls[what]
         loop(call, args.warmup, device)
-        inside[0] = 0
+        inside[0] = waits[0] = 0
         host, dev = loop(call, args.calls, device)
         outside = host - inside[0] / 1e3 / args.calls
         if rank == 0:
             shown = f"{dev:.2f}" if dev is not None else "-"
             print(f"call_cost {what} {args.bytes} B: {host:.2f} us a call (host), {outside:.2f} "
-                  f"us outside the library, {shown} us (device)", flush=True)
+                  f"us outside the library, {shown} us (device), "
+                  f"{waits[0] / 1e3 / args.calls:.2f} us of that in marks and waits", flush=True)
         if args.profile:
             prof = cProfile.Profile() if rank == 0 else None
             if prof:
@@ -123,17 +128,18 @@ def _replayed(comm, call, args, device, rank):
 
 
 _ENTRIES = ("allreduce", "reduce_scatter", "all_gather", "all_to_all", "run_call", "run_call_async")
+_WAITS = ("comm_mark", "comm_order_after", "comm_async_status")
 
 
-def _time_library(comm):
-    """Replaces comm's library by a copy whose collective entries add their time (ns) to the
-    returned list's one entry."""
+def _time_library(comm, entries):
+    """Replaces comm's library by a copy whose `entries` add their time (ns) to the returned
+    list's one entry."""
     import copy
 
     spent = [0]
     lib = copy.copy(comm._lib)
     clock = time.perf_counter_ns
-    for name in _ENTRIES:
+    for name in entries:
         fn = getattr(lib, name, None)
         if fn is None:
             continue

@@ -94,11 +94,13 @@ inline call_choice choose(const plan_request& r) {
 struct form_fit {
   bool one_shot = false;
   bool pull = false;  // implies one_shot: the pull is a one-shot form
+  bool ll = false;    // implies pull: the ll form runs the pull form's calls up to its capacity
 };
 
 struct form_choice {
-  bool pull = false;      // the pull kernel runs the call
-  bool one_shot = false;  // one launch (the pull's, or the plan's one-shot kernel)
+  bool ll = false;        // the ll kernel runs the call (a call of the pull form's rules)
+  bool pull = false;      // the pull kernel runs the call, or (ll) the ll kernel
+  bool one_shot = false;  // one launch (the ll's, the pull's, or the plan's one-shot kernel)
   friend constexpr bool operator==(const form_choice&, const form_choice&) = default;
 };
 
@@ -114,18 +116,28 @@ struct form_choice {
 //     launch + 2 signal + ceil(A * output tiles / G_p) * tile, with rounds of at most 64 blocks
 //     priced as the stepped form's rounds of 528, it switched to the stepped form at 1-4 MB (A=4)
 //     and 16-32 MB (A=2), where the pull was 1.2-2.9x faster: so it is not priced.
-//   - never on a relay route: it would read from the group's members over their own links and
+//   - the ll form in place of the pull form where it fits (an input of at most ll_capacity
+//     bytes): the same sum in one device-side trip instead of two, and no staged input (each
+//     member's input travels in words that carry their call). Not priced either: it does the
+//     pull's work with fewer round trips at every size it takes.
+//   - neither on a relay route: they would read from the group's members over their own links and
 //     leave idle the helpers' links the route was chosen for (the plan's forms carry the route).
 //   - otherwise the one-shot form where it fits and `prices` put it below the stepped one.
-// one_shot, stepped, pull: that form where it fits, on any route (pull falls back to the one-shot
-// form where it does not fit, and both to the stepped form where they do not).
+// one_shot, stepped, pull, ll: that form where it fits, on any route (ll falls back to the pull
+// form where it does not fit, pull to the one-shot form, and all to the stepped form).
 inline form_choice choose_form(call_form asked, const plan& p, const form_fit& fit,
                                const form_prices& prices) {
   form_choice c;
   switch (asked) {
     case call_form::automatic:
       c.pull = fit.pull && p.spec.route == route::direct;
+      c.ll = c.pull && fit.ll;
       c.one_shot = c.pull || (fit.one_shot && prices.one_shot_wins());
+      break;
+    case call_form::ll:
+      c.ll = fit.ll;
+      c.pull = fit.pull;
+      c.one_shot = fit.one_shot;
       break;
     case call_form::pull:
       c.pull = fit.pull;

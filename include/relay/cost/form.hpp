@@ -7,7 +7,10 @@
 //             its grid is at most one block per multiprocessor (every block must be resident), so
 //             a stage of more tiles than that runs in rounds;
 //   pull      (allreduce only) one launch whose blocks read the group's inputs in place and sum
-//             them: two round trips whatever the plan (transport/ipc/pull.hpp).
+//             them: two round trips whatever the plan (transport/ipc/pull.hpp);
+//   ll        (allreduce only, up to ll_capacity bytes a member) one launch whose blocks push
+//             the input to every member as words that carry their call, and sum the words that
+//             landed: one trip, no barrier (transport/ipc/ll.hpp).
 //
 // Between the plan's two forms the model prices:
 //
@@ -20,8 +23,8 @@
 // The waits for peers cost the same in both forms and cancel. `tile` is what one block takes for
 // one tile (16 KiB of work): it is how the size enters, through the rounds. Below one round per
 // stage in both forms (every stage within G_1 tiles) the choice is launch against signal alone,
-// whatever the size; beyond, the one-shot's rounds cost more the larger the call. The pull form
-// is not priced: choose_form (cost/choose.hpp) says why.
+// whatever the size; beyond, the one-shot's rounds cost more the larger the call. The pull and ll
+// forms are not priced: choose_form (cost/choose.hpp) says why.
 //
 // Same on every rank: the stage count and the tiles per stage are the plan's, the largest any
 // rank has (plan_stages), and the grids are the smallest of all ranks' (the transport gathers
@@ -36,9 +39,9 @@
 
 namespace relay {
 
-// automatic: the model's choice (choose_form); one_shot, stepped, pull: always that form where it
-// can run (choose_form). Every rank of a communicator must ask for the same form.
-enum class call_form : unsigned char { automatic, one_shot, stepped, pull };
+// automatic: the model's choice (choose_form); one_shot, stepped, pull, ll: always that form where
+// it can run (choose_form). Every rank of a communicator must ask for the same form.
+enum class call_form : unsigned char { automatic, one_shot, stepped, pull, ll };
 
 // Fitted on one H200 under MPS, 2 processes, A=2 allreduce bf16, both forms forced side by side
 // (bench/results/2026-12-01-h200-ipc-agreement): the stepped form's 3 extra launches cost 6.6 us

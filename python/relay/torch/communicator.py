@@ -16,10 +16,10 @@ finds raise relay.RelayError subclasses with relay's message and the peer it nam
 The sizes come from the library (relay.layout): nothing here re-derives relay's rules. A call
 shape's layout is asked for once and kept. A call whose arguments are those of an earlier call
 that passed this rank's checks (the same tensors' places, sizes, dtypes, devices and
-contiguity, the same groups, counts, op, options and dtype: the key of Communicator._call)
-reuses that call's prepared arguments (a relay_call): its checks' inputs are the same, so are
-their results, and the call is one crossing into the library (relay_run_call), which checks it
-again as every call does.
+contiguity, the same groups, counts, op, options and dtype: the key of
+Communicator._prepared_of) reuses that call's prepared arguments (a relay_call): its checks'
+inputs are the same, so are their results, and the call is one crossing into the library
+(relay_run_call), which checks it again as every call does.
 
 When a rank learns that a call failed (docs/python.md, "When a failure is known"): a rank's own
 refusal raises at its call, always. On the CPU (the shm transport) every other rank's call raises
@@ -108,7 +108,7 @@ class Options:
     def wire_of(self, lib):
         """The wire the last call made with these options took (a relay.torch.work.Wire)."""
         r = self._report
-        key = (id(lib), r.requested, r.taken, r.bytes, r.threshold_bytes)
+        key = (lib, r.requested, r.taken, r.bytes, r.threshold_bytes)  # lib: hashed by identity
         wire = self._wires.get(key)
         if wire is None:
             wire = _keep(self._wires, key, Wire.of(lib, r))
@@ -144,14 +144,6 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 def _no_stream():
     return None
-
-
-def _tensor_key(t):
-    """What this rank's checks read of tensor `t` (None: none): where it lies, its elements,
-    dtype and device, and whether it is contiguous. AttributeError where `t` is no tensor."""
-    if t is None:
-        return None
-    return (t.data_ptr(), t.numel(), t.dtype, t.device, t.is_contiguous())
 
 
 class _Prepared:
@@ -301,7 +293,7 @@ class Communicator:
         self._groups = {}
         self._shapes = {}  # (collective, groups, counts) -> _Shape
         self._counts = {}  # (collective, active, input elements, output elements) -> count
-        self._prepared = {}  # a call's key (Communicator._call) -> _Prepared
+        self._prepared = {}  # a call's key (Communicator._prepared_of) -> _Prepared
         self._ops = Streams()  # the operation stream and the last async call not waited for
         self._flat = FlatBuffers(self.device, self.register, self.deregister)
         self._capturing = False
@@ -552,29 +544,29 @@ class Communicator:
         scratch). counts: one per group (default: every group has this rank's); a helper passing
         None gives counts and dtype. Returns the output (None on a helper); with async_op, a
         relay.torch.work.Work whose result it is (every call here takes async_op alike)."""
-        return self._run("allreduce", tensors, out, groups, counts, op, options, "tensor", dtype,
-                         async_op)
+        return self._call("allreduce", tensors, out, groups, counts, op, options, "tensor", dtype,
+                          async_op)
 
     def reduce_scatter(self, input, output, groups, op="sum", *, counts=None, dtype=None,
                        options=None, async_op=False):
         """Reduce-scatter within each group: input holds A blocks of the group's count, output
         gets this rank's block of the sum. In place when output is input's own block."""
-        return self._run("reduce-scatter", input, output, groups, counts, op, options, "input",
-                         dtype, async_op)
+        return self._call("reduce-scatter", input, output, groups, counts, op, options, "input",
+                          dtype, async_op)
 
     def all_gather(self, input, output, groups, *, counts=None, dtype=None, options=None,
                    async_op=False):
         """All-gather within each group: output gets the A inputs in active order. In place when
         input is output's own slot."""
-        return self._run("all-gather", input, output, groups, counts, None, options, "input",
-                         dtype, async_op)
+        return self._call("all-gather", input, output, groups, counts, None, options, "input",
+                          dtype, async_op)
 
     def all_to_all(self, input, output, groups, *, counts=None, dtype=None, options=None,
                    async_op=False):
         """All-to-all within each group: segment j of the input goes to active rank j, whose
         output holds it at this rank's segment. Out of place only (as NCCL's)."""
-        return self._run("all-to-all", input, output, groups, counts, None, options, "input",
-                         dtype, async_op)
+        return self._call("all-to-all", input, output, groups, counts, None, options, "input",
+                          dtype, async_op)
 
     # ---- how a call is made --------------------------------------------------------------------
 
@@ -616,31 +608,59 @@ class Communicator:
             n = _keep(self._counts, key, count_of(coll, active, key[2], key[3], self._lib))
         return n
 
-    def _run(self, coll, inp, out, groups, counts, op, options, first_name, dtype,
-             async_op=False):
-        if not async_op and self._ops.pending:
-            self._ops.join(self)
-        return self._call(coll, inp, out, groups, counts, op, options, first_name, dtype,
-                          async_op)
-
     def _call(self, coll, inp, out, groups, counts, op, options, first_name, dtype,
-              async_op=False):
-        """One call on the current stream (async_op: on the operation stream, relay.torch.work):
-        its prepared arguments where an earlier call had the same (the key below), else this
-        rank's checks and the arguments prepared (a failed check refuses the call). Returns the
-        output (None on a helper), or with async_op its Work. Either is one crossing into the
+              async_op=False, mark=False):
+        """One call on the current stream (async_op: on the operation stream, relay.torch.work),
+        after any async call not yet joined (a call without async_op), with its prepared
+        arguments (_prepared_of). Returns the output (None on a helper); with async_op its Work;
+        with mark (no async_op) the Work of the call made on the current stream, numbered by
+        the same crossing (relay.torch.work.Streams.run_marked). Each is one crossing into the
         library."""
+        ops = self._ops
+        if ops.pending and not async_op:
+            ops.join(self)
+        p, result = self._prepared_of(coll, inp, out, groups, counts, op, options, first_name,
+                                      dtype)
+        if async_op:
+            return ops.run(self, p, result, (inp, out), options)
+        if mark:
+            return ops.run_marked(self, p, result, options)
+        status = p.fn(self._handle, p.ref, self._stream())
+        if status != OK:
+            raise self._failed(status)
+        return result
+
+    def _run_prepared(self, p):
+        """Makes the call of _Prepared `p` on the current stream (one crossing)."""
+        status = p.fn(self._handle, p.ref, self._stream())
+        if status != OK:
+            raise self._failed(status)
+
+    def _failed(self, status):
+        """The error of a call the library failed: every rank of the call returns an error, so
+        there is nothing to refuse."""
+        error = self._lib.error(status)
+        error.settled = True
+        return error
+
+    def _prepared_of(self, coll, inp, out, groups, counts, op, options, first_name, dtype):
+        """(the _Prepared arguments of a call, what it returns): those of an earlier call with
+        the same key (below), else this rank's checks made and the arguments prepared (a failed
+        check refuses the call and raises)."""
         # The key: everything the call's checks and prepared arguments depend on (the
         # communicator, its rank and library, is the key's owner). An argument of a form it does
         # not take (the per-group lists, an unhashable value) leaves the call unkeyed: prepared
-        # afresh.
+        # afresh. Counts as given: equal keys are equal counts (5 and 5.0 alike, as int() reads
+        # them).
         try:
             key = (
                 coll,
-                _tensor_key(inp),
-                _tensor_key(out),
-                groups.key if isinstance(groups, Groups) else tuple(map(tuple, groups)),
-                None if counts is None else tuple(map(int, counts)),
+                None if inp is None else (inp.data_ptr(), inp.numel(), inp.dtype, inp.device,
+                                          inp.is_contiguous()),
+                None if out is None else (out.data_ptr(), out.numel(), out.dtype, out.device,
+                                          out.is_contiguous()),
+                groups.key if type(groups) is Groups else tuple(map(tuple, groups)),
+                None if counts is None else tuple(counts),
                 op,
                 options,
                 dtype,
@@ -649,23 +669,15 @@ class Communicator:
         except (AttributeError, TypeError, ValueError):
             p = key = None
         if p is not None:
-            result = None if p.result == 0 else inp if p.result == 1 else out
-        else:
-            try:
-                p, result = self._prepare(coll, inp, out, groups, counts, op, options,
-                                          first_name, dtype)
-            except Exception as e:
-                raise self.refuse(e) from None
-            if key is not None:
-                _keep(self._prepared, key, p)
-        if async_op:
-            return self._ops.run(self, p, result, (inp, out), options)
-        status = p.fn(self._handle, p.ref, self._stream())
-        if status != OK:
-            error = self._lib.error(status)
-            error.settled = True  # every rank of the call returns an error: nothing to refuse
-            raise error
-        return result
+            return p, None if p.result == 0 else inp if p.result == 1 else out
+        try:
+            p, result = self._prepare(coll, inp, out, groups, counts, op, options, first_name,
+                                      dtype)
+        except Exception as e:
+            raise self.refuse(e) from None
+        if key is not None:
+            _keep(self._prepared, key, p)
+        return p, result
 
     def _tensor_of(self, value, group, what, g):
         """This rank's tensor of an argument: a tensor, None, or the spec's per-group list."""

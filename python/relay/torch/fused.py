@@ -28,7 +28,6 @@ of every tensor goes to the flat buffer's block k.
 import torch
 
 from .._layout import Groups
-from .work import launch
 
 __all__ = [
     "all_reduce_tensors",
@@ -38,12 +37,13 @@ __all__ = [
 ]
 
 
-def _items(tensors, what):
-    """(keys, list): a dict's keys in order, or positions of a list."""
+def _values(tensors, what):
+    """The tensors of a list or tuple (itself) or a dict (its values in order)."""
+    kind = type(tensors)
+    if kind is list or kind is tuple or isinstance(tensors, (list, tuple)):
+        return tensors
     if isinstance(tensors, dict):
-        return list(tensors.keys()), list(tensors.values())
-    if isinstance(tensors, (list, tuple)):
-        return list(range(len(tensors))), list(tensors)
+        return list(tensors.values())
     raise TypeError(f"{what} must be a list or a dict of tensors, not {type(tensors).__name__}")
 
 
@@ -98,7 +98,7 @@ _PLANS_KEPT = 256  # fused call structures a communicator keeps the plans of (th
 def _described(tensors):
     """What a fused call's plan depends on of its tensors: each one's shape, dtype, device and
     contiguity (its data is copied afresh on every call, wherever it lies)."""
-    return tuple((t.shape, t.dtype, t.device, t.is_contiguous()) for t in tensors)
+    return tuple([(t.shape, t.dtype, t.device, t.is_contiguous()) for t in tensors])
 
 
 class _Step:
@@ -109,14 +109,32 @@ class _Step:
     written as (A, width) blocks, block k from or to the flat view's row k); or, where the dtype
     has one tensor, `direct`: (its index, whether its input and its output are contiguous): the
     call runs on the caller's tensors themselves (a contiguous copy of one that is not), whose
-    layout is the flat buffer's, with no flat buffer and no copy."""
+    layout is the flat buffer's, with no flat buffer and no copy. `last`: (send's and recv's
+    places, the Communicator's _Prepared call on them) of the step's last call: the plan fixes
+    everything else the call's key holds (sizes, dtypes, devices, contiguity, groups, counts,
+    op, options), so a call on tensors at the same places is that call again."""
 
-    __slots__ = ("dtype", "counts", "send", "recv", "pack", "unpack", "direct")
+    __slots__ = ("dtype", "counts", "send", "recv", "pack", "unpack", "direct", "last")
 
     def __init__(self, dtype, counts, send=None, recv=None, pack=(), unpack=(), direct=None):
         self.dtype, self.counts = dtype, counts
         self.send, self.recv, self.pack, self.unpack = send, recv, pack, unpack
         self.direct = direct
+        self.last = None
+
+    def prepared(self, comm, packing, send, recv, g, op, options):
+        """The Communicator's _Prepared call of this step on `send` and `recv` (None on a
+        helper): the last call's where they lie where its did, else asked of the Communicator
+        (its key, its checks)."""
+        sp = 0 if send is None else send.data_ptr()
+        rp = 0 if recv is None else recv.data_ptr()
+        last = self.last
+        if last is not None and last[0] == sp and last[1] == rp:
+            return last[2]
+        p, _ = comm._prepared_of(packing.collective, send, recv, g, self.counts, op, options,
+                                 packing.first_name, self.dtype)
+        self.last = (sp, rp, p)
+        return p
 
 
 def _plan(comm, packing, ins, outs, g, active, hold):
@@ -158,13 +176,13 @@ def _direct(comm, packing, step, ins, outs, g, op, options):
     send = t if in_contiguous else t.contiguous()
     target = outs[i] if outs is not None else None
     if target is None:  # all-reduce in place: the input is the output
-        packing.call(comm, send, None, g, op, step.counts, None, options)
+        comm._run_prepared(step.prepared(comm, packing, send, None, g, op, options))
         if not in_contiguous:
             t.copy_(send)
         return
     recv = target if out_contiguous else torch.empty_like(target,
                                                           memory_format=torch.contiguous_format)
-    packing.call(comm, send, recv, g, op, step.counts, None, options)
+    comm._run_prepared(step.prepared(comm, packing, send, recv, g, op, options))
     if not out_contiguous:
         target.copy_(recv)
 
@@ -176,53 +194,86 @@ def _fused(comm, packing, ins, outs, groups, op, options, async_op, result):
     tensors). The layout is kept per call structure (the tensors' shapes, dtypes, devices and
     contiguity, the groups, op and options) until a flat buffer grows: a repeated call copies
     and calls, its checks' results known. With async_op the whole runs on the communicator's
-    operation stream (relay.torch.work); an error of its own checks refuses the call its peers
-    make now, so they fail at once (Communicator.refuse leaves alone one refused or reported
+    operation stream (relay.torch.work): a repeated call that is one call and nothing else
+    (one dtype, one contiguous tensor; or on a helper) is that one async call, anything else
+    its steps between two marks. An error of its own checks refuses the call its peers make
+    now, so they fail at once (Communicator.refuse leaves alone one refused or reported
     already). Returns `result`."""
-
-    def run():
-        plans = comm._flat.plans
-        try:
-            key = (packing.key, _described(ins), None if outs is None else _described(outs),
-                   groups.key if isinstance(groups, Groups) else tuple(map(tuple, groups)), op,
-                   options)
-            plan = plans.get(key)
-        except (AttributeError, TypeError):  # the checks below say what is wrong
-            key = plan = None
-        if plan is None:
-            g = comm.groups(groups)
-            group, _ = g.group_of(comm.rank)
-            active = len(g.groups[group if group is not None else 0])
-            plan = g, active, _plan(comm, packing, ins, outs, g, active, group is not None)
-            if key is not None:
-                if len(plans) >= _PLANS_KEPT:
-                    del plans[next(iter(plans))]
-                plans[key] = plan
-        g, active, steps = plan
-        written = outs if outs is not None else ins
-        for step in steps:
+    plans = comm._flat.plans
+    try:
+        key = (packing.key, _described(ins), None if outs is None else _described(outs),
+               groups.key if type(groups) is Groups else tuple(map(tuple, groups)), op,
+               options)
+        plan = plans.get(key)
+    except (AttributeError, TypeError):  # the checks of the plan say what is wrong
+        key = plan = None
+    if async_op:
+        if plan is not None and plan[3]:  # one call, on the caller's tensors or none
+            g, _, (step,), _ = plan
+            send = recv = None
             if step.direct is not None:
-                _direct(comm, packing, step, ins, outs, g, op, options)
-                continue
-            if step.send is None and step.recv is None:
-                packing.call(comm, None, None, g, op, step.counts, step.dtype, options)
-                continue
-            for view, i, width in step.pack:
-                t = ins[i]
-                view.copy_(t if width is None else t.reshape(active, width))
-            packing.call(comm, step.send, step.recv, g, op, step.counts, None, options)
-            for view, i, width in step.unpack:
-                t = written[i]
-                (t if width is None else t.view(active, width)).copy_(view)
-        return result
+                i = step.direct[0]
+                send, recv = ins[i], outs[i] if outs is not None else None
+            return comm._ops.run(comm, step.prepared(comm, packing, send, recv, g, op, options),
+                                 result, (send, recv), None)
+        ins, outs = list(ins), None if outs is None else list(outs)  # held as they are now
 
-    def guarded():
-        try:
-            return run()
-        except Exception as e:
-            raise comm.refuse(e) from None
+        def run():
+            try:
+                _steps(comm, packing, plan or _planned(comm, packing, ins, outs, groups, key),
+                       ins, outs, op, options)
+            except Exception as e:
+                raise comm.refuse(e) from None
+            return result
 
-    return launch(comm, guarded, (ins, outs), async_op)
+        return comm._ops.run_steps(comm, run, (ins, outs))
+    if comm._ops.pending:
+        comm._ops.join(comm)
+    try:
+        _steps(comm, packing, plan or _planned(comm, packing, ins, outs, groups, key), ins, outs,
+               op, options)
+    except Exception as e:
+        raise comm.refuse(e) from None
+    return result
+
+
+def _planned(comm, packing, ins, outs, groups, key):
+    """A fused call's plan (its groups, the ranks per group, its steps, and whether it is one
+    call and nothing else: one step, on contiguous tensors of the caller's or, where this rank
+    helps, none), kept under `key` (None: not kept)."""
+    g = comm.groups(groups)
+    group, _ = g.group_of(comm.rank)
+    active = len(g.groups[group if group is not None else 0])
+    steps = _plan(comm, packing, ins, outs, g, active, group is not None)
+    one = len(steps) == 1 and (all(steps[0].direct[1:]) if steps[0].direct is not None
+                               else steps[0].send is None and steps[0].recv is None)
+    plan = g, active, steps, one
+    if key is not None:
+        plans = comm._flat.plans
+        if len(plans) >= _PLANS_KEPT:
+            del plans[next(iter(plans))]
+        plans[key] = plan
+    return plan
+
+
+def _steps(comm, packing, plan, ins, outs, op, options):
+    """A fused call's steps on the current stream, by its plan."""
+    g, active, steps, _ = plan
+    written = outs if outs is not None else ins
+    for step in steps:
+        if step.direct is not None:
+            _direct(comm, packing, step, ins, outs, g, op, options)
+            continue
+        if step.send is None and step.recv is None:
+            comm._run_prepared(step.prepared(comm, packing, None, None, g, op, options))
+            continue
+        for view, i, width in step.pack:
+            t = ins[i]
+            view.copy_(t if width is None else t.reshape(active, width))
+        comm._run_prepared(step.prepared(comm, packing, step.send, step.recv, g, op, options))
+        for view, i, width in step.unpack:
+            t = written[i]
+            (t if width is None else t.view(active, width)).copy_(view)
 
 
 # ---- what each collective packs ------------------------------------------------------------
@@ -232,18 +283,18 @@ class _Packing:
     """What one fused collective does per dtype, for the skeleton (_fused): the flat call's
     per-group count (count) and buffers by role (buffers), this rank's outputs checked against
     its inputs (check), where each tensor goes in the flat buffers (moves: the call's send and
-    recv views and the copies before and after it), and the Communicator's call (call: None
-    tensors on a helper).
+    recv views and the copies before and after it), and the Communicator's call (collective,
+    and first_name: its method's name of its first tensor, for its messages).
 
     inputs, outputs: what the helper's messages call its lists; same_shape: whether an output is
     shaped as its input; key: what tells its plans apart from another collective's."""
 
     inputs = outputs = None
     same_shape = False
+    first_name = "input"
 
-    @property
-    def key(self):
-        return type(self).__name__
+    def __init__(self):
+        self.key = type(self).__name__
 
     def check(self, ins, outs, idx, active):
         pass
@@ -275,16 +326,11 @@ class _AllReduce(_Packing):
     the input)."""
 
     inputs, outputs, same_shape = "tensors", "out", True
+    collective, first_name = "allreduce", "tensor"
 
     def __init__(self, out_given):
         self.roles = ("input", "output") if out_given else ("input",)
-
-    @property
-    def key(self):
-        return ("allreduce", len(self.roles))
-
-    def call(self, comm, send, recv, g, op, counts, dtype, options):
-        comm.all_reduce(send, g, op, out=recv, counts=counts, dtype=dtype, options=options)
+        self.key = ("allreduce", len(self.roles))
 
     def count(self, ins, idx, active):
         return sum(ins[i].numel() for i in idx)
@@ -303,9 +349,7 @@ class _ReduceScatter(_Packing):
     output holds each output (one block) in order."""
 
     inputs, outputs, same_shape = "inputs", "outputs", False
-
-    def call(self, comm, send, recv, g, op, counts, dtype, options):
-        comm.reduce_scatter(send, recv, g, op, counts=counts, dtype=dtype, options=options)
+    collective = "reduce-scatter"
 
     def count(self, ins, idx, active):
         return sum(_blocks(ins[i], active, "inputs", i).shape[1] for i in idx)
@@ -332,16 +376,11 @@ class _AllGather(_Packing):
     output); block k of the flat output goes to block k of every output."""
 
     inputs, outputs, same_shape = "inputs", "outputs", False
+    collective = "all-gather"
 
     def __init__(self, in_place):
         self.in_place = in_place
-
-    @property
-    def key(self):
-        return ("all-gather", self.in_place)
-
-    def call(self, comm, send, recv, g, op, counts, dtype, options):
-        comm.all_gather(send, recv, g, counts=counts, dtype=dtype, options=options)
+        self.key = ("all-gather", in_place)
 
     def count(self, ins, idx, active):
         return sum(ins[i].numel() for i in idx)
@@ -375,9 +414,7 @@ class _AllToAll(_Packing):
     input, and segment j of the flat output to segment j of every output."""
 
     inputs, outputs, same_shape = "inputs", "outputs", False
-
-    def call(self, comm, send, recv, g, op, counts, dtype, options):
-        comm.all_to_all(send, recv, g, counts=counts, dtype=dtype, options=options)
+    collective = "all-to-all"
 
     def count(self, ins, idx, active):
         return sum(_blocks(ins[i], active, "inputs", i).shape[1] for i in idx)
@@ -398,6 +435,13 @@ class _AllToAll(_Packing):
                 _blocked(recv.view(active, count), outs, idx, active, "outputs"))
 
 
+# One of each: a packing holds no call's state.
+_ALL_REDUCE = {False: _AllReduce(False), True: _AllReduce(True)}  # by whether `out` is given
+_REDUCE_SCATTER = _ReduceScatter()
+_ALL_GATHER = {False: _AllGather(False), True: _AllGather(True)}  # by in_place
+_ALL_TO_ALL = _AllToAll()
+
+
 # ---- the helpers -----------------------------------------------------------------------------
 
 
@@ -407,9 +451,9 @@ def all_reduce_tensors(comm, tensors, groups, op="sum", out=None, options=None, 
     into `out` (the same structure). Returns what was written (`out` or `tensors`); with
     async_op, a relay.torch.work.Work whose result that is (as for every helper here).
     `options`: a call's options (relay.torch.Options), as the Communicator methods take them."""
-    _, ins = _items(tensors, "tensors")
-    outs = _items(out, "out")[1] if out is not None else None
-    return _fused(comm, _AllReduce(outs is not None), ins, outs, groups, op, options, async_op,
+    ins = _values(tensors, "tensors")
+    outs = _values(out, "out") if out is not None else None
+    return _fused(comm, _ALL_REDUCE[outs is not None], ins, outs, groups, op, options, async_op,
                   out if out is not None else tensors)
 
 
@@ -417,8 +461,8 @@ def reduce_scatter_tensors(comm, inputs, outputs, groups, op="sum", options=None
                            async_op=False):
     """Reduce-scatter of every input (A blocks each) into its output (one block) within each
     group. Returns `outputs`."""
-    return _fused(comm, _ReduceScatter(), _items(inputs, "inputs")[1],
-                  _items(outputs, "outputs")[1], groups, op, options, async_op, outputs)
+    return _fused(comm, _REDUCE_SCATTER, _values(inputs, "inputs"), _values(outputs, "outputs"),
+                  groups, op, options, async_op, outputs)
 
 
 def all_gather_tensors(comm, inputs, outputs, groups, in_place=False, options=None, *,
@@ -426,13 +470,13 @@ def all_gather_tensors(comm, inputs, outputs, groups, in_place=False, options=No
     """All-gather of every input into its output (A blocks: block k from active rank k) within
     each group. in_place packs the inputs straight into this rank's block of the flat output
     (the kernel's in-place path). Returns `outputs`."""
-    return _fused(comm, _AllGather(in_place), _items(inputs, "inputs")[1],
-                  _items(outputs, "outputs")[1], groups, None, options, async_op, outputs)
+    return _fused(comm, _ALL_GATHER[bool(in_place)], _values(inputs, "inputs"),
+                  _values(outputs, "outputs"), groups, None, options, async_op, outputs)
 
 
 def all_to_all_tensors(comm, inputs, outputs, groups, options=None, *, async_op=False):
     """All-to-all of every input (A segments: segment j to active rank j) into its output (A
     segments: segment j from active rank j) within each group; out of place. Returns
     `outputs`."""
-    return _fused(comm, _AllToAll(), _items(inputs, "inputs")[1], _items(outputs, "outputs")[1],
+    return _fused(comm, _ALL_TO_ALL, _values(inputs, "inputs"), _values(outputs, "outputs"),
                   groups, None, options, async_op, outputs)

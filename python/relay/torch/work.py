@@ -7,7 +7,8 @@ objects are: wait(), wait_blocking() and is_completed(), and what the call chose
     work.wait_blocking()                   # or: this thread waits until it is done
 
 Where a call runs, and what it costs on the host: one crossing into the library per call
-(relay_run_call_async), one per wait (relay_comm_order_after, then relay_comm_async_status):
+(relay_run_call_async), and per wait relay_comm_order_after (where the call may not have
+finished yet: not on the CPU) and relay_comm_async_status:
   - CUDA, async_op=True: on the communicator's operation stream (one per communicator, made at
     its first async call), which first waits for the current stream's earlier work; wait() makes
     the current stream wait for the call and does not block the host. The library orders the
@@ -83,16 +84,19 @@ class Work:
     a helper); `wire` the wire it took (a Wire, where the call had options; else None);
     `stream` the operation stream an async call ran on (None on the CPU, and for a call made
     without async_op: it ran on the current stream). Its waits ask the library about the call
-    by its number (relay_async_call)."""
+    by its number (relay_async_call); a call the library reported finished when it was made
+    (the shm transport's, whose calls are done when they return) needs no stream ordered after
+    it."""
 
-    __slots__ = ("result", "wire", "stream", "_number", "_comm")
+    __slots__ = ("result", "wire", "stream", "_number", "_comm", "_finished")
 
-    def __init__(self, result, wire, stream, number, comm):
+    def __init__(self, result, wire, stream, number, comm, finished=False):
         self.result = result
         self.wire = wire
         self.stream = stream
         self._number = number
         self._comm = comm
+        self._finished = finished
 
     @classmethod
     def done(cls, comm, result, wire=None):
@@ -107,9 +111,10 @@ class Work:
         torch.distributed's Work.wait does. `timeout` is accepted for that signature: relay's own
         timeout bounds every wait of the call."""
         comm = self._comm
-        comm._ops.order_after(comm, self._number, self.stream is not None)
+        if not self._finished:
+            comm._ops.order_after(comm, self._number, self.stream is not None)
         lib = comm._lib
-        status = lib.comm_async_status(comm._handle)
+        status = lib.comm_async_status(comm._h())
         if status != OK:
             raise lib.error(status)
         return True
@@ -131,6 +136,8 @@ class Work:
 
     def is_completed(self):
         """Whether the call has finished on its stream (always, on the CPU)."""
+        if self._finished:
+            return True
         comm = self._comm
         finished = c_int32()
         comm._lib.check(comm._lib.comm_call_finished(comm._h(), self._number, byref(finished)))
@@ -154,10 +161,11 @@ class Streams:
     the current stream (`pending`, its number; 0: none), and the tensors of the async calls not
     yet known to be over (`held`: (number, tensors), oldest first)."""
 
-    __slots__ = ("stream", "handle", "pending", "held", "_made", "_made_ref")
+    __slots__ = ("stream", "handle", "pending", "held", "_made", "_made_ref", "_started")
 
     def __init__(self):
         self.stream = self.handle = None
+        self._started = False  # whether _op_stream ran (the handle is known, None on the CPU)
         self.pending = 0
         self.held = []
         self._made = _capi.AsyncCall()
@@ -169,21 +177,34 @@ class Streams:
         if self.handle is None and comm.device.type == "cuda":
             self.stream = torch.cuda.Stream(comm.device)
             self.handle = self.stream.cuda_stream
+        self._started = True
         return self.handle
 
     def run(self, comm, prepared, result, tensors, options):
         """One async call of `comm` (its _Prepared arguments, made with `options`) on the
         operation stream; its Work."""
-        handle = self.handle if self.handle is not None else self._op_stream(comm)
+        handle = self.handle if self._started else self._op_stream(comm)
         lib = comm._lib
         status = lib.run_call_async(comm._handle, prepared.ref, comm._stream(), handle,
                                     self._made_ref)
         if status != OK:
-            error = lib.error(status)
-            error.settled = True  # every rank of the call returns an error: nothing to refuse
-            raise error
-        wire = options.wire_of(lib) if options is not None else None
-        return self._made_one(comm, result, tensors, wire)
+            raise comm._failed(status)
+        return self._made_one(comm, result, tensors,
+                              options.wire_of(lib) if options is not None else None)
+
+    def run_marked(self, comm, prepared, result, options):
+        """One call of `comm` (its _Prepared arguments, made with `options`) on the current
+        stream, numbered where it ends there by the same crossing (relay_run_call_async with
+        the current stream as its operation stream: a call and relay_comm_mark in one); its
+        Work, as mark_done's."""
+        stream = comm._stream()
+        lib = comm._lib
+        status = lib.run_call_async(comm._handle, prepared.ref, stream, stream, self._made_ref)
+        if status != OK:
+            raise comm._failed(status)
+        made = self._made
+        return Work(result, options.wire_of(lib) if options is not None else None, None,
+                    made.call, comm, made.call <= made.retired)
 
     def run_steps(self, comm, run, tensors):
         """run() (calls of `comm` with torch's work around them, on the current stream) as one
@@ -209,14 +230,16 @@ class Streams:
     def _made_one(self, comm, result, tensors, wire):
         """The Work of the async call the library just numbered (self._made); its tensors held
         until it is over."""
-        number, retired = self._made.call, self._made.retired
+        made = self._made
+        number, retired = made.call, made.retired
         held = self.held
         if held and held[0][0] <= retired:
             self.release(retired)
-        if number > retired:
-            held.append((number, tensors))
-            if not comm._capturing:  # a captured call is joined inside its capture (its wait)
-                self.pending = number
+        if number <= retired:
+            return Work(result, wire, self.stream, number, comm, True)
+        held.append((number, tensors))
+        if not comm._capturing:  # a captured call is joined inside its capture (its wait)
+            self.pending = number
         return Work(result, wire, self.stream, number, comm)
 
     def mark_done(self, comm, result, wire):
@@ -225,7 +248,8 @@ class Streams:
         stream = comm._stream()
         lib = comm._lib
         lib.check(lib.comm_mark(comm._h(), stream, stream, self._made_ref))
-        return Work(result, wire, None, self._made.call, comm)
+        made = self._made
+        return Work(result, wire, None, made.call, comm, made.call <= made.retired)
 
     def order_after(self, comm, number, on_op_stream=True):
         """Orders the current stream after async call `number`. Where that call ran on the

@@ -40,7 +40,26 @@ _NOT_RELAY = (
 def reduce_op_name(op):
     """relay's name of a reduction: torchcomms' ReduceOp (.type), torch.distributed's ReduceOp
     (.op) or its RedOpType, or a name ("sum", "avg"). The library parses the name, so an
-    operator relay lacks fails there, naming the ones it has."""
+    operator relay lacks fails there, naming the ones it has. An op object's name is kept by
+    the object's identity (its own hash and == may call into torch's bindings, which
+    allocate), so a repeated call's op is looked up."""
+    if type(op) is str:
+        return op.lower()
+    kept = _op_names.get(id(op))
+    if kept is not None and kept[0] is op:
+        return kept[1]
+    name = _op_name(op)
+    if len(_op_names) >= _OPS_KEPT:  # ops made afresh per call: start again
+        _op_names.clear()
+    _op_names[id(op)] = (op, name)  # the op kept alive: its id names no other object
+    return name
+
+
+_op_names = {}  # id(op) -> (op, reduce_op_name(op)), for ops that are not names
+_OPS_KEPT = 64
+
+
+def _op_name(op):
     if isinstance(op, str):
         return op.lower()
     for attr in ("type", "op"):
@@ -62,7 +81,10 @@ class TorchCommRelay(TorchCommBackend):
         self._comm = None
         self._name = ""
         self._opts = {}
+        self._native = None  # self._opts["native"], once adopted
         self._shapes = {}  # (groups, counts) -> _groups_and_counts' answer
+        self._fp8 = {}  # dtype -> the options low_precision takes for it (_options)
+        self._empty = {}  # (dtype, device) -> a count-0 group's two empty tensors (_arguments)
 
     # ---- creation ------------------------------------------------------------------------------
 
@@ -118,9 +140,10 @@ class TorchCommRelay(TorchCommBackend):
         self._name = name
         # torchcomms' world is the processes: with hosted helpers (docs/hosted-helpers.md) the
         # communicator's other ranks are helpers that its processes run.
-        self._all = [list(range(comm.processes))]
+        self._every = comm.groups([list(range(comm.processes))])
         # route "automatic": the cost model's route per call shape (direct for small calls).
         self._opts = {wire: Options(route="automatic", wire=wire) for wire in ("native", "fp8")}
+        self._native = self._opts["native"]
 
     @property
     def communicator(self):
@@ -208,23 +231,19 @@ class TorchCommRelay(TorchCommBackend):
         return self.communicator.control_consume(epoch, timeout=_seconds(timeout_ns))
 
     def _sharded(self, what, coll, ins, outs, op, groups, counts, async_op, low_precision):
-        comm = self.communicator
+        """One relay.torch call (Communicator._call, as its method for `coll` makes it): with
+        async_op on the operation stream, else on the current stream with its end numbered by
+        the same crossing (a work without async_op)."""
+        comm = self._comm if self._comm is not None else self.communicator  # (which raises)
         try:
             groups, counts, x, y, dtype = self._arguments(what, coll, ins, outs, groups, counts)
-            opts = self._options(what, dtype, low_precision)
-            op_name = reduce_op_name(op) if coll in ("allreduce", "reduce-scatter") else None
+            opts = self._options(what, dtype, low_precision) if low_precision else self._native
+            op_name = (None if coll not in _REDUCING else op.lower() if type(op) is str
+                       else reduce_op_name(op))
         except Exception as e:
             raise comm.refuse(e) from None
-        kwargs = {"counts": counts, "dtype": dtype, "options": opts, "async_op": async_op}
-        if coll == "allreduce":
-            result = comm.all_reduce(x, groups, op_name, out=y, **kwargs)
-        elif coll == "reduce-scatter":
-            result = comm.reduce_scatter(x, y, groups, op_name, **kwargs)
-        elif coll == "all-gather":
-            result = comm.all_gather(x, y, groups, **kwargs)
-        else:
-            result = comm.all_to_all(x, y, groups, **kwargs)
-        work = result if async_op else Work.done(comm, result, opts.wire_of(comm._lib))
+        work = comm._call(coll, x, y, groups, counts, op_name, opts, _FIRST_NAME[coll], dtype,
+                          async_op, not async_op)
         if low_precision:
             log.debug("%s: low_precision: %s", what, work.wire)
         return work
@@ -237,11 +256,12 @@ class TorchCommRelay(TorchCommBackend):
         n = len(ins)
         if n == 0:
             raise ValueError(f"{what}: the tensor list is empty; give one tensor per group")
-        groups, counts, mine, typed = self._groups_and_counts(groups, counts)
-        for name, values in (("all_active_ranks", groups.groups), ("the counts", counts),
-                             ("output_tensors", outs)):
-            if values is not None and len(values) != n:
-                raise ValueError(f"{what}: {name} has {len(values)} entries for {n} groups")
+        groups, counts, mine, typed, per_group = self._groups_and_counts(groups, counts)
+        if not per_group or groups.count != n or (outs is not None and len(outs) != n):
+            for name, values in (("all_active_ranks", groups.groups), ("the counts", counts),
+                                 ("output_tensors", outs)):
+                if values is not None and len(values) != n:
+                    raise ValueError(f"{what}: {name} has {len(values)} entries for {n} groups")
         dtype = ins[typed].dtype
         x = y = None
         if mine is not None:
@@ -249,13 +269,24 @@ class TorchCommRelay(TorchCommBackend):
                 x = ins[mine]
                 y = outs[mine] if outs is not None else None
             else:  # nothing to move: empty buffers of the call's dtype, the placeholder untouched
-                x = torch.empty(0, dtype=dtype, device=ins[mine].device)
-                y = x.new_empty(0) if coll != "allreduce" else None
+                x, y = self._empty_pair(dtype, ins[mine].device)
+                if coll == "allreduce":
+                    y = None
         return groups, counts, x, y, dtype
+
+    def _empty_pair(self, dtype, device):
+        """Two empty tensors of `dtype` on `device` (a count-0 group's input and output: they
+        hold no memory, so one pair serves every call)."""
+        pair = self._empty.get((dtype, device))
+        if pair is None:
+            x = torch.empty(0, dtype=dtype, device=device)
+            pair = self._empty[(dtype, device)] = (x, x.new_empty(0))
+        return pair
 
     def _groups_and_counts(self, groups, counts):
         """(the communicator's Groups, the counts as ints, this rank's group or None, the group
-        whose tensor gives the call's dtype): worked out once per distinct groups and counts."""
+        whose tensor gives the call's dtype, whether there is one count per group): worked out
+        once per distinct groups and counts."""
         try:
             key = (tuple(map(tuple, groups)), tuple(counts))
             found = self._shapes.get(key)
@@ -271,7 +302,8 @@ class TorchCommRelay(TorchCommBackend):
             with_data = [g for g in range(len(counts)) if counts[g] > 0]
             typed = (mine if mine is not None and mine < len(counts) and counts[mine] > 0
                      else (with_data or [mine or 0])[0])
-            found = (self.communicator.groups(groups), counts, mine, typed)
+            found = (self.communicator.groups(groups), tuple(counts), mine, typed,
+                     len(counts) == len(groups))
             if key is not None:
                 if len(self._shapes) >= _SHAPES_KEPT:
                     del self._shapes[next(iter(self._shapes))]
@@ -284,15 +316,23 @@ class TorchCommRelay(TorchCommBackend):
         call)."""
         if not low_precision:
             return self._opts["native"]
+        opts = self._fp8.get(dtype)
+        if opts is None:
+            opts = self._fp8[dtype] = self._opts["fp8" if self._fp8_carries(dtype) else "native"]
+        if opts is not self._opts["fp8"]:
+            log.debug("%s: low_precision: %s does not travel on the fp8 wire; native", what,
+                      dtype)
+        return opts
+
+    def _fp8_carries(self, dtype):
+        """Whether the library's fp8 wire carries `dtype` (relay_wire_carries), asked once per
+        dtype (a dtype relay does not move: no; the call itself refuses it, naming it)."""
         lib = self.communicator._lib
         try:
             code = lib.value_of("dtype", str(dtype).rsplit(".", 1)[-1])
         except RelayError:
-            return self._opts["native"]  # the call itself refuses the dtype, naming it
-        if lib.wire_carries(lib.value_of("wire", "fp8"), code):
-            return self._opts["fp8"]
-        log.debug("%s: low_precision: %s does not travel on the fp8 wire; native", what, dtype)
-        return self._opts["native"]
+            return False
+        return bool(lib.wire_carries(lib.value_of("wire", "fp8"), code))
 
     # ---- torchcomms' collectives: relay calls of one group of every rank -------------------
 
@@ -358,11 +398,12 @@ class TorchCommRelay(TorchCommBackend):
         """One relay call of every rank; `after` (torch's work on its output, such as copies
         out) makes it steps of the call and that work (relay.torch.work.launch)."""
         comm = self.communicator
+        op_name = None if op is None else reduce_op_name(op)
+        if after is None:  # one call, numbered where it ends without async_op (as _sharded's)
+            return comm._call(coll, x, y, self._every, None, op_name, self._opts["native"],
+                              _FIRST_NAME[coll], None, async_op, not async_op)
         method = getattr(comm, _METHODS[coll])
-        args = (x, *_out_arg(coll, y), self._all, *(() if op is None else (reduce_op_name(op),)))
-        if after is None:
-            result = method(*args, options=self._opts["native"], async_op=async_op)
-            return result if async_op else Work.done(comm, result)
+        args = (x, *_out_arg(coll, y), self._every, *(() if op is None else (op_name,)))
 
         def run():
             result = method(*args, options=self._opts["native"])
@@ -425,6 +466,9 @@ class TorchCommRelay(TorchCommBackend):
 
 _SHAPES_KEPT = 256  # distinct (groups, counts) of the four methods a backend keeps worked out
 
+_REDUCING = ("allreduce", "reduce-scatter")
+_FIRST_NAME = {"allreduce": "tensor", "reduce-scatter": "input", "all-gather": "input",
+               "all-to-all": "input"}  # the Communicator methods' name of their first tensor
 _METHODS = {"allreduce": "all_reduce", "reduce-scatter": "reduce_scatter",
             "all-gather": "all_gather", "all-to-all": "all_to_all"}
 
@@ -445,12 +489,19 @@ def _unstack(flat, tensors):
 
 
 def _tensor_list(what, name, values):
-    if isinstance(values, torch.Tensor) or not isinstance(values, (list, tuple)):
+    """`values`, a list or tuple of tensors (TypeError otherwise). Exact types are compared
+    first: a repeated call's usual arguments pass without a call of isinstance."""
+    kind = type(values)
+    if kind is not list and kind is not tuple and (
+            isinstance(values, torch.Tensor) or not isinstance(values, (list, tuple))):
         raise TypeError(f"{what}: {name} must be a list of tensors, one per group")
     for i, t in enumerate(values):
-        if not isinstance(t, torch.Tensor):
+        if type(t) is not _Tensor and not isinstance(t, _Tensor):
             raise TypeError(f"{what}: {name}[{i}] is {type(t).__name__}, not a tensor")
-    return list(values)
+    return values
+
+
+_Tensor = torch.Tensor
 
 
 class _CommOptions:

@@ -70,37 +70,48 @@ TEST_CASE("the fitted constants choose the form where the measured crossover was
   CHECK_FALSE(priced(std::int64_t{16} << 20).one_shot_wins());
 }
 
-TEST_CASE("the form chosen: the pull on a direct route where it fits, not on a relay route",
-          "[cost]") {
+TEST_CASE(
+    "the form chosen: ll, else the pull, on a direct route where it fits; not on a relay "
+    "route",
+    "[cost]") {
   // The plan's forms priced so that the stepped one wins, and so that the one-shot one does.
   form_prices stepped_wins, one_shot_wins;
   stepped_wins.stepped = 10e-6, stepped_wins.one_shot = 20e-6;
   one_shot_wins.stepped = 20e-6, one_shot_wins.one_shot = 10e-6;
   struct row {
     call_form form;
-    bool one_shot_fits, pull_fits, direct;
+    bool one_shot_fits, pull_fits, ll_fits, direct;
     const form_prices* prices;
     std::string_view expected;
   };
   const row rows[] = {
-      // Automatic, direct route: the pull wherever it fits, whatever the plan's prices (its work
-      // is the plan's without the staging: measured faster at every size to its cap).
-      {call_form::automatic, true, true, true, &stepped_wins, "pull"},
-      {call_form::automatic, true, true, true, &one_shot_wins, "pull"},
-      // Where the pull does not fit or apply, the plan's forms by price.
-      {call_form::automatic, true, false, true, &stepped_wins, "stepped"},
-      {call_form::automatic, true, false, true, &one_shot_wins, "one-shot"},
-      {call_form::automatic, false, false, true, &one_shot_wins, "stepped"},
-      // A relay route keeps the plan's forms: the pull would leave the helpers' links idle.
-      {call_form::automatic, true, true, false, &one_shot_wins, "one-shot"},
-      {call_form::automatic, true, true, false, &stepped_wins, "stepped"},
-      // Forced: that form where it can run, on any route.
-      {call_form::pull, true, true, false, &stepped_wins, "pull"},
-      {call_form::pull, true, false, true, &stepped_wins, "one-shot"},
-      {call_form::pull, false, false, true, &one_shot_wins, "stepped"},
-      {call_form::one_shot, true, true, true, &stepped_wins, "one-shot"},
-      {call_form::one_shot, false, false, true, &one_shot_wins, "stepped"},
-      {call_form::stepped, true, true, true, &one_shot_wins, "stepped"},
+      // Automatic, direct route: ll wherever it fits, else the pull wherever it fits, whatever the
+      // plan's prices (their work is the plan's without the staging: measured faster at every
+      // size to their caps).
+      {call_form::automatic, true, true, true, true, &stepped_wins, "ll"},
+      {call_form::automatic, true, true, true, true, &one_shot_wins, "ll"},
+      {call_form::automatic, true, true, false, true, &stepped_wins, "pull"},
+      {call_form::automatic, true, true, false, true, &one_shot_wins, "pull"},
+      // Where neither fits or applies, the plan's forms by price.
+      {call_form::automatic, true, false, false, true, &stepped_wins, "stepped"},
+      {call_form::automatic, true, false, false, true, &one_shot_wins, "one-shot"},
+      {call_form::automatic, false, false, false, true, &one_shot_wins, "stepped"},
+      // A relay route keeps the plan's forms: ll and the pull would leave the helpers' links idle.
+      {call_form::automatic, true, true, true, false, &one_shot_wins, "one-shot"},
+      {call_form::automatic, true, true, true, false, &stepped_wins, "stepped"},
+      // Forced: that form where it can run, on any route; ll falls back to the pull, the pull
+      // to the one-shot form, and every form to the stepped one.
+      {call_form::ll, true, true, true, false, &stepped_wins, "ll"},
+      {call_form::ll, true, true, false, true, &stepped_wins, "pull"},
+      {call_form::ll, true, false, false, true, &stepped_wins, "one-shot"},
+      {call_form::ll, false, false, false, true, &one_shot_wins, "stepped"},
+      {call_form::pull, true, true, true, false, &stepped_wins, "pull"},
+      {call_form::pull, true, true, true, true, &stepped_wins, "pull"},
+      {call_form::pull, true, false, false, true, &stepped_wins, "one-shot"},
+      {call_form::pull, false, false, false, true, &one_shot_wins, "stepped"},
+      {call_form::one_shot, true, true, true, true, &stepped_wins, "one-shot"},
+      {call_form::one_shot, false, false, false, true, &one_shot_wins, "stepped"},
+      {call_form::stepped, true, true, true, true, &one_shot_wins, "stepped"},
   };
   // choose_form reads the plan's route only.
   plan direct, relay_route;
@@ -108,10 +119,16 @@ TEST_CASE("the form chosen: the pull on a direct route where it fits, not on a r
   relay_route.spec.route = route::relay;
   for (const row& r : rows) {
     const form_choice c = choose_form(r.form, r.direct ? direct : relay_route,
-                                      {r.one_shot_fits, r.pull_fits}, *r.prices);
-    const std::string_view got = c.pull ? "pull" : c.one_shot ? "one-shot" : "stepped";
+                                      {r.one_shot_fits, r.pull_fits, r.ll_fits}, *r.prices);
+    const std::string_view got = c.ll         ? "ll"
+                                 : c.pull     ? "pull"
+                                 : c.one_shot ? "one-shot"
+                                              : "stepped";
     INFO("form " << static_cast<int>(r.form) << ", one-shot fits " << r.one_shot_fits
-                 << ", pull fits " << r.pull_fits << ", direct route " << r.direct);
+                 << ", pull fits " << r.pull_fits << ", ll fits " << r.ll_fits << ", direct route "
+                 << r.direct);
     CHECK(got == r.expected);
+    // ll runs a call of the pull form's rules, in one launch.
+    if (c.ll) CHECK((c.pull && c.one_shot));
   }
 }

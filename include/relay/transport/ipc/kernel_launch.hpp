@@ -24,7 +24,7 @@
 namespace relay::ipc {
 
 struct kernel_launch {
-  enum class kernel : std::uint8_t { step, one_shot, pull };
+  enum class kernel : std::uint8_t { step, one_shot, pull, ll };
   kernel what = kernel::step;
   std::uint32_t order = 0;  // stage_ref::order; a one-kernel call's is 0
   dtype type = dtype::float32;
@@ -36,9 +36,10 @@ struct kernel_launch {
   std::uint32_t count = 0;
   user_runs in{}, out{};  // step: `in` are the stage's runs of the caller's buffers
   std::uint64_t in_tiles = 0, out_tiles = 0;
-  const ipc_pull* pull = nullptr;  // pull: the program's (kept while its program is)
-  const ipc_peers* peers = nullptr;
-  gpu::copy_desc copy{};  // pull: the staged input's copy
+  const ipc_pull* pull = nullptr;    // pull: the program's (kept while its program is)
+  const ipc_peers* peers = nullptr;  // pull, ll
+  ipc_ll ll{};                       // ll: this call's role and buffers
+  gpu::copy_desc copy{};             // pull: the staged input's copy
   ipc_env env{};
   const char* name = "launching the ipc step kernel";  // what a failure to launch it says
 };
@@ -54,6 +55,8 @@ inline gpu::rt::error_t launch_kernel(const kernel_launch& l) {
                                     l.out, l.out_tiles, l.env);
     case kernel_launch::kernel::pull:
       return launch_pull_kernel(l.type, l.stream, *l.pull, *l.peers, l.copy, l.in_tiles, l.env);
+    case kernel_launch::kernel::ll:
+      return launch_ll_kernel(l.type, l.grid, l.stream, l.ll, *l.peers, l.env);
   }
   return gpu::rt::success;
 }

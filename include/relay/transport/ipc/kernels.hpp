@@ -69,6 +69,7 @@
 #include "relay/gpu/runtime.hpp"
 #include "relay/schedule/schedule.hpp"
 #include "relay/transport/agreement.hpp"
+#include "relay/transport/ipc/ll_plan.hpp"
 #include "relay/transport/ipc/pull_entry.hpp"
 #include "relay/transport/ipc/pull_plan.hpp"
 #include "relay/transport/ipc/report.hpp"
@@ -79,9 +80,9 @@
 namespace relay::ipc {
 
 // Every rank's control block, an allocation of its own that AMD keeps coherent while kernels run
-// (ipc/memory.hpp). signal[q], entries[.][q], alarms[q], texts[q], pull_entries[.][q] and the
-// pull flags' [q] are written by rank q only (its kernels; its host writes its dead mark, alarm
-// and text when it aborts), and read here with system-scope loads (signals.hpp); the rest by
+// (ipc/memory.hpp). signal[q], entries[.][q], alarms[q], texts[q], pull_entries[.][q], the pull
+// flags' [q] and ll[.][q] are written by rank q only (its kernels; its host writes its dead mark,
+// alarm and text when it aborts), and read here with system-scope loads (signals.hpp); the rest by
 // this rank's own launches only.
 struct ipc_control {
   std::uint64_t signal[max_ranks];  // rank q's latest mark (raised, never lowered)
@@ -107,6 +108,9 @@ struct ipc_control {
   // last booked tile ends (gpu/link_clock.hpp). Only this rank's kernels book it: a push is
   // written by its sender, so the link's clock lives with the sender.
   std::uint64_t link_clock[max_ranks];
+  // The ll form (transport/ipc/ll.hpp), written by rank q: its input of call s as words that
+  // carry the call ([s % 2][q], transport/ipc/ll_plan.hpp). Last: the other words lie together.
+  std::uint64_t ll[2][max_ranks][ipc::ll_slot_words];
 };
 
 // A rank's fixed view of the job, passed by value to every launch.
@@ -429,21 +433,27 @@ struct ipc_entry_shared {
   __device__ entry_record* records() { return reinterpret_cast<entry_record*>(bytes); }
 };
 
-// This rank's entry of `call` as self-identifying words (transport/ipc/pull_entry.hpp) into peer
-// q's control block, in the slot of the call's parity: its record and where its input is. Whatever
-// must be seen with them (a reason text, the output's place) is the caller's to fence before.
-__device__ inline void ipc_write_entry_words(const ipc_env& env, std::uint32_t q,
-                                             std::uint64_t call) {
+// This rank's entry of `call` as self-identifying words (transport/ipc/pull_entry.hpp) into a
+// peer's control block `peer`, in the slot of the call's parity: its record and where its input
+// is. Whatever must be seen with them (a reason text, the output's place) is the caller's to fence
+// before.
+__device__ inline void ipc_write_entry_words_into(ipc_control* peer, const ipc_env& env,
+                                                  std::uint64_t call) {
   ipc::pull_entry e;
   e.record = env.record;
   e.in_slot = env.in_slot;
   e.in_offset = env.in_offset;
   std::uint64_t words[ipc::pull_entry_words];
   ipc::pull_entry_encode(call, e, words);
-  std::uint64_t* w = env.controls[q]->pull_entries[call & 1][env.rank];
+  std::uint64_t* w = peer->pull_entries[call & 1][env.rank];
 #pragma unroll
   for (int i = 0; i < ipc::pull_entry_words; ++i)
     signal_store(&w[i], words[i], env.system != 0);
+}
+// The same into peer q's, as env.controls names it.
+__device__ inline void ipc_write_entry_words(const ipc_env& env, std::uint32_t q,
+                                             std::uint64_t call) {
+  ipc_write_entry_words_into(env.controls[q], env, call);
 }
 
 // Whether peer q's entry words in this rank's control block all name `call` (one poll, no
@@ -550,15 +560,19 @@ RELAY_IPC_COLD __device__ inline void ipc_skip_call(const ipc_env& env, std::uin
 // The verdict of every rank's record (`records`, shared, indexed by rank), judged by thread 0 of
 // the block once every thread has stored its part: true when the call stops here (`stopped`: a
 // wait of the block failed or the rank had given up; else the verdict is not `go`: the call is
-// skipped, ipc_skip_call), the same answer for every thread of the block.
+// skipped, ipc_skip_call), the same answer for every thread of the block. `peers_too`: a call
+// that goes on also stops where a peer gave up on it (ipc_peers_gave_up: this rank gives up too),
+// the last look of a form that writes its output next (the ll form).
 __device__ inline bool ipc_decide(const ipc_env& env, std::uint64_t call, std::uint32_t& give_up,
-                                  const entry_record* records, bool stopped) {
+                                  const entry_record* records, bool stopped,
+                                  bool peers_too = false) {
   if (threadIdx.x == 0) {
     const std::uint32_t me = env.rank;
     if (!stopped) {
       const verdict v = judge(records, static_cast<int>(env.ranks), static_cast<int>(me));
       if (v.kind != verdict_kind::go) ipc_skip_call(env, call, v, records);
       give_up = v.kind != verdict_kind::go ? 1u : 0u;
+      if (give_up == 0 && peers_too && ipc_peers_gave_up(env, call)) give_up = 1;
     } else {
       give_up = 1;
     }

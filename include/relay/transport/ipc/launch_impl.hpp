@@ -54,6 +54,16 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_pull_kernel(
   });
 }
 
+RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_ll_kernel(dtype type, unsigned grid,
+                                                           gpu::rt::stream_t stream,
+                                                           const ipc_ll& a, const ipc_peers& peers,
+                                                           const ipc_env& env) {
+  return visit_dtype(type, [&](auto x) {
+    using T = decltype(x);
+    return gpu::rt::launch(ipc_ll_kernel<T>, grid, ipc::pull_block_threads, stream, a, peers, env);
+  });
+}
+
 RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t load_kernels() {
   gpu::rt::error_t e = gpu::rt::success;
   auto load = [&](auto kernel) {
@@ -66,6 +76,7 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t load_kernels() {
       load(ipc_one_shot_kernel<T>);
       load(ipc_pull_kernel<T>);
       load(ipc_paced_step_kernel<T>);
+      load(ipc_ll_kernel<T>);
       if constexpr (fp8_wire_type<T>)
         load(ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, true>);
     });

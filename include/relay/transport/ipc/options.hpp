@@ -19,7 +19,7 @@ struct options {
   // call fails on every rank with errc::out_of_memory naming the size). RELAY_IPC_BYTES
   // overrides it.
   std::size_t bytes_per_rank = std::size_t{64} << 20;
-  // Which form runs a call (RELAY_IPC_FORM: auto, one_shot, stepped, pull), and the model's
+  // Which form runs a call (RELAY_IPC_FORM: auto, one_shot, stepped, pull, ll), and the model's
   // constants (RELAY_IPC_LAUNCH_US, RELAY_IPC_SIGNAL_US, RELAY_IPC_TILE_US, in microseconds).
   call_form form = call_form::automatic;
   form_costs costs{};
@@ -113,16 +113,19 @@ inline status options_from_environment(options& o) {
       o.form = call_form::stepped;
     else if (f == "pull")
       o.form = call_form::pull;
+    else if (f == "ll")
+      o.form = call_form::ll;
     else
       return {errc::invalid_argument,
-              "RELAY_IPC_FORM must be auto, one_shot, stepped or pull, not '" + f + "'"};
+              "RELAY_IPC_FORM must be auto, one_shot, stepped, pull or ll, not '" + f + "'"};
   }
   return {};
 }
 
 // What the transport refuses of `o` at creation, once every rank agreed on it: a mesh emulation
 // rate that is not a whole number of MB/s (the kernels count it so) or above 4 PB/s, and the pull
-// form forced under mesh emulation (the pull reads its peers' memory, which no link clock paces).
+// or ll form forced under mesh emulation (the pull reads its peers' memory, ll pushes words of its
+// own: no link clock paces either).
 inline status check_options(const options& o) {
   if (o.emulate_mesh % 1'000'000 != 0 || o.emulate_mesh / 1'000'000 > 0xffffffffull)
     return {errc::invalid_argument,
@@ -132,6 +135,10 @@ inline status check_options(const options& o) {
   if (o.emulate_mesh != 0 && o.form == call_form::pull)
     return {errc::invalid_argument,
             "RELAY_IPC_FORM=pull reads peers' memory, which mesh emulation "
+            "(RELAY_IPC_EMULATE_MESH) does not pace: use auto, one_shot or stepped"};
+  if (o.emulate_mesh != 0 && o.form == call_form::ll)
+    return {errc::invalid_argument,
+            "RELAY_IPC_FORM=ll pushes its words outside the plan's copies, which mesh emulation "
             "(RELAY_IPC_EMULATE_MESH) does not pace: use auto, one_shot or stepped"};
   return {};
 }

@@ -39,6 +39,7 @@
 #include "relay/plan/bind.hpp"
 #include "relay/plan/slice.hpp"
 #include "relay/plan/validate.hpp"
+#include "relay/transport/ipc/ll_plan.hpp"
 #include "relay/transport/ipc/pull_plan.hpp"
 #include "relay/transport/ipc/signals.hpp"
 #include "relay/transport/ipc/stage.hpp"
@@ -135,7 +136,8 @@ inline unsigned char* operand_address(const plan& p, std::span<unsigned char* co
 // What the kernels can run `p` in: the one-shot form where every stage fits the cap, the wire is
 // native (the one-shot kernel has no fp8 ends) and no mesh is emulated (only the step kernel has
 // a paced form); the pull form where it applies (pull_plan.hpp) and its stage fits the cap too
-// (never under emulation either: it reads peers' memory, which no link clock paces).
+// (never under emulation either: it reads peers' memory, which no link clock paces); the ll form
+// where the pull fits and every input fits a slot (ll_plan.hpp).
 inline form_fit fit_of(const plan& p, const program_setting& s) {
   const std::vector<std::uint64_t> stages = plan_stages(p, tile_bytes);
   const std::uint64_t largest = *std::max_element(stages.begin(), stages.end());
@@ -143,6 +145,7 @@ inline form_fit fit_of(const plan& p, const program_setting& s) {
   f.one_shot = p.wire.taken == wire_format::native && s.one_shot_tiles > 0 &&
                largest <= s.one_shot_tiles && s.emulate_mesh == 0;
   f.pull = f.one_shot && pull_applies(p) && pull_stage_tiles(p, tile_bytes) <= s.one_shot_tiles;
+  f.ll = f.pull && ll_applies(p);
   return f;
 }
 
@@ -199,7 +202,7 @@ struct program {
   form_choice form;
   bool user_memory =
       false;        // the plan lets this rank's input and output stay in the caller's memory
-  ipc_pull pull{};  // form.pull: the pull kernel's program
+  ipc_pull pull{};  // form.pull: the pull kernel's program (and form.ll: the ll kernel's role)
   std::vector<stage_lists> stages;      // the entry, the slice's phases that issue, the exit
   std::vector<std::uint64_t> peer_out;  // [rank]: its staged output here (a peer's delta's base)
 };

@@ -111,17 +111,49 @@ __device__ inline void ipc_pull_announce(const ipc_env& env, std::uint32_t q, st
 // they say). Its failures are ipc_wait_for's; q's own abort or dead mark is seen by the scan of
 // every peer's word (a rank that has given up writes no words). A timeout names q and "enter call
 // #n".
+// `signal` (may be null): q's signal word as loaded with the words that named the call (in the
+// same poll, so it costs no trip of its own).
 __device__ inline bool ipc_pull_wait_entry(const ipc_env& env, std::uint32_t q, std::uint64_t call,
-                                           ipc::pull_entry& e) {
+                                           ipc::pull_entry& e, std::uint64_t* signal = nullptr) {
   ipc_wait wait;
   wait.peer = q;
   std::uint64_t start = 0, scan = 0, host = 0;
   std::uint32_t spins = 0;
   for (;;) {
-    if (ipc_read_entry_words(env, q, call, e)) return true;
+    const std::uint64_t mark =
+        signal != nullptr ? signal_peek(&env.me->signal[q], env.system != 0) : 0;
+    if (ipc_read_entry_words(env, q, call, e)) {
+      if (signal != nullptr) *signal = mark;
+      return true;
+    }
     signal_backoff(++spins);
     if (spins % ipc_spins_per_look != 0) continue;
     if (ipc_aborted(env) != 0 || ipc_wait_tick(env, wait, call, start, scan, host)) return false;
+  }
+}
+
+// Step 2's reading of the records, by thread q for peer q (this rank's own record from `env`):
+// every peer's entry words waited for and its record stored in `records` (shared, by rank), then
+// `seen(q, e)` with what they say; a failed wait sets `missing`. Nothing is waited for once the
+// rank has given up (`give_up`). Shared by the pull and ll kernels.
+template <int Block, class Seen>
+__device__ inline void ipc_pull_read_entries(const ipc_env& env, std::uint64_t call,
+                                             std::uint32_t give_up, entry_record* records,
+                                             std::uint32_t& missing, Seen&& seen) {
+  for (std::uint32_t q = threadIdx.x; q < env.ranks; q += Block) {
+    if (q == env.rank) {
+      records[q] = env.record;
+      records[q].sequence = call;
+      continue;
+    }
+    if (give_up != 0) continue;
+    ipc::pull_entry e;
+    if (!ipc_pull_wait_entry(env, q, call, e)) {
+      missing = 1;
+      continue;
+    }
+    records[q] = e.record;
+    seen(q, e);
   }
 }
 
@@ -271,30 +303,19 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   // 2. The agreement: every peer's entry, its record judged and its input place turned into the
   // sum's operand (delta: per member, then the output's).
   entry_record* records = entry.records();
-  for (std::uint32_t q = threadIdx.x; q < env.ranks; q += Block) {
-    if (q == env.rank) {
-      records[q] = env.record;
-      records[q].sequence = call;
-      continue;
-    }
-    if (give_up != 0) continue;
-    ipc::pull_entry e;
-    if (!detail::ipc_pull_wait_entry(env, q, call, e)) {
-      missing = 1;
-      continue;
-    }
-    records[q] = e.record;
-    staged[q] = e.in_slot == 0 ? 1 : 0;
-    // A staged input (block 0's part) or a reason text was written before the words: this
-    // thread's later loads, and after the barrier its block's, are ordered after them.
-    if (e.in_slot == 0 || e.record.code != 0 || signal_fence_ready_data)
-      signal_acquire(env.system != 0);
-    if (const int k = index_of[q]; k >= 0)
-      delta[k] = e.in_slot == 0
-                     ? 0
-                     : static_cast<std::int64_t>(registered[k][e.in_slot - 1] + e.in_offset -
-                                                 reinterpret_cast<std::uintptr_t>(pl.src[k]));
-  }
+  detail::ipc_pull_read_entries<Block>(
+      env, call, give_up, records, missing, [&](std::uint32_t q, const ipc::pull_entry& e) {
+        staged[q] = e.in_slot == 0 ? 1 : 0;
+        // A staged input (block 0's part) or a reason text was written before the words: this
+        // thread's later loads, and after the barrier its block's, are ordered after them.
+        if (e.in_slot == 0 || e.record.code != 0 || signal_fence_ready_data)
+          signal_acquire(env.system != 0);
+        if (const int k = index_of[q]; k >= 0)
+          delta[k] = e.in_slot == 0
+                         ? 0
+                         : static_cast<std::int64_t>(registered[k][e.in_slot - 1] + e.in_offset -
+                                                     reinterpret_cast<std::uintptr_t>(pl.src[k]));
+      });
   detail::ipc_pull_trace(stamps, 2);
   __syncthreads();
   bool stop = detail::ipc_decide(env, call, give_up, records, give_up != 0 || missing != 0);

@@ -163,6 +163,7 @@ inline std::string waited_for(const alarm_record& a) {
 struct call_counts {
   std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0;
   std::uint64_t pull = 0;     // of the one-shot calls, those of the pull form (ipc/pull.hpp)
+  std::uint64_t ll = 0;       // of the one-shot calls, those of the ll form (ipc/ll.hpp)
   std::uint64_t entries = 0;  // entries launched, refused ones and void pieces too
   // Pull calls captured with a staged input (each given a word), and of those the inputs that
   // register_graph_inputs let replays read in place (ipc/graph_inputs.hpp).

@@ -285,6 +285,7 @@ class transport final : public relay::transport, public hosted::stream_side {
     }
     if (!accepted) return refuse(accepted, env, stream);
     entries_seen_.store(++counts_.entries);
+    if (prog->form.ll) return run_ll(call, *prog, env, stream);
     if (prog->form.pull) return run_pull(call, *prog, env, stream);
     return run_plan(call, *prog, env, stream);
   }
@@ -576,6 +577,36 @@ class transport final : public relay::transport, public hosted::stream_side {
     l.in_tiles = in_tiles;
     l.env = env;
     l.name = "launching the ipc pull kernel";
+    return issue(l);
+  }
+
+  // A call of the ll form (ipc/ll.hpp): the pull form's role, with the input read and the output
+  // written where the caller keeps them, by this rank alone (its peers get its input as words).
+  status run_ll(const call_context& call, const loaded_program& prog, const ipc_env& env,
+                gpu::rt::stream_t stream) {
+    const ipc_pull& pl = prog.pull;
+    kernel_launch l;
+    l.what = kernel_launch::kernel::ll;
+    l.type = call.p->type;
+    l.grid = pl.grid;
+    l.stream = stream;
+    l.ll.in = call.send.data;
+    l.ll.out = call.recv.data;
+    l.ll.count = pl.count;
+    l.ll.divisor = pl.divisor;
+    l.ll.members = pl.members;
+    l.ll.mine = pl.mine;
+    for (std::uint32_t k = 0; k < pl.members; ++k)
+      l.ll.member[k] = pl.member[k];
+    l.peers = &peers_;
+    l.env = env;
+    l.name = "launching the ipc ll kernel";
+    ++counts_.calls;
+    ++counts_.one_shot;
+    ++counts_.ll;
+    const bool summed = pl.members > 0;
+    counts_.inputs += summed ? 1 : 0;
+    counts_.outputs += summed ? 1 : 0;
     return issue(l);
   }
 

@@ -206,15 +206,15 @@ int pieces(communicator& comm, int argc, char** argv) {
 
 // The calls that ran on user memory (ipc::call_counts), summed over the ranks.
 struct direct_sums {
-  std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0, pull = 0;
+  std::uint64_t calls = 0, inputs = 0, outputs = 0, one_shot = 0, pull = 0, ll = 0;
   std::uint64_t captured_inputs = 0, graph_inputs = 0;  // ipc::call_counts'
 };
 
 // Gathers every rank's counts into `sums` (every rank gets them); rank 0 prints them after `what`.
 int direct_totals(communicator& comm, const std::string& what, direct_sums& sums) {
   const ipc::call_counts& c = link_of(comm).counts();
-  const std::uint64_t mine[7] = {c.calls, c.inputs,          c.outputs,     c.one_shot,
-                                 c.pull,  c.captured_inputs, c.graph_inputs};
+  const std::uint64_t mine[8] = {c.calls, c.inputs,          c.outputs,      c.one_shot,
+                                 c.pull,  c.captured_inputs, c.graph_inputs, c.ll};
   std::vector<std::vector<std::byte>> all;
   if (status s =
           comm.boot().all_gather(std::as_bytes(std::span(mine)), all, std::chrono::seconds(60));
@@ -222,18 +222,19 @@ int direct_totals(communicator& comm, const std::string& what, direct_sums& sums
     return failed(s.to_string());
   sums = {};
   for (const auto& a : all) {
-    std::uint64_t v[7] = {};
+    std::uint64_t v[8] = {};
     if (a.size() == sizeof v) std::memcpy(v, a.data(), sizeof v);
     sums.calls += v[0], sums.inputs += v[1], sums.outputs += v[2], sums.one_shot += v[3];
-    sums.pull += v[4], sums.captured_inputs += v[5], sums.graph_inputs += v[6];
+    sums.pull += v[4], sums.captured_inputs += v[5], sums.graph_inputs += v[6], sums.ll += v[7];
   }
   if (comm.rank() == 0)
     std::printf(
         "%s: %llu rank-calls, %llu read their input in place, %llu wrote their output in user "
-        "memory, %llu one-shot (%llu of them pulled)\n",
+        "memory, %llu one-shot (%llu of them pulled, %llu in the ll form)\n",
         what.c_str(), static_cast<unsigned long long>(sums.calls),
         static_cast<unsigned long long>(sums.inputs), static_cast<unsigned long long>(sums.outputs),
-        static_cast<unsigned long long>(sums.one_shot), static_cast<unsigned long long>(sums.pull));
+        static_cast<unsigned long long>(sums.one_shot), static_cast<unsigned long long>(sums.pull),
+        static_cast<unsigned long long>(sums.ll));
   return 0;
 }
 
@@ -270,7 +271,7 @@ int property_registered(communicator& comm, int argc, char** argv) {
 
 // The graph test's shapes: every collective, fused and single, integer and floating types, with
 // 8 ranks; with any other number, one group of every rank per collective on the direct route
-// (the allreduce in the pull form), as a job of 2 can run them.
+// (the allreduce in the ll form, or the pull form), as a job of 2 can run them.
 std::vector<property_case> graph_shapes(int ranks) {
   if (ranks != 8) {
     std::vector<property_case> whole;
@@ -319,8 +320,8 @@ std::vector<property_case> graph_shapes(int ranks) {
   property_case fp8 = shape(collective::reduce_scatter, 4, mode::fused, dtype::bfloat16, 4133);
   fp8.wire = wire_format::fp8_e4m3;
   fp8.wire_data = 1;  // a wide dynamic range in every block
-  // The allreduces on both routes: the pull form runs a direct route's (cost/choose.hpp), the
-  // plan's one-shot form a relay route's.
+  // The allreduces on both routes: the ll form runs a direct route's (the pull form with
+  // RELAY_IPC_FORM=pull; cost/choose.hpp), the plan's one-shot form a relay route's.
   auto direct = [](property_case c) {
     c.route = route::direct;
     return c;
@@ -337,7 +338,7 @@ std::vector<property_case> graph_shapes(int ranks) {
 
 // The graph test's shapes on a communicator whose A processes host its other ranks: one group
 // of the processes' ranks (not in rank order) per collective, the allreduce on both routes (the
-// pull form and the plan's), one on the fp8 wire.
+// ll or pull form and the plan's), one on the fp8 wire.
 std::vector<property_case> graph_shapes_hosted(int A) {
   auto shape = [A](collective coll, dtype t, std::int64_t n, relay::route r) {
     property_case c;
@@ -556,10 +557,11 @@ int graph(communicator& comm, int argc, char** argv, bool registered) {
   direct_sums sums;
   if (int r = direct_totals(comm, which + ", eager calls", sums); r != 0) return r;
   if (registered && sums.outputs == 0) return failed("no call wrote its output in user memory");
-  if (sums.pull == 0) return failed("no call ran in the pull form (the direct allreduces)");
-  // Staged: some captured inputs were read in place after register_graph_inputs (the pull form's
-  // shapes of graph_shapes).
-  if (!registered) {
+  if (sums.pull + sums.ll == 0)
+    return failed("no call ran in the pull or ll form (the direct allreduces)");
+  // Staged, in the pull form: some captured inputs were read in place after
+  // register_graph_inputs (the pull form's shapes of graph_shapes; the ll form stages nothing).
+  if (!registered && sums.pull > 0) {
     if (comm.rank() == 0)
       std::printf(
           "%s: %llu rank-calls captured with a staged input, %llu of them read in place "
@@ -1007,8 +1009,9 @@ int registration(communicator& comm) {
   for (std::int64_t i = 0; i < count; ++i)
     in[static_cast<std::size_t>(i)] = (me + 1) * 100000 + static_cast<std::int32_t>(i);
   // The plan's forms read an input in place wherever it is and write an output in user memory
-  // where it is registered; the pull form (an allreduce this small) writes every output in place
-  // and lets its peers read an input in place where it is registered.
+  // where it is registered; the pull form (an allreduce this small, RELAY_IPC_FORM=pull) writes
+  // every output in place and lets its peers read an input in place where it is registered; the
+  // ll form (the default at this size) reads every input and writes every output in place.
   auto check = [&](const char* when, std::byte* input, std::byte* out, bool registered_in,
                    bool registered_out) -> int {
     IPC_CHECK(gpu::rt::upload(input, in.data(), bytes));
@@ -1020,8 +1023,9 @@ int registration(communicator& comm) {
                                              dtype::int32, reduce_op::sum, {}, d.stream));
     if (!s) return failed(std::string(when) + ": " + s.to_string());
     const ipc::call_counts after = link_of(comm).counts();
-    const bool pulled = after.pull > before.pull;
-    const bool direct_output = pulled || registered_out;
+    // The ll form reads the input and writes the output where they are, registered or not.
+    const bool pulled = after.pull > before.pull, ll = after.ll > before.ll;
+    const bool direct_output = pulled || ll || registered_out;
     const bool direct_input = !pulled || registered_in;
     if ((after.outputs - before.outputs == 1) != direct_output ||
         (after.inputs - before.inputs == 1) != direct_input)
@@ -1063,6 +1067,81 @@ int registration(communicator& comm) {
     std::printf(
         "registration: refused pool memory, registered two buffers of one allocation, "
         "calls right in user memory and staged, deregistered\n");
+  return 0;
+}
+
+// Buffers aligned to their elements only, and sizes that are no multiple of 16 bytes: an A=2
+// allreduce over the job's pairs (direct route, the ll form by default at these sizes) with the
+// input and the output at every combination of offsets 0, 4 and 8 bytes past a 16-byte boundary,
+// int32 (exact), 1001 elements, then 4 KiB + 4 bytes, in place too. The output is poisoned, the
+// bytes around it too, and checked against the sum worked out here; nothing outside it changes.
+int unaligned(communicator& comm) {
+  const int me = comm.rank(), N = comm.size();
+  if (N % 2 != 0) return failed("the unaligned test needs an even number of ranks");
+  device_side d;
+  IPC_CHECK(gpu::rt::stream_create(&d.stream));
+  constexpr std::size_t room = 65536;
+  if (status s = d.reserve(2 * room); !s) return failed(s.to_string());
+  auto* base = static_cast<std::byte*>(d.memory);
+  const group_list pairs = pairs_of(N);
+  const int peer = me ^ 1;
+  options direct;
+  direct.route = route::direct;
+  int runs = 0;
+  for (const std::int64_t count : {std::int64_t{1001}, std::int64_t{1025}})
+    for (const std::size_t in_at : {0, 4, 8})
+      for (const std::size_t out_at : {0, 4, 8, 99}) {  // 99: in place at the input's offset
+        const bool in_place = out_at == 99;
+        const std::size_t bytes = static_cast<std::size_t>(count) * 4;
+        std::vector<std::int32_t> in(static_cast<std::size_t>(count));
+        for (std::int64_t i = 0; i < count; ++i)
+          in[static_cast<std::size_t>(i)] = (me + 1) * 1000000 + 7 * static_cast<std::int32_t>(i);
+        std::vector<std::byte> poison(2 * room, std::byte{0xA5});
+        IPC_CHECK(gpu::rt::upload(base, poison.data(), poison.size()));
+        std::byte* input = base + in_at;
+        std::byte* output = in_place ? input : base + room + out_at;
+        IPC_CHECK(gpu::rt::upload(input, in.data(), bytes));
+        IPC_CHECK(gpu::rt::device_synchronize());
+        const std::vector<std::int64_t> counts(pairs.size(), count);
+        const std::uint64_t ll_before = link_of(comm).counts().ll;
+        const status s =
+            finish(comm, d,
+                   relay::allreduce(comm, pairs, {input, bytes}, {output, bytes}, counts,
+                                    dtype::int32, reduce_op::sum, direct, d.stream));
+        const std::string what = "count " + std::to_string(count) + ", input at +" +
+                                 std::to_string(in_at) + ", output " +
+                                 (in_place ? "in place" : "at +" + std::to_string(out_at));
+        if (!s) return failed(what + ": " + s.to_string());
+        if (std::getenv("RELAY_IPC_FORM") == nullptr && link_of(comm).counts().ll == ll_before)
+          return failed(what + ": the call did not run in the ll form");
+        std::vector<std::byte> after(2 * room);
+        IPC_CHECK(gpu::rt::memcpy(after.data(), base, after.size()));
+        const std::size_t out_off = static_cast<std::size_t>(output - base);
+        for (std::size_t b = 0; b < after.size(); ++b) {
+          const bool in_output = b >= out_off && b < out_off + bytes;
+          const bool in_input = b >= in_at && b < in_at + bytes;
+          if (in_output) continue;
+          const std::byte want =
+              in_input ? reinterpret_cast<const std::byte*>(in.data())[b - in_at] : std::byte{0xA5};
+          if (after[b] != want)
+            return failed(what + ": byte " + std::to_string(b) + " outside the output changed");
+        }
+        for (std::int64_t i = 0; i < count; ++i) {
+          std::int32_t got = 0;
+          std::memcpy(&got, after.data() + out_off + static_cast<std::size_t>(i) * 4, 4);
+          const std::int32_t want =
+              (me + 1) * 1000000 + (peer + 1) * 1000000 + 14 * static_cast<std::int32_t>(i);
+          if (got != want)
+            return failed(what + ": element " + std::to_string(i) + " is " + std::to_string(got) +
+                          ", not " + std::to_string(want));
+        }
+        ++runs;
+      }
+  if (me == 0)
+    std::printf(
+        "unaligned: %d calls right (inputs and outputs at +0, +4, +8; in place), nothing "
+        "outside the output written\n",
+        runs);
   return 0;
 }
 
@@ -1140,6 +1219,7 @@ int hostpath(communicator& comm, int argc, char** argv) {
       if (status s = finish(comm, d, issue()); !s) return failed(s.to_string());
       const std::uint64_t one_shot = link_of(comm).counts().one_shot;
       const std::uint64_t pulled_before = link_of(comm).counts().pull;
+      const std::uint64_t ll_before = link_of(comm).counts().ll;
       const std::size_t allocated_before = testing::allocations();
       double total = 0;
       for (int first = 0; first < calls; first += batch) {
@@ -1160,15 +1240,17 @@ int hostpath(communicator& comm, int argc, char** argv) {
       const std::size_t made = testing::allocations() - allocated_before;
       const bool one = link_of(comm).counts().one_shot > one_shot;
       const bool pulled = link_of(comm).counts().pull > pulled_before;
+      const bool ll = link_of(comm).counts().ll > ll_before;
       if (status s = finish(comm, d, {}); !s) return failed(s.to_string());
       std::sort(each.begin(), each.end());
       std::printf(
           "rank %d: allreduce A=2 bf16 %zu KB, %s, %s form: host issue %.2f us a call "
           "(mean of %d, back to back in batches of %d), median %.2f us, %zu allocations\n",
           me, bytes / 1024, registered ? "registered" : "staged",
-          pulled ? "pull"
-          : one  ? "one-shot"
-                 : "stepped",
+          ll       ? "ll"
+          : pulled ? "pull"
+          : one    ? "one-shot"
+                   : "stepped",
           mean, calls, batch, each[each.size() / 2], made);
       allocated = allocated || made > 0;
     }
@@ -1186,7 +1268,7 @@ int hostpath(communicator& comm, int argc, char** argv) {
   return allocated ? failed("a repeated call allocated") : 0;
 }
 
-// Issue 25's per-phase device times of the pull form: ipc::trace_calls calls of an A=2 allreduce
+// The per-phase device times of the pull or the ll form: ipc::trace_calls calls of an A=2 allreduce
 // bf16 of BYTES over the pairs, eager back to back, then captured into a graph and replayed; per
 // trace point the median over the calls of block 0's time since its kernel began, and the median
 // time from one call's start to the next one's. Rank 0 and 1 print theirs.
@@ -1207,7 +1289,9 @@ int trace(communicator& comm, int argc, char** argv) {
   const buffer_view send{base, bytes}, recv{base + bytes, bytes};
   auto issue = [&]() { return pair_allreduce(comm, d, pairs, counts, send, recv); };
   if (status s = finish(comm, d, issue()); !s) return failed(s.to_string());
-  if (link_of(comm).counts().pull == 0) return failed("the call did not run in the pull form");
+  const bool ll = link_of(comm).counts().ll > 0;
+  if (link_of(comm).counts().pull == 0 && !ll)
+    return failed("the call did not run in the pull or the ll form");
   constexpr int K = ipc::trace_calls;
   auto report = [&](const char* how) -> int {
     std::uint64_t t[K][ipc::trace_points];
@@ -1228,9 +1312,15 @@ int trace(communicator& comm, int argc, char** argv) {
       std::sort(v.begin(), v.end());
       return v[v.size() / 2];
     };
-    static const char* names[ipc::trace_points] = {"start",     "announced",    "entries read",
-                                                   "judged",    "inputs ready", "summed",
-                                                   "done told", "readers done", "end"};
+    static const char* pull_names[ipc::trace_points] = {"start",     "announced",    "entries read",
+                                                        "judged",    "inputs ready", "summed",
+                                                        "done told", "readers done", "end"};
+    static const char* ll_names[ipc::trace_points] = {"start",        "announced and pushed",
+                                                      "entries read", "judged",
+                                                      "words landed", "checked",
+                                                      "summed",       "counted",
+                                                      "end"};
+    const char* const* names = ll ? ll_names : pull_names;
     std::string line;
     for (int i = 1; i < ipc::trace_points; ++i) {
       char part[64];
@@ -1467,6 +1557,7 @@ int main(int argc, char** argv) {
   if (what == "property_registered") return property_registered(*comm, argc, argv);
   if (what == "graph_registered") return graph(*comm, argc, argv, true);
   if (what == "registration") return registration(*comm);
+  if (what == "unaligned") return unaligned(*comm);
   if (what == "hostpath") return hostpath(*comm, argc, argv);
   if (what == "trace") return trace(*comm, argc, argv);
   if (what == "soak") return soak(*comm, argc, argv);
@@ -1476,6 +1567,6 @@ int main(int argc, char** argv) {
                 "' (property, property_fp8, graph, stall, late, refused, refuse_plan, "
                 "refuse_early, mismatch, "
                 "exited, abort, pieces, "
-                "property_registered, graph_registered, registration, hostpath, soak, "
+                "property_registered, graph_registered, registration, unaligned, hostpath, soak, "
                 "hosted_record, hosted, hosted_bad_device, paced, paced_mismatch)");
 }

@@ -38,6 +38,10 @@ TEST_CASE("ipc options: defaults, and each variable read", "[transport][ipc]") {
   ipc::options forced;
   REQUIRE(options_from_environment(forced));
   CHECK(forced.form == call_form::pull);
+  const scoped_env ll{{"RELAY_IPC_FORM", "ll"}};
+  ipc::options words;
+  REQUIRE(options_from_environment(words));
+  CHECK(words.form == call_form::ll);
 }
 
 TEST_CASE("ipc options: a malformed variable is named", "[transport][ipc]") {
@@ -48,7 +52,7 @@ TEST_CASE("ipc options: a malformed variable is named", "[transport][ipc]") {
   };
   status s = refused("RELAY_IPC_FORM", "fast");
   CHECK(s.code() == errc::invalid_argument);
-  CHECK(s.message() == "RELAY_IPC_FORM must be auto, one_shot, stepped or pull, not 'fast'");
+  CHECK(s.message() == "RELAY_IPC_FORM must be auto, one_shot, stepped, pull or ll, not 'fast'");
   s = refused("RELAY_IPC_ONE_SHOT_TILES", "5000");
   CHECK(s.message().find("RELAY_IPC_ONE_SHOT_TILES must be a number from 0") == 0);
   s = refused("RELAY_IPC_ONE_SHOT_TILES", "2.5");
@@ -109,6 +113,11 @@ TEST_CASE("ipc options: mesh emulation refuses the pull form, and rates of parts
   CHECK(s.code() == errc::invalid_argument);
   CHECK_THAT(s.message(),
              Catch::Contains("RELAY_IPC_FORM=pull") && Catch::Contains("RELAY_IPC_EMULATE_MESH"));
+  o.form = call_form::ll;
+  const status words = check_options(o);
+  CHECK(words.code() == errc::invalid_argument);
+  CHECK_THAT(words.message(),
+             Catch::Contains("RELAY_IPC_FORM=ll") && Catch::Contains("RELAY_IPC_EMULATE_MESH"));
   for (call_form f : {call_form::automatic, call_form::one_shot, call_form::stepped}) {
     o.form = f;
     CHECK(check_options(o));

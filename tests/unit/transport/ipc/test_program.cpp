@@ -89,7 +89,7 @@ program built(const plan& p, int rank, const program_setting& s, fp8_ends ends) 
 }
 
 std::string form_name(const form_choice& f) {
-  return f.pull ? "pull" : f.one_shot ? "one-shot" : "stepped";
+  return f.ll ? "ll" : f.pull ? "pull" : f.one_shot ? "one-shot" : "stepped";
 }
 
 }  // namespace
@@ -194,7 +194,7 @@ TEST_CASE("the form chosen for a program, on every path", "[transport][ipc]") {
   plan p = pair_allreduce();
   // Stages of 1 tile each (40 bytes): stepped 4 * 3.7 + 4 * 0.3 = 16.0 us, one-shot
   // 3.7 + 3 * 1.5 + 4 * 0.3 = 9.4 us. The pull applies (an allreduce of one pair of 2 <= 8, native
-  // wire) and fits (its stage, 1 tile x 2 members, within 4096).
+  // wire) and fits (its stage, 1 tile x 2 members, within 4096), and so does ll (40 bytes a slot).
   struct row {
     route on;
     call_form asked;
@@ -202,10 +202,13 @@ TEST_CASE("the form chosen for a program, on every path", "[transport][ipc]") {
     std::string expected;
   };
   const row rows[] = {
-      {route::direct, call_form::automatic, 4096, "pull"},
-      {route::relay, call_form::automatic, 4096, "one-shot"},  // never the pull on a relay route
+      {route::direct, call_form::automatic, 4096, "ll"},
+      {route::relay, call_form::automatic, 4096, "one-shot"},  // never ll or pull on a relay route
       {route::direct, call_form::automatic, 0, "stepped"},     // a cap of 0: no one launch
       {route::relay, call_form::pull, 4096, "pull"},           // forced: any route
+      {route::direct, call_form::pull, 4096, "pull"},
+      {route::relay, call_form::ll, 4096, "ll"},
+      {route::direct, call_form::ll, 0, "stepped"},
       {route::direct, call_form::one_shot, 4096, "one-shot"},
       {route::direct, call_form::stepped, 4096, "stepped"},
       {route::direct, call_form::pull, 0, "stepped"},
@@ -232,6 +235,12 @@ TEST_CASE("the form chosen for a program, on every path", "[transport][ipc]") {
   program_setting one = setting();
   one.one_shot_tiles = 2;
   CHECK(form_name(built(big, 0, one, fp8_ends::receiver).form) == "stepped");
+  // An input larger than an ll slot (256 KiB + 4 bytes: 65537 int32): the pull.
+  plan past = pair_allreduce();
+  past.counts = {65537};
+  past.input_bytes = {262148, 262148};
+  past.output_bytes = {262148, 262148};
+  CHECK(form_name(built(past, 0, setting(), fp8_ends::receiver).form) == "pull");
 }
 
 TEST_CASE("the pull program reads each member's staged input where its area is",
