@@ -83,6 +83,19 @@ RELAY_HOST_DEVICE constexpr verdict judge(const entry_record* all, int ranks, in
   return {};
 }
 
+// Whether two ranks' records alone rule out `go`: judge() reaches another verdict for every set of
+// records that holds both (either refused; both showed a fingerprint and they differ; both take
+// part, one in place and one out of place). A transport that waits for a peer's data may stop
+// waiting on this, before it has every record to judge: the verdict it reaches then is not `go`.
+RELAY_HOST_DEVICE constexpr bool records_rule_out_go(const entry_record& a, const entry_record& b) {
+  if (a.code != 0 || b.code != 0) return true;
+  if (a.fingerprint != 0 && b.fingerprint != 0 && a.fingerprint != b.fingerprint) return true;
+  constexpr auto in_place = static_cast<std::uint8_t>(placement::in_place);
+  constexpr auto out_of_place = static_cast<std::uint8_t>(placement::out_of_place);
+  return (a.placement == in_place && b.placement == out_of_place) ||
+         (a.placement == out_of_place && b.placement == in_place);
+}
+
 // The verdict as this rank's status. `own` is this rank's refusal (for refused_here);
 // `peer_reason(q)` the text rank q gave for its refusal, where the transport carries one (empty
 // where it does not: then the code's name stands alone).

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <catch2/catch.hpp>
+#include <vector>
 
 using namespace relay;
 
@@ -135,4 +136,57 @@ TEST_CASE("a refusal passed on is named after the refusal it passes on", "[agree
   // Only ranks that pass one on: the lowest of them.
   r[3].code = static_cast<std::uint8_t>(errc::peer_error);
   CHECK(judge(r.data(), 4, 0).rank == 1);
+}
+
+// records_rule_out_go is what a waiting rank may stop on before it has every record: wherever it
+// says two records rule out `go`, judge() must agree on every rank, for every third record. Every
+// set of 3 records over small domains (fingerprints 0, 1, 2; codes none, a refusal, one passed on;
+// every placement), every pair of them.
+TEST_CASE("two records that rule out go: judge never says go with them", "[agreement]") {
+  const std::array<std::uint64_t, 3> fingerprints{0, 1, 2};
+  const std::array<std::uint8_t, 3> codes{0, static_cast<std::uint8_t>(errc::invalid_count),
+                                          static_cast<std::uint8_t>(errc::peer_error)};
+  const std::array<std::uint8_t, 3> placements{helper, out_of_place, in_place};
+  std::vector<entry_record> domain;
+  for (auto f : fingerprints)
+    for (auto c : codes)
+      for (auto p : placements) {
+        entry_record e;
+        e.sequence = 5;
+        e.fingerprint = f;
+        e.code = c;
+        e.placement = p;
+        domain.push_back(e);
+      }
+  int ruled_out = 0, sets = 0;
+  for (const auto& a : domain)
+    for (const auto& b : domain)
+      for (const auto& c : domain) {
+        const std::array<entry_record, 3> r{a, b, c};
+        ++sets;
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) {
+            if (i == j || !records_rule_out_go(r[i], r[j])) continue;
+            ++ruled_out;
+            for (int me = 0; me < 3; ++me)
+              if (judge(r.data(), 3, me).kind == verdict_kind::go)
+                FAIL("judge says go on rank " << me << " though records " << i << " and " << j
+                                              << " rule it out (set " << sets << ")");
+          }
+      }
+  CHECK(sets == 19683);
+  CHECK(ruled_out > 0);
+  // Hand cases: what does not rule it out (a helper beside either placement, a fingerprint 0).
+  constexpr auto rec = [](std::uint64_t f, std::uint8_t c, std::uint8_t p) {
+    entry_record e;
+    e.fingerprint = f;
+    e.code = c;
+    e.placement = p;
+    return e;
+  };
+  static_assert(!records_rule_out_go(rec(1, 0, helper), rec(1, 0, in_place)));
+  static_assert(!records_rule_out_go(rec(0, 0, out_of_place), rec(3, 0, out_of_place)));
+  static_assert(records_rule_out_go(rec(1, 0, out_of_place), rec(1, 0, in_place)));
+  static_assert(records_rule_out_go(rec(1, 0, helper), rec(2, 0, helper)));
+  static_assert(records_rule_out_go(rec(1, 7, helper), rec(1, 0, helper)));
 }

@@ -253,21 +253,22 @@ __device__ inline bool ipc_void_piece(const ipc_env& env) {
   return last != 0 && ipc_skipped(env, last);
 }
 
-// While waiting: whether another peer gave up (a scan of this rank's own copies of their words);
-// if so this rank gives up too (true).
+// Whether peer q gave up on `call` (a look at this rank's own copy of its word); if so this rank
+// gives up too (true).
+__device__ inline bool ipc_peer_gave_up(const ipc_env& env, std::uint32_t q, std::uint64_t call) {
+  const std::uint64_t v = signal_peek(&env.me->signal[q], env.system != 0);
+  if (!signal_aborted(v)) return false;  // the cheap test first (a dead mark reads aborted too)
+  signal_acquire(env.system != 0);
+  const bool alarmed =
+      *static_cast<volatile std::uint32_t*>(&env.me->alarms[q].code) != ipc::report_ok;
+  if (!peer_gave_up(v, call, alarmed)) return false;
+  ipc_peer_failed(env, q, call);
+  return true;
+}
+// While waiting: the same for every other peer.
 __device__ inline bool ipc_peers_gave_up(const ipc_env& env, std::uint64_t call) {
-  for (std::uint32_t q = 0; q < env.ranks; ++q) {
-    if (q == env.rank) continue;
-    const std::uint64_t v = signal_peek(&env.me->signal[q], env.system != 0);
-    if (!signal_aborted(v)) continue;  // the cheap test first (a dead mark reads aborted too)
-    signal_acquire(env.system != 0);
-    const bool alarmed =
-        *static_cast<volatile std::uint32_t*>(&env.me->alarms[q].code) != ipc::report_ok;
-    if (peer_gave_up(v, call, alarmed)) {
-      ipc_peer_failed(env, q, call);
-      return true;
-    }
-  }
+  for (std::uint32_t q = 0; q < env.ranks; ++q)
+    if (q != env.rank && ipc_peer_gave_up(env, q, call)) return true;
   return false;
 }
 

@@ -6,28 +6,31 @@
 //      the call, into this rank's slot of the call's parity in that member's control block
 //      (ipc_control::ll). The input is read where the caller keeps it: nothing is staged, no
 //      peer reads this rank's memory;
-//   2. judge: thread q polls peer q's entry words until they name this call, and thread 0 judges
-//      all records with the agreement's rule (kernels.hpp); a verdict other than `go` skips the
-//      call on every rank, as every form does. A rank that refuses pushes nothing; what its peers
-//      pushed for a skipped call lies unread in its slots, which name that call. A call that goes
-//      on stops where a peer gave up on it (it timed out waiting for a rank that came late: the
-//      last look, before anything is written);
-//   3. wait: every thread polls the words of its vectors in this rank's slots until every word
-//      names the call (the read is the wait: a 64-bit word is stored and loaded whole, so a word
-//      that names the call holds its data); then the block's barrier, so that a block writes
-//      nothing where a wait of its failed;
+//   2. wait, for the entries and the words together: thread q polls peer q's entry words until
+//      they name this call (its record, for the verdict), and every thread polls the words of its
+//      vectors in this rank's slots until every word names the call (the read is the wait: a
+//      64-bit word is stored and loaded whole, so a word that names the call holds its data). A
+//      rank that refuses pushes no words: a thread whose words are slow looks at that peer's
+//      entry, and stops waiting where the two records alone rule out `go`
+//      (records_rule_out_go: the verdict then is not `go` either). Then thread q's last look
+//      for peer q having given up on the call (it timed out waiting for this rank, which came
+//      late): before anything is written, so that such a call has one outcome;
+//   3. judge, at the block's barrier (the threads' failures gathered by a vote on the way,
+//      gpu/block_vote.hpp): thread 0 judges all records with the agreement's rule (kernels.hpp);
+//      a verdict other than `go`, or a wait of the block that failed, skips the call on every rank
+//      as every form does, with nothing written;
 //   4. sum its vectors, members in group order, with relay's arithmetic (core/reduction.hpp: the
 //      pull form's bits), its own input read from the caller's buffer and the peers' from the
 //      words, into this rank's output (the caller's buffer: only this rank writes it).
 // The last block to count itself out advances the call counter (every block read it at its start).
-// So a call is the push, one trip, and the sum: the entry words and the data travel together. (A
-// version that judged beside the wait for the words, through flags in shared memory, was no faster
-// and left compute-sanitizer's racecheck hazards: bench/results/2026-12-06-h100-ll-form.)
+// So a call is the push, one trip and two barriers: the entry words and the data travel together,
+// and are waited for together.
 //
 // Why no barrier at the end, and no flag: a member writes its slot of call s + 2 in a peer only
-// after its own call s + 1 judged that peer's entry of s + 1, which the peer's kernel wrote after
+// after its own call s + 1 read that peer's entry of s + 1, which the peer's kernel wrote after
 // its kernel of call s, the one that read the slot, had ended (a rank's kernels run in turn). The
-// call's parity keeps s + 1's words out of s's slot.
+// call's parity keeps s + 1's words out of s's slot. What a refusing or mismatched peer pushed for
+// a skipped call lies unread in its slots, which name that call.
 //
 // Failures as in kernels.hpp: every wait also scans every peer's signal word, this rank's host
 // flag and its deadline, and gives up the same way. A timeout of the words names the peer and
@@ -41,6 +44,7 @@
 #include <cstdint>
 
 #include "relay/core/reduction.hpp"
+#include "relay/gpu/block_vote.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/transport/ipc/kernels.hpp"
 #include "relay/transport/ipc/ll_plan.hpp"
@@ -70,15 +74,25 @@ __device__ inline std::uint32_t ll_part(const ll_vec& x, int j) {
   return reinterpret_cast<const std::uint32_t*>(&x)[j];
 }
 
-// Vector v of a peer's words in `slot` once all 4 name `call` (true; `x` is their data), or false
-// once this rank gives up (the wait's failures are ipc_wait_for's; `w` names the peer).
-__device__ inline bool ll_take(const ipc_env& env, const std::uint64_t* slot, std::uint64_t v,
-                               std::uint64_t vectors, std::uint64_t call, const ipc_wait& w,
-                               ll_vec& x) {
+// What a wait for a vector of a peer's words came to.
+enum class ll_taken : std::uint8_t {
+  landed,   // all 4 words name the call: the vector is its data
+  stopped,  // the peer's entry of the call rules out `go` beside this rank's record
+  failed,   // this rank gave up (ipc_wait_for's failures)
+};
+
+// Vector v of peer q's words in `slot`, polled until all 4 name `call`. Where they are slow, every
+// look at the clock also reads q's entry words: a peer that refuses pushes no words, and one that
+// called with another shape pushes them elsewhere.
+__device__ inline ll_taken ll_take(const ipc_env& env, const std::uint64_t* slot, std::uint64_t v,
+                                   std::uint64_t vectors, std::uint64_t call, std::uint32_t q,
+                                   ll_vec& x) {
   std::uint64_t word[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j)
     word[j] = signal_peek(&slot[ll_word(v, j, vectors)], env.system != 0);
+  ipc_wait w;
+  w.peer = q;
   std::uint64_t start = 0, scan = 0, host = 0;
   std::uint32_t spins = 0;
   for (;;) {
@@ -88,9 +102,13 @@ __device__ inline bool ll_take(const ipc_env& env, const std::uint64_t* slot, st
       landed = landed && ll_word_is(word[j], call);
     if (landed) break;
     signal_backoff(++spins);
-    if (spins % ipc_spins_per_look == 0 &&
-        (ipc_aborted(env) != 0 || ipc_wait_tick(env, w, call, start, scan, host)))
-      return false;
+    if (spins % ipc_spins_per_look == 0) {
+      if (ipc_aborted(env) != 0 || ipc_wait_tick(env, w, call, start, scan, host))
+        return ll_taken::failed;
+      ipc::pull_entry e;
+      if (ipc_read_entry_words(env, q, call, e) && records_rule_out_go(env.record, e.record))
+        return ll_taken::stopped;
+    }
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       if (!ll_word_is(word[j], call))
@@ -100,94 +118,111 @@ __device__ inline bool ll_take(const ipc_env& env, const std::uint64_t* slot, st
 #pragma unroll
   for (int j = 0; j < 4; ++j)
     d[j] = static_cast<std::uint32_t>(word[j]);
-  return true;
+  return ll_taken::landed;
 }
 
-// The sum of one vector: `x[k]` member k's, members in order, rounded once (core/reduction.hpp),
-// stored whole where the output is aligned and the vector lies within, else element by element.
-template <class T, std::uint32_t Most>
-__device__ inline void ll_store_sum(const ll_vec* x, std::uint32_t members, std::int32_t divisor,
-                                    T* out, std::uint64_t v, std::uint64_t count, bool aligned) {
-  using R = reduction_traits<T>;
-  using A = typename R::accumulator;
+// Where this thread's vectors lie: `vectors` 16-byte vectors of a call of `bytes`, from `first`
+// by `stride` (one vector per thread of the grid, then round again), and whether the caller's
+// buffers take them whole.
+struct ll_walk {
+  const unsigned char* in = nullptr;
+  std::uint64_t bytes = 0, vectors = 0, first = 0, stride = 0;
+  bool in_aligned = false, out_aligned = false;
+};
+template <class T, int Block>
+__device__ inline ll_walk ll_walk_of(const ipc_ll& a) {
+  ll_walk w;
+  w.in = static_cast<const unsigned char*>(a.in);
+  w.bytes = a.count * sizeof(T);
+  w.vectors = ll_vectors(w.bytes);
+  w.first = static_cast<std::uint64_t>(blockIdx.x) * Block + threadIdx.x;
+  w.stride = static_cast<std::uint64_t>(gridDim.x) * Block;
+  w.in_aligned = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0;
+  w.out_aligned = reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0;
+  return w;
+}
+__device__ inline ll_vec ll_input(const ll_walk& w, std::uint64_t v) {
+  return ll_load(w.in, v, w.bytes, w.in_aligned);
+}
+
+// Vector v of the output: whole where the output is aligned and the vector lies within, else
+// element by element.
+template <class T>
+__device__ inline void ll_store(const ll_vec& y, T* out, std::uint64_t v, std::uint64_t count,
+                                bool aligned) {
   constexpr int E = 16 / sizeof(T);
-  A acc[E];
-  {
-    const T* t = reinterpret_cast<const T*>(&x[0]);
-#pragma unroll
-    for (int i = 0; i < E; ++i)
-      acc[i] = R::load(t[i]);
-  }
-#pragma unroll
-  for (std::uint32_t k = 1; k < Most; ++k) {
-    if (k < members) {  // a guard, not a break: clang unrolls no loop with an exit in it
-      const T* t = reinterpret_cast<const T*>(&x[k]);
-#pragma unroll
-      for (int i = 0; i < E; ++i)
-        acc[i] = R::add(acc[i], t[i]);
-    }
-  }
-  ll_vec y;
-  T* t = reinterpret_cast<T*>(&y);
-#pragma unroll
-  for (int i = 0; i < E; ++i)
-    t[i] = R::store(acc[i], divisor);
   const std::uint64_t first = v * E;
   if (aligned && first + E <= count) {
     reinterpret_cast<ll_vec*>(out)[v] = y;
     return;
   }
+  const T* t = reinterpret_cast<const T*>(&y);
   for (int i = 0; i < E; ++i)
     if (first + i < count) out[first + i] = t[i];
 }
 
-// Where this thread's vectors lie: `vectors` 16-byte vectors of a call of `bytes`, from `first`
-// by `stride` (one vector per thread of the grid, then round again).
-struct ll_walk {
-  std::uint64_t bytes = 0, vectors = 0, first = 0, stride = 0;
-};
-template <class T, int Block>
-__device__ inline ll_walk ll_walk_of(const ipc_ll& a) {
-  ll_walk w;
-  w.bytes = a.count * sizeof(T);
-  w.vectors = ll_vectors(w.bytes);
-  w.first = static_cast<std::uint64_t>(blockIdx.x) * Block + threadIdx.x;
-  w.stride = static_cast<std::uint64_t>(gridDim.x) * Block;
-  return w;
-}
+// What a thread casts in the block's vote (gpu::block_vote) before the verdict.
+inline constexpr std::uint32_t ll_failed = 1;   // a wait failed, or the rank had given up
+inline constexpr std::uint32_t ll_stopped = 2;  // a peer's entry ruled out `go`
+using ll_vote = gpu::block_vote<ipc::pull_block_threads, 2>;
 
-// Steps 3 and 4 for this block: Most members at most (a pair runs a loop of its own size).
-// `head`: this thread's first vector of this rank's input, loaded in step 1. False where a wait of
-// the block failed: then the block wrote nothing.
+// Steps 2 to 4 for this block, Most members at most (a pair runs loops of its own size). `head`:
+// this thread's first vector of this rank's input, loaded in step 1; `gave_up_in`: this rank's
+// sticky word as this thread read it. True where the block summed; false where the call stopped
+// (then the block wrote nothing).
 template <class T, std::uint32_t Most>
-__device__ inline bool ll_wait_and_sum(const ipc_env& env, const ipc_ll& a, const ll_walk& w,
-                                       std::uint64_t call, const ll_vec& head,
-                                       std::uint32_t& missing, std::uint64_t* stamps) {
-  const auto* in = static_cast<const unsigned char*>(a.in);
-  const bool in_aligned = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0;
-  const bool out_aligned = reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0;
+__device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_walk& w,
+                               std::uint64_t call, std::uint64_t gave_up_in, const ll_vec& head,
+                               entry_record* records, ll_vote& vote, std::uint32_t& give_up,
+                               std::uint64_t* stamps) {
+  const std::uint32_t q = threadIdx.x;
   const std::uint32_t parity = static_cast<std::uint32_t>(call & 1);
   auto slot = [&](std::uint32_t k) { return env.me->ll[parity][a.member[k]]; };
-  // 3. The words of every vector of this thread; the first vector's kept (most calls give a
-  // thread one vector), the others read again for the sum (they stay until call + 2).
-  ll_vec held[Most];
-  bool ok = true;
-  for (std::uint64_t v = w.first; ok && v < w.vectors; v += w.stride) {
-#pragma unroll
-    for (std::uint32_t k = 0; k < Most; ++k) {
-      if (k >= a.members || k == a.mine || !ok) continue;
-      ipc_wait wait;
-      wait.peer = a.member[k];
-      ll_vec x;
-      ok = ll_take(env, slot(k), v, w.vectors, call, wait, x);
-      if (v == w.first) held[k] = x;
+  std::uint32_t cast = gave_up_in != 0 ? ll_failed : 0;
+  // 2. Peer q's entry, by thread q (this rank's own record from its env).
+  if (q < env.ranks) {
+    if (q == env.rank) {
+      records[q] = env.record;
+      records[q].sequence = call;
+    } else if (cast == 0) {
+      ipc::pull_entry e;
+      if (ipc_pull_wait_entry(env, q, call, e)) {
+        records[q] = e.record;
+        if (e.record.code != 0) signal_acquire(env.system != 0);  // its reason text, before
+      } else {
+        cast |= ll_failed;
+      }
     }
   }
-  if (!ok) missing = 1;
+  ipc_pull_trace(stamps, 2);
+  // The words of every vector of this thread; the first vector's kept (most calls give a thread
+  // one vector), the others read again for the sum (they stay until call + 2).
+  ll_vec held[Most];
+  if (a.members > 0 && env.record.code == 0)
+    for (std::uint64_t v = w.first; cast == 0 && v < w.vectors; v += w.stride) {
+#pragma unroll
+      for (std::uint32_t k = 0; k < Most; ++k) {
+        if (k >= a.members || k == a.mine || cast != 0) continue;
+        ll_vec x;
+        const ll_taken t = ll_take(env, slot(k), v, w.vectors, call, a.member[k], x);
+        if (t == ll_taken::failed) cast |= ll_failed;
+        if (t == ll_taken::stopped) cast |= ll_stopped;
+        if (v == w.first) held[k] = x;
+      }
+    }
+  ipc_pull_trace(stamps, 3);
+  // The last look, before anything is written: peer q gave up on this call.
+  if (cast == 0 && q < env.ranks && q != env.rank && ipc_peer_gave_up(env, q, call))
+    cast |= ll_failed;
   ipc_pull_trace(stamps, 4);
+  // 3. The vote at the barrier, then the verdict. A thread that stopped on a peer's entry needs no
+  // more: the verdict of those records is not `go` (records_rule_out_go).
+  vote.cast(cast);
   __syncthreads();
   ipc_pull_trace(stamps, 5);
-  if (missing != 0) return false;
+  const bool stop = ipc_decide(env, call, give_up, records, (vote.result() & ll_failed) != 0);
+  ipc_pull_trace(stamps, 6);
+  if (stop || a.members == 0) return false;
   // 4. The sums.
   T* out = static_cast<T*>(a.out);
   for (std::uint64_t v = w.first; v < w.vectors; v += w.stride) {
@@ -196,7 +231,7 @@ __device__ inline bool ll_wait_and_sum(const ipc_env& env, const ipc_ll& a, cons
     for (std::uint32_t k = 0; k < Most; ++k) {
       if (k >= a.members) continue;
       if (k == a.mine) {
-        x[k] = v == w.first ? head : ll_load(in, v, w.bytes, in_aligned);
+        x[k] = v == w.first ? head : ll_input(w, v);
       } else if (v == w.first) {
         x[k] = held[k];
       } else {
@@ -207,9 +242,9 @@ __device__ inline bool ll_wait_and_sum(const ipc_env& env, const ipc_ll& a, cons
               signal_peek(&slot(k)[ll_word(v, j, w.vectors)], env.system != 0));
       }
     }
-    ll_store_sum<T, Most>(x, a.members, a.divisor, out, v, a.count, out_aligned);
+    ll_store<T>(ipc_vector_sum<T, Most>(x, a.members, a.divisor), out, v, a.count, w.out_aligned);
   }
-  ipc_pull_trace(stamps, 6);
+  ipc_pull_trace(stamps, 7);
   return true;
 }
 
@@ -217,8 +252,7 @@ __device__ inline bool ll_wait_and_sum(const ipc_env& env, const ipc_ll& a, cons
 
 // Every argument a grid constant (read in place: an argument indexed at run time, a member's
 // rank or a peer's control block, would otherwise be copied to the stack first), and no block
-// barrier before the push: every thread reads the rank's sticky word itself (one word). (No
-// __syncthreads_or: HIP 5's compiles it for gfx90a with an instruction gfx90a lacks.)
+// barrier before the push: every thread reads the rank's sticky word itself (one word).
 template <class T>
 __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
     ipc_ll_kernel(const RELAY_IPC_GRID_CONSTANT ipc_ll a,
@@ -226,8 +260,7 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
                   const RELAY_IPC_GRID_CONSTANT ipc_env env) {
   constexpr int Block = ipc::pull_block_threads;
   __shared__ std::uint32_t give_up;
-  __shared__ std::uint32_t missing;   // a wait of this block failed
-  __shared__ std::uint64_t given_up;  // this rank's sticky word as thread 0 read it
+  __shared__ detail::ll_vote vote;
   __shared__ detail::ipc_entry_shared entry;
   __shared__ std::uint64_t stamps[ipc::trace_points];
   if (detail::ipc_void_piece(env)) return;
@@ -236,12 +269,10 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   const std::uint64_t gave_up_in = detail::ipc_aborted(env);
   const std::uint32_t parity = static_cast<std::uint32_t>(call & 1);
   const detail::ll_walk w = detail::ll_walk_of<T, Block>(a);
-  const auto* in = static_cast<const unsigned char*>(a.in);
-  const bool in_aligned = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0;
   const bool member = a.members > 0 && env.record.code == 0;
   // This thread's first vector of the input, loaded before anything waits for it.
   detail::ll_vec head{};
-  if (member && w.first < w.vectors) head = detail::ll_load(in, w.first, w.bytes, in_aligned);
+  if (member && w.first < w.vectors) head = detail::ll_input(w, w.first);
   // 1. The announcement (block 0), then this block's vectors pushed to every other member.
   if (gave_up_in == 0) {
     if (blockIdx.x == 0 && threadIdx.x < env.ranks && threadIdx.x != env.rank) {
@@ -254,7 +285,7 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
     }
     if (member)
       for (std::uint64_t v = w.first; v < w.vectors; v += w.stride) {
-        const detail::ll_vec x = v == w.first ? head : detail::ll_load(in, v, w.bytes, in_aligned);
+        const detail::ll_vec x = v == w.first ? head : detail::ll_input(w, v);
         for (std::uint32_t k = 0; k < a.members; ++k) {
           if (k == a.mine) continue;
           std::uint64_t* slot = peers.controls[a.member[k]]->ll[parity][env.rank];
@@ -267,41 +298,23 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   } else if (blockIdx.x == 0 && threadIdx.x == 0) {
     detail::ipc_raise_all(env, signal_mark(gave_up_in, signal_abort));
   }
-  if (threadIdx.x == 0) {
-    given_up = gave_up_in;  // what every thread decides by from here: one answer for the block
-    missing = 0;
-  }
-  __syncthreads();  // after the push, which waits for nothing
   detail::ipc_pull_trace(stamps, 1);
-  // 2. The agreement: every peer's entry, its record judged; then, for a call that goes on, the
-  // last look for a peer that gave up on it before anything is written (one outcome per call).
+  // 2 to 4 (a pair, the common group, in loops of its own size).
   entry_record* records = entry.records();
-  detail::ipc_pull_read_entries<Block>(
-      env, call, given_up != 0 ? 1u : 0u, records, missing,
-      [&](std::uint32_t, const ipc::pull_entry& e) {
-        if (e.record.code != 0) signal_acquire(env.system != 0);  // its reason text, before
-      });
-  detail::ipc_pull_trace(stamps, 2);
-  __syncthreads();
-  const bool stop =
-      detail::ipc_decide(env, call, give_up, records, missing != 0 || given_up != 0, true);
-  detail::ipc_pull_trace(stamps, 3);
-  // 3 and 4. The words, then the sum (a pair, the common group, in a loop of its own size).
-  bool summed = false;
-  if (!stop && a.members > 0)
-    summed = a.members == 2 ? detail::ll_wait_and_sum<T, 2>(env, a, w, call, head, missing, stamps)
-                            : detail::ll_wait_and_sum<T, max_reduce_inputs>(env, a, w, call, head,
-                                                                            missing, stamps);
+  const bool summed =
+      a.members == 2
+          ? detail::ll_join<T, 2>(env, a, w, call, gave_up_in, head, records, vote, give_up, stamps)
+          : detail::ll_join<T, max_reduce_inputs>(env, a, w, call, gave_up_in, head, records, vote,
+                                                  give_up, stamps);
   // The end: the last block to count itself out advances the call counter (every thread of every
   // block read it before its block's first barrier); where this rank gave up in this call (a wait
   // failed), block 0 publishes its abort mark once more.
-  detail::ipc_pull_trace(stamps, 7);
   if (threadIdx.x == 0) {
     if (gridDim.x == 1 || atomicAdd(&env.me->arrived, 1u) == gridDim.x - 1) {
       env.me->arrived = 0;
       *static_cast<volatile std::uint64_t*>(&env.me->call) = call;
     }
-    if (blockIdx.x == 0 && (stop || (a.members > 0 && !summed)))
+    if (blockIdx.x == 0 && (give_up != 0 || (a.members > 0 && !summed)))
       if (const std::uint64_t gave_up = detail::ipc_aborted(env); gave_up != 0)
         detail::ipc_raise_all(env, signal_mark(gave_up, signal_abort));
   }

@@ -150,6 +150,39 @@ __device__ inline void ipc_pull_read_entries(const ipc_env& env, std::uint64_t c
   }
 }
 
+// The sum of one 16-byte vector of `members` members (x[k]: member k's), members in order, with
+// the arithmetic of core/reduction.hpp (one rounding, then `divisor`). Most: the members the loop
+// is unrolled for (members <= Most). The pull and ll forms' sum.
+template <class T, std::uint32_t Most>
+__device__ inline gpu::detail::vec16 ipc_vector_sum(const gpu::detail::vec16* x,
+                                                    std::uint32_t members, std::int32_t divisor) {
+  using R = reduction_traits<T>;
+  using A = typename R::accumulator;
+  constexpr int E = 16 / sizeof(T);
+  A acc[E];
+  {
+    const T* t = reinterpret_cast<const T*>(&x[0]);
+#pragma unroll
+    for (int i = 0; i < E; ++i)
+      acc[i] = R::load(t[i]);
+  }
+#pragma unroll
+  for (std::uint32_t k = 1; k < Most; ++k) {
+    if (k < members) {  // a guard, not a break: clang unrolls no loop with an exit in it
+      const T* t = reinterpret_cast<const T*>(&x[k]);
+#pragma unroll
+      for (int i = 0; i < E; ++i)
+        acc[i] = R::add(acc[i], t[i]);
+    }
+  }
+  gpu::detail::vec16 y;
+  T* t = reinterpret_cast<T*>(&y);
+#pragma unroll
+  for (int i = 0; i < E; ++i)
+    t[i] = R::store(acc[i], divisor);
+  return y;
+}
+
 // Step 4: this block's part of the sum, members in order, with the arithmetic of
 // core/reduction.hpp (one rounding). `delta`: per member, then the output's. Vectors of 16 bytes
 // where every delta is a multiple of 16 (the staged places are 256-byte aligned), else element
@@ -176,28 +209,7 @@ __device__ inline void ipc_pull_sum(const ipc_pull& pl, const std::int64_t* delt
 #pragma unroll
       for (std::uint32_t k = 0; k < Most; ++k)
         if (k < pl.members) x[k] = reinterpret_cast<const gpu::detail::vec16*>(source(k))[v];
-      A acc[E];
-      {
-        const T* t = reinterpret_cast<const T*>(&x[0]);
-#pragma unroll
-        for (int i = 0; i < E; ++i)
-          acc[i] = R::load(t[i]);
-      }
-#pragma unroll
-      for (std::uint32_t k = 1; k < Most; ++k) {
-        // A guard, not a break: clang unrolls no loop with an exit in it.
-        if (k < pl.members) {
-          const T* t = reinterpret_cast<const T*>(&x[k]);
-#pragma unroll
-          for (int i = 0; i < E; ++i)
-            acc[i] = R::add(acc[i], t[i]);
-        }
-      }
-      gpu::detail::vec16 y;
-      T* t = reinterpret_cast<T*>(&y);
-#pragma unroll
-      for (int i = 0; i < E; ++i)
-        t[i] = R::store(acc[i], pl.divisor);
+      const gpu::detail::vec16 y = ipc_vector_sum<T, Most>(x, pl.members, pl.divisor);
       reinterpret_cast<gpu::detail::vec16*>(out)[v] = y;
     }
     tail = vectors * E;

@@ -1304,9 +1304,9 @@ int trace(communicator& comm, int argc, char** argv) {
                                                         "judged",    "inputs ready", "summed",
                                                         "done told", "readers done", "end"};
     static const char* ll_names[ipc::trace_points] = {"start",        "announced and pushed",
-                                                      "entries read", "judged",
-                                                      "words landed", "checked",
-                                                      "summed",       "counted",
+                                                      "entries read", "words landed",
+                                                      "last look",    "voted",
+                                                      "judged",       "summed",
                                                       "end"};
     const char* const* names = ll ? ll_names : pull_names;
     std::string line;
