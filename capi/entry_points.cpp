@@ -606,6 +606,17 @@ relay_status relay_comm_order_after(relay_comm* c, uint64_t number, void* stream
   });
 }
 
+relay_status relay_comm_join_call(relay_comm* c, uint64_t number, void* stream) {
+  return guarded([&]() -> status {
+    relay_comm* h = nullptr;
+    if (status s = live(c, h); !s) return s;
+    if (status s = async_call_made(*h, number); !s) return s;
+    if (!retired(*h, number))
+      if (status s = order_after(*h->async, number, stream); !s) return s;
+    return h->comm->async_status();
+  });
+}
+
 relay_status relay_comm_call_finished(relay_comm* c, uint64_t number, int32_t* finished) {
   return guarded([&]() -> status {
     relay_comm* h = nullptr;

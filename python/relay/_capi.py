@@ -202,6 +202,7 @@ _FUNCTIONS = {
     "relay_run_call_async": (c_int, [_P, POINTER(Call), _P, _P, POINTER(AsyncCall)]),
     "relay_comm_mark": (c_int, [_P, _P, _P, POINTER(AsyncCall)]),
     "relay_comm_order_after": (c_int, [_P, c_uint64, _P]),
+    "relay_comm_join_call": (c_int, [_P, c_uint64, _P]),
     "relay_comm_call_finished": (c_int, [_P, c_uint64, _I32P]),
     "relay_comm_wait_call": (c_int, [_P, c_uint64]),
 }

@@ -405,6 +405,7 @@ static void expect_bad_handle(relay_comm* comm, const char* what) {
   EXPECT_STATUS(relay_run_call_async(comm, &call, NULL, NULL, &made), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_mark(comm, NULL, NULL, &made), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_order_after(comm, 1, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_STATUS(relay_comm_join_call(comm, 1, NULL), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_call_finished(comm, 1, &i), RELAY_INVALID_ARGUMENT);
   EXPECT_STATUS(relay_comm_wait_call(comm, 1), RELAY_INVALID_ARGUMENT);
   CHECK(made.call == 0 && made.retired == 0, "a call on a bad handle was numbered");
@@ -947,6 +948,10 @@ static void run_collectives(relay_comm* comm, int me) {
   EXPECT_STATUS(relay_comm_order_after(comm, 3, NULL), RELAY_OK);
   EXPECT_STATUS(relay_comm_wait_call(comm, 1), RELAY_OK);
   EXPECT_STATUS(relay_comm_order_after(comm, 4, NULL), RELAY_INVALID_ARGUMENT);
+  EXPECT_ERROR_TEXT("no async call numbered 4 was made on this communicator (it made 3");
+  /* Joining a call: the ordering's check, then the async status (nothing failed). */
+  EXPECT_STATUS(relay_comm_join_call(comm, 3, NULL), RELAY_OK);
+  EXPECT_STATUS(relay_comm_join_call(comm, 4, NULL), RELAY_INVALID_ARGUMENT);
   EXPECT_ERROR_TEXT("no async call numbered 4 was made on this communicator (it made 3");
   EXPECT_STATUS(relay_comm_wait_call(comm, 0), RELAY_INVALID_ARGUMENT);
   /* A NULL out on rank 3 alone is its refusal: every other rank fails at once naming it, nothing

@@ -17,7 +17,7 @@ operation stream after the current one and the mark of the call's end are the li
 timed too (a wrapper around them, whose own cost, about two clock reads, counts as outside):
 "outside" is the host time per call spent outside the library, the Python layer's own, which the
 transport's waits for the peer (large on a loaded machine) do not blur. The library's other
-entries a call or its work makes (relay_comm_mark, relay_comm_order_after,
+entries a call or its work makes (relay_comm_mark, relay_comm_join_call, relay_comm_order_after,
 relay_comm_async_status: the work's marks and waits) are timed apart: "outside" includes them,
 and "of that in marks and waits" says how much they took. --profile N: rank 0 runs N more calls
 of each under cProfile and prints the 25 functions of most own time. Rank 0 prints one line per
@@ -128,7 +128,7 @@ def _replayed(comm, call, args, device, rank):
 
 
 _ENTRIES = ("allreduce", "reduce_scatter", "all_gather", "all_to_all", "run_call", "run_call_async")
-_WAITS = ("comm_mark", "comm_order_after", "comm_async_status")
+_WAITS = ("comm_mark", "comm_order_after", "comm_join_call", "comm_async_status")
 
 
 def _time_library(comm, entries):

@@ -468,6 +468,10 @@ RELAY_C_API relay_status relay_comm_mark(relay_comm* comm, void* stream, void* o
  * this communicator has not given is RELAY_INVALID_ARGUMENT. Reports no call's failure: that is
  * relay_comm_async_status's. */
 RELAY_C_API relay_status relay_comm_order_after(relay_comm* comm, uint64_t call, void* stream);
+/* relay_comm_order_after, then relay_comm_async_status's answer, in one call (a binding's
+ * Work.wait: the stream joins the call, then whatever failure the communicator has learned of is
+ * reported). Returns the ordering's failure where it fails, else the async status. */
+RELAY_C_API relay_status relay_comm_join_call(relay_comm* comm, uint64_t call, void* stream);
 /* *finished: 1 where async call number `call` has finished, else 0. */
 RELAY_C_API relay_status relay_comm_call_finished(relay_comm* comm, uint64_t call,
                                                   int32_t* finished);

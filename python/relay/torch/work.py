@@ -7,8 +7,9 @@ objects are: wait(), wait_blocking() and is_completed(), and what the call chose
     work.wait_blocking()                   # or: this thread waits until it is done
 
 Where a call runs, and what it costs on the host: one crossing into the library per call
-(relay_run_call_async), and per wait relay_comm_order_after (where the call may not have
-finished yet: not on the CPU) and relay_comm_async_status:
+(relay_run_call_async), and one per wait: relay_comm_join_call (the current stream ordered after
+the call, then what failed) where the call may not have finished yet (not on the CPU), else
+relay_comm_async_status:
   - CUDA, async_op=True: on the communicator's operation stream (one per communicator, made at
     its first async call), which first waits for the current stream's earlier work; wait() makes
     the current stream wait for the call and does not block the host. The library orders the
@@ -111,10 +112,11 @@ class Work:
         torch.distributed's Work.wait does. `timeout` is accepted for that signature: relay's own
         timeout bounds every wait of the call."""
         comm = self._comm
-        if not self._finished:
-            comm._ops.order_after(comm, self._number, self.stream is not None)
         lib = comm._lib
-        status = lib.comm_async_status(comm._h())
+        if self._finished:
+            status = lib.comm_async_status(comm._h())
+        else:
+            status = comm._ops.join_call(comm, self._number, self.stream is not None)
         if status != OK:
             raise lib.error(status)
         return True
@@ -258,6 +260,15 @@ class Streams:
         comm._lib.check(comm._lib.comm_order_after(comm._h(), number, comm._stream()))
         if on_op_stream and self.held:
             self.release(number)
+
+    def join_call(self, comm, number, on_op_stream=True):
+        """order_after, then the communicator's async status, in one crossing
+        (relay_comm_join_call); returns that status. The tensors go back only where the stream
+        was ordered (the status is ok: a failure may be the ordering's)."""
+        status = comm._lib.comm_join_call(comm._h(), number, comm._stream())
+        if status == OK and on_op_stream and self.held:
+            self.release(number)
+        return status
 
     def release(self, number):
         """Lets go of the tensors of the async calls up to `number` (the current stream is
