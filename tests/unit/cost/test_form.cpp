@@ -71,7 +71,7 @@ TEST_CASE("the fitted constants choose the form where the measured crossover was
 }
 
 TEST_CASE(
-    "the form chosen: ll, else the pull, on a direct route where it fits; not on a relay "
+    "the form chosen: ll, else the pull, on a direct route where it fits, not on a relay "
     "route",
     "[cost]") {
   // The plan's forms priced so that the stepped one wins, and so that the one-shot one does.

@@ -6,23 +6,23 @@
 //      the call, into this rank's slot of the call's parity in that member's control block
 //      (ipc_control::ll). The input is read where the caller keeps it: nothing is staged, no
 //      peer reads this rank's memory;
-//   2. judge, beside step 3: thread q polls peer q's entry words until they name this call, and
-//      thread 0 judges all records with the agreement's rule (kernels.hpp) into the block's
-//      verdict (shared memory); a verdict other than `go` skips the call on every rank, as every
-//      form does, and ends the block's waits for words. A rank that refuses pushes nothing; what
-//      its peers pushed for a skipped call lies unread in its slots, which name that call. A call
-//      that goes on stops where a peer gave up on it (it timed out waiting for a rank that came
-//      late: its signal word, read in the same poll as its entry words, says so);
+//   2. judge: thread q polls peer q's entry words until they name this call, and thread 0 judges
+//      all records with the agreement's rule (kernels.hpp); a verdict other than `go` skips the
+//      call on every rank, as every form does. A rank that refuses pushes nothing; what its peers
+//      pushed for a skipped call lies unread in its slots, which name that call. A call that goes
+//      on stops where a peer gave up on it (it timed out waiting for a rank that came late: the
+//      last look, before anything is written);
 //   3. wait: every thread polls the words of its vectors in this rank's slots until every word
 //      names the call (the read is the wait: a 64-bit word is stored and loaded whole, so a word
 //      that names the call holds its data); then the block's barrier, so that a block writes
-//      nothing where the verdict is not `go` or a wait of its failed;
+//      nothing where a wait of its failed;
 //   4. sum its vectors, members in group order, with relay's arithmetic (core/reduction.hpp: the
 //      pull form's bits), its own input read from the caller's buffer and the peers' from the
 //      words, into this rank's output (the caller's buffer: only this rank writes it).
 // The last block to count itself out advances the call counter (every block read it at its start).
-// So a call is the push, one trip, and the sum: the entry words and the data travel together, and
-// the judging overlaps the wait for the data.
+// So a call is the push, one trip, and the sum: the entry words and the data travel together. (A
+// version that judged beside the wait for the words, through flags in shared memory, was no faster
+// and left compute-sanitizer's racecheck hazards: bench/results/2026-12-06-h100-ll-form.)
 //
 // Why no barrier at the end, and no flag: a member writes its slot of call s + 2 in a peer only
 // after its own call s + 1 judged that peer's entry of s + 1, which the peer's kernel wrote after
@@ -70,15 +70,11 @@ __device__ inline std::uint32_t ll_part(const ll_vec& x, int j) {
   return reinterpret_cast<const std::uint32_t*>(&x)[j];
 }
 
-// The block's verdict on the call, in shared memory: pending until thread 0 has judged.
-inline constexpr std::uint32_t ll_pending = 0, ll_go = 1, ll_stop = 2;
-
 // Vector v of a peer's words in `slot` once all 4 name `call` (true; `x` is their data), or false
 // once this rank gives up (the wait's failures are ipc_wait_for's; `w` names the peer).
-// A verdict other than `go` (`judged`, shared: ll_stop) ends the wait too, with false.
 __device__ inline bool ll_take(const ipc_env& env, const std::uint64_t* slot, std::uint64_t v,
                                std::uint64_t vectors, std::uint64_t call, const ipc_wait& w,
-                               const volatile std::uint32_t& judged, ll_vec& x) {
+                               ll_vec& x) {
   std::uint64_t word[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j)
@@ -91,7 +87,6 @@ __device__ inline bool ll_take(const ipc_env& env, const std::uint64_t* slot, st
     for (int j = 0; j < 4; ++j)
       landed = landed && ll_word_is(word[j], call);
     if (landed) break;
-    if (judged == ll_stop) return false;
     signal_backoff(++spins);
     if (spins % ipc_spins_per_look == 0 &&
         (ipc_aborted(env) != 0 || ipc_wait_tick(env, w, call, start, scan, host)))
@@ -162,15 +157,12 @@ __device__ inline ll_walk ll_walk_of(const ipc_ll& a) {
 }
 
 // Steps 3 and 4 for this block: Most members at most (a pair runs a loop of its own size).
-// `head`: this thread's first vector of this rank's input, loaded in step 1. Every thread waits
-// for its words while thread 0 judges (`judged`); a verdict other than `go` ends the waits. True
-// once the block summed; false where the verdict was not `go` or a wait of the block failed: then
-// the block wrote nothing.
+// `head`: this thread's first vector of this rank's input, loaded in step 1. False where a wait of
+// the block failed: then the block wrote nothing.
 template <class T, std::uint32_t Most>
 __device__ inline bool ll_wait_and_sum(const ipc_env& env, const ipc_ll& a, const ll_walk& w,
                                        std::uint64_t call, const ll_vec& head,
-                                       const volatile std::uint32_t& judged, std::uint32_t& missing,
-                                       std::uint64_t* stamps) {
+                                       std::uint32_t& missing, std::uint64_t* stamps) {
   const auto* in = static_cast<const unsigned char*>(a.in);
   const bool in_aligned = reinterpret_cast<std::uintptr_t>(a.in) % 16 == 0;
   const bool out_aligned = reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0;
@@ -187,15 +179,15 @@ __device__ inline bool ll_wait_and_sum(const ipc_env& env, const ipc_ll& a, cons
       ipc_wait wait;
       wait.peer = a.member[k];
       ll_vec x;
-      ok = ll_take(env, slot(k), v, w.vectors, call, wait, judged, x);
+      ok = ll_take(env, slot(k), v, w.vectors, call, wait, x);
       if (v == w.first) held[k] = x;
     }
   }
-  if (!ok && judged != ll_stop) missing = 1;  // a wait failed, not one the verdict ended
+  if (!ok) missing = 1;
   ipc_pull_trace(stamps, 4);
   __syncthreads();
   ipc_pull_trace(stamps, 5);
-  if (judged != ll_go || missing != 0) return false;
+  if (missing != 0) return false;
   // 4. The sums.
   T* out = static_cast<T*>(a.out);
   for (std::uint64_t v = w.first; v < w.vectors; v += w.stride) {
@@ -233,10 +225,8 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
                   const RELAY_IPC_GRID_CONSTANT ipc_peers peers,
                   const RELAY_IPC_GRID_CONSTANT ipc_env env) {
   constexpr int Block = ipc::pull_block_threads;
-  __shared__ std::uint32_t judged;    // ll_pending, then thread 0's: ll_go or ll_stop
+  __shared__ std::uint32_t give_up;
   __shared__ std::uint32_t missing;   // a wait of this block failed
-  __shared__ std::uint32_t entered;   // threads of the agreement done reading their peer's words
-  __shared__ std::uint32_t suspect;   // a peer's signal word said it gave up
   __shared__ std::uint64_t given_up;  // this rank's sticky word as thread 0 read it
   __shared__ detail::ipc_entry_shared entry;
   __shared__ std::uint64_t stamps[ipc::trace_points];
@@ -280,62 +270,28 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   if (threadIdx.x == 0) {
     given_up = gave_up_in;  // what every thread decides by from here: one answer for the block
     missing = 0;
-    judged = detail::ll_pending;
-    entered = 0;
-    suspect = 0;
   }
-  __syncthreads();  // after the push, which waits for nothing: the block's words cleared
+  __syncthreads();  // after the push, which waits for nothing
   detail::ipc_pull_trace(stamps, 1);
-  // 2. The agreement, beside the waits for the words: thread q reads peer q's entry words (and,
-  // in the same poll, its signal word: a peer that gave up on the call is suspect) and counts
-  // itself in; thread 0 then judges every record, and for a call that goes on makes the last look
-  // for a peer that gave up on it before anything is written (one outcome per call). The verdict
-  // goes to shared memory, where the waits for the words read it.
+  // 2. The agreement: every peer's entry, its record judged; then, for a call that goes on, the
+  // last look for a peer that gave up on it before anything is written (one outcome per call).
   entry_record* records = entry.records();
-  if (threadIdx.x < env.ranks) {
-    const std::uint32_t q = threadIdx.x;
-    if (q == env.rank) {
-      records[q] = env.record;
-      records[q].sequence = call;
-    } else if (given_up == 0) {
-      ipc::pull_entry e;
-      std::uint64_t mark = 0;
-      if (detail::ipc_pull_wait_entry(env, q, call, e, &mark)) {
-        records[q] = e.record;
+  detail::ipc_pull_read_entries<Block>(
+      env, call, given_up != 0 ? 1u : 0u, records, missing,
+      [&](std::uint32_t, const ipc::pull_entry& e) {
         if (e.record.code != 0) signal_acquire(env.system != 0);  // its reason text, before
-        if (signal_aborted(mark)) suspect = 1;
-      } else {
-        missing = 1;
-      }
-    }
-    __threadfence_block();
-    atomicAdd(&entered, 1u);
-  }
+      });
   detail::ipc_pull_trace(stamps, 2);
-  if (threadIdx.x == 0) {
-    while (*static_cast<volatile std::uint32_t*>(&entered) < env.ranks) {
-    }
-    __threadfence_block();
-    const bool failed = missing != 0 || given_up != 0;
-    bool stop = failed;
-    if (!failed) {
-      const verdict v = judge(records, static_cast<int>(env.ranks), static_cast<int>(env.rank));
-      if (v.kind != verdict_kind::go) detail::ipc_skip_call(env, call, v, records);
-      stop = v.kind != verdict_kind::go || (suspect != 0 && detail::ipc_peers_gave_up(env, call));
-    }
-    judged = stop ? detail::ll_stop : detail::ll_go;
-  }
+  __syncthreads();
+  const bool stop =
+      detail::ipc_decide(env, call, give_up, records, missing != 0 || given_up != 0, true);
   detail::ipc_pull_trace(stamps, 3);
   // 3 and 4. The words, then the sum (a pair, the common group, in a loop of its own size).
-  if (a.members > 0 && given_up == 0) {
-    if (a.members == 2)
-      (void)detail::ll_wait_and_sum<T, 2>(env, a, w, call, head, judged, missing, stamps);
-    else
-      (void)detail::ll_wait_and_sum<T, max_reduce_inputs>(env, a, w, call, head, judged, missing,
-                                                          stamps);
-  } else {
-    __syncthreads();  // the verdict is thread 0's; the block's count waits for it
-  }
+  bool summed = false;
+  if (!stop && a.members > 0)
+    summed = a.members == 2 ? detail::ll_wait_and_sum<T, 2>(env, a, w, call, head, missing, stamps)
+                            : detail::ll_wait_and_sum<T, max_reduce_inputs>(env, a, w, call, head,
+                                                                            missing, stamps);
   // The end: the last block to count itself out advances the call counter (every thread of every
   // block read it before its block's first barrier); where this rank gave up in this call (a wait
   // failed), block 0 publishes its abort mark once more.
@@ -345,7 +301,7 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
       env.me->arrived = 0;
       *static_cast<volatile std::uint64_t*>(&env.me->call) = call;
     }
-    if (blockIdx.x == 0 && judged != detail::ll_go)
+    if (blockIdx.x == 0 && (stop || (a.members > 0 && !summed)))
       if (const std::uint64_t gave_up = detail::ipc_aborted(env); gave_up != 0)
         detail::ipc_raise_all(env, signal_mark(gave_up, signal_abort));
   }

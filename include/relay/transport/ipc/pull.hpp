@@ -111,21 +111,14 @@ __device__ inline void ipc_pull_announce(const ipc_env& env, std::uint32_t q, st
 // they say). Its failures are ipc_wait_for's; q's own abort or dead mark is seen by the scan of
 // every peer's word (a rank that has given up writes no words). A timeout names q and "enter call
 // #n".
-// `signal` (may be null): q's signal word as loaded with the words that named the call (in the
-// same poll, so it costs no trip of its own).
 __device__ inline bool ipc_pull_wait_entry(const ipc_env& env, std::uint32_t q, std::uint64_t call,
-                                           ipc::pull_entry& e, std::uint64_t* signal = nullptr) {
+                                           ipc::pull_entry& e) {
   ipc_wait wait;
   wait.peer = q;
   std::uint64_t start = 0, scan = 0, host = 0;
   std::uint32_t spins = 0;
   for (;;) {
-    const std::uint64_t mark =
-        signal != nullptr ? signal_peek(&env.me->signal[q], env.system != 0) : 0;
-    if (ipc_read_entry_words(env, q, call, e)) {
-      if (signal != nullptr) *signal = mark;
-      return true;
-    }
+    if (ipc_read_entry_words(env, q, call, e)) return true;
     signal_backoff(++spins);
     if (spins % ipc_spins_per_look != 0) continue;
     if (ipc_aborted(env) != 0 || ipc_wait_tick(env, wait, call, start, scan, host)) return false;
