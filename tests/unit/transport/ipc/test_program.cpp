@@ -364,7 +364,7 @@ TEST_CASE("what a plan alone makes the transport refuse", "[transport][ipc]") {
   CHECK(check_plan(p, 2, 1 << 20).code() == errc::invalid_argument);
 }
 
-TEST_CASE("under mesh emulation a push goes to the paced list, with its link; local work stays",
+TEST_CASE("under mesh emulation a push goes to the paced list, with its link, and local work stays",
           "[transport][ipc][pacing]") {
   // Rank 0 copies its input into its own output (rank-local: not a link) and pushes it into rank
   // 1's output (link (0, 1)); rank 1 mirrors it. At 12 GB/s a push has 2 walkers
