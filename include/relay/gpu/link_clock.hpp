@@ -36,16 +36,23 @@ __device__ inline void wait_until(std::uint64_t t) {
 }
 
 // Books `ns` on the link whose clock is `*link` (book_link, atomically against every other
-// block booking it): retries with the clock it finds until no one booked in between.
-__device__ inline link_slot book_link_atomic(std::uint64_t* link, std::uint64_t ns) {
+// block booking it), starting from `booked`, the clock as the caller read it (with the load its
+// memory takes): retries with the clock it finds until no one booked in between.
+__device__ inline link_slot book_link_from(std::uint64_t* link, std::uint64_t booked,
+                                           std::uint64_t ns) {
   auto* until = reinterpret_cast<unsigned long long*>(link);  // not `clock`: a device function
-  unsigned long long booked = atomicAdd(until, 0ull);
   for (;;) {
     const link_slot s = book_link(device_clock_ns(), booked, ns);
     const unsigned long long seen = atomicCAS(until, booked, s.finish);
     if (seen == booked) return s;
     booked = seen;
   }
+}
+
+// book_link_from with the clock read by a device-scope atomic: a clock in device memory that only
+// this device's blocks book (the GPU executor's).
+__device__ inline link_slot book_link_atomic(std::uint64_t* link, std::uint64_t ns) {
+  return book_link_from(link, atomicAdd(reinterpret_cast<unsigned long long*>(link), 0ull), ns);
 }
 
 }  // namespace relay::gpu

@@ -746,7 +746,10 @@ __attribute__((noinline)) __device__ inline void ipc_paced_pushes(const ipc_env&
     for (std::uint64_t t = w % per; t < tiles; t += per) {
       if (threadIdx.x == 0) {
         const std::uint64_t bytes = gpu::tile_bytes(c, t, gpu::paced_tile_units);
-        const gpu::link_slot slot = gpu::book_link_atomic(link, gpu::link_ns(bytes, rate));
+        // The clock is a word of this rank's control block, read as the kernels read the words
+        // there (signal_poll: at system scope on AMD, docs/amd.md), then booked from that value.
+        const gpu::link_slot slot = gpu::book_link_from(link, signal_poll(link, env.system != 0),
+                                                        gpu::link_ns(bytes, rate));
         gpu::wait_until(slot.start);
         finish = slot.finish;
       }
