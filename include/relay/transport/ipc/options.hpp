@@ -36,8 +36,8 @@ struct options {
   // another's memory paced by its link's clock, so that each ordered pair of ranks moves at most
   // this many bytes per second; 0: off. RELAY_IPC_EMULATE_MESH sets it in GB/s (10^9 bytes per
   // second, to the MB/s: the kernels count the rate in MB/s). Every rank must set it alike
-  // (creation refuses ranks that differ); it excludes the pull form (its reads of peers' memory are
-  // not paced) and the fp8 wire (check_options, build_program).
+  // (creation refuses ranks that differ); it excludes the pull and ll forms (the pull's reads of
+  // peers' memory and ll's words are not paced) and the fp8 wire (check_options, build_program).
   std::uint64_t emulate_mesh = 0;
 };
 

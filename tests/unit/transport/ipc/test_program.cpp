@@ -456,13 +456,13 @@ TEST_CASE("under mesh emulation reductions are not paced, and a fixed push has n
 
 TEST_CASE("under mesh emulation the stepped form runs every call, and the fp8 wire is refused",
           "[transport][ipc][pacing]") {
-  // The pair's direct allreduce takes the pull wherever it may, else the one-shot form (the form
-  // test above); under emulation neither fits (only the step kernel has a paced form), whatever
-  // is asked: stepped.
+  // The pair's direct allreduce takes the ll form wherever it may, else the pull, else the
+  // one-shot form (the form test above); under emulation none fits (only the step kernel has a
+  // paced form), whatever is asked: stepped.
   plan p = pair_allreduce();
   program_setting s = setting();
   s.emulate_mesh = 12'000'000'000;
-  for (call_form f : {call_form::automatic, call_form::pull, call_form::one_shot}) {
+  for (call_form f : {call_form::automatic, call_form::ll, call_form::pull, call_form::one_shot}) {
     s.form = f;
     INFO("form " << static_cast<int>(f));
     CHECK(form_name(built(p, 0, s, fp8_ends::receiver).form) == "stepped");
