@@ -24,9 +24,10 @@ inline constexpr int hosted_ranks = 8;
 
 // A random case of one group of the A process ranks in a random order: every collective, dtype
 // and operator, the routes of one group (relay, direct, legacy at A = 2, pipelined, and
-// route::automatic), in and out of place, odd and zero counts, the fp8 wire now and then; counts
-// capped for 2 cores.
-inline property_case hosted_case(std::mt19937_64& cases, int A) {
+// route::automatic), in and out of place, odd and zero counts, the fp8 wire now and then (unless
+// !fp8: then those cases run natively, the others alike, for a transport that refuses the fp8
+// wire, as the ipc transport under mesh emulation does); counts capped for 2 cores.
+inline property_case hosted_case(std::mt19937_64& cases, int A, bool fp8 = true) {
   property_case c;
   do
     c = random_case(cases);
@@ -37,7 +38,7 @@ inline property_case hosted_case(std::mt19937_64& cases, int A) {
   std::shuffle(group.begin(), group.end(), r);
   c.groups = {group};
   if (r() % 8 == 0) {
-    make_fp8(c);
+    if (fp8) make_fp8(c);
   } else if (r() % 6 == 0) {
     c.route = route::automatic;
     c.tiles = 0;
@@ -55,10 +56,10 @@ inline std::uint64_t output_digest(const std::vector<std::byte>& bytes) {
 }
 
 // `calls` cases of `seed` through `run(c, frame)` (this rank's call), recorded into or compared
-// with FILE.<rank>. Returns the process's exit status.
+// with FILE.<rank>; !fp8: none on the fp8 wire (hosted_case). Returns the process's exit status.
 template <class Run>
 int hosted_suite(communicator& comm, bool hosted, int A, int calls, std::uint64_t seed,
-                 const std::string& file, const std::string& where, Run&& run) {
+                 const std::string& file, const std::string& where, Run&& run, bool fp8 = true) {
   const int me = comm.rank();
   if (comm.size() != hosted_ranks || (hosted && me >= A)) {
     std::fprintf(stderr, "rank %d of %d: not a job of %d ranks%s\n", me, comm.size(), hosted_ranks,
@@ -82,7 +83,7 @@ int hosted_suite(communicator& comm, bool hosted, int A, int calls, std::uint64_
   std::mt19937_64 cases(seed);
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < calls; ++i) {
-    const property_case c = hosted_case(cases, A);
+    const property_case c = hosted_case(cases, A, fp8);
     std::uint64_t d = 0;
     std::string failure = run_and_check(comm, c, [&](const property_case& x, rank_frame& f) {
       const status s = run(x, f);

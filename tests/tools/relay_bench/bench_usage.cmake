@@ -25,7 +25,7 @@ expect(2 "fused mode needs A to divide N" -A 4 -N 6)
 expect(2 "parallel mode runs N/A groups" -A 4 -N 6 -m parallel)
 expect(2 "legacy three-step schedule exists for A=2 only" -A 4 -r legacy)
 expect(2 "--baseline nccl needs a GPU executor" --baseline nccl)
-expect(2 "relay-bench: --emulate-mesh paces the GPU executor's copies: it needs --executor gpu"
+expect(2 "relay-bench: --emulate-mesh paces the GPU executor's copies or the ipc transport's pushes: it needs --executor gpu or ipc"
        --emulate-mesh 12)
 expect(2 "--graph times replays of captured calls: it needs --executor ipc" --graph 10)
 expect(2 "--per-call-events times calls between device events: it needs --executor ipc or nccl"

@@ -43,6 +43,11 @@ class gpu_rank {
   // The bench's own exchanges (barriers, timings, checks): one rank per process, also where a
   // process hosts helpers (relay::processes_of).
   virtual bootstrap& boot() = 0;
+  // This process's own rank's device (as this process numbers them), and the devices of the
+  // ranks it and the job's other processes host (docs/hosted-helpers.md), in rank order after
+  // the processes' own ranks; none without hosted helpers.
+  virtual int device() const = 0;
+  virtual std::vector<int> hosted_devices() const = 0;
   // "NCCL 2.28.3, rank 0 on device 0 (NVIDIA H200)".
   virtual std::string description() const = 0;
   // One grow-only area of device memory (nullptr when none is left), and host <-> it.

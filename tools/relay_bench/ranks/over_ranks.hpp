@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 
 #include "relay/bootstrap/exchange.hpp"
 #include "relay/hosted/hosting.hpp"
+#include "relay/topology/topology.hpp"
 #include "sweep/data.hpp"
 #include "sweep/options.hpp"
 
@@ -26,6 +28,30 @@ namespace relay::bench {
 inline void host_helper_devices(const options& o) {
   if (!o.helper_devices.empty())
     ::setenv("RELAY_HELPER_DEVICES", devices_text(o.helper_devices).c_str(), 1);
+}
+
+// --emulate-mesh with -x ipc: every rank's transport paces its pushes at that rate
+// (RELAY_IPC_EMULATE_MESH, read by the ipc transports made next, the hosted ranks' included).
+inline void emulate_mesh_on_ipc(const options& o) {
+  if (o.emulate_mesh_gbps > 0)
+    ::setenv("RELAY_IPC_EMULATE_MESH", fmt::format("{}", o.emulate_mesh_gbps).c_str(), 1);
+}
+
+// Every rank's device into `t` (topology::device), so that the prediction prices the device
+// memories the ranks share: each process's own from the job's exchange, then each hosted rank's
+// helper device, in rank order. `processes`: the job's bootstrap, one rank per process; `device`:
+// this process's; `hosted`: the hosted ranks' devices; `ranks`: the communicator's.
+inline status rank_devices_into(bootstrap& processes, int device, std::span<const int> hosted,
+                                int ranks, milliseconds timeout, topology& t) {
+  std::vector<int> devices;
+  if (status s = exchange(processes, device, devices, timeout, "device"); !s) return s;
+  devices.insert(devices.end(), hosted.begin(), hosted.end());
+  if (static_cast<int>(devices.size()) != ranks)
+    return {errc::invalid_argument, "the job names " + std::to_string(devices.size()) +
+                                        " devices for its " + std::to_string(ranks) + " ranks"};
+  for (std::size_t r = 0; r < devices.size() && r < t.device.size(); ++r)
+    t.device[r] = static_cast<std::uint8_t>(devices[r]);
+  return {};
 }
 
 // How the job's ranks run, for the run's header: "8 processes, one per rank", or "2 processes

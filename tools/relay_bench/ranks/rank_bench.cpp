@@ -31,27 +31,29 @@ namespace relay::bench {
 
 namespace {
 
-// One form of one row on this rank: relay's (vendor = false) or NCCL's.
+// One form of one row on this rank: relay's on the route taken (vendor = false, direct = false),
+// relay's direct route on the native wire (direct: the baseline under --emulate-mesh), or NCCL's.
 status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place, bool vendor,
-                    form_result& result) {
+                    form_result& result, bool direct = false) {
   const call_shape& s = r.shape;
   const int es = size_of(o.type), rank = me.rank();
+  const route taken = direct ? route::direct : r.chosen;
   rank_collective c;
   c.coll = s.coll;
   c.groups = call_groups(s);
   c.counts.assign(c.groups.size(), r.n);
   c.type = o.type;
   c.op = o.op;
-  c.opt.route = r.chosen;
+  c.opt.route = taken;
   c.opt.permille = s.permille;
-  c.opt.tiles = r.chosen == route::pipelined ? s.tiles : 0;
+  c.opt.tiles = taken == route::pipelined ? s.tiles : 0;
   c.opt.alignment = o.alignment;
   c.parallel = s.mode == run_mode::parallel;
-  wire_choice wire;  // NCCL's own collective (vendor) runs natively and leaves it so
-  if (!vendor) {
+  wire_choice wire;  // NCCL's own collective (vendor) and the direct baseline run natively
+  if (!vendor) c.opt.wire_report = &wire;
+  if (!vendor && !direct) {
     c.opt.wire = o.wire;
     c.opt.wire_threshold = o.wire_threshold;
-    c.opt.wire_report = &wire;
     c.opt.machine = &o.topo;  // the fp8 encoding and threshold of --topology
   }
   const group_place place = place_in(c.groups, rank);
@@ -99,7 +101,7 @@ status measure_form(gpu_rank& me, const options& o, const row& r, bool in_place,
   check_result verdict;
   if (group >= 0) {
     if (status st = me.download(host.data(), base, frame); !st) return st;
-    verdict = check_output_on(wire.taken, r.chosen, s.coll, o.type, o.op,
+    verdict = check_output_on(wire.taken, taken, s.coll, o.type, o.op,
                               c.groups[static_cast<std::size_t>(group)], index, r.n, o.seed,
                               host.data() + out_at * es);
   }
@@ -127,14 +129,19 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
   const std::vector<std::int64_t> sizes =
       size_grid(o.min_bytes, o.max_bytes, o.step_factor, o.step_bytes);
   std::string why;
-  const ipc_vendor beside = o.baseline == baseline_kind::floor           ? ipc_vendor::floor
+  // Under --emulate-mesh no vendor's collective runs beside: the baseline is relay's direct route.
+  const ipc_vendor beside = o.emulate_mesh_gbps > 0                      ? ipc_vendor::none
+                            : o.baseline == baseline_kind::floor         ? ipc_vendor::floor
                             : o.baseline == baseline_kind::floor_ll      ? ipc_vendor::floor_ll
                             : o.baseline == baseline_kind::floor_barrier ? ipc_vendor::floor_barrier
                             : o.baseline == baseline_kind::floor_job     ? ipc_vendor::floor_job
                             : o.baseline == baseline_kind::nccl          ? ipc_vendor::nccl
                             : o.baseline == baseline_kind::automatic     ? ipc_vendor::automatic
                                                                          : ipc_vendor::none;
-  if (ipc) host_helper_devices(o);
+  if (ipc) {
+    host_helper_devices(o);
+    emulate_mesh_on_ipc(o);
+  }
   std::unique_ptr<gpu_rank> me =
       ipc ? make_ipc_rank(staging_bytes(o, shapes, sizes.empty() ? 0 : sizes.back()), o.graph_calls,
                           beside, o.split, why)
@@ -170,20 +177,36 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
                 "nccl: {} processes, one rank and one device each, relay's nccl "
                 "transport{}",
                 o.ranks, timed);
-  const run_info info = describe_run(o, how, vendor.description);
+  const bool emulated = ipc && o.emulate_mesh_gbps > 0;
+  // The prediction prices the device memories the ranks really share (8 ranks on one GPU add up
+  // on one memory): every rank's device into the topology.
+  options priced = o;
+  if (status st = emulated ? rank_devices_into(me->boot(), me->device(), me->hosted_devices(),
+                                               me->size(), me->timeout(), priced.topo)
+                           : status{};
+      !st) {
+    fmt::print(stderr, "relay-bench: {}: {}\n", executor, st.to_string());
+    return exit_failed;
+  }
+  const std::string direct_text =
+      fmt::format("relay's direct route on the same emulated mesh ({} GB/s a link each way)",
+                  o.emulate_mesh_gbps);
+  const run_info info = describe_run(o, how, emulated ? direct_text : vendor.description);
   if (lead) print_run_header(stdout, info, info.executor);
   rank_job job;
   job.lead = lead;
+  job.direct_baseline = emulated && o.baseline != baseline_kind::none;
   job.who = fmt::format("rank {}: ", me->rank());
   // Where the floor is asked for but cannot run, the table says why instead of a bare "none".
-  job.baseline = !floor ? (vendor.runs ? "none" : vendor.description)
+  job.baseline = emulated ? direct_text
+                 : !floor ? (vendor.runs ? "none" : vendor.description)
                  : o.baseline == baseline_kind::floor_job
                      ? "none (the floor-job runs an allreduce sum only, and only where every "
                        "rank is in a group: its entry meets every rank)"
                      : fmt::format("none (the {} runs an allreduce sum only)", name(o.baseline));
   job.vendor = vendor.description;
   job.with_vendor = [&](const call_shape& s) {
-    if (!vendor.runs) return false;
+    if (!vendor.runs || emulated) return false;
     if (floor) {
       if (s.coll != collective::allreduce || o.op != reduce_op::sum) return false;
       if (o.baseline != baseline_kind::floor_job) return true;
@@ -202,9 +225,10 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
     if (floor && v && in_place) return status{};  // the floor runs out of place only: n/a
     if (v && vendor.max_bytes > 0 && r.n * size_of(o.type) > vendor.max_bytes)
       return status{};  // larger than the vendor's largest call: n/a
+    if (v && emulated) return measure_form(*me, o, r, in_place, false, f, true);
     return measure_form(*me, o, r, in_place, v, f);
   };
-  return run_rank_rows(o, shapes, sizes, info, job);
+  return run_rank_rows(priced, shapes, sizes, info, job);
 }
 
 }  // namespace relay::bench

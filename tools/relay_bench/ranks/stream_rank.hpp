@@ -24,6 +24,7 @@
 #include "relay/comm/split.hpp"
 #include "relay/gpu/handles.hpp"
 #include "relay/gpu/runtime.hpp"
+#include "relay/hosted/bootstrap.hpp"
 
 namespace relay::bench {
 
@@ -83,6 +84,12 @@ class stream_rank : public gpu_rank {
   int size() const override { return comm_->size(); }
   std::chrono::milliseconds timeout() const override { return comm_->config().timeout; }
   bootstrap& boot() override { return processes_of(*comm_); }
+  int device() const override { return device_; }
+  std::vector<int> hosted_devices() const override {
+    if (const auto* v = dynamic_cast<const hosted::view*>(&comm_->boot()))
+      return v->group().rule().devices;
+    return {};
+  }
 
   // Grow-only. With register_memory_ the memory is registered with every communicator relay's
   // calls run on (register_buffer); registration is collective, so every rank takes part on
@@ -191,7 +198,6 @@ class stream_rank : public gpu_rank {
  protected:
   communicator& comm() { return *comm_; }
   const communicator& comm() const { return *comm_; }
-  int device() const { return device_; }
   gpu::rt::stream_t stream() const { return stream_; }
 
   // The communicator of this rank's group where the groups run apart (null: the rank is in no

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <utility>
 
@@ -384,33 +385,66 @@ int run_rank_rows(const options& o, const std::vector<call_shape>& shapes,
                   const std::vector<std::int64_t>& sizes, const run_info& info,
                   const rank_job& job) {
   std::int64_t wrong = 0;
+  // --csv: the lead's rows, each flushed as it is done (a run cut short keeps them); "-" is
+  // standard output, in place of the tables' rows.
+  std::FILE* csv = nullptr;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(nullptr, &std::fclose);
+  if (job.lead && !o.csv_path.empty()) {
+    if (o.csv_path != "-") file.reset(std::fopen(o.csv_path.c_str(), "w"));
+    csv = o.csv_path == "-" ? stdout : file.get();
+    if (csv == nullptr) {
+      fmt::print(stderr, "relay-bench: cannot write {}\n", o.csv_path);
+      return exit_failed;
+    }
+    print_csv_header(csv);
+  }
+  const bool table = job.lead && csv != stdout;
   for (const call_shape& s : shapes) {
     const bool with_vendor = job.with_vendor && job.with_vendor(s);
-    if (job.lead) print_table_header(stdout, o, s, with_vendor ? job.vendor : job.baseline, info);
+    if (table) print_table_header(stdout, o, s, with_vendor ? job.vendor : job.baseline, info);
     for (std::int64_t size : sizes) {
       row r = sized_row(s, o, size);
-      r.base = with_vendor ? base_source::nccl : base_source::none;
+      r.base = with_vendor           ? base_source::nccl
+               : job.direct_baseline ? base_source::direct
+                                     : base_source::none;
       for (bool in_place : {false, true}) {
         if (in_place && !measures_in_place(o, s.coll)) continue;
         form_pair& forms = in_place ? r.in_place : r.out_of_place;
         for (bool v : {false, true}) {
-          if (v && !with_vendor) continue;
+          if (v && r.base == base_source::none) continue;
           form_result& f = v ? forms.base : forms.relay;
+          if (v && r.base == base_source::direct && r.chosen == route::direct &&
+              forms.relay.wire == wire_format::native) {
+            f = forms.relay;  // the route taken is the baseline itself
+            continue;
+          }
           if (status st = job.measure(r, in_place, v, f); !st) {
             fmt::print(stderr, "relay-bench: {}{} A={} {} {} B{}: {}\n", job.who, name(s.coll),
-                       s.active, name(s.mode), r.bytes, v ? " (NCCL)" : "", st.to_string());
+                       s.active, name(s.mode), r.bytes,
+                       !v                              ? ""
+                       : r.base == base_source::direct ? " (direct)"
+                                                       : " (NCCL)",
+                       st.to_string());
             return exit_failed;
           }
           if (f.wrong > 0) {
             wrong += f.wrong;
-            if (job.lead) print_wrong_form(v ? "NCCL " : "", r, in_place, f);
+            if (job.lead)
+              print_wrong_form(!v                              ? ""
+                               : r.base == base_source::direct ? "direct "
+                                                               : "NCCL ",
+                               r, in_place, f);
           }
         }
       }
       predict_on_taken_wire(r, o);
-      if (job.lead) {
+      if (table) {
         print_table_row(stdout, o, r);
         std::fflush(stdout);
+      }
+      if (csv != nullptr) {
+        print_csv_rows(csv, o, r);
+        std::fflush(csv);
       }
     }
   }

@@ -47,7 +47,11 @@ struct rank_job {
   std::string baseline;  // the tables' baseline where the vendor's collective does not run
   std::string vendor;    // ... and where it runs
   std::function<bool(const call_shape&)> with_vendor;  // empty: the vendor's never runs
-  // Measures one form of `r`: relay's, or with `vendor` the vendor's collective's.
+  // The baseline is relay's direct route (native wire), where no vendor's collective runs
+  // (--emulate-mesh: the vendor's transfers are not paced); `baseline` names it.
+  bool direct_baseline = false;
+  // Measures one form of `r`: relay's, or with `vendor` the baseline's (the vendor's collective,
+  // or with direct_baseline relay's direct route).
   std::function<status(const row& r, bool in_place, bool vendor, form_result& f)> measure;
 };
 

@@ -140,12 +140,13 @@ where
                           processes runs shm and nccl fused and single
       --devices LIST      gpu: the device of each rank, e.g. 0,0,0,0,1,1,1,1
                           (default: ranks round-robin over the visible devices)
-      --emulate-mesh B    gpu: emulate a mesh, one link per pair of ranks: every copy
+      --emulate-mesh B    gpu, ipc: emulate a mesh, one link per pair of ranks: every copy
                           between two ranks is paced so that each ordered pair moves at
                           most B GB/s (10^9 bytes/s; a value of 10^6 or more is read as
-                          bytes/s: 12 and 12e9 are alike). Baseline: the direct route.
-                          Give -t mesh:B:US:OPUS with the emulator's own latency
-                          (gpu_mesh_check prints it); default -t mesh:B
+                          bytes/s: 12 and 12e9 are alike); ipc: RELAY_IPC_EMULATE_MESH on
+                          every rank, native wire. Baseline: the direct route on the same
+                          emulated mesh. Give -t mesh:B:US:OPUS with the emulator's own
+                          latency (gpu_mesh_check prints it); default -t mesh:B
   -t, --topology T        what the prediction prices: mi300x, mi350x, h200-nvswitch,
                           mi250x, or mesh:GBPS[:US[:OPUS[:MEM]]] /
                           switched:GBPS[:US[:OPUS[:MEM]]] (MEM: GB/s of a
@@ -490,14 +491,32 @@ parse_outcome parse_options(int argc, const char* const* argv) {
     return out;
   }
   if (o.emulate_mesh_gbps > 0) {
-    if (o.executor != executor_kind::gpu) {
-      out.error = "--emulate-mesh paces the GPU executor's copies: it needs --executor gpu";
+    if (o.executor != executor_kind::gpu && o.executor != executor_kind::ipc) {
+      out.error =
+          "--emulate-mesh paces the GPU executor's copies or the ipc transport's pushes: it "
+          "needs --executor gpu or ipc";
+      return out;
+    }
+    if (o.executor == executor_kind::ipc && o.split) {
+      out.error =
+          "--emulate-mesh: --split runs each group on a transport of its own, and transports "
+          "do not share their links";
+      return out;
+    }
+    if (o.executor == executor_kind::ipc && is_fp8(o.wire)) {
+      out.error =
+          "--emulate-mesh -x ipc paces native pushes only, not the fp8 wire's quantized "
+          "images: use --wire native";
+      return out;
+    }
+    if (is_floor(o.baseline)) {
+      out.error = "--emulate-mesh paces relay's copies, not the floor's: use --baseline direct";
       return out;
     }
     if (std::find(o.modes.begin(), o.modes.end(), run_mode::parallel) != o.modes.end()) {
       out.error =
-          "--emulate-mesh: parallel mode runs an executor per group, and executors do "
-          "not share their links; use fused or single";
+          "--emulate-mesh: parallel mode runs an executor (or a transport) per group, and "
+          "those do not share their links; use fused or single";
       return out;
     }
     if (o.baseline == baseline_kind::nccl) {

@@ -1,10 +1,7 @@
 // Mesh emulation's copy kernel: the batched copy with every tile between two ranks paced by its
-// link's clock (exec/gpu/pacing.hpp has the arithmetic and why). The executor launches it instead
-// of the batched copy kernel when gpu_options::emulate_mesh is set, and never otherwise: the copy
-// path without emulation is the batched kernel, untouched.
-//
-// Device clock: %globaltimer (ns) on NVIDIA; on AMD the wall clock (s_memrealtime), a constant
-// 100 MHz on gfx9 (gfx90a, gfx942), so 10 ns a tick.
+// link's clock (exec/gpu/pacing.hpp has the launch's arithmetic, gpu/link_clock.hpp the clock).
+// The executor launches it instead of the batched copy kernel when gpu_options::emulate_mesh is
+// set, and never otherwise: the copy path without emulation is the batched kernel, untouched.
 #pragma once
 
 #include <cstdint>
@@ -12,43 +9,10 @@
 #include "relay/exec/gpu/pacing.hpp"
 #include "relay/gpu/copy_desc.hpp"
 #include "relay/gpu/kernels.hpp"
+#include "relay/gpu/link_clock.hpp"
 #include "relay/gpu/runtime.hpp"
 
 namespace relay::gpu {
-
-__device__ inline std::uint64_t device_clock_ns() {
-#if defined(RELAY_GPU_CUDA)
-  std::uint64_t t = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-#else
-  return static_cast<std::uint64_t>(__builtin_amdgcn_s_memrealtime()) * 10;
-#endif
-}
-
-// Spins (sleeping between looks) until the device clock reaches `t`.
-__device__ inline void wait_until(std::uint64_t t) {
-  while (device_clock_ns() < t) {
-#if defined(RELAY_GPU_CUDA)
-    __nanosleep(100);
-#else
-    __builtin_amdgcn_s_sleep(1);  // 64 cycles
-#endif
-  }
-}
-
-// Books `ns` on the link whose clock is `*link` (book_link, atomically against every other
-// block booking it): retries with the clock it finds until no one booked in between.
-__device__ inline link_slot book_link_atomic(std::uint64_t* link, std::uint64_t ns) {
-  auto* until = reinterpret_cast<unsigned long long*>(link);  // not `clock`: a device function
-  unsigned long long booked = atomicAdd(until, 0ull);
-  for (;;) {
-    const link_slot s = book_link(device_clock_ns(), booked, ns);
-    const unsigned long long seen = atomicCAS(until, booked, s.finish);
-    if (seen == booked) return s;
-    booked = seen;
-  }
-}
 
 // One launch of paced copies: block b works for the entry whose blocks hold b, on tiles
 // b - first_block, + blocks, ... of its copy. Per tile, thread 0 books the link and waits for the

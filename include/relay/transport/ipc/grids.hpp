@@ -39,6 +39,9 @@ struct device_info {
   // grids divide the device among these, so that communicators split from one job and sharing a
   // device leave room for each other's kernels.
   std::int64_t share_at_least = 1;
+  // Mesh emulation's link rate (ipc::options::emulate_mesh, bytes per second; 0: off): ranks that
+  // differ would pace one link at two rates and choose forms differently, so creation refuses them.
+  std::uint64_t emulate_mesh = 0;
   bool same_choice(const device_info& o) const {
     return form == o.form && one_shot_tiles == o.one_shot_tiles && launch == o.launch &&
            signal == o.signal && tile == o.tile;
@@ -84,11 +87,27 @@ inline grids grids_of(std::span<const device_info> all, int me) {
   return g;
 }
 
-// The grids of rank `me` (grids_of), where every rank chose its forms with the same options: ranks
-// that chose differently would wait on each other's marks until the timeout, so the first rank
-// whose options differ from this one's is named instead.
+// A link rate of mesh emulation as the errors name it: "12 GB/s", or "none" for 0.
+inline std::string mesh_rate_text(std::uint64_t bytes_per_second) {
+  if (bytes_per_second == 0) return "none";
+  std::string t = std::to_string(static_cast<double>(bytes_per_second) / 1e9);
+  t.erase(t.find_last_not_of('0') + 1);  // std::to_string gives 6 decimals: "12.500000"
+  if (t.back() == '.') t.pop_back();
+  return t + " GB/s";
+}
+
+// The grids of rank `me` (grids_of), where every rank chose its forms with the same options and
+// emulates the same mesh: ranks that chose differently would wait on each other's marks until the
+// timeout, so the first rank whose options differ from this one's is named instead.
 inline status agree_on_grids(std::span<const device_info> all, int me, grids& out) {
   const device_info& mine = all[static_cast<std::size_t>(me)];
+  for (std::size_t q = 0; q < all.size(); ++q)
+    if (all[q].emulate_mesh != mine.emulate_mesh)
+      return {errc::invalid_argument,
+              "rank " + std::to_string(q) + " emulates a mesh of " +
+                  mesh_rate_text(all[q].emulate_mesh) + " but rank " + std::to_string(me) + " of " +
+                  mesh_rate_text(mine.emulate_mesh) +
+                  " (RELAY_IPC_EMULATE_MESH): every rank must set it alike"};
   for (std::size_t q = 0; q < all.size(); ++q)
     if (!all[q].same_choice(mine))
       return {errc::invalid_argument,
@@ -111,13 +130,14 @@ inline status gather_grids(bootstrap& boot, const device_info& mine,
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 
-// `device` as the grids see it: its multiprocessors, the ipc kernels' fewest resident blocks,
-// its PCI address (the form options are the caller's to fill).
-inline status describe_device(int device, device_info& out) {
+// `device` as the grids see it: its multiprocessors, the ipc kernels' fewest resident blocks
+// (`paced`: the paced step kernel's too), its PCI address (the form options are the caller's to
+// fill).
+inline status describe_device(int device, device_info& out, bool paced) {
   int sms = 0, resident = 0;
   if (gpu::rt::error_t e = gpu::rt::sm_count(&sms, device); e != gpu::rt::success)
     return gpu::failure("counting the multiprocessors", device, e);
-  if (gpu::rt::error_t e = fewest_resident_blocks(&resident, device); e != gpu::rt::success)
+  if (gpu::rt::error_t e = fewest_resident_blocks(&resident, device, paced); e != gpu::rt::success)
     return gpu::failure("querying the ipc kernels' occupancy", device, e);
 #if defined(RELAY_GPU_HIP)
   const gpu::rt::error_t placed = hipDeviceGetPCIBusId(out.place.data(), 31, device);

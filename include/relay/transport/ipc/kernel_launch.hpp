@@ -28,7 +28,8 @@ struct kernel_launch {
   kernel what = kernel::step;
   std::uint32_t order = 0;  // stage_ref::order; a one-kernel call's is 0
   dtype type = dtype::float32;
-  bool fp8 = false;  // step: the stage has fp8 ends
+  bool fp8 = false;    // step: the stage has fp8 ends
+  bool paced = false;  // step: the stage has paced pushes (mesh emulation)
   unsigned grid = 1;
   gpu::rt::stream_t stream = nullptr;
   const ipc_stage* stages = nullptr;  // step: the stage; one_shot: the first of `count`
@@ -47,7 +48,8 @@ struct kernel_launch {
 inline gpu::rt::error_t launch_kernel(const kernel_launch& l) {
   switch (l.what) {
     case kernel_launch::kernel::step:
-      return launch_step_kernel(l.type, l.fp8, l.grid, l.stream, l.stages, l.in, l.in_tiles, l.env);
+      return launch_step_kernel(l.type, l.fp8, l.paced, l.grid, l.stream, l.stages, l.in,
+                                l.in_tiles, l.env);
     case kernel_launch::kernel::one_shot:
       return launch_one_shot_kernel(l.type, l.grid, l.stream, l.stages, l.count, l.in, l.in_tiles,
                                     l.out, l.out_tiles, l.env);

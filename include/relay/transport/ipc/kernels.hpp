@@ -65,6 +65,7 @@
 #include "relay/core/wire.hpp"
 #include "relay/gpu/fp8_kernels.hpp"
 #include "relay/gpu/kernels.hpp"
+#include "relay/gpu/link_clock.hpp"
 #include "relay/gpu/runtime.hpp"
 #include "relay/schedule/schedule.hpp"
 #include "relay/transport/agreement.hpp"
@@ -103,6 +104,10 @@ struct ipc_control {
   // which that block had its input ready ([0]) and had finished reading this rank's input ([1]).
   std::uint64_t pull_entries[2][max_ranks][ipc::pull_entry_words];
   std::uint64_t pull_flags[2][ipc::max_pull_blocks][max_ranks];
+  // Mesh emulation (ipc_env::link_mbps): [q] the clock of link (this rank, q), the time (ns) its
+  // last booked tile ends (gpu/link_clock.hpp). Only this rank's kernels book it: a push is
+  // written by its sender, so the link's clock lives with the sender.
+  std::uint64_t link_clock[max_ranks];
   // The ll form (transport/ipc/ll.hpp), written by rank q: its input of call s as words that
   // carry the call ([s % 2][q], transport/ipc/ll_plan.hpp). Last: the other words lie together.
   std::uint64_t ll[2][max_ranks][ipc::ll_slot_words];
@@ -137,6 +142,11 @@ struct ipc_env {
   // for every call not captured with a staged input.
   const std::uint64_t* in_word = nullptr;
   std::uint32_t in_place = 0;
+  // Mesh emulation's link rate (ipc::options::emulate_mesh) in MB/s (10^6 bytes per second): the
+  // stages' paced pushes are booked on the links' clocks at this rate (ipc_paced_pushes, in the
+  // step kernel's Paced form only); 0: no emulation. 32 bits in what was the padding before
+  // `record`: every launch's arguments keep their size.
+  std::uint32_t link_mbps = 0;
   entry_record record;  // this rank's word in the call's agreement (sequence: set by the entry)
   // 1: some rank is on another device, so marks are ordered at system scope; 0: every rank
   // shares this device, and device scope suffices (transport/ipc/signals.hpp).
@@ -614,10 +624,10 @@ namespace detail {
 // into this call the slice's waits have seen by now (in this stage or an earlier one), so the
 // place is this call's: the peer writes the next call's only after its exit, which waits for this
 // stage's pushes.
-template <int Block>
+template <int Block, bool Paced = false>
 __device__ inline void ipc_stage_deltas(const ipc_env& env, const ipc_stage& s,
                                         std::int64_t* delta) {
-  if (s.copy_tags == nullptr && s.reduce_tags == nullptr) return;
+  if (s.copy_tags == nullptr && s.reduce_tags == nullptr && (!Paced || s.paced_moves == 0)) return;
   for (std::uint32_t i = threadIdx.x; i < 3 + env.ranks; i += Block) {
     std::int64_t d = 0;
     if (i == ipc::tag_my_input) {
@@ -703,15 +713,74 @@ __device__ inline void ipc_user_tile(const user_runs& u, std::uint64_t t) {
   gpu::copy_desc_tile<Block, Unroll, false>(c, t - k * u.run_tiles);
 }
 
-// This block's tiles of a stage: the user copy, then the copy list, then the reduction list,
-// then (Fp8) the fp8 lists.
+// Mesh emulation (ipc_env::link_mbps): this block's part of the stage's pushes into peers, every
+// tile booked on this rank's clock of its link (gpu/link_clock.hpp), as the GPU executor's paced
+// copy books its links. Each push has s.paced_blocks walkers: walker w moves tiles w % per,
+// + per, ... of push w / per, and block b is walkers b, b + grid, ... Thread 0 books the tile and
+// waits for its slot while the other threads wait at the barrier; then all move it, as the
+// kernel's own copy tiles of 16 KiB (4 a paced tile of 64 KiB: the paced copy's wider unroll would
+// raise every ipc kernel's registers, and with them cut its resident blocks, paced or not). The
+// block goes on only after its last slot's finish, so the stage's mark is raised no earlier than
+// a link of the rate would have delivered its bytes. Every wait is on the clock, never on another
+// block. Compiled once, out of line: it does not depend on the element type. Only the step
+// kernel's Paced form calls it (ipc_step_kernel).
+__attribute__((noinline)) __device__ inline void ipc_paced_pushes(const ipc_env& env,
+                                                                  const ipc_stage& s,
+                                                                  const std::int64_t* delta) {
+  constexpr std::uint64_t move_units = std::uint64_t{gpu::default_block} * gpu::default_unroll;
+  constexpr std::uint64_t parts = gpu::paced_tile_units / move_units;  // moves a paced tile
+  static_assert(gpu::paced_tile_units % move_units == 0 && gpu::paced_block == gpu::default_block);
+  const std::uint32_t per = s.paced_blocks;
+  const std::uint64_t walkers = std::uint64_t{s.paced_count} * per;
+  const std::uint64_t rate = std::uint64_t{env.link_mbps} * 1'000'000;  // bytes per second
+  std::uint64_t finish = 0;                                             // thread 0's last slot
+  for (std::uint64_t w = blockIdx.x; w < walkers; w += gridDim.x) {
+    const ipc_paced_copy& push = s.paced[w / per];
+    gpu::copy_desc c = push.copy;
+    if (s.paced_moves != 0) {
+      c.src += delta[push.tags.src];
+      c.dst += delta[push.tags.dst];
+    }
+    std::uint64_t* link = &env.me->link_clock[push.link];
+    const std::uint64_t tiles = gpu::tiles_for(c.units, gpu::paced_tile_units);
+    const std::uint64_t moves = gpu::tiles_for(c.units, move_units);
+    for (std::uint64_t t = w % per; t < tiles; t += per) {
+      if (threadIdx.x == 0) {
+        const std::uint64_t bytes = gpu::tile_bytes(c, t, gpu::paced_tile_units);
+        // The clock is a word of this rank's control block, read as the kernels read the words
+        // there (signal_poll: at system scope on AMD, docs/amd.md), then booked from that value.
+        const gpu::link_slot slot = gpu::book_link_from(link, signal_poll(link, env.system != 0),
+                                                        gpu::link_ns(bytes, rate));
+        gpu::wait_until(slot.start);
+        finish = slot.finish;
+      }
+      __syncthreads();
+      for (std::uint64_t k = t * parts; k < (t + 1) * parts && k < moves; ++k)
+        gpu::copy_desc_tile<gpu::default_block, gpu::default_unroll, false>(c, k);
+    }
+  }
+  if (threadIdx.x == 0) gpu::wait_until(finish);
+}
+
+// The first tile of a stage's lists a block of a paced launch takes (ipc_stage_work): the blocks
+// with no paced push start the lists, so that the rank-local work runs beside the pushes rather
+// than after them in the pushing blocks.
+__device__ inline std::uint64_t ipc_first_tile(const ipc_stage& s) {
+  const std::uint64_t walkers = std::uint64_t{s.paced_count} * s.paced_blocks;
+  const std::uint64_t busy = walkers < gridDim.x ? walkers : gridDim.x;
+  return (blockIdx.x + gridDim.x - busy) % gridDim.x;
+}
+
+// This block's tiles of a stage, from `first` by the grid: the user copy, then the copy list, then
+// the reduction list, then (Fp8) the fp8 lists.
 template <class T, int Block, int Unroll, bool Fp8 = false>
 __device__ inline void ipc_stage_work(const ipc_stage& s, const user_runs& user,
-                                      std::uint64_t user_tiles, const std::int64_t* delta) {
+                                      std::uint64_t user_tiles, const std::int64_t* delta,
+                                      std::uint64_t first) {
   const std::uint64_t lists = user_tiles + s.copy_tiles;
   const std::uint64_t reduced = lists + s.reduce_tiles;
   const std::uint64_t total = Fp8 ? reduced + s.fp8_tiles[0] + s.fp8_tiles[1] : reduced;
-  for (std::uint64_t t = blockIdx.x; t < total; t += gridDim.x) {
+  for (std::uint64_t t = first; t < total; t += gridDim.x) {
     if constexpr (Fp8 && fp8_wire_type<T>) {
       static_assert(Block == gpu::fp8_block_threads, "the fp8 tiles assume their own block size");
       if (t >= reduced) {
@@ -766,9 +835,11 @@ __device__ inline void ipc_publish(const ipc_env& env, const ipc_stage& s, std::
 
 // One stage of a call (see the top of this file). `user` is the entry's or the exit's copy
 // between the user's buffer and the registered area (user_tiles = 0: none). Fp8: the stage has
-// fp8 ends (launched for T of an fp8 wire only).
+// fp8 ends (launched for T of an fp8 wire only). Paced: mesh emulation's form, for a stage with
+// paced pushes (ipc_paced_pushes before its lists); a form of its own, so that the other forms'
+// code and registers are what they are without emulation.
 template <class T, int Block = gpu::default_block, int Unroll = gpu::default_unroll,
-          bool Fp8 = false>
+          bool Fp8 = false, bool Paced = false>
 __global__ void __launch_bounds__(Block)
     ipc_step_kernel(const ipc_stage* stage, user_runs user, std::uint64_t user_tiles,
                     const RELAY_IPC_GRID_CONSTANT ipc_env env) {
@@ -783,8 +854,15 @@ __global__ void __launch_bounds__(Block)
   const bool stop = s.enter != 0 ? detail::ipc_enter<Block>(env, call, give_up, entry)
                                  : detail::ipc_stage_waits<Block>(env, s, call, give_up);
   if (!stop) {
-    detail::ipc_stage_deltas<Block>(env, s, delta);
-    detail::ipc_stage_work<T, Block, Unroll, Fp8>(s, user, user_tiles, delta);
+    detail::ipc_stage_deltas<Block, Paced>(env, s, delta);
+    if constexpr (Paced) {
+      static_assert(Block == gpu::default_block && !Fp8, "paced pushes: native, default blocks");
+      detail::ipc_paced_pushes(env, s, delta);
+      detail::ipc_stage_work<T, Block, Unroll>(s, user, user_tiles, delta,
+                                               detail::ipc_first_tile(s));
+    } else {
+      detail::ipc_stage_work<T, Block, Unroll, Fp8>(s, user, user_tiles, delta, blockIdx.x);
+    }
   }
   if (detail::ipc_last_out(env)) detail::ipc_publish(env, s, call);
 }
@@ -825,7 +903,7 @@ __global__ void __launch_bounds__(Block)
                                                i == 0 ? in
                                                : last ? out
                                                       : user_runs{},
-                                               user_tiles, delta);
+                                               user_tiles, delta, blockIdx.x);
     }
     if (last) {
       if (detail::ipc_last_out(env)) {

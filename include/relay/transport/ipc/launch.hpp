@@ -30,10 +30,11 @@
 namespace relay::ipc {
 
 // One stage of the stepped form (ipc_step_kernel): `fp8` picks the form with fp8 ends (a stage of
-// an fp8 wire; ignored for other types). With a bare entry stage it is a refusal's entry.
+// an fp8 wire; ignored for other types), `paced` mesh emulation's form (a stage with paced
+// pushes). With a bare entry stage it is a refusal's entry.
 RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_step_kernel(
-    dtype type, bool fp8, unsigned grid, gpu::rt::stream_t stream, const ipc_stage* stage,
-    const user_runs& user, std::uint64_t user_tiles, const ipc_env& env);
+    dtype type, bool fp8, bool paced, unsigned grid, gpu::rt::stream_t stream,
+    const ipc_stage* stage, const user_runs& user, std::uint64_t user_tiles, const ipc_env& env);
 
 // A whole call of the one-shot form (ipc_one_shot_kernel): `count` stages from `stages`.
 RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_one_shot_kernel(
@@ -59,8 +60,10 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_ll_kernel(dtype type, unsigned 
 RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t load_kernels();
 
 // The fewest blocks the device holds resident at once of any stepped or one-shot kernel, for any
-// type (their grids' bound: the one-shot form's blocks must all be resident).
-RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t fewest_resident_blocks(int* fewest, int device);
+// type (their grids' bound: the one-shot form's blocks must all be resident); with `paced`, the
+// step kernel's paced form's too (mesh emulation).
+RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t fewest_resident_blocks(int* fewest, int device,
+                                                                 bool paced);
 
 }  // namespace relay::ipc
 

@@ -11,11 +11,19 @@
 
 namespace relay::ipc {
 
+// The step kernel's paced form (mesh emulation) of T.
+template <class T>
+inline constexpr auto ipc_paced_step_kernel =
+    ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, false, true>;
+
 RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_step_kernel(
-    dtype type, bool fp8, unsigned grid, gpu::rt::stream_t stream, const ipc_stage* stage,
-    const user_runs& user, std::uint64_t user_tiles, const ipc_env& env) {
+    dtype type, bool fp8, bool paced, unsigned grid, gpu::rt::stream_t stream,
+    const ipc_stage* stage, const user_runs& user, std::uint64_t user_tiles, const ipc_env& env) {
   return visit_dtype(type, [&](auto x) {
     using T = decltype(x);
+    if (paced)
+      return gpu::rt::launch(ipc_paced_step_kernel<T>, grid, gpu::default_block, stream, stage,
+                             user, user_tiles, env);
     if constexpr (fp8_wire_type<T>)
       if (fp8)
         return gpu::rt::launch(ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, true>,
@@ -67,6 +75,7 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t load_kernels() {
       load(ipc_step_kernel<T>);
       load(ipc_one_shot_kernel<T>);
       load(ipc_pull_kernel<T>);
+      load(ipc_paced_step_kernel<T>);
       load(ipc_ll_kernel<T>);
       if constexpr (fp8_wire_type<T>)
         load(ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, true>);
@@ -74,7 +83,8 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t load_kernels() {
   return e;
 }
 
-RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t fewest_resident_blocks(int* fewest, int device) {
+RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t fewest_resident_blocks(int* fewest, int device,
+                                                                 bool paced) {
   gpu::rt::error_t e = gpu::rt::success;
   int least = 0;
   auto look = [&](auto kernel) {
@@ -88,6 +98,7 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t fewest_resident_blocks(int* fewest, in
       using T = decltype(x);
       look(ipc_step_kernel<T>);
       look(ipc_one_shot_kernel<T>);
+      if (paced) look(ipc_paced_step_kernel<T>);
       if constexpr (fp8_wire_type<T>)
         look(ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, true>);
     });

@@ -2,7 +2,9 @@
 // host-only so that the parsing is unit-tested without a device.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -30,6 +32,13 @@ struct options {
   // communicator's is its parent's (ipc_factory takes environment::device_share);
   // RELAY_IPC_DEVICE_SHARE sets it for separate jobs that share a device.
   int device_share = 1;
+  // Mesh emulation (docs/mesh-emulation.md, "The ipc transport"): every push from one rank into
+  // another's memory paced by its link's clock, so that each ordered pair of ranks moves at most
+  // this many bytes per second; 0: off. RELAY_IPC_EMULATE_MESH sets it in GB/s (10^9 bytes per
+  // second, to the MB/s: the kernels count the rate in MB/s). Every rank must set it alike
+  // (creation refuses ranks that differ); it excludes the pull and ll forms (the pull's reads of
+  // peers' memory and ll's words are not paced) and the fp8 wire (check_options, build_program).
+  std::uint64_t emulate_mesh = 0;
 };
 
 namespace detail {
@@ -84,6 +93,16 @@ inline status options_from_environment(options& o) {
     if (status s = detail::number_from_environment(c.var, 0, 1e6, us); !s) return s;
     *c.seconds = us * 1e-6;
   }
+  if (const char* v = std::getenv("RELAY_IPC_EMULATE_MESH"); v != nullptr && *v != '\0') {
+    double gbps = 0;
+    if (status s = detail::number_from_environment("RELAY_IPC_EMULATE_MESH", 0, 1e5, gbps); !s)
+      return s;
+    if (gbps > 0 && gbps < 0.001)
+      return {errc::invalid_argument,
+              "RELAY_IPC_EMULATE_MESH is in GB/s: " + std::string(v) +
+                  " is below 1 MB/s, too slow a link to emulate (0: no emulation)"};
+    o.emulate_mesh = static_cast<std::uint64_t>(std::llround(gbps * 1e3)) * 1'000'000;  // MB/s
+  }
   if (const char* v = std::getenv("RELAY_IPC_FORM"); v != nullptr && *v != '\0') {
     const std::string f = v;
     if (f == "auto")
@@ -100,6 +119,27 @@ inline status options_from_environment(options& o) {
       return {errc::invalid_argument,
               "RELAY_IPC_FORM must be auto, one_shot, stepped, pull or ll, not '" + f + "'"};
   }
+  return {};
+}
+
+// What the transport refuses of `o` at creation, once every rank agreed on it: a mesh emulation
+// rate that is not a whole number of MB/s (the kernels count it so) or above 4 PB/s, and the pull
+// or ll form forced under mesh emulation (the pull reads its peers' memory, ll pushes words of its
+// own: no link clock paces either).
+inline status check_options(const options& o) {
+  if (o.emulate_mesh % 1'000'000 != 0 || o.emulate_mesh / 1'000'000 > 0xffffffffull)
+    return {errc::invalid_argument,
+            "ipc_options::emulate_mesh is counted in whole MB/s (10^6 bytes per second) up to "
+            "4 PB/s: " +
+                std::to_string(o.emulate_mesh) + " bytes per second is not"};
+  if (o.emulate_mesh != 0 && o.form == call_form::pull)
+    return {errc::invalid_argument,
+            "RELAY_IPC_FORM=pull reads peers' memory, which mesh emulation "
+            "(RELAY_IPC_EMULATE_MESH) does not pace: use auto, one_shot or stepped"};
+  if (o.emulate_mesh != 0 && o.form == call_form::ll)
+    return {errc::invalid_argument,
+            "RELAY_IPC_FORM=ll pushes its words outside the plan's copies, which mesh emulation "
+            "(RELAY_IPC_EMULATE_MESH) does not pace: use auto, one_shot or stepped"};
   return {};
 }
 

@@ -33,6 +33,7 @@
 #include "relay/cost/choose.hpp"
 #include "relay/gpu/copy_desc.hpp"
 #include "relay/gpu/fp8_desc.hpp"
+#include "relay/gpu/link_pacing.hpp"
 #include "relay/gpu/reduce_desc.hpp"
 #include "relay/plan/area_layout.hpp"
 #include "relay/plan/bind.hpp"
@@ -99,6 +100,9 @@ struct program_setting {
   std::uint64_t one_shot_tiles = 0;  // the one-shot and pull forms' cap on a stage's tiles
   std::uint64_t one_shot_grid = 1;   // G_1: the smallest one-shot grid of all ranks
   std::uint64_t stepped_grid = 1;    // G_s: the smallest stepped grid of all ranks
+  // Mesh emulation's link rate (ipc::options::emulate_mesh, bytes per second; 0: off): pushes
+  // into peers go to each stage's paced list, the pull form is not chosen, the fp8 wire refused.
+  std::uint64_t emulate_mesh = 0;
 };
 
 // What depends on the plan alone (so every rank refuses alike, with nothing enqueued), against a
@@ -129,16 +133,17 @@ inline unsigned char* operand_address(const plan& p, std::span<unsigned char* co
   return address_of(o, areas_at(areas[r], layout_of(p, r)));
 }
 
-// What the kernels can run `p` in: the one-shot form where every stage fits the cap and the wire
-// is native (the one-shot kernel has no fp8 ends); the pull form where it applies (pull_plan.hpp)
-// and its stage fits the cap too; the ll form where the pull fits and every input fits a slot
-// (ll_plan.hpp).
+// What the kernels can run `p` in: the one-shot form where every stage fits the cap, the wire is
+// native (the one-shot kernel has no fp8 ends) and no mesh is emulated (only the step kernel has
+// a paced form); the pull form where it applies (pull_plan.hpp) and its stage fits the cap too
+// (never under emulation either: it reads peers' memory, which no link clock paces); the ll form
+// where the pull fits and every input fits a slot (ll_plan.hpp).
 inline form_fit fit_of(const plan& p, const program_setting& s) {
   const std::vector<std::uint64_t> stages = plan_stages(p, tile_bytes);
   const std::uint64_t largest = *std::max_element(stages.begin(), stages.end());
   form_fit f;
-  f.one_shot =
-      p.wire.taken == wire_format::native && s.one_shot_tiles > 0 && largest <= s.one_shot_tiles;
+  f.one_shot = p.wire.taken == wire_format::native && s.one_shot_tiles > 0 &&
+               largest <= s.one_shot_tiles && s.emulate_mesh == 0;
   f.pull = f.one_shot && pull_applies(p) && pull_stage_tiles(p, tile_bytes) <= s.one_shot_tiles;
   f.ll = f.pull && ll_applies(p);
   return f;
@@ -180,11 +185,14 @@ struct stage_lists {
   std::vector<ipc_copy_tags> copy_tags;      // parallel to copies
   std::vector<ipc_reduce_tags> reduce_tags;  // parallel to reduces
   std::vector<gpu::fp8_desc> fp8[2];         // ends of elements, of float partials
+  std::vector<ipc_paced_copy> paced;         // mesh emulation: the pushes into peers
   bool moves = false;                        // some operand has a tag: the tags go with the lists
   ipc_stage head;
-  // Its tiles, all lists together (the grid it asks for), and whether it has fp8 ends.
+  // Its tiles, all lists together, and a block per walker of a paced push (the grid it asks
+  // for), and whether it has fp8 ends.
   std::uint64_t tiles() const {
-    return head.copy_tiles + head.reduce_tiles + head.fp8_tiles[0] + head.fp8_tiles[1];
+    return head.copy_tiles + head.reduce_tiles + head.fp8_tiles[0] + head.fp8_tiles[1] +
+           std::uint64_t{head.paced_count} * head.paced_blocks;
   }
   bool has_fp8() const { return head.fp8_tiles[0] + head.fp8_tiles[1] > 0; }
 };
@@ -233,18 +241,26 @@ inline void add_fp8_end(const plan& p, std::uint32_t i, bool arrival, stage_list
 }
 
 // Operation i in a stage: a copy (a push, when its destination is a peer's) or a reduction, each
-// with the tags that move its operands (all fixed unless `user_memory`).
-inline void add_operation(const plan& p, std::uint32_t i, int me, bool user_memory, stage_lists& h,
-                          std::span<unsigned char* const> areas) {
+// with the tags that move its operands (all fixed unless `user_memory`). Under mesh emulation
+// (`paced`) a push goes to the paced list instead of the copy list.
+inline void add_operation(const plan& p, std::uint32_t i, int me, bool user_memory, bool paced,
+                          stage_lists& h, std::span<unsigned char* const> areas) {
   const plan_op& o = p.ops[i];
   auto at = [&](const plan_operand& x) { return operand_address(p, areas, x); };
   auto tag = [&](const plan_operand& x) { return user_memory ? operand_tag(x, me) : tag_fixed; };
   const auto sources = p.sources_of(o);
   if (o.phase == phase::transfer) {
-    h.copies.push_back(gpu::make_copy(at(sources[0]), at(o.dst), o.count * p.dst_width(o)));
+    const gpu::copy_desc c = gpu::make_copy(at(sources[0]), at(o.dst), o.count * p.dst_width(o));
     const ipc_copy_tags g{tag(sources[0]), tag(o.dst)};
     if (g.dst >= tag_peer_output) h.head.push_mask |= std::uint64_t{1} << o.dst.rank;
-    h.moves = h.moves || g.src != tag_fixed || g.dst != tag_fixed;
+    const bool moves = g.src != tag_fixed || g.dst != tag_fixed;
+    h.moves = h.moves || moves;
+    if (paced && o.dst.rank != me) {
+      h.paced.push_back({c, g, static_cast<std::uint32_t>(o.dst.rank)});
+      h.head.paced_moves |= moves ? 1u : 0u;
+      return;
+    }
+    h.copies.push_back(c);
     h.copy_tags.push_back(g);
     return;
   }
@@ -261,9 +277,11 @@ inline void add_operation(const plan& p, std::uint32_t i, int me, bool user_memo
 }
 
 // The stage of slice phase `sp` (one this rank issues in): its waits, the mark it publishes, and
-// its operations, each cut into tiles.
+// its operations, each cut into tiles; under mesh emulation (`emulate_mesh`, bytes per second) its
+// pushes into peers in the paced list, with the blocks that walk each.
 inline stage_lists phase_stage(const plan& p, const plan_slice& slice, const slice_phase& sp,
-                               bool user_memory, std::span<unsigned char* const> areas) {
+                               bool user_memory, std::uint64_t emulate_mesh,
+                               std::span<unsigned char* const> areas) {
   const bool fp8 = p.wire.taken != wire_format::native;
   stage_lists h;
   h.waits = waits_of(p, slice, sp.waits);
@@ -277,8 +295,10 @@ inline stage_lists phase_stage(const plan& p, const plan_slice& slice, const sli
     if (fp8 && p.crosses_wire(p.ops[i]))
       add_fp8_end(p, i, sp.arrival, h, areas);
     else
-      add_operation(p, i, slice.rank, user_memory, h, areas);
+      add_operation(p, i, slice.rank, user_memory, emulate_mesh != 0, h, areas);
   }
+  h.head.paced_count = static_cast<std::uint32_t>(h.paced.size());
+  h.head.paced_blocks = h.paced.empty() ? 0 : gpu::link_blocks(emulate_mesh);
   h.head.copy_tiles = gpu::assign_tiles(h.copies.data(), h.copies.size(), tile_units);
   h.head.reduce_tiles = gpu::assign_tiles(h.reduces.data(), h.reduces.size(), tile_units);
   for (int w = 0; w < 2; ++w)
@@ -297,6 +317,10 @@ inline status build_program(const plan& p, const plan_slice& slice, const progra
   if (slice.marks_per_phase != (fp8 ? 2 : 1))
     return {errc::invalid_argument,
             "the slice was cut with other fp8 ends than the ipc transport's (wire_ends)"};
+  if (fp8 && s.emulate_mesh != 0)
+    return {errc::unsupported,
+            "mesh emulation (RELAY_IPC_EMULATE_MESH) paces native pushes only, not the fp8 "
+            "wire's quantized images: run the call on the native wire"};
   const int me = slice.rank;
   program pr;
   // Which operands follow the call's buffers: none where the plan breaks the rules that allow it
@@ -310,7 +334,8 @@ inline status build_program(const plan& p, const plan_slice& slice, const progra
   pr.stages.push_back(entry);
   for (const slice_phase& sp : slice.phases)
     if (!sp.issued.empty())  // only receives: the peers' waits cover them
-      pr.stages.push_back(detail::phase_stage(p, slice, sp, pr.user_memory, s.areas));
+      pr.stages.push_back(
+          detail::phase_stage(p, slice, sp, pr.user_memory, s.emulate_mesh, s.areas));
   stage_lists exit;
   exit.head.leave = 1;
   exit.waits = detail::waits_of(p, slice, slice.exit_waits);
@@ -326,7 +351,8 @@ inline status build_program(const plan& p, const plan_slice& slice, const progra
 struct stage_ref {
   const ipc_stage* device = nullptr;
   std::uint64_t tiles = 0;
-  bool fp8 = false;  // it has fp8 ends: the kernel's Fp8 form runs it
+  bool fp8 = false;    // it has fp8 ends: the kernel's Fp8 form runs it
+  bool paced = false;  // it has paced pushes: the kernel's Paced form runs it (mesh emulation)
   // Its place among every rank's stages of a call: the entry 0, a phase's stage the mark it
   // publishes (what its peers' later stages wait for), the exit last (ipc/kernel_launch.hpp).
   std::uint32_t order = 0;
@@ -365,7 +391,7 @@ inline std::size_t packed_size(const program& pr) {
   for (const stage_lists& h : pr.stages)
     bytes += list_bytes(h.waits) + list_bytes(h.copies) + list_bytes(h.reduces) +
              (h.moves ? list_bytes(h.copy_tags) + list_bytes(h.reduce_tags) : 0) +
-             list_bytes(h.fp8[0]) + list_bytes(h.fp8[1]);
+             list_bytes(h.fp8[0]) + list_bytes(h.fp8[1]) + list_bytes(h.paced);
   return bytes + list_bytes(pr.peer_out);
 }
 
@@ -399,6 +425,7 @@ inline packed_program pack(const program& pr, void* device) {
       s.fp8[w] = h.fp8[w].empty() ? nullptr : place(h.fp8[w]);
       s.fp8_count[w] = static_cast<std::uint32_t>(h.fp8[w].size());
     }
+    s.paced = h.paced.empty() ? nullptr : place(h.paced);
     s.wait_count = static_cast<std::uint32_t>(h.waits.size());
     s.copy_count = static_cast<std::uint32_t>(h.copies.size());
     s.reduce_count = static_cast<std::uint32_t>(h.reduces.size());
@@ -408,7 +435,7 @@ inline packed_program pack(const program& pr, void* device) {
                        : last ? last_stage_order
                               : static_cast<std::uint32_t>(h.head.publish);
     const stage_ref ref{reinterpret_cast<const ipc_stage*>(base) + i, h.tiles(), h.has_fp8(),
-                        order};
+                        h.head.paced_count > 0, order};
     if (i == 0) {
       out.entry = ref;
     } else if (last) {

@@ -46,6 +46,14 @@ struct ipc_reduce_tags {
 };
 inline constexpr int ipc_delta_count = 3 + max_ranks;
 
+// A push paced by mesh emulation (ipc::options::emulate_mesh): a copy into peer `link`'s memory,
+// each of its tiles booked on this rank's clock of that link (kernels.hpp), and its tags.
+struct ipc_paced_copy {
+  gpu::copy_desc copy{};
+  ipc_copy_tags tags{};
+  std::uint32_t link = 0;  // the destination rank
+};
+
 // One launch's work, in device memory (built once per plan: ipc/program.hpp).
 struct ipc_stage {
   const ipc_wait* waits = nullptr;
@@ -70,6 +78,11 @@ struct ipc_stage {
   std::uint64_t fp8_tiles[2] = {0, 0};
   std::uint32_t fp8_dequantize = 0;
   std::uint32_t fp8_format = 0;  // relay::fp8_format
+  // Mesh emulation (ipc::options::emulate_mesh): the stage's pushes into peers, paced, each walked
+  // by `paced_blocks` blocks (gpu::link_blocks of the rate); the copy list then holds only the
+  // rank-local copies. paced_moves: some operand of the list has a tag. None without emulation.
+  const ipc_paced_copy* paced = nullptr;
+  std::uint32_t paced_count = 0, paced_blocks = 0, paced_moves = 0;
 };
 
 // A rank's pull program (pull.hpp), passed by value with every launch (built once per plan).

@@ -62,6 +62,7 @@ class transport final : public relay::transport, public hosted::stream_side {
                        std::chrono::milliseconds timeout, std::unique_ptr<transport>& out) {
     std::unique_ptr<transport> t(new transport(boot, device));
     t->setting_.form = o.form;
+    t->setting_.emulate_mesh = o.emulate_mesh;
     t->setting_.costs = o.costs;
     t->setting_.one_shot_tiles = static_cast<std::uint64_t>(std::max(0, o.one_shot_tiles));
     t->share_at_least_ = std::max(1, o.device_share);
@@ -70,6 +71,8 @@ class transport final : public relay::transport, public hosted::stream_side {
       return gpu::failure("reading the device clock's rate", device, e);
     if (status s = t->load_kernels(); !s) return s;
     if (status s = t->size_grids(boot, timeout); !s) return s;
+    // After the ranks agreed on the options (size_grids): so every rank refuses alike.
+    if (status s = check_options(o); !s) return s;
     if (status s = t->programs_.open(device); !s) return s;
     if (status s = t->graph_inputs_.open(device); !s) return s;
     if (status s = t->open_side_streams(); !s) return s;
@@ -266,6 +269,7 @@ class transport final : public relay::transport, public hosted::stream_side {
     env.record = record_of(call);
     env.piece = call.piece != 0 ? 1 : 0;
     env.system = ranks_on_device_ < area_.ranks() ? 1 : 0;
+    env.link_mbps = static_cast<std::uint32_t>(setting_.emulate_mesh / 1'000'000);
     // Whether this rank accepts the call: not where its arguments or buffers were refused
     // (call.local), nor where it cannot run the call's plan. Either way the rank still takes part
     // in the agreement, so that every peer learns of it at once and the calls stay in step.
@@ -400,13 +404,14 @@ class transport final : public relay::transport, public hosted::stream_side {
   // same form).
   status size_grids(bootstrap& boot, std::chrono::milliseconds timeout) {
     device_info mine;
-    if (status s = describe_device(device_, mine); !s) return s;
+    if (status s = describe_device(device_, mine, setting_.emulate_mesh != 0); !s) return s;
     mine.form = static_cast<std::int64_t>(setting_.form);
     mine.one_shot_tiles = static_cast<std::int64_t>(setting_.one_shot_tiles);
     mine.launch = setting_.costs.launch;
     mine.signal = setting_.costs.signal;
     mine.tile = setting_.costs.tile;
     mine.share_at_least = share_at_least_;
+    mine.emulate_mesh = setting_.emulate_mesh;
     grids g;
     if (status s = gather_grids(boot, mine, timeout, g); !s) return s;
     ranks_on_device_ = g.ranks_on_device;
@@ -474,6 +479,7 @@ class transport final : public relay::transport, public hosted::stream_side {
     l.order = st.order;
     l.type = type;
     l.fp8 = st.fp8;
+    l.paced = st.paced;
     l.grid = static_cast<unsigned>(std::min(tiles, most));
     l.stream = stream;
     l.stages = st.device;

@@ -51,9 +51,9 @@
 //                                                the pull form's device trace (a build with
 //                                                RELAY_IPC_TRACE=1): per phase, block 0's median
 //                                                time since its kernel began, eager and replayed
-//   relay-run -n 8 -- relay_ipc_tests hosted_record A [CALLS] [SEED] [FILE]
+//   relay-run -n 8 -- relay_ipc_tests hosted_record A [CALLS] [SEED] [FILE] [native]
 //   RELAY_HELPER_DEVICES=0,0,0,0,0,0 relay-run -n A -- relay_ipc_tests hosted A [CALLS] [SEED]
-//   [FILE]
+//   [FILE] [native]
 //                                                hosted helpers (docs/hosted-helpers.md): the
 //                                                calls of one group of the A process ranks
 //                                                (multiprocess/hosted_suite.hpp) with 8 helper
@@ -62,10 +62,21 @@
 //                                                helper on device 0 where there is one GPU):
 //                                                against the naive reference and bit for bit the
 //                                                record. graph and graph_registered on such a
-//                                                job capture calls of one group of its processes
+//                                                job capture calls of one group of its
+//                                                processes. native: no call on the fp8 wire (both
+//                                                steps alike), for a paced run
+//                                                (RELAY_IPC_EMULATE_MESH) against its unpaced
+//                                                record
 //   RELAY_HELPER_DEVICES=... relay-run -n 2 -- relay_ipc_tests hosted_bad_device
 //                                                a helper on a device the processes do not see:
 //                                                creation fails on both, naming the hosted rank
+//   relay-run -n 2 -- relay_ipc_tests paced
+//                                                mesh emulation at 4 GB/s: a pair's 4 MiB
+//                                                all-gather no faster than its link, every byte
+//                                                right; a small direct allreduce runs stepped
+//   relay-run -n 2 -- relay_ipc_tests paced_mismatch
+//                                                RELAY_IPC_EMULATE_MESH on one rank alone:
+//                                                creation refused on both, naming it
 //   relay-run -n 2 -- relay_ipc_tests hostpath [CALLS] [BATCH]
 //                                                host time to issue CALLS prepared calls, back to
 //                                                back in batches of BATCH (default 100; none
@@ -570,11 +581,12 @@ int hosted_calls(communicator& comm, int argc, char** argv, bool record) {
   const int calls = argc > 3 ? std::atoi(argv[3]) : 300;
   const std::uint64_t seed = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 20261221;
   const std::string file = argc > 5 ? argv[5] : "hosted_ipc_a" + std::to_string(A);
+  const bool native = argc > 6 && std::string(argv[6]) == "native";  // no fp8 wire
   device_side d;
   IPC_CHECK(gpu::rt::stream_create(&d.stream));
   return hosted_suite(
       comm, !record, A, calls, seed, file, " through the ipc transport",
-      [&](const property_case& c, rank_frame& f) { return device_call(comm, d, c, f); });
+      [&](const property_case& c, rank_frame& f) { return device_call(comm, d, c, f); }, !native);
 }
 
 // A helper on a device past the ones this process sees (RELAY_HELPER_DEVICES set here, the last
@@ -1412,6 +1424,114 @@ int soak(communicator& comm, int argc, char** argv) {
   return 0;
 }
 
+// Mesh emulation (RELAY_IPC_EMULATE_MESH, set here on every rank at 4 GB/s; 2 ranks or more):
+// an all-gather of one pair, each rank's 4 MiB pushed over its one link to the other, is never
+// done before a link of 4 GB/s could have moved it (4194304 / 4e9 = 1.049 ms, device events
+// around the call on each rank), and gives every byte of both inputs; a pair's small direct
+// allreduce, which takes the pull form unpaced, takes the stepped form (the pull reads peers'
+// memory, which nothing paces; only the step kernel has a paced form) and sums right. The other
+// ranks help. Paced runs bit for bit the unpaced ones: the hosted suite under
+// RELAY_IPC_EMULATE_MESH against its unpaced record (device_run.sh's paced steps).
+int paced(communicator& comm) {
+  constexpr double rate = 4e9;
+  constexpr std::int64_t n = std::int64_t{1} << 22;  // bytes of uint8 a rank
+  const int me = comm.rank();
+  const group_list pair{{0, 1}};
+  const bool member = me < 2;
+  device_side d;
+  IPC_CHECK(gpu::rt::stream_create(&d.stream));
+  if (status s = d.reserve(3 * n); !s) return failed(s.to_string());
+  auto* base = static_cast<std::byte*>(d.memory);
+  std::vector<unsigned char> host(3 * n);
+  auto input_byte = [](int rank, std::int64_t i) {
+    return static_cast<unsigned char>((i * 131 + rank * 71 + 5) % 251);
+  };
+  for (std::int64_t i = 0; i < n; ++i)
+    host[static_cast<std::size_t>(i)] = input_byte(me, i);
+  std::fill(host.begin() + n, host.end(), static_cast<unsigned char>(0xA5));  // poisoned output
+  IPC_CHECK(gpu::rt::upload(base, host.data(), host.size()));
+  const std::vector<std::int64_t> counts{n};
+  options direct;
+  direct.route = route::direct;
+  const buffer_view send = member ? buffer_view{base, static_cast<std::size_t>(n)} : buffer_view{};
+  const buffer_view recv =
+      member ? buffer_view{base + n, static_cast<std::size_t>(2 * n)} : buffer_view{};
+  auto gather = [&] {
+    return relay::all_gather(comm, pair, send, recv, counts, dtype::uint8, direct, d.stream);
+  };
+  // The first call prepares the shape (its program); the second, on a poisoned output again, is
+  // timed and checked.
+  if (status s = finish(comm, d, gather()); !s)
+    return failed("the first all-gather: " + s.to_string());
+  IPC_CHECK(gpu::rt::upload(base, host.data(), host.size()));
+  gpu::rt::event_t start = nullptr, end = nullptr;
+  IPC_CHECK(gpu::rt::event_create(&start, true));
+  IPC_CHECK(gpu::rt::event_create(&end, true));
+  IPC_CHECK(gpu::rt::event_record(start, d.stream));
+  const status s = gather();
+  IPC_CHECK(gpu::rt::event_record(end, d.stream));
+  if (status f = finish(comm, d, s); !f) return failed("the timed all-gather: " + f.to_string());
+  float ms = 0;
+  IPC_CHECK(gpu::rt::event_elapsed_ms(&ms, start, end));
+  (void)gpu::rt::event_destroy(start);
+  (void)gpu::rt::event_destroy(end);
+  const double least = static_cast<double>(n) / rate * 1e3;
+  if (member) {
+    std::printf("rank %d: 4 MiB over a 4 GB/s link in %.3f ms (at least %.3f)\n", me, ms, least);
+    if (ms < least) return failed("the paced all-gather was faster than its link");
+    IPC_CHECK(gpu::rt::memcpy(host.data(), base, host.size()));
+    for (int q = 0; q < 2; ++q)
+      for (std::int64_t i = 0; i < n; ++i)
+        if (host[static_cast<std::size_t>(n + q * n + i)] != input_byte(q, i))
+          return failed("rank " + std::to_string(me) + ": the all-gather's byte " +
+                        std::to_string(i) + " of rank " + std::to_string(q) + " is wrong");
+  }
+  // A pair's direct allreduce of 1 KiB of float32 (the pull form's, unpaced): stepped, right.
+  constexpr std::int64_t k = 256;
+  std::vector<float> sum(2 * k);
+  for (std::int64_t i = 0; i < k; ++i) {
+    sum[static_cast<std::size_t>(i)] = static_cast<float>(me + 1) * static_cast<float>(i % 9);
+    sum[static_cast<std::size_t>(k + i)] = -1.0f;  // poisoned output
+  }
+  IPC_CHECK(gpu::rt::upload(base, sum.data(), sum.size() * sizeof(float)));
+  const std::uint64_t one_shot = link_of(comm).counts().one_shot;  // the pull's included
+  const std::vector<std::int64_t> ks{k};
+  const buffer_view in = member ? buffer_view{base, k * sizeof(float)} : buffer_view{};
+  const buffer_view out =
+      member ? buffer_view{base + k * sizeof(float), k * sizeof(float)} : buffer_view{};
+  if (status r = finish(comm, d,
+                        relay::allreduce(comm, pair, in, out, ks, dtype::float32, reduce_op::sum,
+                                         direct, d.stream));
+      !r)
+    return failed("the allreduce: " + r.to_string());
+  if (link_of(comm).counts().one_shot != one_shot)
+    return failed("the allreduce took the pull or the one-shot form, which are not paced");
+  if (member) {
+    IPC_CHECK(gpu::rt::memcpy(sum.data(), base, sum.size() * sizeof(float)));
+    for (std::int64_t i = 0; i < k; ++i)  // 1 * x + 2 * x, small integers: exact
+      if (sum[static_cast<std::size_t>(k + i)] != 3.0f * static_cast<float>(i % 9))
+        return failed("the allreduce's element " + std::to_string(i) + " is wrong");
+  }
+  if (me == 0) std::printf("paced: never faster than the link, every byte right, stepped\n");
+  return 0;
+}
+
+// Ranks that emulate different meshes (RELAY_IPC_EMULATE_MESH: 12 GB/s on rank 1 only): creation
+// fails on every rank, naming the variable.
+int paced_mismatch() {
+  environment env;
+  if (status s = environment_from_process(env); !s) return failed(s.to_string());
+  ::setenv("RELAY_IPC_EMULATE_MESH", env.rank == 1 ? "12" : "0", 1);
+  std::unique_ptr<communicator> comm;
+  const status s = communicator_from_environment(ipc_factory(), comm);
+  if (s.ok() || s.message().find("RELAY_IPC_EMULATE_MESH") == std::string::npos ||
+      s.message().find("emulates a mesh of") == std::string::npos)
+    return failed("creation with RELAY_IPC_EMULATE_MESH on rank 1 alone returned " + s.to_string());
+  if (env.rank == 0)
+    std::printf("paced_mismatch: refused on every rank: %s\n", s.message().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1422,7 +1542,10 @@ int main(int argc, char** argv) {
   }
   const std::string what = argc > 1 ? argv[1] : "property";
   if (what == "hosted_bad_device") return hosted_bad_device();
+  if (what == "paced_mismatch") return paced_mismatch();
+  if (what == "paced") ::setenv("RELAY_IPC_EMULATE_MESH", "4", 1);
   auto comm = connect_or_exit(ipc_factory());
+  if (what == "paced") return paced(*comm);
   if (what == "property" || what == "property_fp8")
     return property(*comm, argc, argv, what == "property_fp8");
   if (what == "graph") return graph(*comm, argc, argv, false);
@@ -1445,5 +1568,5 @@ int main(int argc, char** argv) {
                 "refuse_early, mismatch, "
                 "exited, abort, pieces, "
                 "property_registered, graph_registered, registration, unaligned, hostpath, soak, "
-                "hosted_record, hosted, hosted_bad_device)");
+                "hosted_record, hosted, hosted_bad_device, paced, paced_mismatch)");
 }

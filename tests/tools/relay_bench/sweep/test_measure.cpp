@@ -3,8 +3,14 @@
 #include "sweep/measure.hpp"
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
+#include "report/report.hpp"
 #include "sweep/data.hpp"
 
 using namespace relay;
@@ -162,4 +168,75 @@ TEST_CASE("sized_row: the route's prediction and the direct route's", "[bench]")
   CHECK(r.chosen == route::relay);
   CHECK(r.predicted == Approx(30e-6));
   CHECK(r.direct_predicted == Approx(50e-6));
+}
+
+TEST_CASE("a job's rows with relay's direct route as the baseline (--emulate-mesh -x ipc)",
+          "[bench]") {
+  options o = small_options();
+  o.route = route_choice::relay;
+  o.in_place = false;
+  // One shape, A = 2 of 8, single; two sizes. Each form measured records (vendor, size).
+  const std::vector<bench::call_shape> shapes{{collective::allreduce, 2, 8, run_mode::single, 0}};
+  struct measured {
+    bool baseline;
+    std::int64_t bytes;
+    route chosen;
+  };
+  std::vector<measured> calls;
+  rank_job job;
+  job.direct_baseline = true;
+  job.measure = [&](const row& r, bool, bool v, form_result& f) {
+    calls.push_back({v, r.bytes, r.chosen});
+    f.ran = true;
+    f.seconds = v ? 2e-3 : 1e-3;
+    return status{};
+  };
+  REQUIRE(run_rank_rows(o, shapes, {1 << 20, 4 << 20}, run_info{}, job) == 0);
+  // Per size: relay's route, then the baseline (the direct route, measured by the job).
+  REQUIRE(calls.size() == 4);
+  CHECK_FALSE(calls[0].baseline);
+  CHECK(calls[1].baseline);
+  CHECK(calls[0].chosen == route::relay);
+  CHECK(calls[1].bytes == calls[0].bytes);
+  CHECK_FALSE(calls[2].baseline);
+  CHECK(calls[3].baseline);
+  // Where the route taken is the direct one on the native wire, it is the baseline itself:
+  // measured once.
+  calls.clear();
+  o.route = route_choice::direct;
+  REQUIRE(run_rank_rows(o, shapes, {1 << 20}, run_info{}, job) == 0);
+  REQUIRE(calls.size() == 1);
+  CHECK_FALSE(calls[0].baseline);
+  // The lead writes --csv: a header and a row per size, the baseline direct, the speedup the
+  // baseline's time over the route's (2 ms / 1 ms).
+  o.route = route_choice::relay;
+  o.csv_path = "/tmp/relay_bench_test_rank_rows.csv";
+  job.lead = true;
+  REQUIRE(run_rank_rows(o, shapes, {1 << 20}, run_info{}, job) == 0);
+  std::ifstream in(o.csv_path);
+  std::vector<std::vector<std::string>> lines;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields;
+    std::stringstream text(line);
+    for (std::string f; std::getline(text, f, ',');)
+      fields.push_back(f);
+    lines.push_back(fields);
+  }
+  std::remove(o.csv_path.c_str());
+  REQUIRE(lines.size() == 2);
+  auto field = [&](const std::string& name) {
+    const auto at = std::find(lines[0].begin(), lines[0].end(), name);
+    REQUIRE(at != lines[0].end());
+    return lines[1].at(static_cast<std::size_t>(at - lines[0].begin()));
+  };
+  CHECK(field("baseline") == "direct");
+  CHECK(field("route") == "relay");
+  CHECK(std::stod(field("speedup")) == Approx(2.0));
+  // Without it (and no vendor), relay's route alone.
+  calls.clear();
+  o.csv_path.clear();
+  job.lead = false;
+  job.direct_baseline = false;
+  REQUIRE(run_rank_rows(o, shapes, {1 << 20}, run_info{}, job) == 0);
+  REQUIRE(calls.size() == 1);
 }

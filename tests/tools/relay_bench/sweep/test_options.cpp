@@ -217,17 +217,41 @@ TEST_CASE("options: --emulate-mesh and --in-place", "[bench]") {
                                  "GB/s: predictions price another machine"});
   CHECK(parse({}).opts.emulate_mesh_gbps == 0);  // off by default
 
-  CHECK(parse({"--emulate-mesh", "12"}).error ==
-        "--emulate-mesh paces the GPU executor's copies: it needs --executor gpu");
-  CHECK(parse({"-x", "nccl", "--emulate-mesh", "12"}).error ==
-        "--emulate-mesh paces the GPU executor's copies: it needs --executor gpu");
+  const std::string needs_gpu_or_ipc =
+      "--emulate-mesh paces the GPU executor's copies or the ipc transport's pushes: it needs "
+      "--executor gpu or ipc";
+  CHECK(parse({"--emulate-mesh", "12"}).error == needs_gpu_or_ipc);
+  CHECK(parse({"-x", "nccl", "--emulate-mesh", "12"}).error == needs_gpu_or_ipc);
+  CHECK(parse({"-x", "shm", "--emulate-mesh", "12"}).error == needs_gpu_or_ipc);
   CHECK(parse({"-x", "gpu", "--emulate-mesh", "12", "-m", "fused,parallel"}).error ==
-        "--emulate-mesh: parallel mode runs an executor per group, and executors do not share "
-        "their links; use fused or single");
+        "--emulate-mesh: parallel mode runs an executor (or a transport) per group, and those "
+        "do not share their links; use fused or single");
   CHECK(parse({"-x", "gpu", "--emulate-mesh", "12", "--baseline", "nccl"}).error ==
         "--emulate-mesh paces relay's copies, not NCCL's: use --baseline direct");
   CHECK(parse({"-x", "gpu", "--baseline", "floor"}).error ==
         "--baseline floor runs beside -x ipc only");
+  // -x ipc: the ipc transport's pushes, hosted helpers included; the direct route's baseline.
+  const parse_outcome ipc =
+      parse({"-x", "ipc", "-N", "8", "-A", "2", "-m", "single", "--helper-devices", "0,0,0,0,0,0",
+             "--emulate-mesh", "12", "-t", "mesh:12:8.5:0.2"});
+  REQUIRE(ipc.error.empty());
+  CHECK(ipc.opts.emulate_mesh_gbps == 12);
+  CHECK(ipc.opts.topo.link_bandwidth == 12e9);
+  CHECK(parse({"-x", "ipc", "--emulate-mesh", "12", "-m", "parallel"}).error ==
+        "--emulate-mesh: parallel mode runs an executor (or a transport) per group, and those "
+        "do not share their links; use fused or single");
+  CHECK(parse({"-x", "ipc", "--emulate-mesh", "12", "--baseline", "nccl"}).error ==
+        "--emulate-mesh paces relay's copies, not NCCL's: use --baseline direct");
+  CHECK(parse({"-x", "ipc", "--emulate-mesh", "12", "--baseline", "floor"}).error ==
+        "--emulate-mesh paces relay's copies, not the floor's: use --baseline direct");
+  CHECK(parse({"-x", "ipc", "--emulate-mesh", "12", "-r", "direct", "--split", "1"}).error ==
+        "--emulate-mesh: --split runs each group on a transport of its own, and transports do "
+        "not share their links");
+  CHECK(parse({"-x", "ipc", "--emulate-mesh", "12", "-d", "bfloat16", "--wire", "fp8"}).error ==
+        "--emulate-mesh -x ipc paces native pushes only, not the fp8 wire's quantized images: "
+        "use --wire native");
+  CHECK(parse({"-x", "gpu", "--emulate-mesh", "12", "-d", "bfloat16", "--wire", "fp8"})
+            .error.empty());  // the GPU executor paces fp8 images too
   CHECK(parse({"-x", "ipc", "--baseline", "floor"}).error == "");
   CHECK(parse({"-x", "gpu", "--baseline", "floor-job"}).error ==
         "--baseline floor-job runs beside -x ipc only");

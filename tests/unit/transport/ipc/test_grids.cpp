@@ -93,14 +93,24 @@ TEST_CASE("communicators split from one job divide a device among all of its ran
   CHECK(of(mixed, 3) == six{1, 4, 33, 75, 33, 75});
 }
 
-TEST_CASE("ranks that choose their forms with other options are refused, by name",
-          "[transport][ipc]") {
+namespace {
+
+// 4 ranks on one H200 (132 multiprocessors, 1056 resident blocks), every option alike.
+std::vector<device_info> four_on_one_device() {
   std::vector<device_info> all(4);
   for (device_info& d : all) {
     d.sms = 132;
     d.resident = 1056;
     d.place[0] = 'x';
   }
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("ranks that choose their forms with other options are refused, by name",
+          "[transport][ipc]") {
+  std::vector<device_info> all = four_on_one_device();
   grids g;
   REQUIRE(agree_on_grids(all, 1, g));
   CHECK(g.one_shot == 33);  // 132 / 4
@@ -109,4 +119,24 @@ TEST_CASE("ranks that choose their forms with other options are refused, by name
   CHECK(s.code() == errc::invalid_argument);
   CHECK_THAT(s.message(), Catch::StartsWith("rank 2 chooses the ipc transport's forms with other "
                                             "options than rank 1"));
+}
+
+TEST_CASE("ranks that emulate different meshes are refused, naming both rates",
+          "[transport][ipc][pacing]") {
+  std::vector<device_info> all = four_on_one_device();
+  for (device_info& d : all)
+    d.emulate_mesh = 12'000'000'000;
+  grids g;
+  REQUIRE(agree_on_grids(all, 1, g));  // alike: agreed
+  all[2].emulate_mesh = 0;             // RELAY_IPC_EMULATE_MESH unset on rank 2 alone
+  status s = agree_on_grids(all, 1, g);
+  CHECK(s.code() == errc::invalid_argument);
+  CHECK(s.message() ==
+        "rank 2 emulates a mesh of none but rank 1 of 12 GB/s (RELAY_IPC_EMULATE_MESH): every "
+        "rank must set it alike");
+  all[2].emulate_mesh = 12'500'000'000;
+  s = agree_on_grids(all, 0, g);
+  CHECK(s.message() ==
+        "rank 2 emulates a mesh of 12.5 GB/s but rank 0 of 12 GB/s (RELAY_IPC_EMULATE_MESH): "
+        "every rank must set it alike");
 }

@@ -66,3 +66,66 @@ TEST_CASE("ipc options: a malformed variable is named", "[transport][ipc]") {
   s = refused("RELAY_IPC_SIGNAL_US", "1us");
   CHECK(s.message().find("not '1us'") != std::string::npos);
 }
+
+TEST_CASE("ipc options: mesh emulation's link rate, in GB/s", "[transport][ipc][pacing]") {
+  {
+    ipc::options o;
+    REQUIRE(options_from_environment(o));
+    CHECK(o.emulate_mesh == 0);  // off unless asked for
+  }
+  auto read = [](const char* value) {
+    const scoped_env env{{"RELAY_IPC_EMULATE_MESH", value}};
+    ipc::options o;
+    REQUIRE(options_from_environment(o));
+    return o.emulate_mesh;
+  };
+  CHECK(read("12") == 12'000'000'000ull);
+  CHECK(read("12.5") == 12'500'000'000ull);
+  CHECK(read("0.25") == 250'000'000ull);
+  CHECK(read("12.3456789") == 12'346'000'000ull);  // to the MB/s, as the kernels count it
+  CHECK(read("0") == 0);
+  auto refused = [](const char* value) {
+    const scoped_env env{{"RELAY_IPC_EMULATE_MESH", value}};
+    ipc::options o;
+    return options_from_environment(o);
+  };
+  status s = refused("fast");
+  CHECK(s.code() == errc::invalid_argument);
+  CHECK_THAT(s.message(), Catch::StartsWith("RELAY_IPC_EMULATE_MESH must be a number from 0") &&
+                              Catch::Contains("not 'fast'"));
+  s = refused("-12");
+  CHECK(s.code() == errc::invalid_argument);
+  CHECK_THAT(s.message(), Catch::StartsWith("RELAY_IPC_EMULATE_MESH must be a number"));
+  s = refused("12e9");  // GB/s, not bytes per second
+  CHECK(s.code() == errc::invalid_argument);
+  s = refused("0.0005");
+  CHECK(s.code() == errc::invalid_argument);
+  CHECK_THAT(s.message(), Catch::Contains("below 1 MB/s"));
+}
+
+TEST_CASE("ipc options: mesh emulation refuses the pull form, and rates of parts of a MB/s",
+          "[transport][ipc][pacing]") {
+  ipc::options o;
+  o.form = call_form::pull;
+  CHECK(check_options(o));  // no emulation: the pull is fine
+  o.emulate_mesh = 12'000'000'000;
+  const status s = check_options(o);
+  CHECK(s.code() == errc::invalid_argument);
+  CHECK_THAT(s.message(),
+             Catch::Contains("RELAY_IPC_FORM=pull") && Catch::Contains("RELAY_IPC_EMULATE_MESH"));
+  o.form = call_form::ll;
+  const status words = check_options(o);
+  CHECK(words.code() == errc::invalid_argument);
+  CHECK_THAT(words.message(),
+             Catch::Contains("RELAY_IPC_FORM=ll") && Catch::Contains("RELAY_IPC_EMULATE_MESH"));
+  for (call_form f : {call_form::automatic, call_form::one_shot, call_form::stepped}) {
+    o.form = f;
+    CHECK(check_options(o));
+  }
+  o.emulate_mesh = 12'345'678'900;  // not a whole number of MB/s
+  const status part = check_options(o);
+  CHECK(part.code() == errc::invalid_argument);
+  CHECK_THAT(part.message(), Catch::Contains("whole MB/s") && Catch::Contains("12345678900"));
+  o.emulate_mesh = 5'000'000'000'000'000'000ull;  // 5 EB/s: past what 32 bits of MB/s count
+  CHECK(check_options(o).code() == errc::invalid_argument);
+}

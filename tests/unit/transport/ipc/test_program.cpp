@@ -54,6 +54,22 @@ plan pair_allreduce() {
   return p;
 }
 
+// Each rank sends its 32 bf16 (64 bytes) into the other's output over an OCP e4m3 wire; an
+// image is 36 bytes (32 codes and a 4-byte scale), its receiving slot at 48 of the receiver's
+// scratch: rank 0's scratch at 512 of its area (input at 0, output at 256), rank 1's at 768
+// (its output area of 300 bytes rounds up to 512).
+plan fp8_pair() {
+  test::plan_builder b(2, dtype::bfloat16);
+  b.sizes(0, 64, 64, 96);
+  b.sizes(1, 64, 300, 96);
+  b.copy(op(0, buffer::input, 0), op(1, buffer::output, 0), 32);
+  b.copy(op(1, buffer::input, 0), op(0, buffer::output, 0), 32);
+  plan p = b.get();
+  p.wire.requested = p.wire.taken = wire_format::fp8_e4m3;
+  p.wire_slots = {{0, 48}, {0, 48}};
+  return p;
+}
+
 // The forms' inputs of 2 processes on one H200 (priced grids 132 / 2 and 1056 / 2), the fitted
 // constants, the default cap.
 program_setting setting(call_form form = call_form::automatic) {
@@ -250,18 +266,8 @@ TEST_CASE(
     "an fp8 program: the sender quantizes into the receiver's slot, the receiver's "
     "arrival dequantizes",
     "[transport][ipc][fp8]") {
-  // Each rank sends its 32 bf16 (64 bytes) into the other's output over an OCP e4m3 wire; an
-  // image is 36 bytes (32 codes and a 4-byte scale), its receiving slot at 48 of the receiver's
-  // scratch: rank 0's scratch at 512 of its area (input at 0, output at 256), rank 1's at 768
-  // (its output area of 300 bytes rounds up to 512).
-  test::plan_builder b(2, dtype::bfloat16);
-  b.sizes(0, 64, 64, 96);
-  b.sizes(1, 64, 300, 96);
-  b.copy(op(0, buffer::input, 0), op(1, buffer::output, 0), 32);
-  b.copy(op(1, buffer::input, 0), op(0, buffer::output, 0), 32);
-  plan p = b.get();
-  p.wire.requested = p.wire.taken = wire_format::fp8_e4m3;
-  p.wire_slots = {{0, 48}, {0, 48}};
+  // fp8_pair: each rank's 32 bf16 into the other's output over an OCP e4m3 wire.
+  const plan p = fp8_pair();
   REQUIRE(check_plan(p, 2, 1 << 20));
   const program pr = built(p, 0, setting(), fp8_ends::receiver);
   CHECK_FALSE(pr.user_memory);  // the slots are in the areas: staged
@@ -356,4 +362,160 @@ TEST_CASE("what a plan alone makes the transport refuse", "[transport][ipc]") {
   CHECK(check_plan(p, 4, 1 << 20).code() == errc::invalid_argument);
   p.in_place = true;
   CHECK(check_plan(p, 2, 1 << 20).code() == errc::invalid_argument);
+}
+
+TEST_CASE("under mesh emulation a push goes to the paced list, with its link, and local work stays",
+          "[transport][ipc][pacing]") {
+  // Rank 0 copies its input into its own output (rank-local: not a link) and pushes it into rank
+  // 1's output (link (0, 1)); rank 1 mirrors it. At 12 GB/s a push has 2 walkers
+  // (gpu::link_blocks: 2 + 12 / 16).
+  test::plan_builder b(2, dtype::int32);
+  b.sizes(0, 40, 80, 0);
+  b.sizes(1, 40, 80, 0);
+  b.copy(op(0, buffer::input, 0), op(0, buffer::output, 0), 10);
+  b.copy(op(0, buffer::input, 0), op(1, buffer::output, 40), 10);
+  b.copy(op(1, buffer::input, 0), op(1, buffer::output, 0), 10);
+  b.copy(op(1, buffer::input, 0), op(0, buffer::output, 40), 10);
+  const plan p = b.get();
+  program_setting s = setting(call_form::stepped);
+  s.emulate_mesh = 12'000'000'000;
+  const program pr = built(p, 0, s, fp8_ends::receiver);
+  REQUIRE(pr.stages.size() == 3);  // entry, phase 0, exit
+  const stage_lists& st = pr.stages[1];
+  // The local copy: input (A0) -> own output (A0 + 256), in the copy list, one tile.
+  REQUIRE(st.copies.size() == 1);
+  CHECK(at(st.copies[0].src) == A0);
+  CHECK(at(st.copies[0].dst) == A0 + 256);
+  REQUIRE(st.copy_tags.size() == 1);
+  CHECK(st.copy_tags[0].dst == tag_my_output);
+  CHECK(st.head.copy_tiles == 1);
+  // The push: input (A0) -> rank 1's output at 40 (A1 + 256 + 40), on link 1, its destination
+  // following rank 1's output (tag 3 + 1).
+  REQUIRE(st.paced.size() == 1);
+  CHECK(st.paced[0].link == 1);
+  CHECK(at(st.paced[0].copy.src) == A0);
+  CHECK(at(st.paced[0].copy.dst) == A1 + 256 + 40);
+  CHECK(st.paced[0].copy.head + st.paced[0].copy.units * st.paced[0].copy.width +
+            st.paced[0].copy.tail ==
+        40);
+  CHECK(st.paced[0].tags.src == tag_my_input);
+  CHECK(st.paced[0].tags.dst == tag_peer_output + 1);
+  CHECK(st.head.push_mask == 0b10);
+  CHECK(st.head.paced_count == 1);
+  CHECK(st.head.paced_blocks == 2);
+  CHECK(st.head.paced_moves == 1);
+  CHECK(st.tiles() == 1 + 2);  // the local copy's tile, and a block per walker of the push
+  // Rank 1's push is on its link (1, 0).
+  const program pr1 = built(p, 1, s, fp8_ends::receiver);
+  REQUIRE(pr1.stages[1].paced.size() == 1);
+  CHECK(pr1.stages[1].paced[0].link == 0);
+  CHECK(at(pr1.stages[1].paced[0].copy.dst) == A0 + 256 + 40);
+  // Faster links get more walkers: 40 GB/s, 2 + 40 / 16 = 4.
+  s.emulate_mesh = 40'000'000'000;
+  CHECK(built(p, 0, s, fp8_ends::receiver).stages[1].head.paced_blocks == 4);
+  // Without emulation both copies are in the copy list, and nothing is paced.
+  const program plain = built(p, 0, setting(call_form::stepped), fp8_ends::receiver);
+  CHECK(plain.stages[1].copies.size() == 2);
+  CHECK(plain.stages[1].paced.empty());
+  CHECK(plain.stages[1].head.paced_count == 0);
+  CHECK(plain.stages[1].head.paced_blocks == 0);
+  CHECK(plain.stages[1].tiles() == 2);
+}
+
+TEST_CASE("under mesh emulation reductions are not paced, and a fixed push has no tags to move",
+          "[transport][ipc][pacing]") {
+  program_setting s = setting(call_form::stepped);
+  s.emulate_mesh = 12'000'000'000;
+  const program pr = built(pair_allreduce(), 0, s, fp8_ends::receiver);
+  REQUIRE(pr.stages.size() == 4);
+  // Phase 0's push (input A0 -> rank 1's scratch A1 + 768) is paced on link 1; its source
+  // follows this rank's input, its destination is fixed.
+  const stage_lists& push = pr.stages[1];
+  CHECK(push.copies.empty());
+  CHECK(push.head.copy_tiles == 0);
+  REQUIRE(push.paced.size() == 1);
+  CHECK(push.paced[0].link == 1);
+  CHECK(at(push.paced[0].copy.dst) == A1 + 768);
+  CHECK(push.paced[0].tags.dst == tag_fixed);
+  CHECK(push.head.paced_moves == 1);  // the source follows the caller's input
+  // Phase 1's reduction reads this rank's memory only: in the reduction list, nothing paced.
+  const stage_lists& sum = pr.stages[2];
+  CHECK(sum.reduces.size() == 1);
+  CHECK(sum.paced.empty());
+  CHECK(sum.head.paced_count == 0);
+  // A push between two scratches names no input or output: nothing of it moves.
+  test::plan_builder b(2, dtype::int32);
+  b.sizes(0, 40, 40, 64);
+  b.sizes(1, 40, 40, 64);
+  b.copy(op(0, buffer::scratch, 0), op(1, buffer::scratch, 0), 10);
+  b.copy(op(1, buffer::scratch, 0), op(0, buffer::scratch, 0), 10);
+  const program fixed = built(b.get(), 0, s, fp8_ends::receiver);
+  REQUIRE(fixed.stages[1].paced.size() == 1);
+  CHECK(fixed.stages[1].head.paced_moves == 0);
+}
+
+TEST_CASE("under mesh emulation the stepped form runs every call, and the fp8 wire is refused",
+          "[transport][ipc][pacing]") {
+  // The pair's direct allreduce takes the ll form wherever it may, else the pull, else the
+  // one-shot form (the form test above); under emulation none fits (only the step kernel has a
+  // paced form), whatever is asked: stepped.
+  plan p = pair_allreduce();
+  program_setting s = setting();
+  s.emulate_mesh = 12'000'000'000;
+  for (call_form f : {call_form::automatic, call_form::ll, call_form::pull, call_form::one_shot}) {
+    s.form = f;
+    INFO("form " << static_cast<int>(f));
+    CHECK(form_name(built(p, 0, s, fp8_ends::receiver).form) == "stepped");
+  }
+  // The fp8 wire: the sender's quantized image crosses the link, which is not paced: refused.
+  const plan f = fp8_pair();
+  program refused;
+  s.form = call_form::automatic;
+  const status st = build_program(f, slice_plan(f, 0, fp8_ends::receiver), s, refused);
+  CHECK(st.code() == errc::unsupported);
+  CHECK_THAT(st.message(), Catch::Contains("RELAY_IPC_EMULATE_MESH") && Catch::Contains("fp8") &&
+                               Catch::Contains("native wire"));
+  s.emulate_mesh = 0;
+  CHECK(build_program(f, slice_plan(f, 0, fp8_ends::receiver), s, refused));
+}
+
+TEST_CASE("a paced program packed: the paced list after the stage's other lists",
+          "[transport][ipc][pacing]") {
+  program_setting s = setting(call_form::stepped);
+  s.emulate_mesh = 12'000'000'000;
+  const program pr = built(pair_allreduce(), 0, s, fp8_ends::receiver);
+  constexpr std::uintptr_t D = 0x7000000;
+  const packed_program pk = pack(pr, area(D));
+  // 4 headers; peer_out (16 bytes); phase 0: no copy, no tags (its copy list is empty), its
+  // paced push; phase 1: its wait, reduction and tags.
+  auto up = [](std::size_t x) { return (x + 15) / 16 * 16; };
+  const std::size_t heads = up(4 * sizeof(ipc_stage));
+  const std::size_t paced_at = heads + 16;
+  const std::size_t wait_at = paced_at + up(sizeof(ipc_paced_copy));
+  const std::size_t reduce_at = wait_at + up(sizeof(ipc_wait));
+  const std::size_t reduce_tags_at = reduce_at + up(sizeof(gpu::reduce_desc));
+  CHECK(pk.bytes.size() == reduce_tags_at + up(sizeof(ipc_reduce_tags)));
+  CHECK(pk.bytes.size() == packed_size(pr));
+  ipc_stage push;
+  std::memcpy(&push, pk.bytes.data() + sizeof(ipc_stage), sizeof push);
+  CHECK(at(push.paced) == D + paced_at);
+  CHECK(push.paced_count == 1);
+  CHECK(push.paced_blocks == 2);
+  CHECK(push.paced_moves == 1);
+  CHECK(push.copy_count == 0);
+  CHECK(push.copy_tags == nullptr);
+  CHECK(at(push.peer_out) == D + heads);  // the push's source moves: the deltas are read
+  ipc_paced_copy c;
+  std::memcpy(&c, pk.bytes.data() + paced_at, sizeof c);
+  CHECK(c.link == 1);
+  CHECK(at(c.copy.dst) == A1 + 768);
+  CHECK(pk.phases[0].tiles == 2);  // a block per walker
+  CHECK(pk.phases[0].paced);       // the step kernel's paced form runs it
+  CHECK_FALSE(pk.phases[1].paced);
+  CHECK_FALSE(pk.entry.paced);
+  CHECK_FALSE(pk.exit.paced);
+  ipc_stage sum;
+  std::memcpy(&sum, pk.bytes.data() + 2 * sizeof(ipc_stage), sizeof sum);
+  CHECK(sum.paced == nullptr);
+  CHECK(sum.paced_count == 0);
 }
