@@ -4,6 +4,7 @@ library entries a call, a wait and a join make, and which calls' tensors the com
 holds after each (a call's tensors go back once the current stream is ordered after it, or it is
 known finished, and not before)."""
 
+import pytest
 import torch
 
 from relay.torch.work import Streams, Work
@@ -18,6 +19,7 @@ class _Library:
         self.made = 0
         self.retired = 0
         self.finished = set()
+        self.join_status = 0  # what comm_join_call returns
 
     def run_call_async(self, handle, ref, stream, op_stream, made_ref):
         self.made += 1
@@ -35,6 +37,10 @@ class _Library:
         self.calls.append(("comm_order_after", number, stream))
         return 0
 
+    def comm_join_call(self, handle, number, stream):
+        self.calls.append(("comm_join_call", number, stream))
+        return self.join_status
+
     def comm_call_finished(self, handle, number, finished):
         finished._obj.value = int(number in self.finished)
         return 0
@@ -49,6 +55,9 @@ class _Library:
 
     def check(self, status):
         assert status == 0
+
+    def error(self, status):
+        return RuntimeError(f"relay status {status}")
 
 
 class _Comm:
@@ -98,7 +107,7 @@ def test_an_async_calls_tensors_are_held_until_the_current_stream_is_after_it():
     assert comm._ops.held[1][1][0] is xs[1]
     lib.calls.clear()
     assert works[1].wait() is True
-    assert lib.calls == [("comm_order_after", 2, 7), ("comm_async_status",)]
+    assert lib.calls == [("comm_join_call", 2, 7)]  # ordered, then asked what failed: one crossing
     assert _held(comm) == [3]  # calls 1 and 2 ran before 2 on the operation stream
     # A work of a call made on the current stream is a mark there: waiting for it says nothing
     # of the operation stream.
@@ -115,6 +124,19 @@ def test_an_async_calls_tensors_are_held_until_the_current_stream_is_after_it():
     assert not work5.is_completed() and _held(comm) == [5]
     lib.finished.add(5)
     assert work5.is_completed() and _held(comm) == []
+
+
+def test_a_wait_whose_join_fails_raises_and_keeps_the_tensors():
+    # The status may be the ordering's failure: the current stream may not be after the call, so
+    # its tensors stay held until a later wait, call or synchronize orders it.
+    comm = _Comm()
+    works = [_call(comm, (torch.zeros(2), None)) for _ in range(2)]
+    comm._lib.join_status = 5
+    with pytest.raises(RuntimeError, match="relay status 5"):
+        works[0].wait()
+    assert _held(comm) == [1, 2]
+    comm._lib.join_status = 0
+    assert works[1].wait() is True and _held(comm) == []
 
 
 def test_a_later_call_without_async_op_joins_the_pending_one():
@@ -171,7 +193,7 @@ def test_a_marked_call_runs_on_the_current_stream_in_one_crossing():
     assert work.result == "out" and work.stream is None and work._number == 2
     assert _held(comm) == [1] and comm._ops.pending == 1  # its tensors are the caller's still
     work.wait()  # orders the current stream after the mark; the operation stream's call stays
-    assert comm._lib.calls[1:] == [("comm_order_after", 2, 7), ("comm_async_status",)]
+    assert comm._lib.calls[1:] == [("comm_join_call", 2, 7)]
     assert _held(comm) == [1]
 
 
