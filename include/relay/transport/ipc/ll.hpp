@@ -220,7 +220,11 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
   vote.cast(cast);
   __syncthreads();
   ipc_pull_trace(stamps, 5);
-  const bool stop = ipc_decide(env, call, give_up, records, (vote.result() & ll_failed) != 0);
+  // Read by thread 0 alone, the one that decides: the other threads' reads would race with its
+  // store of the verdict (compute-sanitizer's racecheck reports them).
+  bool failed = false;
+  if (threadIdx.x == 0) failed = (vote.result() & ll_failed) != 0;
+  const bool stop = ipc_decide(env, call, give_up, records, failed);
   ipc_pull_trace(stamps, 6);
   if (stop || a.members == 0) return false;
   // 4. The sums.
