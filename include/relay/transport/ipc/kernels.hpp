@@ -717,13 +717,15 @@ __device__ inline void ipc_user_tile(const user_runs& u, std::uint64_t t) {
 // tile booked on this rank's clock of its link (gpu/link_clock.hpp), as the GPU executor's paced
 // copy books its links. Each push has s.paced_blocks walkers: walker w moves tiles w % per,
 // + per, ... of push w / per, and block b is walkers b, b + grid, ... Thread 0 books the tile and
-// waits for its slot while the other threads wait at the barrier; then all move it, as the
-// kernel's own copy tiles of 16 KiB (4 a paced tile of 64 KiB: the paced copy's wider unroll would
-// raise every ipc kernel's registers, and with them cut its resident blocks, paced or not). The
-// block goes on only after its last slot's finish, so the stage's mark is raised no earlier than
-// a link of the rate would have delivered its bytes. Every wait is on the clock, never on another
-// block. Compiled once, out of line: it does not depend on the element type. Only the step
-// kernel's Paced form calls it (ipc_step_kernel).
+// waits for its slot while the other threads wait at the barrier; then all move it at once, all
+// 64 KiB in flight (the paced copy's unroll), so that a walker's move, booking and wake-up stay
+// within the two slots its link's other walker covers (s.paced_parts > 1: as four of the kernel's
+// own 16 KiB copy tiles, one after another, for diagnosis). Out of line, the wide move raises only
+// the Paced form's registers, to the one-shot kernel's, so no grid shrinks. The block goes on only
+// after its last slot's finish, so the stage's mark is raised no earlier than a link of the rate
+// would have delivered its bytes. Every wait is on the clock, never on another block. Compiled
+// once, out of line: it does not depend on the element type. Only the step kernel's Paced form
+// calls it (ipc_step_kernel).
 __attribute__((noinline)) __device__ inline void ipc_paced_pushes(const ipc_env& env,
                                                                   const ipc_stage& s,
                                                                   const std::int64_t* delta) {
@@ -755,8 +757,12 @@ __attribute__((noinline)) __device__ inline void ipc_paced_pushes(const ipc_env&
         finish = slot.finish;
       }
       __syncthreads();
-      for (std::uint64_t k = t * parts; k < (t + 1) * parts && k < moves; ++k)
-        gpu::copy_desc_tile<gpu::default_block, gpu::default_unroll, false>(c, k);
+      if (s.paced_parts <= 1) {
+        gpu::copy_desc_tile<gpu::paced_block, gpu::paced_unroll, false>(c, t);
+      } else {
+        for (std::uint64_t k = t * parts; k < (t + 1) * parts && k < moves; ++k)
+          gpu::copy_desc_tile<gpu::default_block, gpu::default_unroll, false>(c, k);
+      }
     }
   }
   if (threadIdx.x == 0) gpu::wait_until(finish);

@@ -39,6 +39,12 @@ struct options {
   // (creation refuses ranks that differ); it excludes the pull and ll forms (the pull's reads of
   // peers' memory and ll's words are not paced) and the fp8 wire (check_options, build_program).
   std::uint64_t emulate_mesh = 0;
+  // Mesh emulation's walkers, for diagnosis (docs/mesh-emulation.md, "The ipc transport"): the
+  // blocks that walk each push, 0: gpu::link_blocks of the rate (RELAY_IPC_PACED_BLOCKS, 0 to
+  // 16); and the KiB a walker keeps in flight as it moves a paced tile of 64 KiB: 64, the tile at
+  // once, or 16, as four copy tiles one after another (RELAY_IPC_PACED_MOVE_KIB, 16 or 64).
+  int paced_blocks = 0;
+  int paced_move_kib = 64;
 };
 
 namespace detail {
@@ -82,6 +88,17 @@ inline status options_from_environment(options& o) {
                                                 "a whole number of ranks", o.device_share);
       !s)
     return s;
+  if (status s = detail::whole_from_environment("RELAY_IPC_PACED_BLOCKS", 0, 16,
+                                                "a whole number of blocks", o.paced_blocks);
+      !s)
+    return s;
+  if (status s = detail::whole_from_environment("RELAY_IPC_PACED_MOVE_KIB", 16, 64, "16 or 64",
+                                                o.paced_move_kib);
+      !s)
+    return s;
+  if (o.paced_move_kib != 16 && o.paced_move_kib != 64)
+    return {errc::invalid_argument,
+            "RELAY_IPC_PACED_MOVE_KIB must be 16 or 64, not " + std::to_string(o.paced_move_kib)};
   struct constant {
     const char* var;
     double* seconds;

@@ -103,7 +103,16 @@ struct program_setting {
   // Mesh emulation's link rate (ipc::options::emulate_mesh, bytes per second; 0: off): pushes
   // into peers go to each stage's paced list, the pull form is not chosen, the fp8 wire refused.
   std::uint64_t emulate_mesh = 0;
+  // Its walkers (ipc::options::paced_blocks, paced_move_kib): the blocks per push, 0: the rate's
+  // (paced_walkers); the moves a walker cuts a paced tile into (1: at once; 4: 16 KiB each).
+  std::uint32_t paced_blocks = 0, paced_parts = 1;
 };
+
+// The blocks that walk each paced push at `bytes_per_second`: `chosen` where set, otherwise
+// gpu::link_blocks of the rate.
+inline std::uint32_t paced_walkers(std::uint64_t bytes_per_second, std::uint32_t chosen) {
+  return chosen != 0 ? chosen : gpu::link_blocks(bytes_per_second);
+}
 
 // What depends on the plan alone (so every rank refuses alike, with nothing enqueued), against a
 // transport of `ranks` ranks with `area_bytes` of data area each. Checked once per plan: per call
@@ -277,11 +286,12 @@ inline void add_operation(const plan& p, std::uint32_t i, int me, bool user_memo
 }
 
 // The stage of slice phase `sp` (one this rank issues in): its waits, the mark it publishes, and
-// its operations, each cut into tiles; under mesh emulation (`emulate_mesh`, bytes per second) its
-// pushes into peers in the paced list, with the blocks that walk each.
+// its operations, each cut into tiles; under mesh emulation (`s.emulate_mesh`, bytes per second)
+// its pushes into peers in the paced list, with the blocks that walk each.
 inline stage_lists phase_stage(const plan& p, const plan_slice& slice, const slice_phase& sp,
-                               bool user_memory, std::uint64_t emulate_mesh,
-                               std::span<unsigned char* const> areas) {
+                               bool user_memory, const program_setting& s) {
+  const std::uint64_t emulate_mesh = s.emulate_mesh;
+  std::span<unsigned char* const> areas = s.areas;
   const bool fp8 = p.wire.taken != wire_format::native;
   stage_lists h;
   h.waits = waits_of(p, slice, sp.waits);
@@ -298,7 +308,8 @@ inline stage_lists phase_stage(const plan& p, const plan_slice& slice, const sli
       add_operation(p, i, slice.rank, user_memory, emulate_mesh != 0, h, areas);
   }
   h.head.paced_count = static_cast<std::uint32_t>(h.paced.size());
-  h.head.paced_blocks = h.paced.empty() ? 0 : gpu::link_blocks(emulate_mesh);
+  h.head.paced_blocks = h.paced.empty() ? 0 : paced_walkers(emulate_mesh, s.paced_blocks);
+  h.head.paced_parts = s.paced_parts;
   h.head.copy_tiles = gpu::assign_tiles(h.copies.data(), h.copies.size(), tile_units);
   h.head.reduce_tiles = gpu::assign_tiles(h.reduces.data(), h.reduces.size(), tile_units);
   for (int w = 0; w < 2; ++w)
@@ -334,8 +345,7 @@ inline status build_program(const plan& p, const plan_slice& slice, const progra
   pr.stages.push_back(entry);
   for (const slice_phase& sp : slice.phases)
     if (!sp.issued.empty())  // only receives: the peers' waits cover them
-      pr.stages.push_back(
-          detail::phase_stage(p, slice, sp, pr.user_memory, s.emulate_mesh, s.areas));
+      pr.stages.push_back(detail::phase_stage(p, slice, sp, pr.user_memory, s));
   stage_lists exit;
   exit.head.leave = 1;
   exit.waits = detail::waits_of(p, slice, slice.exit_waits);

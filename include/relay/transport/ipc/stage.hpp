@@ -83,6 +83,10 @@ struct ipc_stage {
   // rank-local copies. paced_moves: some operand of the list has a tag. None without emulation.
   const ipc_paced_copy* paced = nullptr;
   std::uint32_t paced_count = 0, paced_blocks = 0, paced_moves = 0;
+  // How a walker moves a paced tile of 64 KiB: 1, at once (all of it in flight, as the GPU
+  // executor's paced copy); 4, as four of the kernel's own 16 KiB copy tiles, one after another
+  // (ipc::options::paced_move_kib, for diagnosis).
+  std::uint32_t paced_parts = 1;
 };
 
 // A rank's pull program (pull.hpp), passed by value with every launch (built once per plan).

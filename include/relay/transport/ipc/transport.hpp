@@ -63,6 +63,8 @@ class transport final : public relay::transport, public hosted::stream_side {
     std::unique_ptr<transport> t(new transport(boot, device));
     t->setting_.form = o.form;
     t->setting_.emulate_mesh = o.emulate_mesh;
+    t->setting_.paced_blocks = static_cast<std::uint32_t>(std::max(0, o.paced_blocks));
+    t->setting_.paced_parts = o.paced_move_kib == 16 ? 4u : 1u;
     t->setting_.costs = o.costs;
     t->setting_.one_shot_tiles = static_cast<std::uint64_t>(std::max(0, o.one_shot_tiles));
     t->share_at_least_ = std::max(1, o.device_share);

@@ -103,6 +103,37 @@ TEST_CASE("ipc options: mesh emulation's link rate, in GB/s", "[transport][ipc][
   CHECK_THAT(s.message(), Catch::Contains("below 1 MB/s"));
 }
 
+TEST_CASE("ipc options: mesh emulation's walkers, for diagnosis", "[transport][ipc][pacing]") {
+  {
+    ipc::options o;
+    REQUIRE(options_from_environment(o));
+    CHECK(o.paced_blocks == 0);     // the rate's (gpu::link_blocks)
+    CHECK(o.paced_move_kib == 64);  // a paced tile at once
+  }
+  {
+    const scoped_env env{{"RELAY_IPC_PACED_BLOCKS", "4"}, {"RELAY_IPC_PACED_MOVE_KIB", "16"}};
+    ipc::options o;
+    REQUIRE(options_from_environment(o));
+    CHECK(o.paced_blocks == 4);
+    CHECK(o.paced_move_kib == 16);
+  }
+  auto refused = [](const char* var, const char* value) {
+    const scoped_env env{{var, value}};
+    ipc::options o;
+    return options_from_environment(o);
+  };
+  status s = refused("RELAY_IPC_PACED_BLOCKS", "17");
+  CHECK(s.code() == errc::invalid_argument);
+  CHECK_THAT(s.message(), Catch::StartsWith("RELAY_IPC_PACED_BLOCKS must be a number from 0"));
+  s = refused("RELAY_IPC_PACED_BLOCKS", "2.5");
+  CHECK(s.message() == "RELAY_IPC_PACED_BLOCKS must be a whole number of blocks");
+  s = refused("RELAY_IPC_PACED_MOVE_KIB", "32");
+  CHECK(s.code() == errc::invalid_argument);
+  CHECK(s.message() == "RELAY_IPC_PACED_MOVE_KIB must be 16 or 64, not 32");
+  s = refused("RELAY_IPC_PACED_MOVE_KIB", "8");
+  CHECK_THAT(s.message(), Catch::StartsWith("RELAY_IPC_PACED_MOVE_KIB must be a number from 16"));
+}
+
 TEST_CASE("ipc options: mesh emulation refuses the pull form, and rates of parts of a MB/s",
           "[transport][ipc][pacing]") {
   ipc::options o;

@@ -413,6 +413,16 @@ TEST_CASE("under mesh emulation a push goes to the paced list, with its link, an
   // Faster links get more walkers: 40 GB/s, 2 + 40 / 16 = 4.
   s.emulate_mesh = 40'000'000'000;
   CHECK(built(p, 0, s, fp8_ends::receiver).stages[1].head.paced_blocks == 4);
+  CHECK(st.head.paced_parts == 1);  // a walker moves its 64 KiB tile at once
+  // Walkers chosen for diagnosis (ipc::options::paced_blocks, paced_move_kib): 6 a push at
+  // 12 GB/s, whose rate alone gives 2, and a tile moved as four 16 KiB copy tiles.
+  s.emulate_mesh = 12'000'000'000;
+  s.paced_blocks = 6;
+  s.paced_parts = 4;
+  const program chosen = built(p, 0, s, fp8_ends::receiver);
+  CHECK(chosen.stages[1].head.paced_blocks == 6);
+  CHECK(chosen.stages[1].head.paced_parts == 4);
+  CHECK(chosen.stages[1].tiles() == 1 + 6);
   // Without emulation both copies are in the copy list, and nothing is paced.
   const program plain = built(p, 0, setting(call_form::stepped), fp8_ends::receiver);
   CHECK(plain.stages[1].copies.size() == 2);
