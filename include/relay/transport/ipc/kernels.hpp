@@ -726,12 +726,27 @@ __device__ inline void ipc_user_tile(const user_runs& u, std::uint64_t t) {
 // would have delivered its bytes. Every wait is on the clock, never on another block. Compiled
 // once, out of line: it does not depend on the element type. Only the step kernel's Paced form
 // calls it (ipc_step_kernel).
+// Paced tile t of `c`, moved by the block: at once (parts 1), else as `parts` of the kernel's own
+// copy tiles, one after another (`moves` of them in all). Out of line: the walk around it holds
+// the clock's waits, and its loads are data, not the polls of a wait.
+__attribute__((noinline)) __device__ inline void ipc_paced_move(const gpu::copy_desc& c,
+                                                                std::uint64_t t,
+                                                                std::uint32_t parts,
+                                                                std::uint64_t moves) {
+  if (parts <= 1) {
+    gpu::copy_desc_tile<gpu::paced_block, gpu::paced_unroll, false>(c, t);
+    return;
+  }
+  for (std::uint64_t k = t * parts; k < (t + 1) * parts && k < moves; ++k)
+    gpu::copy_desc_tile<gpu::default_block, gpu::default_unroll, false>(c, k);
+}
+
 __attribute__((noinline)) __device__ inline void ipc_paced_pushes(const ipc_env& env,
                                                                   const ipc_stage& s,
                                                                   const std::int64_t* delta) {
   constexpr std::uint64_t move_units = std::uint64_t{gpu::default_block} * gpu::default_unroll;
-  constexpr std::uint64_t parts = gpu::paced_tile_units / move_units;  // moves a paced tile
-  static_assert(gpu::paced_tile_units % move_units == 0 && gpu::paced_block == gpu::default_block);
+  // A paced tile is 4 of the kernel's copy tiles (stage.hpp: paced_parts).
+  static_assert(gpu::paced_tile_units == 4 * move_units && gpu::paced_block == gpu::default_block);
   const std::uint32_t per = s.paced_blocks;
   const std::uint64_t walkers = std::uint64_t{s.paced_count} * per;
   const std::uint64_t rate = std::uint64_t{env.link_mbps} * 1'000'000;  // bytes per second
@@ -757,12 +772,7 @@ __attribute__((noinline)) __device__ inline void ipc_paced_pushes(const ipc_env&
         finish = slot.finish;
       }
       __syncthreads();
-      if (s.paced_parts <= 1) {
-        gpu::copy_desc_tile<gpu::paced_block, gpu::paced_unroll, false>(c, t);
-      } else {
-        for (std::uint64_t k = t * parts; k < (t + 1) * parts && k < moves; ++k)
-          gpu::copy_desc_tile<gpu::default_block, gpu::default_unroll, false>(c, k);
-      }
+      ipc_paced_move(c, t, s.paced_parts, moves);
     }
   }
   if (threadIdx.x == 0) gpu::wait_until(finish);
