@@ -747,7 +747,7 @@ __attribute__((noinline)) __device__ inline void ipc_paced_pushes(const ipc_env&
   constexpr std::uint64_t move_units = std::uint64_t{gpu::default_block} * gpu::default_unroll;
   // A paced tile is 4 of the kernel's copy tiles (stage.hpp: paced_parts).
   static_assert(gpu::paced_tile_units == 4 * move_units && gpu::paced_block == gpu::default_block);
-  const std::uint32_t per = s.paced_blocks;
+  const std::uint32_t per = s.paced_blocks, parts = s.paced_parts;  // read once, before the waits
   const std::uint64_t walkers = std::uint64_t{s.paced_count} * per;
   const std::uint64_t rate = std::uint64_t{env.link_mbps} * 1'000'000;  // bytes per second
   std::uint64_t finish = 0;                                             // thread 0's last slot
@@ -772,7 +772,7 @@ __attribute__((noinline)) __device__ inline void ipc_paced_pushes(const ipc_env&
         finish = slot.finish;
       }
       __syncthreads();
-      ipc_paced_move(c, t, s.paced_parts, moves);
+      ipc_paced_move(c, t, parts, moves);
     }
   }
   if (threadIdx.x == 0) gpu::wait_until(finish);
