@@ -561,19 +561,15 @@ RELAY_IPC_COLD __device__ inline void ipc_skip_call(const ipc_env& env, std::uin
 // The verdict of every rank's record (`records`, shared, indexed by rank), judged by thread 0 of
 // the block once every thread has stored its part: true when the call stops here (`stopped`: a
 // wait of the block failed or the rank had given up; else the verdict is not `go`: the call is
-// skipped, ipc_skip_call), the same answer for every thread of the block. `peers_too`: a call
-// that goes on also stops where a peer gave up on it (ipc_peers_gave_up: this rank gives up too),
-// the last look of a form that writes its output next (the ll form).
+// skipped, ipc_skip_call), the same answer for every thread of the block.
 __device__ inline bool ipc_decide(const ipc_env& env, std::uint64_t call, std::uint32_t& give_up,
-                                  const entry_record* records, bool stopped,
-                                  bool peers_too = false) {
+                                  const entry_record* records, bool stopped) {
   if (threadIdx.x == 0) {
     const std::uint32_t me = env.rank;
     if (!stopped) {
       const verdict v = judge(records, static_cast<int>(env.ranks), static_cast<int>(me));
       if (v.kind != verdict_kind::go) ipc_skip_call(env, call, v, records);
       give_up = v.kind != verdict_kind::go ? 1u : 0u;
-      if (give_up == 0 && peers_too && ipc_peers_gave_up(env, call)) give_up = 1;
     } else {
       give_up = 1;
     }
