@@ -709,19 +709,6 @@ __device__ inline void ipc_user_tile(const user_runs& u, std::uint64_t t) {
   gpu::copy_desc_tile<Block, Unroll, false>(c, t - k * u.run_tiles);
 }
 
-// Mesh emulation (ipc_env::link_mbps): this block's part of the stage's pushes into peers, every
-// tile booked on this rank's clock of its link (gpu/link_clock.hpp), as the GPU executor's paced
-// copy books its links. Each push has s.paced_blocks walkers: walker w moves tiles w % per,
-// + per, ... of push w / per, and block b is walkers b, b + grid, ... Thread 0 books the tile and
-// waits for its slot while the other threads wait at the barrier; then all move it at once, all
-// 64 KiB in flight (the paced copy's unroll), so that a walker's move, booking and wake-up stay
-// within the two slots its link's other walker covers (s.paced_parts > 1: as four of the kernel's
-// own 16 KiB copy tiles, one after another, for diagnosis). Out of line, the wide move raises only
-// the Paced form's registers, to the one-shot kernel's, so no grid shrinks. The block goes on only
-// after its last slot's finish, so the stage's mark is raised no earlier than a link of the rate
-// would have delivered its bytes. Every wait is on the clock, never on another block. Compiled
-// once, out of line: it does not depend on the element type. Only the step kernel's Paced form
-// calls it (ipc_step_kernel).
 // Paced tile t of `c`, moved by the block: at once (parts 1), else as `parts` of the kernel's own
 // copy tiles, one after another (`moves` of them in all). Out of line: the walk around it holds
 // the clock's waits, and its loads are data, not the polls of a wait.
@@ -737,6 +724,19 @@ __attribute__((noinline)) __device__ inline void ipc_paced_move(const gpu::copy_
     gpu::copy_desc_tile<gpu::default_block, gpu::default_unroll, false>(c, k);
 }
 
+// Mesh emulation (ipc_env::link_mbps): this block's part of the stage's pushes into peers, every
+// tile booked on this rank's clock of its link (gpu/link_clock.hpp), as the GPU executor's paced
+// copy books its links. Each push has s.paced_blocks walkers: walker w moves tiles w % per,
+// + per, ... of push w / per, and block b is walkers b, b + grid, ... Thread 0 books the tile and
+// waits for its slot while the other threads wait at the barrier; then all move it at once, all
+// 64 KiB in flight (the paced copy's unroll), so that a walker's move, booking and wake-up stay
+// within the two slots its link's other walker covers (s.paced_parts > 1: as four of the kernel's
+// own 16 KiB copy tiles, one after another, for diagnosis). Out of line, the wide move raises only
+// the Paced form's registers, to the one-shot kernel's, so no grid shrinks. The block goes on only
+// after its last slot's finish, so the stage's mark is raised no earlier than a link of the rate
+// would have delivered its bytes. Every wait is on the clock, never on another block. Compiled
+// once, out of line: it does not depend on the element type. Only the step kernel's Paced form
+// calls it (ipc_step_kernel).
 __attribute__((noinline)) __device__ inline void ipc_paced_pushes(const ipc_env& env,
                                                                   const ipc_stage& s,
                                                                   const std::int64_t* delta) {
