@@ -96,6 +96,17 @@ RELAY_HOST_DEVICE constexpr bool records_rule_out_go(const entry_record& a, cons
          (a.placement == out_of_place && b.placement == in_place);
 }
 
+// Whether record `r` takes part on the terms of this rank's own (`mine`): neither refused, the
+// same fingerprint, and the same placement or a helper's (which says nothing). Where every rank's
+// record does (this rank's own included), judge() says go. A transport that compares each peer's
+// record with its own where it reads it, in parallel, judges the whole set only where one does not.
+RELAY_HOST_DEVICE constexpr bool records_promise_go(const entry_record& r,
+                                                    const entry_record& mine) {
+  return r.code == 0 && mine.code == 0 && r.fingerprint == mine.fingerprint &&
+         (r.placement == mine.placement ||
+          r.placement == static_cast<std::uint8_t>(placement::helper));
+}
+
 // The verdict as this rank's status. `own` is this rank's refusal (for refused_here);
 // `peer_reason(q)` the text rank q gave for its refusal, where the transport carries one (empty
 // where it does not: then the code's name stands alone).

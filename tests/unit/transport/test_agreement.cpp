@@ -190,3 +190,68 @@ TEST_CASE("two records that rule out go: judge never says go with them", "[agree
   static_assert(records_rule_out_go(rec(1, 0, helper), rec(2, 0, helper)));
   static_assert(records_rule_out_go(rec(1, 7, helper), rec(1, 0, helper)));
 }
+
+// records_promise_go is what lets a rank skip judge(): wherever every record of a set promises go
+// beside this rank's own, judge() must say go. Every set of 3 records over the small domains
+// above, every rank as this one.
+TEST_CASE("records that all promise go: judge says go", "[agreement]") {
+  const std::array<std::uint64_t, 3> fingerprints{0, 1, 2};
+  const std::array<std::uint8_t, 3> codes{0, static_cast<std::uint8_t>(errc::invalid_count),
+                                          static_cast<std::uint8_t>(errc::peer_error)};
+  const std::array<std::uint8_t, 3> placements{helper, out_of_place, in_place};
+  std::vector<entry_record> domain;
+  for (auto f : fingerprints)
+    for (auto c : codes)
+      for (auto p : placements) {
+        entry_record e;
+        e.sequence = 9;
+        e.fingerprint = f;
+        e.code = c;
+        e.placement = p;
+        domain.push_back(e);
+      }
+  int promised = 0, sets = 0;
+  for (const auto& a : domain)
+    for (const auto& b : domain)
+      for (const auto& c : domain) {
+        const std::array<entry_record, 3> r{a, b, c};
+        ++sets;
+        for (int me = 0; me < 3; ++me) {
+          bool all = true;
+          for (int q = 0; q < 3; ++q)
+            all = all && records_promise_go(r[q], r[me]);
+          if (!all) continue;
+          ++promised;
+          if (judge(r.data(), 3, me).kind != verdict_kind::go)
+            FAIL("every record promises go beside rank "
+                 << me << "'s, yet judge says otherwise (set " << sets << ")");
+        }
+      }
+  CHECK(sets == 19683);
+  // A rank that stops waiting for a peer's data on records_rule_out_go(its own, the peer's) relies
+  // on the thread that reads the peer's record finding no promise in it.
+  for (const auto& mine : domain)
+    for (const auto& r : domain)
+      if (records_rule_out_go(mine, r) && records_promise_go(r, mine))
+        FAIL("records rule out go, yet one promises it beside the other");
+  // Promised: no refusal, one fingerprint (3 choices), and beside this rank (3 choices) the others'
+  // placements this rank's or a helper's: 1 way where this rank is a helper, 2 x 2 where it is
+  // out of place, 2 x 2 in place; 3 x 3 x (1 + 4 + 4) = 81.
+  CHECK(promised == 81);
+  constexpr auto rec = [](std::uint64_t f, std::uint8_t c, std::uint8_t p) {
+    entry_record e;
+    e.fingerprint = f;
+    e.code = c;
+    e.placement = p;
+    return e;
+  };
+  static_assert(records_promise_go(rec(4, 0, in_place), rec(4, 0, in_place)));
+  static_assert(records_promise_go(rec(4, 0, helper), rec(4, 0, in_place)));
+  // Where judge may say go but the records are not alike, no promise: the full judgement decides
+  // (an active rank beside a helper, whose own placement says nothing; a fingerprint 0).
+  static_assert(!records_promise_go(rec(4, 0, in_place), rec(4, 0, helper)));
+  static_assert(!records_promise_go(rec(0, 0, in_place), rec(4, 0, in_place)));
+  static_assert(!records_promise_go(rec(4, 0, in_place), rec(4, 7, in_place)));
+  static_assert(!records_promise_go(rec(4, 7, in_place), rec(4, 0, in_place)));
+  static_assert(!records_promise_go(rec(4, 0, in_place), rec(5, 0, in_place)));
+}
