@@ -60,7 +60,11 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_ll_kernel(dtype type, unsigned 
                                                            const ipc_env& env) {
   return visit_dtype(type, [&](auto x) {
     using T = decltype(x);
-    return gpu::rt::launch(ipc_ll_kernel<T>, grid, ipc::pull_block_threads, stream, a, peers, env);
+    if (a.members == 2)
+      return gpu::rt::launch(ipc_ll_kernel<T, 2>, grid, ipc::pull_block_threads, stream, a, peers,
+                             env);
+    return gpu::rt::launch(ipc_ll_kernel<T, max_reduce_inputs>, grid, ipc::pull_block_threads,
+                           stream, a, peers, env);
   });
 }
 
@@ -76,7 +80,8 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t load_kernels() {
       load(ipc_one_shot_kernel<T>);
       load(ipc_pull_kernel<T>);
       load(ipc_paced_step_kernel<T>);
-      load(ipc_ll_kernel<T>);
+      load(ipc_ll_kernel<T, 2>);
+      load(ipc_ll_kernel<T, max_reduce_inputs>);
       if constexpr (fp8_wire_type<T>)
         load(ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, true>);
     });

@@ -7,7 +7,8 @@
 //      (ipc_control::ll). The input is read where the caller keeps it: nothing is staged, no
 //      peer reads this rank's memory;
 //   2. wait, for the entries and the words together: thread q polls peer q's entry words until
-//      they name this call (its record, for the verdict), and every thread polls the words of its
+//      they name this call (its record, for the verdict, compared there with this rank's own:
+//      records_promise_go), and every thread polls the words of its
 //      vectors in this rank's slots until every word names the call (the read is the wait: a
 //      64-bit word is stored and loaded whole, so a word that names the call holds its data). A
 //      rank that refuses pushes no words: a thread whose words are slow looks at that peer's
@@ -15,16 +16,21 @@
 //      (records_rule_out_go: the verdict then is not `go` either). Then thread q's last look
 //      for peer q having given up on the call (it timed out waiting for this rank, which came
 //      late): before anything is written, so that such a call has one outcome;
-//   3. judge, at the block's barrier (the threads' failures gathered by a vote on the way,
-//      gpu/block_vote.hpp): thread 0 judges all records with the agreement's rule (kernels.hpp);
-//      a verdict other than `go`, or a wait of the block that failed, skips the call on every rank
-//      as every form does, with nothing written;
+//   3. judge, at the block's barrier, where the threads' failures and comparisons meet in a vote
+//      (gpu/block_vote.hpp): where every record promised `go` and nothing failed, every thread
+//      goes on at once; where one did not, thread 0 judges all records with the agreement's rule
+//      (kernels.hpp) behind a second barrier; a verdict other than `go`, or a wait of the block
+//      that failed, skips the call on every rank as every form does, with nothing written;
 //   4. sum its vectors, members in group order, with relay's arithmetic (core/reduction.hpp: the
 //      pull form's bits), its own input read from the caller's buffer and the peers' from the
 //      words, into this rank's output (the caller's buffer: only this rank writes it).
 // The last block to count itself out advances the call counter (every block read it at its start).
-// So a call is the push, one trip and two barriers: the entry words and the data travel together,
-// and are waited for together.
+// So a call is the push, one trip and one barrier (two where the records differ): the entry words
+// and the data travel together, and are waited for together.
+//
+// The kernel is compiled for a pair (Most = 2, the common group) and for up to max_reduce_inputs
+// members: the pair's loops are of its own size, and neither kernel spills registers, which one
+// kernel holding both did (128 registers for 512 threads).
 //
 // Why no barrier at the end, and no flag: a member writes its slot of call s + 2 in a peer only
 // after its own call s + 1 read that peer's entry of s + 1, which the peer's kernel wrote after
@@ -161,9 +167,11 @@ __device__ inline void ll_store(const ll_vec& y, T* out, std::uint64_t v, std::u
     if (first + i < count) out[first + i] = t[i];
 }
 
-// What a thread casts in the block's vote (gpu::block_vote) before the verdict.
-inline constexpr std::uint32_t ll_failed = 1;   // a wait failed, or the rank had given up
-inline constexpr std::uint32_t ll_stopped = 2;  // a peer's entry ruled out `go`
+// What a thread casts in the block's vote (gpu::block_vote) before the verdict. A thread whose
+// wait stopped on a peer's entry that ruled out `go` casts nothing of its own: that peer's
+// thread, which read the same entry, casts ll_judge.
+inline constexpr std::uint32_t ll_failed = 1;  // a wait failed, or the rank had given up
+inline constexpr std::uint32_t ll_judge = 2;   // a record (this rank's or a peer's) made no promise
 using ll_vote = gpu::block_vote<ipc::pull_block_threads, 2>;
 
 // Steps 2 to 4 for this block, Most members at most (a pair runs loops of its own size). `head`:
@@ -178,19 +186,22 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
   const std::uint32_t q = threadIdx.x;
   const std::uint32_t parity = static_cast<std::uint32_t>(call & 1);
   auto slot = [&](std::uint32_t k) { return env.me->ll[parity][a.member[k]]; };
-  std::uint32_t cast = gave_up_in != 0 ? ll_failed : 0;
-  // 2. Peer q's entry, by thread q (this rank's own record from its env).
+  bool failed = gave_up_in != 0, judge = false;
+  // 2. Peer q's entry, by thread q (this rank's own record from its env), and whether it promises
+  // `go` beside this rank's.
   if (q < env.ranks) {
     if (q == env.rank) {
       records[q] = env.record;
       records[q].sequence = call;
-    } else if (cast == 0) {
+      judge = !records_promise_go(env.record, env.record);
+    } else if (!failed) {
       ipc::pull_entry e;
       if (ipc_pull_wait_entry(env, q, call, e)) {
         records[q] = e.record;
         if (e.record.code != 0) signal_acquire(env.system != 0);  // its reason text, before
+        judge = !records_promise_go(e.record, env.record);
       } else {
-        cast |= ll_failed;
+        failed = true;
       }
     }
   }
@@ -198,33 +209,35 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
   // The words of every vector of this thread; the first vector's kept (most calls give a thread
   // one vector), the others read again for the sum (they stay until call + 2).
   ll_vec held[Most];
+  bool stopped = false;  // a peer's entry ruled out `go` (its thread casts ll_judge)
   if (a.members > 0 && env.record.code == 0)
-    for (std::uint64_t v = w.first; cast == 0 && v < w.vectors; v += w.stride) {
+    for (std::uint64_t v = w.first; !failed && !stopped && v < w.vectors; v += w.stride) {
 #pragma unroll
       for (std::uint32_t k = 0; k < Most; ++k) {
-        if (k >= a.members || k == a.mine || cast != 0) continue;
+        if (k >= a.members || k == a.mine || failed || stopped) continue;
         ll_vec x;
         const ll_taken t = ll_take(env, slot(k), v, w.vectors, call, a.member[k], x);
-        if (t == ll_taken::failed) cast |= ll_failed;
-        if (t == ll_taken::stopped) cast |= ll_stopped;
+        failed = t == ll_taken::failed;
+        stopped = t == ll_taken::stopped;
         if (v == w.first) held[k] = x;
       }
     }
   ipc_pull_trace(stamps, 3);
   // The last look, before anything is written: peer q gave up on this call.
-  if (cast == 0 && q < env.ranks && q != env.rank && ipc_peer_gave_up(env, q, call))
-    cast |= ll_failed;
+  if (!failed && q < env.ranks && q != env.rank && ipc_peer_gave_up(env, q, call)) failed = true;
   ipc_pull_trace(stamps, 4);
-  // 3. The vote at the barrier, then the verdict. A thread that stopped on a peer's entry needs no
-  // more: the verdict of those records is not `go` (records_rule_out_go).
-  vote.cast(cast);
+  // 3. The vote at the barrier, then the verdict: every thread reads the vote (the same bits), and
+  // only where a record made no promise does thread 0 judge them all, behind a second barrier.
+  vote.cast((failed ? ll_failed : 0u) | (judge ? ll_judge : 0u));
   __syncthreads();
   ipc_pull_trace(stamps, 5);
-  // Read by thread 0 alone, the one that decides: the other threads' reads would race with its
-  // store of the verdict (compute-sanitizer's racecheck reports them).
-  bool failed = false;
-  if (threadIdx.x == 0) failed = (vote.result() & ll_failed) != 0;
-  const bool stop = ipc_decide(env, call, give_up, records, failed);
+  const std::uint32_t said = vote.result();
+  bool stop = (said & ll_failed) != 0;
+  if (!stop && (said & ll_judge) != 0) {
+    stop = ipc_decide(env, call, give_up, records, false);
+  } else if (threadIdx.x == 0) {
+    give_up = stop ? 1u : 0u;  // read by thread 0 alone, at the end
+  }
   ipc_pull_trace(stamps, 6);
   if (stop || a.members == 0) return false;
   // 4. The sums.
@@ -256,8 +269,10 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
 
 // Every argument a grid constant (read in place: an argument indexed at run time, a member's
 // rank or a peer's control block, would otherwise be copied to the stack first), and no block
-// barrier before the push: every thread reads the rank's sticky word itself (one word).
-template <class T>
+// barrier before the push: every thread reads the rank's sticky word itself (one word). Most:
+// the members the kernel's loops are unrolled for (a.members <= Most): launch_ll_kernel runs a
+// pair's own (2) or the general one (max_reduce_inputs).
+template <class T, std::uint32_t Most>
 __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
     ipc_ll_kernel(const RELAY_IPC_GRID_CONSTANT ipc_ll a,
                   const RELAY_IPC_GRID_CONSTANT ipc_peers peers,
@@ -303,13 +318,9 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
     detail::ipc_raise_all(env, signal_mark(gave_up_in, signal_abort));
   }
   detail::ipc_pull_trace(stamps, 1);
-  // 2 to 4 (a pair, the common group, in loops of its own size).
-  entry_record* records = entry.records();
-  const bool summed =
-      a.members == 2
-          ? detail::ll_join<T, 2>(env, a, w, call, gave_up_in, head, records, vote, give_up, stamps)
-          : detail::ll_join<T, max_reduce_inputs>(env, a, w, call, gave_up_in, head, records, vote,
-                                                  give_up, stamps);
+  // 2 to 4.
+  const bool summed = detail::ll_join<T, Most>(env, a, w, call, gave_up_in, head, entry.records(),
+                                               vote, give_up, stamps);
   // The end: the last block to count itself out advances the call counter (every thread of every
   // block read it before its block's first barrier); where this rank gave up in this call (a wait
   // failed), block 0 publishes its abort mark once more.
