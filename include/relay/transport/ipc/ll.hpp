@@ -19,14 +19,14 @@
 //   3. judge, at the block's barrier, where the threads' failures and comparisons meet in a vote
 //      (gpu/block_vote.hpp): where every record promised `go` and nothing failed, every thread
 //      goes on at once; where one did not, thread 0 judges all records with the agreement's rule
-//      (kernels.hpp) behind a second barrier; a verdict other than `go`, or a wait of the block
+//      (kernels.hpp) between two more barriers; a verdict other than `go`, or a wait of the block
 //      that failed, skips the call on every rank as every form does, with nothing written;
 //   4. sum its vectors, members in group order, with relay's arithmetic (core/reduction.hpp: the
 //      pull form's bits), its own input read from the caller's buffer and the peers' from the
 //      words, into this rank's output (the caller's buffer: only this rank writes it).
 // The last block to count itself out advances the call counter (every block read it at its start).
-// So a call is the push, one trip and one barrier (two where the records differ): the entry words
-// and the data travel together, and are waited for together.
+// So a call is the push, one trip and one barrier (three where a record makes no promise): the
+// entry words and the data travel together, and are waited for together.
 //
 // The kernel is compiled for a pair (Most = 2, the common group) and for up to max_reduce_inputs
 // members: the pair's loops are of its own size, and neither kernel spills registers, which one
@@ -176,8 +176,8 @@ using ll_vote = gpu::block_vote<ipc::pull_block_threads, 2>;
 
 // Steps 2 to 4 for this block, Most members at most (a pair runs loops of its own size). `head`:
 // this thread's first vector of this rank's input, loaded in step 1; `gave_up_in`: this rank's
-// sticky word as this thread read it. True where the block summed; false where the call stopped
-// (then the block wrote nothing).
+// sticky word as this thread read it. True where the call stopped: a wait failed, or the verdict
+// is not `go` (then the block wrote nothing); false where it goes on (every member summed).
 template <class T, std::uint32_t Most>
 __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_walk& w,
                                std::uint64_t call, std::uint64_t gave_up_in, const ll_vec& head,
@@ -227,19 +227,21 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
   if (!failed && q < env.ranks && q != env.rank && ipc_peer_gave_up(env, q, call)) failed = true;
   ipc_pull_trace(stamps, 4);
   // 3. The vote at the barrier, then the verdict: every thread reads the vote (the same bits), and
-  // only where a record made no promise does thread 0 judge them all, behind a second barrier.
+  // only where a record made no promise does thread 0 judge them all, between two more barriers.
   vote.cast((failed ? ll_failed : 0u) | (judge ? ll_judge : 0u));
   __syncthreads();
   ipc_pull_trace(stamps, 5);
+  // No thread writes shared memory between this barrier and the next: the vote's reads stand
+  // alone (compute-sanitizer's racecheck reported reads of the vote beside thread 0's store of
+  // the verdict, when they shared an interval).
   const std::uint32_t said = vote.result();
-  bool stop = (said & ll_failed) != 0;
-  if (!stop && (said & ll_judge) != 0) {
-    stop = ipc_decide(env, call, give_up, records, false);
-  } else if (threadIdx.x == 0) {
-    give_up = stop ? 1u : 0u;  // read by thread 0 alone, at the end
+  if ((said & ll_failed) != 0) return true;
+  if ((said & ll_judge) != 0) {
+    __syncthreads();  // every thread has read the vote
+    if (ipc_decide(env, call, give_up, records, false)) return true;
   }
   ipc_pull_trace(stamps, 6);
-  if (stop || a.members == 0) return false;
+  if (a.members == 0) return false;
   // 4. The sums.
   T* out = static_cast<T*>(a.out);
   for (std::uint64_t v = w.first; v < w.vectors; v += w.stride) {
@@ -262,7 +264,7 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
     ll_store<T>(ipc_vector_sum<T, Most>(x, a.members, a.divisor), out, v, a.count, w.out_aligned);
   }
   ipc_pull_trace(stamps, 7);
-  return true;
+  return false;
 }
 
 }  // namespace detail
@@ -319,8 +321,8 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   }
   detail::ipc_pull_trace(stamps, 1);
   // 2 to 4.
-  const bool summed = detail::ll_join<T, Most>(env, a, w, call, gave_up_in, head, entry.records(),
-                                               vote, give_up, stamps);
+  const bool stopped = detail::ll_join<T, Most>(env, a, w, call, gave_up_in, head, entry.records(),
+                                                vote, give_up, stamps);
   // The end: the last block to count itself out advances the call counter (every thread of every
   // block read it before its block's first barrier); where this rank gave up in this call (a wait
   // failed), block 0 publishes its abort mark once more.
@@ -329,7 +331,7 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
       env.me->arrived = 0;
       *static_cast<volatile std::uint64_t*>(&env.me->call) = call;
     }
-    if (blockIdx.x == 0 && (give_up != 0 || (a.members > 0 && !summed)))
+    if (blockIdx.x == 0 && stopped)
       if (const std::uint64_t gave_up = detail::ipc_aborted(env); gave_up != 0)
         detail::ipc_raise_all(env, signal_mark(gave_up, signal_abort));
   }
