@@ -40,7 +40,7 @@ struct options {
   // peers' memory and ll's words are not paced) and the fp8 wire (check_options, build_program).
   std::uint64_t emulate_mesh = 0;
   // Mesh emulation's walkers, for diagnosis (docs/mesh-emulation.md, "The ipc transport"): the
-  // blocks that walk each push, 0: gpu::link_blocks of the rate (RELAY_IPC_PACED_BLOCKS, 0 to
+  // blocks that walk each push, 0: the rate's (ipc::paced_walkers) (RELAY_IPC_PACED_BLOCKS, 0 to
   // 16); and the KiB a walker keeps in flight as it moves a paced tile of 64 KiB: 64, the tile at
   // once, or 16, as four copy tiles one after another (RELAY_IPC_PACED_MOVE_KIB, 16 or 64).
   int paced_blocks = 0;

@@ -79,7 +79,7 @@ struct ipc_stage {
   std::uint32_t fp8_dequantize = 0;
   std::uint32_t fp8_format = 0;  // relay::fp8_format
   // Mesh emulation (ipc::options::emulate_mesh): the stage's pushes into peers, paced, each walked
-  // by `paced_blocks` blocks (gpu::link_blocks of the rate); the copy list then holds only the
+  // by `paced_blocks` blocks (ipc::paced_walkers of the rate); the copy list then holds only the
   // rank-local copies. paced_moves: some operand of the list has a tag. None without emulation.
   const ipc_paced_copy* paced = nullptr;
   std::uint32_t paced_count = 0, paced_blocks = 0, paced_moves = 0;

@@ -107,7 +107,7 @@ TEST_CASE("ipc options: mesh emulation's walkers, for diagnosis", "[transport][i
   {
     ipc::options o;
     REQUIRE(options_from_environment(o));
-    CHECK(o.paced_blocks == 0);     // the rate's (gpu::link_blocks)
+    CHECK(o.paced_blocks == 0);     // the rate's (ipc::paced_walkers)
     CHECK(o.paced_move_kib == 64);  // a paced tile at once
   }
   {

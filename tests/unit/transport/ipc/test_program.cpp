@@ -402,20 +402,22 @@ TEST_CASE("under mesh emulation a push goes to the paced list, with its link, an
   CHECK(st.paced[0].tags.dst == tag_peer_output + 1);
   CHECK(st.head.push_mask == 0b10);
   CHECK(st.head.paced_count == 1);
-  CHECK(st.head.paced_blocks == 2);
+  CHECK(st.head.paced_blocks == 1);  // 12 GB/s: one walker (ipc::paced_walkers)
   CHECK(st.head.paced_moves == 1);
-  CHECK(st.tiles() == 1 + 2);  // the local copy's tile, and a block per walker of the push
+  CHECK(st.tiles() == 1 + 1);  // the local copy's tile, and a block per walker of the push
   // Rank 1's push is on its link (1, 0).
   const program pr1 = built(p, 1, s, fp8_ends::receiver);
   REQUIRE(pr1.stages[1].paced.size() == 1);
   CHECK(pr1.stages[1].paced[0].link == 0);
   CHECK(at(pr1.stages[1].paced[0].copy.dst) == A0 + 256 + 40);
-  // Faster links get more walkers: 40 GB/s, 2 + 40 / 16 = 4.
+  // Faster links get more walkers: 40 GB/s, 1 + 40 / 16 = 3; 16 GB/s, 2.
   s.emulate_mesh = 40'000'000'000;
-  CHECK(built(p, 0, s, fp8_ends::receiver).stages[1].head.paced_blocks == 4);
+  CHECK(built(p, 0, s, fp8_ends::receiver).stages[1].head.paced_blocks == 3);
+  s.emulate_mesh = 16'000'000'000;
+  CHECK(built(p, 0, s, fp8_ends::receiver).stages[1].head.paced_blocks == 2);
   CHECK(st.head.paced_parts == 1);  // a walker moves its 64 KiB tile at once
   // Walkers chosen for diagnosis (ipc::options::paced_blocks, paced_move_kib): 6 a push at
-  // 12 GB/s, whose rate alone gives 2, and a tile moved as four 16 KiB copy tiles.
+  // 12 GB/s, whose rate alone gives 1, and a tile moved as four 16 KiB copy tiles.
   s.emulate_mesh = 12'000'000'000;
   s.paced_blocks = 6;
   s.paced_parts = 4;
@@ -510,7 +512,7 @@ TEST_CASE("a paced program packed: the paced list after the stage's other lists"
   std::memcpy(&push, pk.bytes.data() + sizeof(ipc_stage), sizeof push);
   CHECK(at(push.paced) == D + paced_at);
   CHECK(push.paced_count == 1);
-  CHECK(push.paced_blocks == 2);
+  CHECK(push.paced_blocks == 1);
   CHECK(push.paced_moves == 1);
   CHECK(push.copy_count == 0);
   CHECK(push.copy_tags == nullptr);
@@ -519,7 +521,7 @@ TEST_CASE("a paced program packed: the paced list after the stage's other lists"
   std::memcpy(&c, pk.bytes.data() + paced_at, sizeof c);
   CHECK(c.link == 1);
   CHECK(at(c.copy.dst) == A1 + 768);
-  CHECK(pk.phases[0].tiles == 2);  // a block per walker
+  CHECK(pk.phases[0].tiles == 1);  // a block per walker, one at 12 GB/s
   CHECK(pk.phases[0].paced);       // the step kernel's paced form runs it
   CHECK_FALSE(pk.phases[1].paced);
   CHECK_FALSE(pk.entry.paced);
