@@ -112,9 +112,9 @@ struct program_setting {
 // fewer than the GPU executor's paced copy takes (gpu::link_blocks: 1 up to 16 GB/s). Here the
 // walkers spin within the rank's share of a device its emulated peers share too, beside the
 // rank's own work: at 12 GB/s one walker holds a link as two do (the direct route's 64 MiB
-// all-gather, 2987 against 2999 us), and the relay route at A = 4 runs 1.2-1.3x its predicted
-// time with one against 1.6-2.0x with two, and slower still with four
-// (bench/results/2026-12-07-h100-ll-promise).
+// all-gather, 2987 against 2999 us), and the relay route's reduce-scatter, all-gather and
+// all-to-all at A = 4 run 1.20-1.30x their predicted time with one against 1.70-2.04x with two,
+// mostly slower still with four (bench/results/2026-12-07-h100-ll-promise).
 inline std::uint32_t paced_walkers(std::uint64_t bytes_per_second, std::uint32_t chosen) {
   return chosen != 0 ? chosen : gpu::link_blocks(bytes_per_second) - 1;
 }
