@@ -30,6 +30,36 @@ std::string no_reason(int) {
   return {};
 }
 
+// Every record over small domains, all of one call: fingerprints 0, 1, 2; codes none, a refusal,
+// one passed on; every placement (27 records).
+std::vector<entry_record> small_domain() {
+  const std::array<std::uint64_t, 3> fingerprints{0, 1, 2};
+  const std::array<std::uint8_t, 3> codes{0, static_cast<std::uint8_t>(errc::invalid_count),
+                                          static_cast<std::uint8_t>(errc::peer_error)};
+  const std::array<std::uint8_t, 3> placements{helper, out_of_place, in_place};
+  std::vector<entry_record> domain;
+  for (auto f : fingerprints)
+    for (auto c : codes)
+      for (auto p : placements) {
+        entry_record e;
+        e.sequence = 5;
+        e.fingerprint = f;
+        e.code = c;
+        e.placement = p;
+        domain.push_back(e);
+      }
+  return domain;
+}
+
+// A record of the hand cases.
+constexpr entry_record record_of(std::uint64_t f, std::uint8_t c, std::uint8_t p) {
+  entry_record e;
+  e.fingerprint = f;
+  e.code = c;
+  e.placement = p;
+  return e;
+}
+
 }  // namespace
 
 TEST_CASE("agreeing records: every rank goes on", "[agreement]") {
@@ -143,21 +173,7 @@ TEST_CASE("a refusal passed on is named after the refusal it passes on", "[agree
 // set of 3 records over small domains (fingerprints 0, 1, 2; codes none, a refusal, one passed on;
 // every placement), every pair of them.
 TEST_CASE("two records that rule out go: judge never says go with them", "[agreement]") {
-  const std::array<std::uint64_t, 3> fingerprints{0, 1, 2};
-  const std::array<std::uint8_t, 3> codes{0, static_cast<std::uint8_t>(errc::invalid_count),
-                                          static_cast<std::uint8_t>(errc::peer_error)};
-  const std::array<std::uint8_t, 3> placements{helper, out_of_place, in_place};
-  std::vector<entry_record> domain;
-  for (auto f : fingerprints)
-    for (auto c : codes)
-      for (auto p : placements) {
-        entry_record e;
-        e.sequence = 5;
-        e.fingerprint = f;
-        e.code = c;
-        e.placement = p;
-        domain.push_back(e);
-      }
+  const std::vector<entry_record> domain = small_domain();
   int ruled_out = 0, sets = 0;
   for (const auto& a : domain)
     for (const auto& b : domain)
@@ -177,39 +193,18 @@ TEST_CASE("two records that rule out go: judge never says go with them", "[agree
   CHECK(sets == 19683);
   CHECK(ruled_out > 0);
   // Hand cases: what does not rule it out (a helper beside either placement, a fingerprint 0).
-  constexpr auto rec = [](std::uint64_t f, std::uint8_t c, std::uint8_t p) {
-    entry_record e;
-    e.fingerprint = f;
-    e.code = c;
-    e.placement = p;
-    return e;
-  };
-  static_assert(!records_rule_out_go(rec(1, 0, helper), rec(1, 0, in_place)));
-  static_assert(!records_rule_out_go(rec(0, 0, out_of_place), rec(3, 0, out_of_place)));
-  static_assert(records_rule_out_go(rec(1, 0, out_of_place), rec(1, 0, in_place)));
-  static_assert(records_rule_out_go(rec(1, 0, helper), rec(2, 0, helper)));
-  static_assert(records_rule_out_go(rec(1, 7, helper), rec(1, 0, helper)));
+  static_assert(!records_rule_out_go(record_of(1, 0, helper), record_of(1, 0, in_place)));
+  static_assert(!records_rule_out_go(record_of(0, 0, out_of_place), record_of(3, 0, out_of_place)));
+  static_assert(records_rule_out_go(record_of(1, 0, out_of_place), record_of(1, 0, in_place)));
+  static_assert(records_rule_out_go(record_of(1, 0, helper), record_of(2, 0, helper)));
+  static_assert(records_rule_out_go(record_of(1, 7, helper), record_of(1, 0, helper)));
 }
 
 // records_promise_go is what lets a rank skip judge(): wherever every record of a set promises go
 // beside this rank's own, judge() must say go. Every set of 3 records over the small domains
 // above, every rank as this one.
 TEST_CASE("records that all promise go: judge says go", "[agreement]") {
-  const std::array<std::uint64_t, 3> fingerprints{0, 1, 2};
-  const std::array<std::uint8_t, 3> codes{0, static_cast<std::uint8_t>(errc::invalid_count),
-                                          static_cast<std::uint8_t>(errc::peer_error)};
-  const std::array<std::uint8_t, 3> placements{helper, out_of_place, in_place};
-  std::vector<entry_record> domain;
-  for (auto f : fingerprints)
-    for (auto c : codes)
-      for (auto p : placements) {
-        entry_record e;
-        e.sequence = 9;
-        e.fingerprint = f;
-        e.code = c;
-        e.placement = p;
-        domain.push_back(e);
-      }
+  const std::vector<entry_record> domain = small_domain();
   int promised = 0, sets = 0;
   for (const auto& a : domain)
     for (const auto& b : domain)
@@ -238,20 +233,13 @@ TEST_CASE("records that all promise go: judge says go", "[agreement]") {
   // placements this rank's or a helper's: 1 way where this rank is a helper, 2 x 2 where it is
   // out of place, 2 x 2 in place; 3 x 3 x (1 + 4 + 4) = 81.
   CHECK(promised == 81);
-  constexpr auto rec = [](std::uint64_t f, std::uint8_t c, std::uint8_t p) {
-    entry_record e;
-    e.fingerprint = f;
-    e.code = c;
-    e.placement = p;
-    return e;
-  };
-  static_assert(records_promise_go(rec(4, 0, in_place), rec(4, 0, in_place)));
-  static_assert(records_promise_go(rec(4, 0, helper), rec(4, 0, in_place)));
+  static_assert(records_promise_go(record_of(4, 0, in_place), record_of(4, 0, in_place)));
+  static_assert(records_promise_go(record_of(4, 0, helper), record_of(4, 0, in_place)));
   // Where judge may say go but the records are not alike, no promise: the full judgement decides
   // (an active rank beside a helper, whose own placement says nothing; a fingerprint 0).
-  static_assert(!records_promise_go(rec(4, 0, in_place), rec(4, 0, helper)));
-  static_assert(!records_promise_go(rec(0, 0, in_place), rec(4, 0, in_place)));
-  static_assert(!records_promise_go(rec(4, 0, in_place), rec(4, 7, in_place)));
-  static_assert(!records_promise_go(rec(4, 7, in_place), rec(4, 0, in_place)));
-  static_assert(!records_promise_go(rec(4, 0, in_place), rec(5, 0, in_place)));
+  static_assert(!records_promise_go(record_of(4, 0, in_place), record_of(4, 0, helper)));
+  static_assert(!records_promise_go(record_of(0, 0, in_place), record_of(4, 0, in_place)));
+  static_assert(!records_promise_go(record_of(4, 0, in_place), record_of(4, 7, in_place)));
+  static_assert(!records_promise_go(record_of(4, 7, in_place), record_of(4, 0, in_place)));
+  static_assert(!records_promise_go(record_of(4, 0, in_place), record_of(5, 0, in_place)));
 }
