@@ -37,14 +37,19 @@ __device__ inline void wait_until(std::uint64_t t) {
 
 // Books `ns` on the link whose clock is `*link` (book_link, atomically against every other
 // block booking it), starting from `booked`, the clock as the caller read it (with the load its
-// memory takes): retries with the clock it finds until no one booked in between.
+// memory takes): retries with the clock it finds until no one booked in between. `freed`, where
+// given, gets the clock the booking replaced: the time the link fell idle, when the slot starts
+// later than that.
 __device__ inline link_slot book_link_from(std::uint64_t* link, std::uint64_t booked,
-                                           std::uint64_t ns) {
+                                           std::uint64_t ns, std::uint64_t* freed = nullptr) {
   auto* until = reinterpret_cast<unsigned long long*>(link);  // not `clock`: a device function
   for (;;) {
     const link_slot s = book_link(device_clock_ns(), booked, ns);
     const unsigned long long seen = atomicCAS(until, booked, s.finish);
-    if (seen == booked) return s;
+    if (seen == booked) {
+      if (freed != nullptr) *freed = booked;
+      return s;
+    }
     booked = seen;
   }
 }

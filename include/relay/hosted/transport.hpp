@@ -73,6 +73,9 @@ class transport final : public relay::transport {
 
   // The process's own rank's transport (what a test or a tool asks of the transport itself).
   relay::transport& own() { return *ranks_[0]; }
+  // Local rank k's transport (group().local_ranks()[k]; 0: own()), for a test or a tool that asks
+  // a hosted rank's transport itself (its device trace).
+  relay::transport& local(std::size_t k) { return *ranks_[k]; }
   const views& group() const { return *group_; }
 
   std::string_view name() const override { return ranks_[0]->name(); }

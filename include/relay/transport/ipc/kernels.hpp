@@ -75,6 +75,7 @@
 #include "relay/transport/ipc/report.hpp"
 #include "relay/transport/ipc/signals.hpp"
 #include "relay/transport/ipc/stage.hpp"
+#include "relay/transport/ipc/stage_trace.hpp"
 #include "relay/transport/ipc/user_memory.hpp"
 
 namespace relay::ipc {
@@ -108,6 +109,8 @@ struct ipc_control {
   // last booked tile ends (gpu/link_clock.hpp). Only this rank's kernels book it: a push is
   // written by its sender, so the link's clock lives with the sender.
   std::uint64_t link_clock[max_ranks];
+  // The running stage's device trace (ipc/stage_trace.hpp; a build with RELAY_IPC_TRACE=1 only).
+  std::uint64_t stage_trace[ipc::trace_points];
   // The ll form (transport/ipc/ll.hpp), written by rank q: its input of call s as words that
   // carry the call ([s % 2][q], transport/ipc/ll_plan.hpp). Last: the other words lie together.
   std::uint64_t ll[2][max_ranks][ipc::ll_slot_words];
@@ -747,6 +750,7 @@ __attribute__((noinline)) __device__ inline void ipc_paced_pushes(const ipc_env&
   const std::uint64_t walkers = std::uint64_t{s.paced_count} * per;
   const std::uint64_t rate = std::uint64_t{env.link_mbps} * 1'000'000;  // bytes per second
   std::uint64_t finish = 0;                                             // thread 0's last slot
+  paced_tally tally;  // thread 0's, where the build traces stages (ipc/stage_trace.hpp)
   for (std::uint64_t w = blockIdx.x; w < walkers; w += gridDim.x) {
     const ipc_paced_copy& push = s.paced[w / per];
     gpu::copy_desc c = push.copy;
@@ -760,18 +764,28 @@ __attribute__((noinline)) __device__ inline void ipc_paced_pushes(const ipc_env&
     for (std::uint64_t t = w % per; t < tiles; t += per) {
       if (threadIdx.x == 0) {
         const std::uint64_t bytes = gpu::tile_bytes(c, t, gpu::paced_tile_units);
+        if constexpr (stage_tracing) tally.moved();
         // The clock is a word of this rank's control block, read as the kernels read the words
         // there (signal_poll: at system scope on AMD, docs/amd.md), then booked from that value.
-        const gpu::link_slot slot = gpu::book_link_from(link, signal_poll(link, env.system != 0),
-                                                        gpu::link_ns(bytes, rate));
+        std::uint64_t freed = 0;
+        const gpu::link_slot slot =
+            gpu::book_link_from(link, signal_poll(link, env.system != 0), gpu::link_ns(bytes, rate),
+                                stage_tracing ? &freed : nullptr);
         gpu::wait_until(slot.start);
         finish = slot.finish;
+        if constexpr (stage_tracing) {
+          tally.booked(slot, freed, t < per);
+          tally.woken();
+        }
       }
       __syncthreads();
       ipc_paced_move(c, t, parts, moves);
     }
   }
-  if (threadIdx.x == 0) gpu::wait_until(finish);
+  if (threadIdx.x == 0) {
+    if constexpr (stage_tracing) tally.add_to(env.me->stage_trace);
+    gpu::wait_until(finish);
+  }
 }
 
 // The first tile of a stage's lists a block of a paced launch takes (ipc_stage_work): the blocks
@@ -860,11 +874,13 @@ __global__ void __launch_bounds__(Block)
   __shared__ detail::ipc_entry_shared entry;  // the entry's only
   const ipc_stage s = *stage;
   if (s.enter != 0 && detail::ipc_void_piece(env)) return;
+  detail::stage_trace_mark(env.me->stage_trace, stage_start);
   // Every block reads the counter before the last block of an entry launch advances it.
   const std::uint64_t call =
       *static_cast<volatile std::uint64_t*>(&env.me->call) + (s.enter != 0 ? 1 : 0);
   const bool stop = s.enter != 0 ? detail::ipc_enter<Block>(env, call, give_up, entry)
                                  : detail::ipc_stage_waits<Block>(env, s, call, give_up);
+  detail::stage_trace_mark(env.me->stage_trace, stage_waited);
   if (!stop) {
     detail::ipc_stage_deltas<Block, Paced>(env, s, delta);
     if constexpr (Paced) {
@@ -876,7 +892,17 @@ __global__ void __launch_bounds__(Block)
       detail::ipc_stage_work<T, Block, Unroll, Fp8>(s, user, user_tiles, delta, blockIdx.x);
     }
   }
-  if (detail::ipc_last_out(env)) detail::ipc_publish(env, s, call);
+  if (detail::ipc_last_out(env)) {
+    if constexpr (stage_tracing) {
+      const std::uint64_t end = gpu::device_clock_ns();
+      detail::ipc_publish(env, s, call);
+      // After the mark, so that the trace's stores to host memory delay no peer.
+      detail::stage_trace_flush(env.me->stage_trace,
+                                env.host->trace[stage_trace_row(call, s.index)], end);
+    } else {
+      detail::ipc_publish(env, s, call);
+    }
+  }
 }
 
 // The one-shot form: a whole call (stages[0] the entry, stages[count - 1] the exit) in one

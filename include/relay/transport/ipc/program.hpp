@@ -444,6 +444,7 @@ inline packed_program pack(const program& pr, void* device) {
     s.wait_count = static_cast<std::uint32_t>(h.waits.size());
     s.copy_count = static_cast<std::uint32_t>(h.copies.size());
     s.reduce_count = static_cast<std::uint32_t>(h.reduces.size());
+    s.index = static_cast<std::uint32_t>(i);
     std::memcpy(out.bytes.data() + i * sizeof(ipc_stage), &s, sizeof s);
     const bool last = i + 1 == pr.stages.size();
     const auto order = i == 0 ? std::uint32_t{0}

@@ -111,8 +111,9 @@ struct host_block {
   alarm_record leaving;  // abort(): this rank's alarm for its peers
   char leaving_text[text_bytes] = {};
   std::uint64_t dead = 0;  // abort(): the mark that ends every wait on this rank
-  // Device-side traces of the pull form (built with RELAY_IPC_TRACE=1 only; zeros otherwise):
-  // per call (call % trace_calls), block 0's wall clock at each of its trace_points.
+  // Device-side traces (built with RELAY_IPC_TRACE=1 only; zeros otherwise): the pull and the ll
+  // form's per call (call % trace_calls), block 0's wall clock at each of its trace_points; the
+  // step kernel's per stage launch (ipc/stage_trace.hpp: stage_trace_row, stage_point).
   std::uint64_t trace[trace_calls][trace_points] = {};
 };
 

@@ -87,6 +87,9 @@ struct ipc_stage {
   // executor's paced copy); 4, as four of the kernel's own 16 KiB copy tiles, one after another
   // (ipc::options::paced_move_kib, for diagnosis).
   std::uint32_t paced_parts = 1;
+  // Its place in the program (the entry 0, the exit last): its row of the device trace
+  // (ipc/stage_trace.hpp).
+  std::uint32_t index = 0;
 };
 
 // A rank's pull program (pull.hpp), passed by value with every launch (built once per plan).

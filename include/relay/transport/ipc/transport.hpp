@@ -141,8 +141,9 @@ class transport final : public relay::transport, public hosted::stream_side {
   }
 
   const call_counts& counts() const { return counts_; }
-  // The pull form's per-phase device times of its last trace_calls calls, block 0's wall clock at
-  // each trace point (ipc/pull.hpp; zeros unless built with RELAY_IPC_TRACE=1).
+  // The device trace (zeros unless built with RELAY_IPC_TRACE=1): the pull and the ll form's
+  // per-phase times of their last trace_calls calls, block 0's wall clock at each trace point
+  // (ipc/pull.hpp, ipc/ll.hpp), and the step kernel's stage rows (ipc/stage_trace.hpp).
   void device_trace(std::uint64_t (&out)[trace_calls][trace_points]) const { area_.trace(out); }
   int device() const override { return device_; }
   std::size_t bytes_per_rank() const { return area_.data_bytes(); }

@@ -51,6 +51,12 @@
 //                                                the pull form's device trace (a build with
 //                                                RELAY_IPC_TRACE=1): per phase, block 0's median
 //                                                time since its kernel began, eager and replayed
+//   RELAY_HELPER_DEVICES=0,0,0,0,0,0 RELAY_IPC_EMULATE_MESH=12 relay-run -n 2 --
+//   relay_ipc_tests stages [COLLECTIVE] [BYTES] [REGISTERED]
+//                                                mesh emulation's stages, traced (a build with
+//                                                RELAY_IPC_TRACE=1): per rank and stage of the
+//                                                relay route, when it ran, its links' idle time
+//                                                between tiles and its walkers' moves
 //   relay-run -n 8 -- relay_ipc_tests hosted_record A [CALLS] [SEED] [FILE] [native]
 //   RELAY_HELPER_DEVICES=0,0,0,0,0,0 relay-run -n A -- relay_ipc_tests hosted A [CALLS] [SEED]
 //   [FILE] [native]
@@ -102,6 +108,7 @@
 #include "relay/gpu/runtime.hpp"
 #include "relay/hosted/transport.hpp"
 #include "relay/transport/ipc/factory.hpp"
+#include "relay/transport/ipc/stage_trace.hpp"
 #include "support/alloc_counter.hpp"
 
 using namespace relay;
@@ -1358,6 +1365,149 @@ int trace(communicator& comm, int argc, char** argv) {
   return 0;
 }
 
+// Mesh emulation's stages, traced (a build with RELAY_IPC_TRACE=1; ipc/stage_trace.hpp): the relay
+// route of COLLECTIVE among ranks 0 .. P-1 (the processes; the others are the helpers they host,
+// RELAY_HELPER_DEVICES, or helper processes), bf16, BYTES the larger of an active rank's buffers,
+// registered or staged; one call prepares the shape, then ipc::stage_trace_calls calls run back to
+// back. Per rank of this process (its own and those it hosts) and stage of the program, the
+// medians over the calls: when the stage began, its waits ended, its first paced slot started,
+// its last one finished and its last block left (us since the process's own rank passed the
+// entry's agreement), its
+// paced tiles, the time its links sat idle between a walker's tiles (summed, and the longest), and
+// a walker's mean time moving a tile. Every rank on one device reads one clock, so the rows line
+// up across ranks to within the entry's spread.
+int stages(communicator& comm, int argc, char** argv) {
+  const std::string what = argc > 2 ? argv[2] : "all-gather";
+  const std::size_t bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : std::size_t{1} << 24;
+  const bool registered = argc > 4 && std::atoi(argv[4]) != 0;
+  const int me = comm.rank();
+  const int P = hosting_processes(comm) > 0 ? hosting_processes(comm) : 2;
+  group_list groups{std::vector<int>(static_cast<std::size_t>(P))};
+  for (int r = 0; r < P; ++r)
+    groups[0][static_cast<std::size_t>(r)] = r;
+  const bool active = me < P;
+  // The per-group count and each buffer's elements, as relay's calls take them (bf16).
+  const std::int64_t larger = static_cast<std::int64_t>(bytes / 2);
+  std::int64_t count = 0, in = 0, out = 0;
+  if (what == "allreduce") {
+    count = in = out = larger;
+  } else if (what == "all-gather") {
+    count = in = larger / P;
+    out = count * P;
+  } else if (what == "reduce-scatter") {
+    count = out = larger / P;
+    in = count * P;
+  } else if (what == "all-to-all") {
+    count = larger / P / P;
+    in = out = count * P;
+  } else {
+    return failed("stages: unknown collective '" + what +
+                  "' (allreduce, all-gather, reduce-scatter, all-to-all)");
+  }
+  device_side d;
+  IPC_CHECK(gpu::rt::stream_create(&d.stream));
+  const std::size_t total = static_cast<std::size_t>(in + out) * 2;
+  if (status s = d.reserve(total); !s) return failed(s.to_string());
+  auto* base = static_cast<std::byte*>(d.memory);
+  IPC_CHECK(gpu::rt::memset(base, 0x3c, total));  // bf16 1.0 and its neighbours: finite sums
+  if (registered && active)
+    if (status s = comm.register_buffer(base, total); !s) return failed(s.to_string());
+  const std::vector<std::int64_t> counts{count};
+  const buffer_view send =
+      active ? buffer_view{base, static_cast<std::size_t>(in) * 2} : buffer_view{};
+  const buffer_view recv =
+      active ? buffer_view{base + in * 2, static_cast<std::size_t>(out) * 2} : buffer_view{};
+  options relay_route;
+  relay_route.route = route::relay;
+  auto issue = [&]() -> status {
+    if (what == "allreduce")
+      return relay::allreduce(comm, groups, send, recv, counts, dtype::bfloat16, reduce_op::sum,
+                              relay_route, d.stream);
+    if (what == "all-gather")
+      return relay::all_gather(comm, groups, send, recv, counts, dtype::bfloat16, relay_route,
+                               d.stream);
+    if (what == "reduce-scatter")
+      return relay::reduce_scatter(comm, groups, send, recv, counts, dtype::bfloat16,
+                                   reduce_op::sum, relay_route, d.stream);
+    return relay::all_to_all(comm, groups, send, recv, counts, dtype::bfloat16, relay_route,
+                             d.stream);
+  };
+  if (status s = finish(comm, d, issue()); !s) return failed("the first call: " + s.to_string());
+  constexpr int K = ipc::stage_trace_calls;
+  for (int k = 0; k < K; ++k)
+    if (status s = issue(); !s) return failed(s.to_string());
+  if (status s = finish(comm, d, {}); !s) return failed(s.to_string());
+  // This process's ranks: its own, then those it hosts.
+  std::vector<std::pair<int, ipc_transport*>> ranks;
+  if (auto* h = dynamic_cast<hosted::transport*>(&comm.transport())) {
+    const std::vector<int>& local = h->group().local_ranks();
+    for (std::size_t k = 0; k < local.size(); ++k)
+      ranks.emplace_back(local[k], &static_cast<ipc_transport&>(h->local(k)));
+  } else {
+    ranks.emplace_back(me, &link_of(comm));
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  // Each call's times count from the moment the process's own rank passed its entry's agreement,
+  // which every rank passes within a few us of the others.
+  std::uint64_t since[K] = {};
+  {
+    std::uint64_t t[ipc::trace_calls][ipc::trace_points];
+    link_of(comm).device_trace(t);
+    for (int c = 0; c < K; ++c) {
+      since[c] = t[c * ipc::stage_trace_stages][ipc::stage_waited];
+      if (since[c] == 0) return failed("no trace: build with RELAY_IPC_TRACE=1");
+    }
+  }
+  std::string text;
+  for (const auto& [rank, link] : ranks) {
+    std::uint64_t t[ipc::trace_calls][ipc::trace_points];
+    link->device_trace(t);
+    for (int stage = 0; stage < ipc::stage_trace_stages; ++stage) {
+      std::vector<double> at[ipc::trace_points];
+      for (int c = 0; c < K; ++c) {
+        const std::uint64_t* row = t[c * ipc::stage_trace_stages + stage];
+        if (row[ipc::stage_start] == 0) continue;  // no such stage
+        auto us = [&](int point) {
+          return row[point] == 0
+                     ? 0.0
+                     : (static_cast<double>(row[point]) - static_cast<double>(since[c])) / 1e3;
+        };
+        for (int point : {ipc::stage_start, ipc::stage_waited, ipc::stage_first, ipc::stage_last,
+                          ipc::stage_end})
+          at[point].push_back(us(point));
+        at[ipc::stage_idle].push_back(static_cast<double>(row[ipc::stage_idle]) / 1e3);
+        at[ipc::stage_tiles].push_back(static_cast<double>(row[ipc::stage_tiles]));
+        at[ipc::stage_idle_most].push_back(static_cast<double>(row[ipc::stage_idle_most]) / 1e3);
+        at[ipc::stage_moving].push_back(row[ipc::stage_tiles] == 0
+                                            ? 0.0
+                                            : static_cast<double>(row[ipc::stage_moving]) / 1e3 /
+                                                  static_cast<double>(row[ipc::stage_tiles]));
+      }
+      if (at[ipc::stage_start].empty()) continue;
+      char line[320];
+      std::snprintf(line, sizeof line,
+                    "stages %s %zu B %s: rank %d stage %d: start %.1f waited %.1f first slot %.1f "
+                    "last slot %.1f end %.1f us; %.0f tiles, links idle %.1f us (longest %.2f), "
+                    "a tile moved in %.2f us\n",
+                    what.c_str(), bytes, registered ? "registered" : "staged", rank, stage,
+                    median(at[ipc::stage_start]), median(at[ipc::stage_waited]),
+                    median(at[ipc::stage_first]), median(at[ipc::stage_last]),
+                    median(at[ipc::stage_end]), median(at[ipc::stage_tiles]),
+                    median(at[ipc::stage_idle]), median(at[ipc::stage_idle_most]),
+                    median(at[ipc::stage_moving]));
+      text += line;
+    }
+  }
+  std::printf("%s", text.c_str());
+  std::fflush(stdout);
+  if (registered && active)
+    if (status s = comm.deregister_buffer(base); !s) return failed(s.to_string());
+  return 0;
+}
+
 // A long eager run (a stall once seen only after thousands of calls: bench/results/
 // 2026-12-01-h200-ipc-agreement): allreduce A=2 bf16 of BYTES per rank over the pairs
 // of the job, direct route, back to back in batches of 100 calls (the stream drained between
@@ -1560,6 +1710,7 @@ int main(int argc, char** argv) {
   if (what == "unaligned") return unaligned(*comm);
   if (what == "hostpath") return hostpath(*comm, argc, argv);
   if (what == "trace") return trace(*comm, argc, argv);
+  if (what == "stages") return stages(*comm, argc, argv);
   if (what == "soak") return soak(*comm, argc, argv);
   if (what == "hosted" || what == "hosted_record")
     return hosted_calls(*comm, argc, argv, what == "hosted_record");
@@ -1568,5 +1719,5 @@ int main(int argc, char** argv) {
                 "refuse_early, mismatch, "
                 "exited, abort, pieces, "
                 "property_registered, graph_registered, registration, unaligned, hostpath, soak, "
-                "hosted_record, hosted, hosted_bad_device, paced, paced_mismatch)");
+                "hosted_record, hosted, hosted_bad_device, paced, paced_mismatch, stages)");
 }
