@@ -98,6 +98,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1275,6 +1277,12 @@ int hostpath(communicator& comm, int argc, char** argv) {
   return allocated ? failed("a repeated call allocated") : 0;
 }
 
+// The median of `v` (the upper one of an even count; 0 for none).
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
 // The per-phase device times of the pull or the ll form: ipc::trace_calls calls of an A=2 allreduce
 // bf16 of BYTES over the pairs, eager back to back, then captured into a graph and replayed; per
 // trace point the median over the calls of block 0's time since its kernel began, and the median
@@ -1315,10 +1323,6 @@ int trace(communicator& comm, int argc, char** argv) {
     std::vector<double> gaps;
     for (std::size_t i = 1; i < starts.size(); ++i)
       gaps.push_back(static_cast<double>(starts[i] - starts[i - 1]) / 1e3);
-    auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
     static const char* pull_names[ipc::trace_points] = {"start",     "announced",    "entries read",
                                                         "judged",    "inputs ready", "summed",
                                                         "done told", "readers done", "end"};
@@ -1380,30 +1384,20 @@ int stages(communicator& comm, int argc, char** argv) {
   const std::string what = argc > 2 ? argv[2] : "all-gather";
   const std::size_t bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : std::size_t{1} << 24;
   const bool registered = argc > 4 && std::atoi(argv[4]) != 0;
+  const std::optional<collective> coll = parse_collective(what);
+  if (!coll)
+    return failed("stages: unknown collective '" + what +
+                  "' (allreduce, reduce-scatter, all-gather, all-to-all)");
   const int me = comm.rank();
   const int P = hosting_processes(comm) > 0 ? hosting_processes(comm) : 2;
   group_list groups{std::vector<int>(static_cast<std::size_t>(P))};
-  for (int r = 0; r < P; ++r)
-    groups[0][static_cast<std::size_t>(r)] = r;
+  std::iota(groups[0].begin(), groups[0].end(), 0);
   const bool active = me < P;
-  // The per-group count and each buffer's elements, as relay's calls take them (bf16).
-  const std::int64_t larger = static_cast<std::int64_t>(bytes / 2);
-  std::int64_t count = 0, in = 0, out = 0;
-  if (what == "allreduce") {
-    count = in = out = larger;
-  } else if (what == "all-gather") {
-    count = in = larger / P;
-    out = count * P;
-  } else if (what == "reduce-scatter") {
-    count = out = larger / P;
-    in = count * P;
-  } else if (what == "all-to-all") {
-    count = larger / P / P;
-    in = out = count * P;
-  } else {
-    return failed("stages: unknown collective '" + what +
-                  "' (allreduce, all-gather, reduce-scatter, all-to-all)");
-  }
+  // The per-group count whose larger buffer holds `bytes` of bf16, and each buffer's elements
+  // (core/collective.hpp's rule).
+  const std::int64_t count = static_cast<std::int64_t>(bytes / 2) /
+                             std::max(input_elements(*coll, P, 1), output_elements(*coll, P, 1));
+  const std::int64_t in = input_elements(*coll, P, count), out = output_elements(*coll, P, count);
   device_side d;
   IPC_CHECK(gpu::rt::stream_create(&d.stream));
   const std::size_t total = static_cast<std::size_t>(in + out) * 2;
@@ -1419,18 +1413,9 @@ int stages(communicator& comm, int argc, char** argv) {
       active ? buffer_view{base + in * 2, static_cast<std::size_t>(out) * 2} : buffer_view{};
   options relay_route;
   relay_route.route = route::relay;
-  auto issue = [&]() -> status {
-    if (what == "allreduce")
-      return relay::allreduce(comm, groups, send, recv, counts, dtype::bfloat16, reduce_op::sum,
-                              relay_route, d.stream);
-    if (what == "all-gather")
-      return relay::all_gather(comm, groups, send, recv, counts, dtype::bfloat16, relay_route,
-                               d.stream);
-    if (what == "reduce-scatter")
-      return relay::reduce_scatter(comm, groups, send, recv, counts, dtype::bfloat16,
-                                   reduce_op::sum, relay_route, d.stream);
-    return relay::all_to_all(comm, groups, send, recv, counts, dtype::bfloat16, relay_route,
-                             d.stream);
+  auto issue = [&] {
+    return run_collective(comm, *coll, groups, send, recv, counts, dtype::bfloat16, reduce_op::sum,
+                          relay_route, d.stream);
   };
   if (status s = finish(comm, d, issue()); !s) return failed("the first call: " + s.to_string());
   constexpr int K = ipc::stage_trace_calls;
@@ -1446,10 +1431,6 @@ int stages(communicator& comm, int argc, char** argv) {
   } else {
     ranks.emplace_back(me, &link_of(comm));
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-  };
   // Each call's times count from the moment the process's own rank passed its entry's agreement,
   // which every rank passes within a few us of the others.
   std::uint64_t since[K] = {};
