@@ -1404,8 +1404,10 @@ int stages(communicator& comm, int argc, char** argv) {
   if (status s = d.reserve(total); !s) return failed(s.to_string());
   auto* base = static_cast<std::byte*>(d.memory);
   IPC_CHECK(gpu::rt::memset(base, 0x3c, total));  // bf16 1.0 and its neighbours: finite sums
-  if (registered && active)
-    if (status s = comm.register_buffer(base, total); !s) return failed(s.to_string());
+  // Registration is collective: a helper process registers nothing, but takes part.
+  if (registered)
+    if (status s = comm.register_buffer(active ? base : nullptr, active ? total : 0); !s)
+      return failed(s.to_string());
   const std::vector<std::int64_t> counts{count};
   const buffer_view send =
       active ? buffer_view{base, static_cast<std::size_t>(in) * 2} : buffer_view{};
@@ -1484,8 +1486,9 @@ int stages(communicator& comm, int argc, char** argv) {
   }
   std::printf("%s", text.c_str());
   std::fflush(stdout);
-  if (registered && active)
-    if (status s = comm.deregister_buffer(base); !s) return failed(s.to_string());
+  if (registered)
+    if (status s = comm.deregister_buffer(active ? base : nullptr); !s)
+      return failed(s.to_string());
   return 0;
 }
 
