@@ -254,6 +254,58 @@ inline void add_fp8_end(const plan& p, std::uint32_t i, bool arrival, stage_list
                                     : gpu::fp8_desc{at(p.sources_of(o)[0]), at(slot), o.count, 0});
 }
 
+// Bytes [first, first + bytes) of copy i (all of it: 0 and its bytes) in a stage: a push into a
+// peer (the paced list under mesh emulation) or a copy, with the tags that move its operands.
+inline void add_copy_part(const plan& p, std::uint32_t i, int me, bool user_memory, bool paced,
+                          stage_lists& h, std::span<unsigned char* const> areas,
+                          std::uint64_t first, std::uint64_t bytes) {
+  const plan_op& o = p.ops[i];
+  auto tag = [&](const plan_operand& x) { return user_memory ? operand_tag(x, me) : tag_fixed; };
+  const plan_operand& src = p.sources_of(o)[0];
+  const gpu::copy_desc c = gpu::make_copy(operand_address(p, areas, src) + first,
+                                          operand_address(p, areas, o.dst) + first, bytes);
+  const ipc_copy_tags g{tag(src), tag(o.dst)};
+  if (g.dst >= tag_peer_output) h.head.push_mask |= std::uint64_t{1} << o.dst.rank;
+  const bool moves = g.src != tag_fixed || g.dst != tag_fixed;
+  h.moves = h.moves || moves;
+  if (paced && o.dst.rank != me) {
+    h.paced.push_back({c, g, static_cast<std::uint32_t>(o.dst.rank)});
+    h.head.paced_moves |= moves ? 1u : 0u;
+    return;
+  }
+  h.copies.push_back(c);
+  h.copy_tags.push_back(g);
+}
+
+// Whether copy i moves rank `me`'s input into its own output where no other operation of the
+// plan reads or writes that output, nor writes that input (all-gather's and all-to-all's own
+// block): then it may run in any stage of the rank's from its own on, as nothing waits for it but
+// the call's end, and no input is written (plan_allows_user_memory). Ranges in bytes, each
+// operand at its own width.
+inline bool free_local_copy(const plan& p, std::uint32_t i, int me) {
+  const plan_op& o = p.ops[i];
+  if (o.phase != phase::transfer || o.count == 0) return false;
+  const plan_operand& src = p.sources_of(o)[0];
+  if (src.rank != me || o.dst.rank != me || src.buf != buffer::input || o.dst.buf != buffer::output)
+    return false;
+  const std::uint64_t bytes = o.count * static_cast<std::uint64_t>(p.dst_width(o));
+  auto overlaps = [&](const plan_operand& x, std::uint64_t x_bytes, const plan_operand& y) {
+    return x.rank == y.rank && x.buf == y.buf && x.offset < y.offset + bytes &&
+           y.offset < x.offset + x_bytes;
+  };
+  for (std::uint32_t j = 0; j < p.ops.size(); ++j) {
+    const plan_op& q = p.ops[j];
+    if (j == i || q.count == 0) continue;
+    const std::uint64_t written = q.count * static_cast<std::uint64_t>(p.dst_width(q));
+    if (overlaps(q.dst, written, o.dst) || overlaps(q.dst, written, src)) return false;
+    const auto sources = p.sources_of(q);
+    for (std::size_t k = 0; k < sources.size(); ++k)
+      if (overlaps(sources[k], q.count * static_cast<std::uint64_t>(p.source_width(q, k)), o.dst))
+        return false;
+  }
+  return true;
+}
+
 // Operation i in a stage: a copy (a push, when its destination is a peer's) or a reduction, each
 // with the tags that move its operands (all fixed unless `user_memory`). Under mesh emulation
 // (`paced`) a push goes to the paced list instead of the copy list.
@@ -264,18 +316,7 @@ inline void add_operation(const plan& p, std::uint32_t i, int me, bool user_memo
   auto tag = [&](const plan_operand& x) { return user_memory ? operand_tag(x, me) : tag_fixed; };
   const auto sources = p.sources_of(o);
   if (o.phase == phase::transfer) {
-    const gpu::copy_desc c = gpu::make_copy(at(sources[0]), at(o.dst), o.count * p.dst_width(o));
-    const ipc_copy_tags g{tag(sources[0]), tag(o.dst)};
-    if (g.dst >= tag_peer_output) h.head.push_mask |= std::uint64_t{1} << o.dst.rank;
-    const bool moves = g.src != tag_fixed || g.dst != tag_fixed;
-    h.moves = h.moves || moves;
-    if (paced && o.dst.rank != me) {
-      h.paced.push_back({c, g, static_cast<std::uint32_t>(o.dst.rank)});
-      h.head.paced_moves |= moves ? 1u : 0u;
-      return;
-    }
-    h.copies.push_back(c);
-    h.copy_tags.push_back(g);
+    add_copy_part(p, i, me, user_memory, paced, h, areas, 0, o.count * p.dst_width(o));
     return;
   }
   ipc_reduce_tags g;
@@ -294,7 +335,8 @@ inline void add_operation(const plan& p, std::uint32_t i, int me, bool user_memo
 // its operations, each cut into tiles; under mesh emulation (`s.emulate_mesh`, bytes per second)
 // its pushes into peers in the paced list, with the blocks that walk each.
 inline stage_lists phase_stage(const plan& p, const plan_slice& slice, const slice_phase& sp,
-                               bool user_memory, const program_setting& s) {
+                               bool user_memory, const program_setting& s,
+                               const std::vector<bool>& spread) {
   const std::uint64_t emulate_mesh = s.emulate_mesh;
   std::span<unsigned char* const> areas = s.areas;
   const bool fp8 = p.wire.taken != wire_format::native;
@@ -306,7 +348,7 @@ inline stage_lists phase_stage(const plan& p, const plan_slice& slice, const sli
   h.head.fp8_dequantize = sp.arrival ? 1 : 0;
   h.head.fp8_format = static_cast<std::uint32_t>(fp8 ? fp8_format_of(p.wire.taken) : fp8_format{});
   for (std::uint32_t i : sp.issued) {
-    if (p.ops[i].count == 0) continue;
+    if (p.ops[i].count == 0 || spread[i]) continue;
     if (fp8 && p.crosses_wire(p.ops[i]))
       add_fp8_end(p, i, sp.arrival, h, areas);
     else
@@ -315,12 +357,42 @@ inline stage_lists phase_stage(const plan& p, const plan_slice& slice, const sli
   h.head.paced_count = static_cast<std::uint32_t>(h.paced.size());
   h.head.paced_blocks = h.paced.empty() ? 0 : paced_walkers(emulate_mesh, s.paced_blocks);
   h.head.paced_parts = s.paced_parts;
+  return h;
+}
+
+// A stage's lists cut into tiles, once they are complete.
+inline void assign_stage_tiles(const plan& p, stage_lists& h) {
   h.head.copy_tiles = gpu::assign_tiles(h.copies.data(), h.copies.size(), tile_units);
   h.head.reduce_tiles = gpu::assign_tiles(h.reduces.data(), h.reduces.size(), tile_units);
   for (int w = 0; w < 2; ++w)
     h.head.fp8_tiles[w] = gpu::assign_fp8_tiles(
         h.fp8[w], w == 1 ? sizeof(float) : static_cast<std::size_t>(p.element_size()));
-  return h;
+}
+
+// The stepped form's free local copies (free_local_copy) spread evenly, in whole tiles, over the
+// rank's stages from their own to its last phase's: otherwise the stage that pushes the most
+// (all-gather's first, which scatters to every helper) also makes the whole copy, and its mark,
+// which the helpers wait for before they forward, waits for it, while the later stages have
+// blocks to spare. `stages[k]` is the program's stage of `phases[k]` (the issuing slice phases).
+inline void spread_free_copies(const plan& p, int me, bool user_memory, const program_setting& s,
+                               const std::vector<const slice_phase*>& phases,
+                               const std::vector<stage_lists*>& stages,
+                               const std::vector<bool>& spread) {
+  for (std::size_t k = 0; k < phases.size(); ++k)
+    for (std::uint32_t i : phases[k]->issued) {
+      if (!spread[i]) continue;
+      const std::uint64_t bytes =
+          p.ops[i].count * static_cast<std::uint64_t>(p.dst_width(p.ops[i]));
+      const std::uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
+      const std::uint64_t parts = std::min<std::uint64_t>(phases.size() - k, tiles);
+      std::uint64_t first = 0;
+      for (std::uint64_t j = 0; j < parts; ++j) {
+        const std::uint64_t end = j + 1 == parts ? bytes : (tiles * (j + 1) / parts) * tile_bytes;
+        add_copy_part(p, i, me, user_memory, s.emulate_mesh != 0, *stages[k + j], s.areas, first,
+                      end - first);
+        first = end;
+      }
+    }
 }
 
 }  // namespace detail
@@ -348,9 +420,24 @@ inline status build_program(const plan& p, const plan_slice& slice, const progra
   entry.head.enter =
       1;  // the agreement: it waits for every peer's entry, so no stage waits for one
   pr.stages.push_back(entry);
-  for (const slice_phase& sp : slice.phases)
-    if (!sp.issued.empty())  // only receives: the peers' waits cover them
-      pr.stages.push_back(detail::phase_stage(p, slice, sp, pr.user_memory, s));
+  std::vector<bool> spread(p.ops.size(), false);
+  const bool stepped = !pr.form.one_shot && !pr.form.pull && !pr.form.ll;
+  std::vector<const slice_phase*> issuing;
+  for (const slice_phase& sp : slice.phases) {
+    if (sp.issued.empty()) continue;  // only receives: the peers' waits cover them
+    issuing.push_back(&sp);
+    if (stepped && !fp8)
+      for (std::uint32_t i : sp.issued)
+        spread[i] = detail::free_local_copy(p, i, me);
+  }
+  for (const slice_phase* sp : issuing)
+    pr.stages.push_back(detail::phase_stage(p, slice, *sp, pr.user_memory, s, spread));
+  std::vector<stage_lists*> phase_stages;
+  for (std::size_t k = 0; k < issuing.size(); ++k)
+    phase_stages.push_back(&pr.stages[k + 1]);
+  detail::spread_free_copies(p, me, pr.user_memory, s, issuing, phase_stages, spread);
+  for (stage_lists* h : phase_stages)
+    detail::assign_stage_tiles(p, *h);
   stage_lists exit;
   exit.head.leave = 1;
   exit.waits = detail::waits_of(p, slice, slice.exit_waits);

@@ -434,6 +434,82 @@ TEST_CASE("under mesh emulation a push goes to the paced list, with its link, an
   CHECK(plain.stages[1].tiles() == 2);
 }
 
+// An all-gather of one pair in two steps, N = 20000 int32 (80000 bytes) a rank, by hand (offsets
+// in bytes):
+//   phase 0  op 0: rank 0's input -> its own output [0, 80000) (local); op 1: its first half ->
+//            rank 1's output [0, 40000); op 2: rank 1's input -> its own output [80000, 160000);
+//            op 3: its first half -> rank 0's output [80000, 120000)
+//   phase 1  op 4: rank 0's second half -> rank 1's output [40000, 80000); op 5: rank 1's second
+//            half -> rank 0's output [120000, 160000)
+// Each area lays out the input at 0 and the output at 80128 (80000 rounded up to 256).
+plan pair_all_gather(bool read_back) {
+  constexpr std::uint64_t N = 20000, B = 4 * N;
+  test::plan_builder b(2, dtype::int32);
+  b.sizes(0, B, 2 * B, 0);
+  b.sizes(1, B, 2 * B, 0);
+  b.copy(op(0, buffer::input, 0), op(0, buffer::output, 0), N);
+  b.copy(op(0, buffer::input, 0), op(1, buffer::output, 0), N / 2);
+  b.copy(op(1, buffer::input, 0), op(1, buffer::output, B), N);
+  b.copy(op(1, buffer::input, 0), op(0, buffer::output, B), N / 2);
+  b.begin(phase::transfer);
+  // read_back: rank 0 sends its second half from its output instead, which reads what op 0
+  // wrote, so op 0 must finish in phase 0.
+  b.copy(op(0, read_back ? buffer::output : buffer::input, B / 2), op(1, buffer::output, B / 2),
+         N / 2);
+  b.copy(op(1, buffer::input, B / 2), op(0, buffer::output, B + B / 2), N / 2);
+  plan p = b.get();
+  p.spec.coll = collective::all_gather;
+  p.groups = {{0, 1}};
+  p.counts = {static_cast<std::int64_t>(N)};
+  return p;
+}
+
+TEST_CASE("the stepped form spreads a local copy that nothing else touches over the later stages",
+          "[transport][ipc]") {
+  const plan p = pair_all_gather(false);
+  REQUIRE(check_plan(p, 2, 1 << 20));
+  const program pr = built(p, 0, setting(call_form::stepped), fp8_ends::receiver);
+  REQUIRE(pr.stages.size() == 4);  // entry, phase 0, phase 1, exit
+  // Op 0's 80000 bytes are 5 tiles of 16 KiB: phase 0 makes the first 2 (32768 bytes) after its
+  // push, phase 1 the other 47232 after its own push.
+  const stage_lists& first = pr.stages[1];
+  const stage_lists& second = pr.stages[2];
+  REQUIRE(first.copies.size() == 2);
+  CHECK(at(first.copies[0].dst) == A1 + 80128);  // op 1, the push
+  const gpu::copy_desc& a = first.copies[1];
+  CHECK(at(a.src) == A0);
+  CHECK(at(a.dst) == A0 + 80128);
+  CHECK(a.head + a.units * a.width + a.tail == 32768);
+  REQUIRE(second.copies.size() == 2);
+  CHECK(at(second.copies[0].dst) == A1 + 80128 + 40000);  // op 4, the push
+  const gpu::copy_desc& b = second.copies[1];
+  CHECK(at(b.src) == A0 + 32768);
+  CHECK(at(b.dst) == A0 + 80128 + 32768);
+  CHECK(b.head + b.units * b.width + b.tail == 47232);
+  // The parts follow the caller's buffers as the whole copy would.
+  CHECK(first.copy_tags[1].src == tag_my_input);
+  CHECK(first.copy_tags[1].dst == tag_my_output);
+  CHECK(second.copy_tags[1].src == tag_my_input);
+  CHECK(second.copy_tags[1].dst == tag_my_output);
+  // Tiles: the push's (40000 bytes: 3) and the part's (2) in phase 0; 3 and 3 in phase 1.
+  CHECK(first.head.copy_tiles == 5);
+  CHECK(second.head.copy_tiles == 6);
+
+  // A later operation reads op 0's output: op 0 stays whole in phase 0.
+  const program kept =
+      built(pair_all_gather(true), 0, setting(call_form::stepped), fp8_ends::receiver);
+  REQUIRE(kept.stages[1].copies.size() == 2);
+  const gpu::copy_desc& whole = kept.stages[1].copies[0];
+  CHECK(at(whole.dst) == A0 + 80128);
+  CHECK(whole.head + whole.units * whole.width + whole.tail == 80000);
+  CHECK(kept.stages[2].copies.size() == 1);
+
+  // The one-shot form runs every stage in one launch, so it keeps the plan's stages.
+  const program one = built(p, 0, setting(call_form::one_shot), fp8_ends::receiver);
+  REQUIRE(one.form.one_shot);
+  CHECK(one.stages[2].copies.size() == 1);
+}
+
 TEST_CASE("under mesh emulation reductions are not paced, and a fixed push has no tags to move",
           "[transport][ipc][pacing]") {
   program_setting s = setting(call_form::stepped);
