@@ -788,25 +788,33 @@ __attribute__((noinline)) __device__ inline void ipc_paced_pushes(const ipc_env&
   }
 }
 
-// The first tile of a stage's lists a block of a paced launch takes (ipc_stage_work): the blocks
-// with no paced push start the lists, so that the rank-local work runs beside the pushes rather
-// than after them in the pushing blocks.
-__device__ inline std::uint64_t ipc_first_tile(const ipc_stage& s) {
+// The tiles of a stage's lists a block of a paced launch takes (ipc_stage_work), as its first
+// and the stride from there. Where the grid has blocks beyond the walkers, those alone make the
+// lists, beside the pushes: a walker's share would wait for its last slot, holding the stage's
+// mark (which the peers' next stages wait for) past the links' end by the time one block takes to
+// copy it (a stage's local copy of 32 MiB over 33 blocks, 7 of them walkers, ran 170 us past its
+// links: bench/results/2026-12-07-h100-mesh-stages). Where every block walks, each takes its
+// share after its pushes.
+struct ipc_list_share {
+  std::uint64_t first = 0, stride = 1;
+};
+__device__ inline ipc_list_share ipc_paced_list_share(const ipc_stage& s) {
   const std::uint64_t walkers = std::uint64_t{s.paced_count} * s.paced_blocks;
-  const std::uint64_t busy = walkers < gridDim.x ? walkers : gridDim.x;
-  return (blockIdx.x + gridDim.x - busy) % gridDim.x;
+  if (walkers >= gridDim.x) return {blockIdx.x, gridDim.x};
+  if (blockIdx.x < walkers) return {~std::uint64_t{0}, 1};  // a walker: none
+  return {blockIdx.x - walkers, gridDim.x - walkers};
 }
 
-// This block's tiles of a stage, from `first` by the grid: the user copy, then the copy list, then
-// the reduction list, then (Fp8) the fp8 lists.
+// This block's tiles of a stage, from `first` by `stride` (the grid, but in a paced launch): the
+// user copy, then the copy list, then the reduction list, then (Fp8) the fp8 lists.
 template <class T, int Block, int Unroll, bool Fp8 = false>
 __device__ inline void ipc_stage_work(const ipc_stage& s, const user_runs& user,
                                       std::uint64_t user_tiles, const std::int64_t* delta,
-                                      std::uint64_t first) {
+                                      std::uint64_t first, std::uint64_t stride) {
   const std::uint64_t lists = user_tiles + s.copy_tiles;
   const std::uint64_t reduced = lists + s.reduce_tiles;
   const std::uint64_t total = Fp8 ? reduced + s.fp8_tiles[0] + s.fp8_tiles[1] : reduced;
-  for (std::uint64_t t = first; t < total; t += gridDim.x) {
+  for (std::uint64_t t = first; t < total; t += stride) {
     if constexpr (Fp8 && fp8_wire_type<T>) {
       static_assert(Block == gpu::fp8_block_threads, "the fp8 tiles assume their own block size");
       if (t >= reduced) {
@@ -886,10 +894,12 @@ __global__ void __launch_bounds__(Block)
     if constexpr (Paced) {
       static_assert(Block == gpu::default_block && !Fp8, "paced pushes: native, default blocks");
       detail::ipc_paced_pushes(env, s, delta);
-      detail::ipc_stage_work<T, Block, Unroll>(s, user, user_tiles, delta,
-                                               detail::ipc_first_tile(s));
+      const detail::ipc_list_share share = detail::ipc_paced_list_share(s);
+      detail::ipc_stage_work<T, Block, Unroll>(s, user, user_tiles, delta, share.first,
+                                               share.stride);
     } else {
-      detail::ipc_stage_work<T, Block, Unroll, Fp8>(s, user, user_tiles, delta, blockIdx.x);
+      detail::ipc_stage_work<T, Block, Unroll, Fp8>(s, user, user_tiles, delta, blockIdx.x,
+                                                    gridDim.x);
     }
   }
   if (detail::ipc_last_out(env)) {
@@ -941,7 +951,7 @@ __global__ void __launch_bounds__(Block)
                                                i == 0 ? in
                                                : last ? out
                                                       : user_runs{},
-                                               user_tiles, delta, blockIdx.x);
+                                               user_tiles, delta, blockIdx.x, gridDim.x);
     }
     if (last) {
       if (detail::ipc_last_out(env)) {
