@@ -17,6 +17,11 @@ round_robin() {
   seq 0 $(($1 - 1)) | awk -v g="$2" '{printf "%s%d", (NR > 1 ? "," : ""), $1 % g}'
 }
 
+# zeros N: "0,0,...", N zeros: the device of each of N hosted helpers, all on device 0.
+zeros() {
+  seq 1 "$1" | awk '{printf "%s0", (NR > 1 ? "," : "")}'
+}
+
 # gpu_build OUTDIR TARGETS...: the CUDA build of bench/mesh-emulate and bench/tools: finds NCCL
 # (libnccl.so.2) anywhere on the machine and puts its folder on LD_LIBRARY_PATH, with the folder
 # of .gpu-deps' libfmt where there is one (the programs load them at run time: NCCL when the nccl
