@@ -50,6 +50,7 @@ void header(json_writer& w, const plan_report& r) {
   w.member("topology", r.topo.name);
   w.member("link_bandwidth", r.topo.link_bandwidth);
   w.member("step_latency", r.topo.step_latency);
+  w.member("call_latency", r.topo.call_latency);
   w.member("dtype", relay::name(r.opts.type));
   w.member("element_size", r.element_size());
   w.member("alignment", r.opts.alignment);

@@ -172,8 +172,8 @@ const std::vector<flag>& flags() {
        mode_names() + " (required; fused: N/A groups at once, single: one)"},
       {"--schedule", "S", false, set_route, route_names() + " (default relay)"},
       {"--topology", "T", false, set_topology,
-       topology_names() +
-           ", mesh:GBPS[:US[:OPUS[:MEM]]] or switched:GBPS[:US[:OPUS[:MEM]]] (default mi300x)"},
+       topology_names() + ", mesh:GBPS[:US[:OPUS[:MEM[:CALLUS]]]] or "
+                          "switched:GBPS[:US[:OPUS[:MEM[:CALLUS]]]] (default mi300x)"},
       {"--permille", "P", false,
        set_spec_int<&relay::schedule_spec::permille, relay::cli::permille_range>,
        "allreduce relay offload fraction, 1..999 (default: balanced, 1000*H/N)"},

@@ -49,9 +49,11 @@ std::string topology_line(const relay::topology& t) {
           fewest = std::min(fewest, t.link_count(a, b)), most = std::max(most, t.link_count(a, b));
     shape = fmt::format("link matrix, {} to {} links per pair", fewest, most);
   }
-  return fmt::format("{} ({}, {:g} GB/s per {} per direction, {:g} us per step)", t.name, shape,
+  const std::string call =
+      t.call_latency > 0 ? fmt::format(", {:g} us a call", t.call_latency * 1e6) : std::string();
+  return fmt::format("{} ({}, {:g} GB/s per {} per direction, {:g} us per step{})", t.name, shape,
                      t.link_bandwidth / 1e9, t.kind == relay::fabric::switched ? "port" : "link",
-                     t.step_latency * 1e6);
+                     t.step_latency * 1e6, call);
 }
 
 void header(out_it out, const plan_report& r) {

@@ -77,15 +77,16 @@ inline std::optional<topology> parse_topology_option(std::string_view text, int 
     return std::nullopt;
   }
   char limits[200];
-  std::snprintf(limits, sizeof limits,
-                "GBPS and MEM finite numbers in %g..%.0f, US and OPUS in 0..%.0f (microseconds)",
-                topology_text_limits::min_gbps, topology_text_limits::max_gbps,
-                topology_text_limits::max_us);
+  std::snprintf(
+      limits, sizeof limits,
+      "GBPS and MEM finite numbers in %g..%.0f, US, OPUS and CALLUS in 0..%.0f (microseconds)",
+      topology_text_limits::min_gbps, topology_text_limits::max_gbps, topology_text_limits::max_us);
   error = quoted(text) + " is not one of ";
   for (const topology* t : topology_presets)
     error += std::string(t->name) + ", ";
   error +=
-      "mesh:GBPS[:US[:OPUS[:MEM]]] or switched:GBPS[:US[:OPUS[:MEM]]] with " + std::string(limits);
+      "mesh:GBPS[:US[:OPUS[:MEM[:CALLUS]]]] or switched:GBPS[:US[:OPUS[:MEM[:CALLUS]]]] with " +
+      std::string(limits);
   return std::nullopt;
 }
 

@@ -232,13 +232,14 @@ constexpr memory_loads step_memory(const schedule_view& s, const topology& t, in
   return detail::busiest_memory(walk_step(s, step, w), t);
 }
 
-// Predicted seconds for per-group count n of `element_size`-byte elements: per step, the step
-// latency, the per-operation latency of the busiest rank, its transfer phase (the busiest link's
-// bytes, or the busiest memory's copy traffic where that takes longer: the copies of a phase run
-// at once, over links and memories alike) and then its reductions on the busiest memory.
+// Predicted seconds for per-group count n of `element_size`-byte elements: the call's latency,
+// then per step the step latency, the per-operation latency of the busiest rank, its transfer
+// phase (the busiest link's bytes, or the busiest memory's copy traffic where that takes longer:
+// the copies of a phase run at once, over links and memories alike) and then its reductions on
+// the busiest memory.
 constexpr double alpha_beta_seconds(const schedule_view& s, const topology& t, std::int64_t n,
                                     int element_size, const element_widths& w = {}) {
-  double seconds = 0;
+  double seconds = t.call_latency;
   const double bytes = static_cast<double>(n) * element_size;
   for (int step = 1; step <= s.header->steps; ++step) {
     const step_traffic x = walk_step(s, step, w);

@@ -45,12 +45,16 @@ struct topology {
   const char* name = "";
   fabric kind = fabric::mesh;
   int ranks = 8;
-  double link_bandwidth = 48e9;       // bytes/s per direction: per link (mesh, matrix) or per port
-  double step_latency = 10e-6;        // seconds per serialized step
-  double op_latency = 0.0;            // seconds per operation issued by one rank within one step
-  double memory_bandwidth = 4.3e12;   // bytes/s read + written of one GPU's memory
-  double pass_latency = 3e-6;         // seconds per fp8 pass (quantize, dequantize) per step
-  fp8_format fp8 = fp8_format::e4m3;  // the GPUs' fp8 encoding
+  double link_bandwidth = 48e9;      // bytes/s per direction: per link (mesh, matrix) or per port
+  double step_latency = 10e-6;       // seconds per serialized step
+  double op_latency = 0.0;           // seconds per operation issued by one rank within one step
+  double memory_bandwidth = 4.3e12;  // bytes/s read + written of one GPU's memory
+  double pass_latency = 3e-6;        // seconds per fp8 pass (quantize, dequantize) per step
+  // Seconds a call costs once, whatever its schedule: what a runtime spends around the steps
+  // (launches, the agreement, the entry and exit). The same for every route, dtype and wire, so
+  // it chooses nothing; it makes a prediction an absolute time (relay-bench's m/p and speedups).
+  double call_latency = 0.0;
+  fp8_format fp8 = fp8_format::e4m3;                                   // the GPUs' fp8 encoding
   std::array<std::array<std::uint8_t, max_ranks>, max_ranks> links{};  // matrix only
   std::array<std::uint8_t, max_ranks> device = one_rank_per_device();  // rank -> its device
 

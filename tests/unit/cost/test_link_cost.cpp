@@ -1,6 +1,7 @@
 // The spec's numbers and the link model's bounds, as constants worked out by hand
 // (../shared/design/cost-model.md has the derivations).
 #include "relay/cost/link_cost.hpp"
+#include "relay/cost/route.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -120,6 +121,27 @@ TEST_CASE("alpha-beta time adds step latency to the link time", "[cost]") {
   t.memory_bandwidth = 1e18;  // memory far from the limit: the link term alone
   // 2 steps of 10 us + n/4 * 2 bytes / 50 GB/s, n = 100e6 bf16 elements: 20 us + 1 ms.
   CHECK(alpha_beta_seconds(s, t, 100'000'000, 2) == Approx(20e-6 + 1e-3));
+}
+
+TEST_CASE("a call's latency is paid once, by every route alike, and chooses nothing", "[cost]") {
+  // Relay allreduce A=2 N=8 single: 2 steps, n/4 a link; its direct counterpart: 1 step, the
+  // whole input (n) over the actives' one link. With 30 us a call and 10 us a step, n = 1e6 bf16
+  // elements on 50 GB/s links (memory far from the limit): relay 30 + 20 + 10 us (500 KB);
+  // direct 30 + 10 + 40 us (2 MB).
+  const schedule relay_s = *build_schedule({collective::allreduce, 2, 8, mode::single});
+  const schedule direct_s =
+      *build_schedule({collective::allreduce, 2, 8, mode::single, route::direct});
+  topology t = mesh(8, 50e9, 10e-6);
+  t.memory_bandwidth = 1e18;
+  t.call_latency = 30e-6;
+  CHECK(alpha_beta_seconds(relay_s, t, 1'000'000, 2) == Approx(30e-6 + 20e-6 + 10e-6));
+  CHECK(alpha_beta_seconds(direct_s, t, 1'000'000, 2) == Approx(30e-6 + 10e-6 + 40e-6));
+  // The same routes are chosen with and without it, at every size around the crossover.
+  topology none = t;
+  none.call_latency = 0;
+  for (std::int64_t n : {1000, 100'000, 250'000, 300'000, 1'000'000, 100'000'000})
+    CHECK(choose_route({collective::allreduce, 2, 8, mode::single}, t, n, 2) ==
+          choose_route({collective::allreduce, 2, 8, mode::single}, none, n, 2));
 }
 
 TEST_CASE("device memory: copies overlap the links, reductions follow, shared devices add up",

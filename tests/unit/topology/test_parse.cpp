@@ -42,6 +42,14 @@ TEST_CASE("parse_topology: mesh and switched with bandwidth, step and operation 
   REQUIRE(mem);
   CHECK(mem->link_bandwidth == Approx(12e9));
   CHECK(mem->memory_bandwidth == Approx(3.35e12));
+  CHECK(mem->call_latency == 0.0);  // none unless given
+
+  // The fifth number: microseconds a call costs once.
+  const auto call = parse_topology("mesh:12:14:0.08:2864:26.5", 8);
+  REQUIRE(call);
+  CHECK(call->step_latency == Approx(14e-6));
+  CHECK(call->memory_bandwidth == Approx(2.864e12));
+  CHECK(call->call_latency == Approx(26.5e-6));
 }
 
 TEST_CASE("parse_topology: rejects what it cannot read") {
@@ -57,7 +65,10 @@ TEST_CASE("parse_topology: rejects what it cannot read") {
                           "mesh:48:10:-2",
                           "mesh:48:10:0:0",
                           "mesh:48:10:0:nan",
-                          "mesh:48:10:0:3000:1",
+                          "mesh:48:10:0:3000:1:2",
+                          "mesh:48:10:0:3000:-1",
+                          "mesh:48:10:0:3000:nan",
+                          "mesh:48:10:0:3000:1000001",
                           "ring:48",
                           "switched:1e9x",
                           "mesh:48 ",

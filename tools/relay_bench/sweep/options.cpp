@@ -148,9 +148,10 @@ where
                           emulated mesh. Give -t mesh:B:US:OPUS with the emulator's own
                           latency (gpu_mesh_check prints it); default -t mesh:B
   -t, --topology T        what the prediction prices: mi300x, mi350x, h200-nvswitch,
-                          mi250x, or mesh:GBPS[:US[:OPUS[:MEM]]] /
-                          switched:GBPS[:US[:OPUS[:MEM]]] (MEM: GB/s of a
-                          device memory, read + written)
+                          mi250x, or mesh:GBPS[:US[:OPUS[:MEM[:CALLUS]]]] /
+                          switched:GBPS[:US[:OPUS[:MEM[:CALLUS]]]] (MEM: GB/s
+                          of a device memory, read + written; CALLUS: us a
+                          call costs once)
                           (gpu_calibrate prints one; default mi300x)
       --baseline B        auto, nccl, direct, none, floor, floor-ll, floor-barrier,
                           floor-job (default auto: NCCL/RCCL where it can run these ranks,
