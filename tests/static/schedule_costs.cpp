@@ -173,6 +173,15 @@ static_assert(walk_matches_link_loads(piped<C::allreduce, 4>, {}));
 constexpr auto& rs2_direct = schedule_v<C::reduce_scatter, 2, 4, mode::single, route::direct>;
 static_assert(step_memory(rs2_direct, mesh(4, 1e9, 0.0), 1) == memory_loads{ratio{2}, ratio{3}});
 static_assert(max_ops_per_rank(rs2_direct, 1) == 2);
+// The four ranks on one device divided among them: each active's own traffic at a quarter of
+// the memory's rate, four times its loads.
+constexpr topology rs2_divided = [] {
+  topology t = mesh(4, 1e9, 0.0);
+  t.device.fill(0);
+  t.divided_devices = true;
+  return t;
+}();
+static_assert(step_memory(rs2_direct, rs2_divided, 1) == memory_loads{ratio{8}, ratio{12}});
 constexpr double rs2_seconds =
     alpha_beta_seconds(rs2_direct, links_only(mesh(4, 1e9, 0.0)), 1'000'000, 2);
 static_assert(rs2_seconds > 2e-3 && rs2_seconds < 2e-3 + 1e-9);

@@ -198,14 +198,20 @@ constexpr step_traffic walk_step(const schedule_view& s, int step, const element
 }
 
 namespace detail {
-// The busiest device memory of a step on `t`: the ranks that share a device add up.
+// The busiest device memory of a step on `t`, as traffic at the whole memory's rate: the ranks
+// that share a device add up; where the device is divided among them (topology::divided_devices),
+// a rank's own traffic counts as many times as the ranks it shares with, since it runs on its
+// share of the memory alone.
 constexpr memory_loads busiest_memory(const step_traffic& x, const topology& t) {
   std::vector<ratio> copies(max_ranks), reductions(max_ranks);
+  memory_loads most;
   for (std::size_t r = 0; r < x.copies.size(); ++r) {
     copies[t.device[r]] += x.copies[r];
     reductions[t.device[r]] += x.reductions[r];
+    const ratio share{t.device_share(static_cast<int>(r))};
+    most.copies = max(most.copies, x.copies[r] * share);
+    most.reductions = max(most.reductions, x.reductions[r] * share);
   }
-  memory_loads most;
   for (std::size_t d = 0; d < copies.size(); ++d) {
     most.copies = max(most.copies, copies[d]);
     most.reductions = max(most.reductions, reductions[d]);

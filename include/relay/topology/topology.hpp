@@ -13,7 +13,10 @@
 // its operands and writes its result, on the memory of the device its rank runs on, at
 // `memory_bandwidth` bytes (read + written) per second. `device` says which ranks share a device
 // (one per rank by default; 8 ranks emulating a mesh on one GPU share one), so their traffic adds
-// up on one memory (cost/link_cost.hpp, alpha_beta_seconds).
+// up on one memory (cost/link_cost.hpp, alpha_beta_seconds). `divided_devices` says the runtime
+// gives each rank of a shared device an equal share of it (the ipc transport's grids: a rank's
+// kernels run on its share of the multiprocessors, transport/ipc/grids.hpp), so that a rank's
+// own traffic also runs at most at memory_bandwidth / (ranks on its device), busy or not.
 //
 // The fp8 wire (core/wire.hpp, cost/wire.hpp) adds local passes: a rank quantizes what it sends
 // and dequantizes what it receives, each pass reading and writing its memory at
@@ -57,6 +60,19 @@ struct topology {
   fp8_format fp8 = fp8_format::e4m3;                                   // the GPUs' fp8 encoding
   std::array<std::array<std::uint8_t, max_ranks>, max_ranks> links{};  // matrix only
   std::array<std::uint8_t, max_ranks> device = one_rank_per_device();  // rank -> its device
+  // Each rank of a shared device runs on an equal share of it (above); false: a rank alone may
+  // use its whole device (a rank per device; the GPU executor, whose kernels span the device).
+  bool divided_devices = false;
+
+  // The ranks among which rank r's device is divided: those on it where `divided_devices`, else
+  // 1 (the rank may use all of it). `ranks` of the communicator count.
+  constexpr int device_share(int r) const {
+    if (!divided_devices) return 1;
+    int share = 0;
+    for (int q = 0; q < ranks && q < static_cast<int>(device.size()); ++q)
+      share += device[static_cast<std::size_t>(q)] == device[static_cast<std::size_t>(r)] ? 1 : 0;
+    return share > 0 ? share : 1;
+  }
 
   // Links from a to b (per direction); 1 on a mesh, unlimited (0 = not a per-pair limit) on a
   // switch.

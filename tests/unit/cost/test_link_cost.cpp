@@ -144,8 +144,10 @@ TEST_CASE("a call's latency is paid once, by every route alike, and chooses noth
           choose_route({collective::allreduce, 2, 8, mode::single}, none, n, 2));
 }
 
-TEST_CASE("device memory: copies overlap the links, reductions follow, shared devices add up",
-          "[cost]") {
+TEST_CASE(
+    "device memory: copies overlap the links, reductions follow, shared devices add up, a divided "
+    "device's rank runs on its share",
+    "[cost]") {
   // Direct reduce-scatter, A=2 N=4 single, one step: ranks 0 and 1 each send n to the other
   // (a copy reads n on its source's device and writes n on its destination's) and reduce
   // output = input + scratch (reads 2n, writes n). Per device, one rank each: copies 2n,
@@ -162,6 +164,24 @@ TEST_CASE("device memory: copies overlap the links, reductions follow, shared de
   shared.device.fill(0);
   CHECK(step_memory(s, shared, 1) == memory_loads{ratio{4}, ratio{6}});
   CHECK(alpha_beta_seconds(s, shared, 1'000'000, 2) == Approx(2e-3 + 120e-6));
+  // Divided among the ranks on it (the ipc transport's grids): each rank runs at a quarter of
+  // the memory, so rank 0's reductions of 3n count as 12n of the whole memory's (n = 1e6 bf16:
+  // 24 MB at 100 GB/s = 240 us), and its copies of 2n as 8n (160 us, still under the link).
+  topology divided = shared;
+  divided.divided_devices = true;
+  CHECK(divided.device_share(3) == 4);
+  CHECK(step_memory(s, divided, 1) == memory_loads{ratio{8}, ratio{12}});
+  CHECK(alpha_beta_seconds(s, divided, 1'000'000, 2) == Approx(2e-3 + 240e-6));
+  // Two helpers on devices of their own, the actives sharing device 0: each active on half of
+  // it (copies 2n and reductions 3n, twice over: 4n and 6n), as much as their sum there.
+  divided.device = one_rank_per_device();
+  divided.device[1] = 0;
+  CHECK(divided.device_share(0) == 2);
+  CHECK(divided.device_share(2) == 1);
+  CHECK(step_memory(s, divided, 1) == memory_loads{ratio{4}, ratio{6}});
+  // One rank a device: nothing is divided.
+  divided.device = one_rank_per_device();
+  CHECK(step_memory(s, divided, 1) == step_memory(s, t, 1));
   // A memory slower than the link: the copies' 4 MB at 1 GB/s (4 ms) is the transfer phase.
   t.memory_bandwidth = 1e9;
   CHECK(alpha_beta_seconds(s, t, 1'000'000, 2) == Approx(4e-3 + 6e-3));

@@ -98,7 +98,10 @@ TEST_CASE("the threshold from the model: 2 active bf16 ranks on mi300x at about 
   CHECK(fp8_threshold_bytes(s, mi300x, dtype::int32) == fp8_never);
 }
 
-TEST_CASE("fp8 passes of ranks sharing a device add up on its memory", "[plan][wire][cost]") {
+TEST_CASE(
+    "fp8 passes of ranks sharing a device add up on its memory; a divided one's run on their "
+    "shares",
+    "[plan][wire][cost]") {
   // By hand, as above: the A=2 fused allreduce moves 7n/8 elements out of and into every rank per
   // step, so each rank's pass bytes per step are 2 * (7/8) * (2 + 33/32) bytes an element of n;
   // 2 steps, 2 passes of 3 us each. With all 8 ranks on one device its memory carries 8 times a
@@ -111,6 +114,17 @@ TEST_CASE("fp8 passes of ranks sharing a device add up on its memory", "[plan][w
   shared.device.fill(0);
   CHECK(fp8_pass_seconds(sched, shared, n, dtype::bfloat16) ==
         Approx(2 * (2 * 3e-6 + 8 * per_rank)));
+  // The direct A=2 allreduce of one group: one step in which each active sends n and receives n
+  // (2 * (2 + 33/32) bytes an element of n), the helpers nothing. On one device the two actives
+  // add up (twice an active's bytes); divided among the 8 ranks, an active passes on its eighth
+  // of the memory (8 times its bytes at the whole memory's rate).
+  const schedule direct =
+      *build_schedule({collective::allreduce, 2, 8, mode::single, route::direct});
+  const double per_active = 2 * (2 + 33.0 / 32) * n / 4.3e12;
+  CHECK(fp8_pass_seconds(direct, shared, n, dtype::bfloat16) == Approx(2 * 3e-6 + 2 * per_active));
+  topology divided = shared;
+  divided.divided_devices = true;
+  CHECK(fp8_pass_seconds(direct, divided, n, dtype::bfloat16) == Approx(2 * 3e-6 + 8 * per_active));
 }
 
 TEST_CASE("below the threshold the call runs natively and says so", "[plan][wire]") {

@@ -179,8 +179,10 @@ int run_rank_bench(const options& o, const std::vector<call_shape>& shapes) {
                 o.ranks, timed);
   const bool emulated = ipc && o.emulate_mesh_gbps > 0;
   // The prediction prices the device memories the ranks really share (8 ranks on one GPU add up
-  // on one memory): every rank's device into the topology.
+  // on one memory): every rank's device into the topology. The ipc transport divides a shared
+  // device equally among its ranks (transport/ipc/grids.hpp), so each runs on its share alone.
   options priced = o;
+  priced.topo.divided_devices = ipc;
   if (status st = emulated ? rank_devices_into(me->boot(), me->device(), me->hosted_devices(),
                                                me->size(), me->timeout(), priced.topo)
                            : status{};
