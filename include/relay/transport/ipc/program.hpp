@@ -376,8 +376,7 @@ inline void assign_stage_tiles(const plan& p, stage_lists& h) {
 // blocks to spare. `stages[k]` is the program's stage of `phases[k]` (the issuing slice phases).
 inline void spread_free_copies(const plan& p, int me, bool user_memory, const program_setting& s,
                                const std::vector<const slice_phase*>& phases,
-                               const std::vector<stage_lists*>& stages,
-                               const std::vector<bool>& spread) {
+                               std::span<stage_lists> stages, const std::vector<bool>& spread) {
   for (std::size_t k = 0; k < phases.size(); ++k)
     for (std::uint32_t i : phases[k]->issued) {
       if (!spread[i]) continue;
@@ -388,7 +387,7 @@ inline void spread_free_copies(const plan& p, int me, bool user_memory, const pr
       std::uint64_t first = 0;
       for (std::uint64_t j = 0; j < parts; ++j) {
         const std::uint64_t end = j + 1 == parts ? bytes : (tiles * (j + 1) / parts) * tile_bytes;
-        add_copy_part(p, i, me, user_memory, s.emulate_mesh != 0, *stages[k + j], s.areas, first,
+        add_copy_part(p, i, me, user_memory, s.emulate_mesh != 0, stages[k + j], s.areas, first,
                       end - first);
         first = end;
       }
@@ -432,12 +431,10 @@ inline status build_program(const plan& p, const plan_slice& slice, const progra
   }
   for (const slice_phase* sp : issuing)
     pr.stages.push_back(detail::phase_stage(p, slice, *sp, pr.user_memory, s, spread));
-  std::vector<stage_lists*> phase_stages;
-  for (std::size_t k = 0; k < issuing.size(); ++k)
-    phase_stages.push_back(&pr.stages[k + 1]);
+  const std::span<stage_lists> phase_stages = std::span(pr.stages).subspan(1);
   detail::spread_free_copies(p, me, pr.user_memory, s, issuing, phase_stages, spread);
-  for (stage_lists* h : phase_stages)
-    detail::assign_stage_tiles(p, *h);
+  for (stage_lists& h : phase_stages)
+    detail::assign_stage_tiles(p, h);
   stage_lists exit;
   exit.head.leave = 1;
   exit.waits = detail::waits_of(p, slice, slice.exit_waits);
