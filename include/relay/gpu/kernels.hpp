@@ -195,32 +195,40 @@ __device__ inline void reduce_vector_tile(const reduce_desc& r, std::uint64_t ti
     live[u] = base + static_cast<std::uint64_t>(u) * Block < r.units;
 
   A acc[Unroll][E];
-  vec16 v[Unroll] = {};
-  // Unroll independent 16-byte loads of source s in flight before any is used.
-  auto load = [&](int s) {
+  // Two sources' Unroll independent 16-byte loads each in flight before any is used: a pair's
+  // sum (the common reduction: an input and what one peer sent) waits for memory once, not twice.
+  vec16 v[2][Unroll] = {};
+  auto load = [&](int s, vec16(&into)[Unroll]) {
     const vec16* p =
         reinterpret_cast<const vec16*>(static_cast<const char*>(r.src[s]) + head_bytes);
 #pragma unroll
     for (int u = 0; u < Unroll; ++u)
-      if (live[u]) v[u] = p[base + static_cast<std::uint64_t>(u) * Block];
+      if (live[u]) into[u] = p[base + static_cast<std::uint64_t>(u) * Block];
   };
-  load(0);
-#pragma unroll
-  for (int u = 0; u < Unroll; ++u) {
-    const pack<T> x = __builtin_bit_cast(pack<T>, v[u]);
-#pragma unroll
-    for (int e = 0; e < E; ++e)
-      acc[u][e] = R::load(x.v[e]);
-  }
-  for (int s = 1; s < r.k; ++s) {  // in the listed order, as reduce_element adds
-    load(s);
+  auto add = [&](const vec16(&from)[Unroll]) {
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) {
-      const pack<T> x = __builtin_bit_cast(pack<T>, v[u]);
+      const pack<T> x = __builtin_bit_cast(pack<T>, from[u]);
 #pragma unroll
       for (int e = 0; e < E; ++e)
         acc[u][e] = R::add(acc[u][e], x.v[e]);
     }
+  };
+  load(0, v[0]);
+  if (r.k > 1) load(1, v[1]);
+#pragma unroll
+  for (int u = 0; u < Unroll; ++u) {
+    const pack<T> x = __builtin_bit_cast(pack<T>, v[0][u]);
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      acc[u][e] = R::load(x.v[e]);
+  }
+  if (r.k > 1) add(v[1]);
+  for (int s = 2; s < r.k; s += 2) {  // in the listed order, as reduce_element adds
+    load(s, v[0]);
+    if (s + 1 < r.k) load(s + 1, v[1]);
+    add(v[0]);
+    if (s + 1 < r.k) add(v[1]);
   }
   vec16* out = reinterpret_cast<vec16*>(static_cast<char*>(r.dst) + head_bytes);
 #pragma unroll

@@ -15,7 +15,9 @@
 //      entry, and stops waiting where the two records alone rule out `go`
 //      (records_rule_out_go: the verdict then is not `go` either). Then thread q's last look
 //      for peer q having given up on the call (it timed out waiting for this rank, which came
-//      late): before anything is written, so that such a call has one outcome;
+//      late): before anything is written, so that such a call has one outcome. Its word is
+//      loaded once q's entry is read, while the words are polled (a peer that gave up before
+//      this rank came shows it by then), and read again only where it reads aborted;
 //   3. judge, at the block's barrier, where the threads' failures and comparisons meet in a vote
 //      (gpu/block_vote.hpp): where every record promised `go` and nothing failed, every thread
 //      goes on at once; where one did not, thread 0 judges all records with the agreement's rule
@@ -187,6 +189,9 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
   const std::uint32_t parity = static_cast<std::uint32_t>(call & 1);
   auto slot = [&](std::uint32_t k) { return env.me->ll[parity][a.member[k]]; };
   bool failed = gave_up_in != 0, judge = false;
+  // Peer q's signal word, loaded once its entry is read and used at the last look: the load is
+  // in flight while the thread polls its words, not after them.
+  std::uint64_t q_mark = 0;
   // 2. Peer q's entry, by thread q (this rank's own record from its env), and whether it promises
   // `go` beside this rank's.
   if (q < env.ranks) {
@@ -197,6 +202,7 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
     } else if (!failed) {
       ipc::pull_entry e;
       if (ipc_pull_wait_entry(env, q, call, e)) {
+        q_mark = signal_peek(&env.me->signal[q], env.system != 0);
         records[q] = e.record;
         if (e.record.code != 0) signal_acquire(env.system != 0);  // its reason text, before
         judge = !records_promise_go(e.record, env.record);
@@ -223,8 +229,12 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
       }
     }
   ipc_pull_trace(stamps, 3);
-  // The last look, before anything is written: peer q gave up on this call.
-  if (!failed && q < env.ranks && q != env.rank && ipc_peer_gave_up(env, q, call)) failed = true;
+  // The last look, before anything is written: peer q gave up on this call. Its word as loaded
+  // after q's entry (a peer that gave up before this rank came, the late rank's case, shows it
+  // there); only a word that reads aborted is read again and judged.
+  if (!failed && q < env.ranks && q != env.rank && signal_aborted(q_mark) &&
+      ipc_peer_gave_up(env, q, call))
+    failed = true;
   ipc_pull_trace(stamps, 4);
   // 3. The vote at the barrier, then the verdict: every thread reads the vote (the same bits), and
   // only where a record made no promise does thread 0 judge them all, between two more barriers.
