@@ -99,8 +99,8 @@ TEST_CASE("the threshold from the model: 2 active bf16 ranks on mi300x at about 
 }
 
 TEST_CASE(
-    "fp8 passes of ranks sharing a device add up on its memory; a divided one's run on their "
-    "shares",
+    "fp8 passes of ranks sharing a device add up on its memory, or run on each rank's share of a "
+    "divided one",
     "[plan][wire][cost]") {
   // By hand, as above: the A=2 fused allreduce moves 7n/8 elements out of and into every rank per
   // step, so each rank's pass bytes per step are 2 * (7/8) * (2 + 33/32) bytes an element of n;
