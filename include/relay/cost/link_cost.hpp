@@ -198,25 +198,30 @@ constexpr step_traffic walk_step(const schedule_view& s, int step, const element
 }
 
 namespace detail {
-// The busiest device memory of a step on `t`, as traffic at the whole memory's rate: the ranks
-// that share a device add up; where the device is divided among them (topology::divided_devices),
-// a rank's own traffic counts as many times as the ranks it shares with, since it runs on its
-// share of the memory alone.
-constexpr memory_loads busiest_memory(const step_traffic& x, const topology& t) {
-  std::vector<ratio> copies(max_ranks), reductions(max_ranks);
-  memory_loads most;
-  for (std::size_t r = 0; r < x.copies.size(); ++r) {
-    copies[t.device[r]] += x.copies[r];
-    reductions[t.device[r]] += x.reductions[r];
-    const ratio share{t.device_share(static_cast<int>(r))};
-    most.copies = max(most.copies, x.copies[r] * share);
-    most.reductions = max(most.reductions, x.reductions[r] * share);
-  }
-  for (std::size_t d = 0; d < copies.size(); ++d) {
-    most.copies = max(most.copies, copies[d]);
-    most.reductions = max(most.reductions, reductions[d]);
+// The most one device's memory carries of per-rank loads (`load[r]`: rank r's), as load at the
+// whole memory's rate: the ranks that share a device add up; where the device is divided among
+// them (topology::divided_devices), a rank runs on its share of the memory alone, so its own load
+// counts as many times as the ranks on its device (topology::device_share).
+constexpr ratio busiest_device(const std::vector<ratio>& load, const topology& t) {
+  std::vector<ratio> on(max_ranks);
+  for (std::size_t r = 0; r < load.size(); ++r)
+    on[t.device[r]] += load[r];
+  ratio most{};
+  for (const ratio& d : on)
+    most = max(most, d);
+  if (t.divided_devices) {
+    std::vector<int> ranks_on(max_ranks);  // topology::device_share, counted once per device
+    for (int q = 0; q < t.ranks && q < max_ranks; ++q)
+      ++ranks_on[t.device[static_cast<std::size_t>(q)]];
+    for (std::size_t r = 0; r < load.size(); ++r)
+      most = max(most, load[r] * ratio{std::max(ranks_on[t.device[r]], 1)});
   }
   return most;
+}
+
+// The busiest device memory of a step on `t` (busiest_device), for its copies and its reductions.
+constexpr memory_loads busiest_memory(const step_traffic& x, const topology& t) {
+  return {busiest_device(x.copies, t), busiest_device(x.reductions, t)};
 }
 
 constexpr int most_operations(const step_traffic& x) {

@@ -29,21 +29,15 @@ constexpr double fp8_pass_seconds(const schedule_view& s, const topology& t, std
   for (int step = 1; step <= s.header->steps; ++step) {
     const std::vector<ratio> native = link_loads(s, step, widths_of(type, p));
     const std::vector<ratio> wire = link_loads(s, step, fp8_wire_widths(type));
-    // Per device: ranks that share one (topology::device) pass over one memory; a rank on its
-    // share of a divided device (topology::divided_devices) at its share of the rate.
-    std::vector<ratio> per_device(max_ranks);
-    ratio busiest{};
-    for (int a = 0; a < R; ++a) {
-      ratio bytes{};
+    // Each rank's bytes in and out, on its device's memory (detail::busiest_device).
+    std::vector<ratio> per_rank(static_cast<std::size_t>(R));
+    for (int a = 0; a < R; ++a)
       for (int b = 0; b < R; ++b) {
         const auto out = static_cast<std::size_t>(a * R + b),
                    in = static_cast<std::size_t>(b * R + a);
-        bytes += native[out] + wire[out] + native[in] + wire[in];
+        per_rank[static_cast<std::size_t>(a)] += native[out] + wire[out] + native[in] + wire[in];
       }
-      ratio& on = per_device[t.device[static_cast<std::size_t>(a)]];
-      on += bytes;
-      busiest = max(max(busiest, on), bytes * ratio{t.device_share(a)});
-    }
+    const ratio busiest = detail::busiest_device(per_rank, t);
     if (busiest == ratio{}) continue;  // nothing crosses a link in this step: no pass
     seconds += 2 * t.pass_latency + busiest.to_double() * element_bytes / t.memory_bandwidth;
   }
