@@ -25,6 +25,7 @@
 #include "relay/gpu/copy_desc.hpp"
 #include "relay/gpu/reduce_desc.hpp"
 #include "relay/gpu/runtime.hpp"
+#include "relay/gpu/vec16.hpp"
 #include "relay/schedule/schedule.hpp"
 
 namespace relay::gpu {
@@ -56,13 +57,6 @@ __device__ inline std::uint32_t find_desc(const Desc* d, std::uint32_t n, std::u
   }
   return lo;
 }
-
-// 16 bytes that the compilers move with one vector load or store (ld.global.v4 on NVIDIA,
-// global_load_dwordx4 on AMD). Not the runtimes' uint4: HIP's is not trivially copyable, and
-// both kernels bit-cast it.
-struct alignas(16) vec16 {
-  std::uint32_t w[4];
-};
 
 // The unit a copy of width W moves.
 template <int W>

@@ -60,11 +60,17 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_ll_kernel(dtype type, unsigned 
                                                            const ipc_env& env) {
   return visit_dtype(type, [&](auto x) {
     using T = decltype(x);
-    if (a.members == 2)
-      return gpu::rt::launch(ipc_ll_kernel<T, 2>, grid, ipc::pull_block_threads, stream, a, peers,
-                             env);
-    return gpu::rt::launch(ipc_ll_kernel<T, max_reduce_inputs>, grid, ipc::pull_block_threads,
-                           stream, a, peers, env);
+    switch (ll_kernel_members(a.members)) {
+      case 2:
+        return gpu::rt::launch(ipc_ll_kernel<T, 2>, grid, ipc::pull_block_threads, stream, a, peers,
+                               env);
+      case ll_node_members:
+        return gpu::rt::launch(ipc_ll_kernel<T, ll_node_members>, grid, ipc::pull_block_threads,
+                               stream, a, peers, env);
+      default:
+        return gpu::rt::launch(ipc_ll_kernel<T, max_reduce_inputs>, grid, ipc::pull_block_threads,
+                               stream, a, peers, env);
+    }
   });
 }
 
@@ -81,6 +87,7 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t load_kernels() {
       load(ipc_pull_kernel<T>);
       load(ipc_paced_step_kernel<T>);
       load(ipc_ll_kernel<T, 2>);
+      load(ipc_ll_kernel<T, ll_node_members>);
       load(ipc_ll_kernel<T, max_reduce_inputs>);
       if constexpr (fp8_wire_type<T>)
         load(ipc_step_kernel<T, gpu::default_block, gpu::default_unroll, true>);

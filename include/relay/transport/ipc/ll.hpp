@@ -6,13 +6,14 @@
 //      the call, into this rank's slot of the call's parity in that member's control block
 //      (ipc_control::ll). The input is read where the caller keeps it: nothing is staged, no
 //      peer reads this rank's memory;
-//   2. wait, for the entries and the words together: thread q polls peer q's entry words until
-//      they name this call (its record, for the verdict, compared there with this rank's own:
-//      records_promise_go), and every thread polls the words of its
+//   2. wait, for the entries and the words together: every thread polls the words of its
 //      vectors in this rank's slots until every word names the call (the read is the wait: a
-//      64-bit word is stored and loaded whole, so a word that names the call holds its data). A
-//      rank that refuses pushes no words: a thread whose words are slow looks at that peer's
-//      entry, and stops waiting where the two records alone rule out `go`
+//      64-bit word is stored and loaded whole, so a word that names the call holds its data), and
+//      thread q reads peer q's entry words with each poll until they name this call (its record,
+//      for the verdict, compared there with this rank's own: records_promise_go), so that the
+//      entry and the words come in one trip; it waits for the entry after its words only where
+//      the entry comes later. A rank that refuses pushes no words: a thread whose words are slow
+//      looks at that peer's entry, and stops waiting where the two records alone rule out `go`
 //      (records_rule_out_go: the verdict then is not `go` either). Then thread q's last look
 //      for peer q having given up on the call (it timed out waiting for this rank, which came
 //      late): before anything is written, so that such a call has one outcome. Its word is
@@ -30,9 +31,9 @@
 // So a call is the push, one trip and one barrier (three where a record makes no promise): the
 // entry words and the data travel together, and are waited for together.
 //
-// The kernel is compiled for a pair (Most = 2, the common group) and for up to max_reduce_inputs
-// members: the pair's loops are of its own size, and neither kernel spills registers, which one
-// kernel holding both did (128 registers for 512 threads).
+// The kernel is compiled for a pair (Most = 2, the common group), for up to a node's 8 GPUs and
+// for up to max_reduce_inputs members (ll_kernel_members): each group runs loops of its own size.
+// The first two spill no registers; the last, which holds 16 vectors a thread, does.
 //
 // Why no barrier at the end, and no flag: a member writes its slot of call s + 2 in a peer only
 // after its own call s + 1 read that peer's entry of s + 1, which the peer's kernel wrote after
@@ -62,7 +63,7 @@ namespace relay::ipc {
 
 namespace detail {
 
-using ll_vec = gpu::detail::vec16;
+using ll_vec = gpu::vec16;
 
 // Vector v of the `bytes` at p: one 16-byte load where p is 16-byte aligned and the vector lies
 // within; else byte by byte, zeros past the end (the last vector of an input not a multiple of
@@ -73,6 +74,7 @@ __device__ inline ll_vec ll_load(const unsigned char* p, std::uint64_t v, std::u
   if (aligned && at + 16 <= bytes) return reinterpret_cast<const ll_vec*>(p)[v];
   ll_vec x{};
   auto* b = reinterpret_cast<unsigned char*>(&x);
+#pragma unroll
   for (int i = 0; i < 16; ++i)
     b[i] = at + i < bytes ? p[at + i] : 0;
   return x;
@@ -89,12 +91,29 @@ enum class ll_taken : std::uint8_t {
   failed,   // this rank gave up (ipc_wait_for's failures)
 };
 
-// Vector v of peer q's words in `slot`, polled until all 4 name `call`. Where they are slow, every
-// look at the clock also reads q's entry words: a peer that refuses pushes no words, and one that
-// called with another shape pushes them elsewhere.
+// A peer's entry that a thread reads while it polls its words (thread q reads peer q's): its
+// words are loaded with the vector's, so that the two trips are one. `mark`: this rank's copy of
+// the peer's signal word, loaded once the entry is read, for the last look.
+struct ll_entry_watch {
+  std::uint32_t peer = 0;
+  bool due = false;  // not read yet
+  ipc::pull_entry entry;
+  std::uint64_t mark = 0;
+};
+__device__ inline void ll_watch(const ipc_env& env, std::uint64_t call, ll_entry_watch& watch) {
+  if (watch.due && ipc_read_entry_words(env, watch.peer, call, watch.entry)) {
+    watch.due = false;
+    watch.mark = signal_peek(&env.me->signal[watch.peer], env.system != 0);
+  }
+}
+
+// Vector v of peer q's words in `slot`, polled until all 4 name `call`; each poll reads the
+// watched entry too, until it is read. Where the words are slow, every look at the clock also
+// reads q's entry words: a peer that refuses pushes no words, and one that called with another
+// shape pushes them elsewhere.
 __device__ inline ll_taken ll_take(const ipc_env& env, const std::uint64_t* slot, std::uint64_t v,
                                    std::uint64_t vectors, std::uint64_t call, std::uint32_t q,
-                                   ll_vec& x) {
+                                   ll_entry_watch& watch, ll_vec& x) {
   std::uint64_t word[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j)
@@ -104,6 +123,7 @@ __device__ inline ll_taken ll_take(const ipc_env& env, const std::uint64_t* slot
   std::uint64_t start = 0, scan = 0, host = 0;
   std::uint32_t spins = 0;
   for (;;) {
+    ll_watch(env, call, watch);  // its loads in flight with the words'
     bool landed = true;
 #pragma unroll
     for (int j = 0; j < 4; ++j)
@@ -122,10 +142,9 @@ __device__ inline ll_taken ll_take(const ipc_env& env, const std::uint64_t* slot
       if (!ll_word_is(word[j], call))
         word[j] = signal_peek(&slot[ll_word(v, j, vectors)], env.system != 0);
   }
-  auto* d = reinterpret_cast<std::uint32_t*>(&x);
 #pragma unroll
   for (int j = 0; j < 4; ++j)
-    d[j] = static_cast<std::uint32_t>(word[j]);
+    x.w[j] = static_cast<std::uint32_t>(word[j]);
   return ll_taken::landed;
 }
 
@@ -164,9 +183,9 @@ __device__ inline void ll_store(const ll_vec& y, T* out, std::uint64_t v, std::u
     reinterpret_cast<ll_vec*>(out)[v] = y;
     return;
   }
-  const T* t = reinterpret_cast<const T*>(&y);
+#pragma unroll
   for (int i = 0; i < E; ++i)
-    if (first + i < count) out[first + i] = t[i];
+    if (first + i < count) out[first + i] = gpu::vec16_element<T>(y, i);
 }
 
 // What a thread casts in the block's vote (gpu::block_vote) before the verdict. A thread whose
@@ -189,29 +208,16 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
   const std::uint32_t parity = static_cast<std::uint32_t>(call & 1);
   auto slot = [&](std::uint32_t k) { return env.me->ll[parity][a.member[k]]; };
   bool failed = gave_up_in != 0, judge = false;
-  // Peer q's signal word, loaded once its entry is read and used at the last look: the load is
-  // in flight while the thread polls its words, not after them.
-  std::uint64_t q_mark = 0;
-  // 2. Peer q's entry, by thread q (this rank's own record from its env), and whether it promises
-  // `go` beside this rank's.
-  if (q < env.ranks) {
-    if (q == env.rank) {
-      records[q] = env.record;
-      records[q].sequence = call;
-      judge = !records_promise_go(env.record, env.record);
-    } else if (!failed) {
-      ipc::pull_entry e;
-      if (ipc_pull_wait_entry(env, q, call, e)) {
-        q_mark = signal_peek(&env.me->signal[q], env.system != 0);
-        records[q] = e.record;
-        if (e.record.code != 0) signal_acquire(env.system != 0);  // its reason text, before
-        judge = !records_promise_go(e.record, env.record);
-      } else {
-        failed = true;
-      }
-    }
+  // 2. Peer q's entry, read by thread q while it polls its words (this rank's own record from its
+  // env), and whether it promises `go` beside this rank's.
+  ll_entry_watch watch;
+  watch.peer = q;
+  watch.due = q < env.ranks && q != env.rank && !failed;
+  if (q == env.rank) {
+    records[q] = env.record;
+    records[q].sequence = call;
+    judge = !records_promise_go(env.record, env.record);
   }
-  ipc_pull_trace(stamps, 2);
   // The words of every vector of this thread; the first vector's kept (most calls give a thread
   // one vector), the others read again for the sum (they stay until call + 2).
   ll_vec held[Most];
@@ -222,19 +228,33 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
       for (std::uint32_t k = 0; k < Most; ++k) {
         if (k >= a.members || k == a.mine || failed || stopped) continue;
         ll_vec x;
-        const ll_taken t = ll_take(env, slot(k), v, w.vectors, call, a.member[k], x);
+        const ll_taken t = ll_take(env, slot(k), v, w.vectors, call, a.member[k], watch, x);
         failed = t == ll_taken::failed;
         stopped = t == ll_taken::stopped;
         if (v == w.first) held[k] = x;
       }
     }
+  ipc_pull_trace(stamps, 2);
+  // The entry, where it came after the words or the thread polled none.
+  if (watch.due && !failed) {
+    if (ipc_pull_wait_entry(env, q, call, watch.entry)) {
+      watch.due = false;
+      watch.mark = signal_peek(&env.me->signal[q], env.system != 0);
+    } else {
+      failed = true;
+    }
+  }
+  const bool peer_read = q < env.ranks && q != env.rank && !watch.due && !failed;
+  if (peer_read) {
+    records[q] = watch.entry.record;
+    if (watch.entry.record.code != 0) signal_acquire(env.system != 0);  // its reason text, before
+    judge = !records_promise_go(watch.entry.record, env.record);
+  }
   ipc_pull_trace(stamps, 3);
   // The last look, before anything is written: peer q gave up on this call. Its word as loaded
-  // after q's entry (a peer that gave up before this rank came, the late rank's case, shows it
-  // there); only a word that reads aborted is read again and judged.
-  if (!failed && q < env.ranks && q != env.rank && signal_aborted(q_mark) &&
-      ipc_peer_gave_up(env, q, call))
-    failed = true;
+  // once q's entry was read (a peer that gave up before this rank came, the late rank's case,
+  // shows it there); only a word that reads aborted is read again and judged.
+  if (peer_read && signal_aborted(watch.mark) && ipc_peer_gave_up(env, q, call)) failed = true;
   ipc_pull_trace(stamps, 4);
   // 3. The vote at the barrier, then the verdict: every thread reads the vote (the same bits), and
   // only where a record made no promise does thread 0 judge them all, between two more barriers.
@@ -255,23 +275,23 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
   // 4. The sums.
   T* out = static_cast<T*>(a.out);
   for (std::uint64_t v = w.first; v < w.vectors; v += w.stride) {
+    const ll_vec own = v == w.first ? head : ll_input(w, v);
     ll_vec x[Most];
 #pragma unroll
     for (std::uint32_t k = 0; k < Most; ++k) {
-      if (k >= a.members) continue;
-      if (k == a.mine) {
-        x[k] = v == w.first ? head : ll_input(w, v);
-      } else if (v == w.first) {
+      if (k >= a.members || k == a.mine) continue;
+      if (v == w.first) {
         x[k] = held[k];
       } else {
-        auto* d = reinterpret_cast<std::uint32_t*>(&x[k]);
 #pragma unroll
         for (int j = 0; j < 4; ++j)
-          d[j] = static_cast<std::uint32_t>(
+          x[k].w[j] = static_cast<std::uint32_t>(
               signal_peek(&slot(k)[ll_word(v, j, w.vectors)], env.system != 0));
       }
     }
-    ll_store<T>(ipc_vector_sum<T, Most>(x, a.members, a.divisor), out, v, a.count, w.out_aligned);
+    const ll_vec y = ipc_vector_sum<T, Most>(
+        [&](std::uint32_t k) { return k == a.mine ? own : x[k]; }, a.members, a.divisor);
+    ll_store<T>(y, out, v, a.count, w.out_aligned);
   }
   ipc_pull_trace(stamps, 7);
   return false;
@@ -282,8 +302,8 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
 // Every argument a grid constant (read in place: an argument indexed at run time, a member's
 // rank or a peer's control block, would otherwise be copied to the stack first), and no block
 // barrier before the push: every thread reads the rank's sticky word itself (one word). Most:
-// the members the kernel's loops are unrolled for (a.members <= Most): launch_ll_kernel runs a
-// pair's own (2) or the general one (max_reduce_inputs).
+// the members the kernel's loops are unrolled for (a.members <= Most): launch_ll_kernel runs the
+// smallest that holds the group (ll_kernel_members).
 template <class T, std::uint32_t Most>
 __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
     ipc_ll_kernel(const RELAY_IPC_GRID_CONSTANT ipc_ll a,

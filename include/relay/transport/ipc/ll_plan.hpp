@@ -29,6 +29,16 @@ namespace relay::ipc {
 inline constexpr std::uint64_t ll_capacity = std::uint64_t{256} << 10;
 inline constexpr std::uint64_t ll_slot_words = ll_capacity / 4;
 
+// The ll kernel's sizes (ipc_ll_kernel's Most: the members its loops are unrolled for): a pair's
+// own, a node's GPUs, and the most members a reduction takes. Each launch runs the smallest that
+// holds its group (ll_kernel_members).
+inline constexpr std::uint32_t ll_node_members = 8;
+static_assert(ll_node_members <= max_reduce_inputs);
+RELAY_HOST_DEVICE constexpr std::uint32_t ll_kernel_members(std::uint32_t members) {
+  constexpr auto most = static_cast<std::uint32_t>(max_reduce_inputs);
+  return members <= 2 ? 2 : members <= ll_node_members ? ll_node_members : most;
+}
+
 // The 16-byte vectors of an input of `bytes` (the last one zero-padded).
 RELAY_HOST_DEVICE constexpr std::uint64_t ll_vectors(std::uint64_t bytes) {
   return (bytes + 15) / 16;

@@ -150,37 +150,33 @@ __device__ inline void ipc_pull_read_entries(const ipc_env& env, std::uint64_t c
   }
 }
 
-// The sum of one 16-byte vector of `members` members (x[k]: member k's), members in order, with
+// The sum of one 16-byte vector of `members` members (x(k): member k's), members in order, with
 // the arithmetic of core/reduction.hpp (one rounding, then `divisor`). Most: the members the loop
-// is unrolled for (members <= Most). The pull and ll forms' sum.
-template <class T, std::uint32_t Most>
-__device__ inline gpu::detail::vec16 ipc_vector_sum(const gpu::detail::vec16* x,
-                                                    std::uint32_t members, std::int32_t divisor) {
+// is unrolled for (members <= Most). The pull and ll forms' sum. The elements are taken from
+// and put into the vectors' words by shifts: the vectors stay in registers.
+template <class T, std::uint32_t Most, class Operand>
+__device__ inline gpu::vec16 ipc_vector_sum(const Operand& x, std::uint32_t members,
+                                            std::int32_t divisor) {
   using R = reduction_traits<T>;
   using A = typename R::accumulator;
   constexpr int E = 16 / sizeof(T);
   A acc[E];
-  {
-    const T* t = reinterpret_cast<const T*>(&x[0]);
 #pragma unroll
-    for (int i = 0; i < E; ++i)
-      acc[i] = R::load(t[i]);
-  }
+  for (int i = 0; i < E; ++i)
+    acc[i] = R::load(gpu::vec16_element<T>(x(0u), i));
 #pragma unroll
   for (std::uint32_t k = 1; k < Most; ++k) {
     if (k < members) {  // a guard, not a break: clang unrolls no loop with an exit in it
-      const T* t = reinterpret_cast<const T*>(&x[k]);
 #pragma unroll
       for (int i = 0; i < E; ++i)
-        acc[i] = R::add(acc[i], t[i]);
+        acc[i] = R::add(acc[i], gpu::vec16_element<T>(x(k), i));
     }
   }
-  gpu::detail::vec16 y;
-  T* t = reinterpret_cast<T*>(&y);
+  T t[E];
 #pragma unroll
   for (int i = 0; i < E; ++i)
     t[i] = R::store(acc[i], divisor);
-  return y;
+  return gpu::vec16_of<T>(t);
 }
 
 // Step 4: this block's part of the sum, members in order, with the arithmetic of
@@ -205,12 +201,13 @@ __device__ inline void ipc_pull_sum(const ipc_pull& pl, const std::int64_t* delt
     for (std::uint64_t v = first; v < vectors; v += stride) {
       // Every member's vector loaded before any is summed: the loads are in flight together
       // (a loop over `members` would wait for each in turn).
-      gpu::detail::vec16 x[Most];
+      gpu::vec16 x[Most];
 #pragma unroll
       for (std::uint32_t k = 0; k < Most; ++k)
-        if (k < pl.members) x[k] = reinterpret_cast<const gpu::detail::vec16*>(source(k))[v];
-      const gpu::detail::vec16 y = ipc_vector_sum<T, Most>(x, pl.members, pl.divisor);
-      reinterpret_cast<gpu::detail::vec16*>(out)[v] = y;
+        if (k < pl.members) x[k] = reinterpret_cast<const gpu::vec16*>(source(k))[v];
+      const gpu::vec16 y = ipc_vector_sum<T, Most>(
+          [&](std::uint32_t k) -> const gpu::vec16& { return x[k]; }, pl.members, pl.divisor);
+      reinterpret_cast<gpu::vec16*>(out)[v] = y;
     }
     tail = vectors * E;
   }

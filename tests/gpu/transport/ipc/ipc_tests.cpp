@@ -1327,7 +1327,7 @@ int trace(communicator& comm, int argc, char** argv) {
                                                         "judged",    "inputs ready", "summed",
                                                         "done told", "readers done", "end"};
     static const char* ll_names[ipc::trace_points] = {"start",        "announced and pushed",
-                                                      "entries read", "words landed",
+                                                      "words landed", "entries read",
                                                       "last look",    "voted",
                                                       "judged",       "summed",
                                                       "end"};

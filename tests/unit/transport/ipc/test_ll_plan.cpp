@@ -51,3 +51,14 @@ TEST_CASE("ll form: a vector's words in a slot, and a word's call", "[transport]
   CHECK_FALSE(ll_word_is(0x00000005DEADBEEFull, 7));  // the call two before, in the same slot
   CHECK_FALSE(ll_word_is(0, 1));                      // a slot never written names no call
 }
+
+TEST_CASE("ll form: each group runs the smallest kernel that holds it", "[transport][ipc]") {
+  // A pair its own; 3 to 8 members (a node's GPUs) the kernel of 8; more, the kernel of 16.
+  STATIC_REQUIRE(ll_kernel_members(1) == 2);
+  STATIC_REQUIRE(ll_kernel_members(2) == 2);
+  STATIC_REQUIRE(ll_kernel_members(3) == 8);
+  STATIC_REQUIRE(ll_kernel_members(4) == 8);
+  STATIC_REQUIRE(ll_kernel_members(8) == 8);
+  STATIC_REQUIRE(ll_kernel_members(9) == 16);
+  STATIC_REQUIRE(ll_kernel_members(16) == 16);
+}
