@@ -51,7 +51,7 @@ void round_trip(std::mt19937_64& rng, std::uint64_t seed, Draw draw) {
 
 }  // namespace
 
-TEST_CASE("vec16: element i lies at bytes [i * size, (i + 1) * size), worked by hand",
+TEST_CASE("vec16: element i lies at bytes i * size up to (i + 1) * size, worked by hand",
           "[gpu][vec16]") {
   // Eight 16-bit values 0x0101 * (i + 1): word 0 holds elements 0 and 1, the first in its low
   // half: 0x0202'0101.
