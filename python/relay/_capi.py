@@ -219,6 +219,35 @@ for _name, _takes_op in _COLLECTIVES.items():
     _FUNCTIONS[_name] = (c_int, _args)
 
 
+# The entries a repeated call makes, declared a second time without argtypes (Library's
+# `preconverted`): a declared function converts every argument on every call (one from_param
+# each, most of a small entry's cost), which arguments that are ctypes objects already do not
+# need. Each argument passed to these must be a ctypes object (c_void_p, c_uint64, a byref) or
+# None (NULL): a bare Python int would reach C as a 32-bit int, cutting a 64-bit pointer.
+_PRECONVERTED = (
+    "relay_run_call",
+    "relay_run_call_async",
+    "relay_comm_mark",
+    "relay_comm_order_after",
+    "relay_comm_join_call",
+    "relay_comm_async_status",
+    "relay_comm_call_finished",
+)
+
+
+class Preconverted:
+    """The entries of _PRECONVERTED of a loaded library `dll` (a ctypes.CDLL), by their names
+    without "relay_", declared without argtypes: their callers pass ctypes objects only."""
+
+    __slots__ = tuple(name[len("relay_") :] for name in _PRECONVERTED)
+
+    def __init__(self, dll):
+        for name in _PRECONVERTED:
+            fn = dll[name]  # a function object of its own: the declared one keeps its argtypes
+            fn.restype = _FUNCTIONS[name][0]
+            setattr(self, name[len("relay_") :], fn)
+
+
 def _search_dirs():
     here = os.path.dirname(os.path.abspath(__file__))
     dirs = []
@@ -245,6 +274,7 @@ class Library:
             fn.restype = restype
             fn.argtypes = argtypes
             setattr(self, name[len("relay_") :], fn)
+        self.preconverted = Preconverted(self.dll)
         if self.abi_version() != ABI_VERSION:
             raise ImportError(
                 f"{path} has relay C ABI version {self.abi_version()}; this package speaks "

@@ -117,3 +117,23 @@ def test_options_are_parsed_by_the_library():
         Options(route="fastest").struct(lib)
     with pytest.raises(TypeError, match="unknown relay option"):
         Options(speed=3)
+
+
+def test_a_preconverted_entry_takes_a_64_bit_number_whole():
+    """The library's own relay_comm_join_call, declared without argtypes (Library.preconverted),
+    on a live communicator of one rank: a call number above 2^32 reaches it whole, as its error
+    names it."""
+    import torch.distributed as dist
+    from relay.torch import Communicator
+
+    comm = Communicator.from_store(dist.HashStore(), 0, 1, device="cpu")
+    try:
+        lib = comm._lib
+        number = (1 << 33) + 5
+        status = lib.preconverted.comm_join_call(comm._handle, ctypes.c_uint64(number),
+                                                 ctypes.c_void_p(1 << 40))
+        with pytest.raises(relay.InvalidArgumentError, match=f"no async call numbered {number} "):
+            lib.check(status)
+        assert lib.preconverted.comm_async_status(comm._handle) == errors.OK
+    finally:
+        comm.close()
