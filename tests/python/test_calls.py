@@ -143,12 +143,20 @@ class Counted:
 
 
 def counting(lib, counter):
-    """A copy of `lib` whose every C ABI function (its named ones, and its dll's) is counted."""
+    """A copy of `lib` whose every C ABI function (its named ones, its preconverted ones under
+    the same names, and its dll's) is counted."""
     counted = Counted(counter)
     copied = copy.copy(lib)
     for name, value in list(vars(lib).items()):
         if isinstance(value, ctypes._CFuncPtr):
             setattr(copied, name, counted.wrap(name, value))
+
+    class Preconverted:
+        pass
+
+    copied.preconverted = Preconverted()
+    for name in type(lib.preconverted).__slots__:
+        setattr(copied.preconverted, name, counted.wrap(name, getattr(lib.preconverted, name)))
 
     class Dll:
         def __getattr__(self, name):
@@ -500,6 +508,30 @@ def _changed_arguments(comm, rank, x, other, n):
     comm.all_reduce(x, pair, out=out, op="avg")
     if not torch.equal(out, (x + other) / 2):
         wrong.append("op avg after sum: not the average")
+    # The same lists and tensor objects as the last call's, changed in place since: a repeated
+    # call compares its arguments with the last call's as they were, not as they are now.
+    counts = [n]
+    for _ in range(2):
+        comm.all_reduce(x, pair, out=out, counts=counts)
+    counts[0] = n - 1
+    expect_error("the same counts list, changed", lambda: comm.all_reduce(x, pair, out=out,
+                                                                          counts=counts),
+                 ValueError, f"this call expects {n - 1}")
+    groups = [[0, 1]]
+    gathered = torch.empty(2 * n)
+    for _ in range(2):
+        comm.all_gather(x, gathered, groups)
+    groups[0].reverse()  # active rank 0 is now rank 1: its input comes first
+    comm.all_gather(x, gathered, groups)
+    want = torch.cat([x, other] if rank == 1 else [other, x])
+    if not torch.equal(gathered, want):
+        wrong.append("the same groups list, reversed: not the new order's all-gather")
+    resized = torch.empty(n)
+    for _ in range(2):
+        comm.all_reduce(resized.copy_(x), pair, counts=[n])
+    resized.resize_(n - 1)
+    expect_error("the same tensor, resized", lambda: comm.all_reduce(resized, pair, counts=[n]),
+                 ValueError, f"has {n - 1} elements")
     return wrong
 
 

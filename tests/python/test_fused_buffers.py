@@ -74,7 +74,7 @@ class StubComm:
 
     def _prepared_of(self, coll, x, out, groups, counts, op, options, first_name, dtype):
         """A call's prepared arguments (Communicator._prepared_of): here, what it records."""
-        return (coll, x, out), None
+        return coll, x, out
 
     def _run_prepared(self, call):
         self.calls.append(call)

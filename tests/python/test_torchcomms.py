@@ -32,6 +32,7 @@ and in this process Work.wait_blocking (torchcomms' TorchWork.wait_blocking) aga
 stand-in event: the thread waits until it is done.
 """
 
+import ctypes
 import logging
 import os
 import time
@@ -607,17 +608,18 @@ def test_registration_reaches_relays_class():
 class _SlowCall:
     """A communicator whose async call number 1 finishes 0.2 s after the library is asked to wait
     for it (relay_comm_wait_call), whose device work reported `failure`, if any
-    (relay_comm_async_status): its own library too."""
+    (relay_comm_async_status): its own library too, and its preconverted entries (whose number
+    is a ctypes.c_uint64)."""
 
     def __init__(self, failure=None):
         from relay.torch.work import Streams
 
         self._ops = Streams()
-        self._lib = self
+        self._lib = self.preconverted = self
         self.finished, self.waited, self.failure = False, 0, failure
 
     def _h(self):
-        return 1
+        return ctypes.c_void_p(1)
 
     def check(self, status):
         assert status == 0
@@ -630,7 +632,7 @@ class _SlowCall:
         return 0
 
     def comm_call_finished(self, handle, number, finished):
-        assert number == 1
+        assert number.value == 1
         finished._obj.value = int(self.finished)
         return 0
 

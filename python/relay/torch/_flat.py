@@ -27,7 +27,9 @@ class _Entry:
 class FlatBuffers:
     """The cache. register(tensor or None) and deregister(tensor or None) are the
     communicator's collective calls. `plans`: what fused.py lays out over the buffers per call
-    structure (its groups, and views of the buffers), emptied whenever a buffer grows."""
+    structure (its groups, and views of the buffers), emptied whenever a buffer grows; `last`:
+    the last fused call's entry of them (fused.py compares the next call's structure with it),
+    forgotten with them."""
 
     def __init__(self, device, register, deregister):
         self._device = device
@@ -35,6 +37,7 @@ class FlatBuffers:
         self._deregister = deregister
         self._entries = {}  # (role, dtype) -> _Entry
         self.plans = {}
+        self.last = (None, None)
 
     def get(self, role, dtype, elements, hold=True, capturing=False):
         """A view of `elements` of the (role, dtype) buffer (None where hold is False)."""
@@ -65,7 +68,7 @@ class FlatBuffers:
         this rank's part of the first fails (memory that cannot be registered), it still takes
         part in the second and keeps the new size, unregistered, so that the ranks stay in step;
         the error is raised after. A round that timed out ends it at once."""
-        self.plans.clear()  # their views may lie in the buffer that goes
+        self.forget_plans()  # their views may lie in the buffer that goes
         old = entry.buffer if entry.registered else None
         had_round = entry.size > 0
         new = self._allocate(dtype, elements) if hold else None
@@ -83,6 +86,10 @@ class FlatBuffers:
         if error is not None:
             raise error
 
-    def clear(self):
+    def forget_plans(self):
         self.plans.clear()
+        self.last = (None, None)
+
+    def clear(self):
+        self.forget_plans()
         self._entries.clear()

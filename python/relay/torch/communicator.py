@@ -17,7 +17,7 @@ The sizes come from the library (relay.layout): nothing here re-derives relay's 
 shape's layout is asked for once and kept. A call whose arguments are those of an earlier call
 that passed this rank's checks (the same tensors' places, sizes, dtypes, devices and
 contiguity, the same groups, counts, op, options and dtype: the key of
-Communicator._prepared_of) reuses that call's prepared arguments (a relay_call): its checks'
+Communicator._call) reuses that call's prepared arguments (a relay_call): its checks'
 inputs are the same, so are their results, and the call is one crossing into the library
 (relay_run_call), which checks it again as every call does.
 
@@ -89,7 +89,7 @@ class Options:
         self.values = kwargs
         self._structs = {}
         self._report = _capi.WireReport()
-        self._wires = {}  # the report's fields -> their Wire (a repeated call makes none)
+        self._wires = {}  # (library, the report's bytes) -> their Wire (a repeated call makes none)
 
     def struct(self, lib):
         s = self._structs.get(id(lib))
@@ -107,11 +107,15 @@ class Options:
 
     def wire_of(self, lib):
         """The wire the last call made with these options took (a relay.torch.work.Wire)."""
-        r = self._report
-        key = (lib, r.requested, r.taken, r.bytes, r.threshold_bytes)  # lib: hashed by identity
+        return self.wire_from(lib, bytes(self._report))
+
+    def wire_from(self, lib, report):
+        """The Wire of `report`, a copy of these options' wire report as bytes (what a call's
+        Work keeps of it: the next call with these options writes the report again)."""
+        key = (lib, report)  # lib: hashed by identity
         wire = self._wires.get(key)
         if wire is None:
-            wire = _keep(self._wires, key, Wire.of(lib, r))
+            wire = _keep(self._wires, key, Wire.of(lib, _capi.WireReport.from_buffer_copy(report)))
         return wire
 
 
@@ -146,15 +150,22 @@ def _no_stream():
     return None
 
 
+# How Communicator._call makes a call: on the current stream (its output returned); on the
+# operation stream (async_op=True: its Work); on the current stream, numbered where it ends there
+# by the same crossing (its Work: relay.torch.work.Streams.run_marked); or not at all (its
+# _Prepared arguments returned, for the fused helpers' steps).
+_SYNC, _ASYNC, _MARKED, _PREPARED = 0, 1, 2, 3
+
+
 class _Prepared:
-    """A call's prepared arguments: the library's function and its relay_call (by reference),
-    what the call returns (0 None, 1 its input, 2 its output), and what the struct points into
-    (kept alive with it)."""
+    """A call's prepared arguments: its relay_call (by reference, for relay_run_call and
+    relay_run_call_async), what the call returns (0 None, 1 its input, 2 its output), and what
+    the struct points into (kept alive with it)."""
 
-    __slots__ = ("fn", "ref", "result", "struct", "keep")
+    __slots__ = ("ref", "result", "struct", "keep")
 
-    def __init__(self, fn, struct, result, keep):
-        self.fn, self.struct, self.result, self.keep = fn, struct, result, keep
+    def __init__(self, struct, result, keep):
+        self.struct, self.result, self.keep = struct, result, keep
         self.ref = byref(struct)
 
 
@@ -166,6 +177,23 @@ class _Shape:
 
     def __init__(self, layout, counts):
         self.layout, self.counts = layout, counts
+
+
+def as_given(groups, counts):
+    """(groups, counts) as a call passed them, for comparing a later call's with (==) instead of
+    making their key: lists copied (a caller may change its lists between calls), a Groups or
+    tuples as they are; None where either is of another kind (not compared: the key finds
+    them)."""
+    if type(groups) is list and all(type(g) is list for g in groups):
+        groups = [list(g) for g in groups]
+    elif type(groups) is not Groups and not (
+            type(groups) is tuple and all(type(g) is tuple for g in groups)):
+        return None
+    if type(counts) is list:
+        counts = list(counts)
+    elif counts is not None and type(counts) is not tuple:
+        return None
+    return groups, counts
 
 
 def _keep(cache, key, value):
@@ -246,7 +274,9 @@ class Communicator:
 
     def _set_stream_reader(self):
         """self._stream(): the handle of the current CUDA stream of the communicator's device
-        (where calls run), None for CPU tensors."""
+        (where calls run), None for CPU tensors; self._stream_ptr: the last one read as a
+        c_void_p (_stream_pointer)."""
+        self._stream_ptr = c_void_p()
         if self.device.type != "cuda":
             self._stream = _no_stream
         elif _raw_stream is not None:
@@ -293,7 +323,10 @@ class Communicator:
         self._groups = {}
         self._shapes = {}  # (collective, groups, counts) -> _Shape
         self._counts = {}  # (collective, active, input elements, output elements) -> count
-        self._prepared = {}  # a call's key (Communicator._prepared_of) -> _Prepared
+        # A call's key (Communicator._prepared_by_key) -> (its arguments as _call compares them,
+        # or None: not compared; its _Prepared); the last call's entry.
+        self._prepared = {}
+        self._last = (None, None)
         self._ops = Streams()  # the operation stream and the last async call not waited for
         self._flat = FlatBuffers(self.device, self.register, self.deregister)
         self._capturing = False
@@ -308,6 +341,7 @@ class Communicator:
         handle, self._handle = getattr(self, "_handle", None), None
         if handle:
             self._prepared.clear()
+            self._last = (None, None)
             self._flat.clear()
             self._lib.check(self._lib.comm_destroy(handle))
 
@@ -359,6 +393,16 @@ class Communicator:
         if not self._handle:
             raise RuntimeError("this relay communicator is closed")
         return self._handle
+
+    def _stream_pointer(self):
+        """The current stream's handle as the library's preconverted entries take it (a c_void_p;
+        NULL on the CPU). The stream changes rarely, so its last pointer is kept and made again
+        only when the handle differs; the hot paths write these lines out."""
+        stream = self._stream()
+        pointer = self._stream_ptr
+        if pointer.value != stream:
+            pointer = self._stream_ptr = c_void_p(stream)
+        return pointer
 
     def abort(self):
         """This rank is gone: its peers fail at once; the communicator is unusable after."""
@@ -545,28 +589,28 @@ class Communicator:
         None gives counts and dtype. Returns the output (None on a helper); with async_op, a
         relay.torch.work.Work whose result it is (every call here takes async_op alike)."""
         return self._call("allreduce", tensors, out, groups, counts, op, options, "tensor", dtype,
-                          async_op)
+                          _ASYNC if async_op else _SYNC)
 
     def reduce_scatter(self, input, output, groups, op="sum", *, counts=None, dtype=None,
                        options=None, async_op=False):
         """Reduce-scatter within each group: input holds A blocks of the group's count, output
         gets this rank's block of the sum. In place when output is input's own block."""
         return self._call("reduce-scatter", input, output, groups, counts, op, options, "input",
-                          dtype, async_op)
+                          dtype, _ASYNC if async_op else _SYNC)
 
     def all_gather(self, input, output, groups, *, counts=None, dtype=None, options=None,
                    async_op=False):
         """All-gather within each group: output gets the A inputs in active order. In place when
         input is output's own slot."""
         return self._call("all-gather", input, output, groups, counts, None, options, "input",
-                          dtype, async_op)
+                          dtype, _ASYNC if async_op else _SYNC)
 
     def all_to_all(self, input, output, groups, *, counts=None, dtype=None, options=None,
                    async_op=False):
         """All-to-all within each group: segment j of the input goes to active rank j, whose
         output holds it at this rank's segment. Out of place only (as NCCL's)."""
         return self._call("all-to-all", input, output, groups, counts, None, options, "input",
-                          dtype, async_op)
+                          dtype, _ASYNC if async_op else _SYNC)
 
     # ---- how a call is made --------------------------------------------------------------------
 
@@ -608,31 +652,70 @@ class Communicator:
             n = _keep(self._counts, key, count_of(coll, active, key[2], key[3], self._lib))
         return n
 
-    def _call(self, coll, inp, out, groups, counts, op, options, first_name, dtype,
-              async_op=False, mark=False):
-        """One call on the current stream (async_op: on the operation stream, relay.torch.work),
-        after any async call not yet joined (a call without async_op), with its prepared
-        arguments (_prepared_of). Returns the output (None on a helper); with async_op its Work;
-        with mark (no async_op) the Work of the call made on the current stream, numbered by
-        the same crossing (relay.torch.work.Streams.run_marked). Each is one crossing into the
-        library."""
+    def _call(self, coll, inp, out, groups, counts, op, options, first_name, dtype, how=_SYNC):
+        """One call (`how`: _SYNC on the current stream, after any async call not yet joined;
+        _ASYNC on the operation stream, relay.torch.work; _MARKED on the current stream, after
+        any async call not yet joined, numbered by the same crossing: Streams.run_marked) with
+        its prepared arguments (_prepared_by_key): those of an earlier call with the same key,
+        else this rank's checks made and the arguments prepared (a failed check refuses the call
+        and raises). Returns the output (None on a helper); _ASYNC and _MARKED: its Work;
+        _PREPARED makes no call and returns the _Prepared arguments. Each call is one crossing
+        into the library.
+
+        A repeated call's whole work is written out here, so that it calls no function of its
+        own but the crossing's: its tensors described (the key's part that changes call by
+        call), its arguments compared with the last call's (self._last: that call's as they
+        were, and its _Prepared), the crossing."""
         ops = self._ops
-        if ops.pending and not async_op:
+        if ops.pending and (how == _SYNC or how == _MARKED):
             ops.join(self)
-        p, result = self._prepared_of(coll, inp, out, groups, counts, op, options, first_name,
-                                      dtype)
-        if async_op:
+        call = p = None
+        try:
+            call = (
+                coll,
+                None if inp is None else (inp.data_ptr(), inp.numel(), inp.dtype, inp.device,
+                                          inp.is_contiguous()),
+                None if out is None else (out.data_ptr(), out.numel(), out.dtype, out.device,
+                                          out.is_contiguous()),
+                groups,
+                counts,
+                op,
+                options,
+                dtype,
+            )
+            last = self._last
+            if last[0] == call:
+                p = last[1]
+        except Exception:
+            pass  # not tensors: not keyed; values that do not compare (arrays): the key finds them
+        if p is None:
+            p, result = self._prepared_by_key(call, coll, inp, out, groups, counts, op, options,
+                                              first_name, dtype)
+        else:
+            result = None if p.result == 0 else inp if p.result == 1 else out
+        if how == _SYNC:
+            stream = self._stream()  # its pointer as _stream_pointer reads it
+            pointer = self._stream_ptr
+            if pointer.value != stream:
+                pointer = self._stream_ptr = c_void_p(stream)
+            status = self._lib.preconverted.run_call(self._handle, p.ref, pointer)
+            if status != OK:
+                raise self._failed(status)
+            return result
+        if how == _ASYNC:
             return ops.run(self, p, result, (inp, out), options)
-        if mark:
+        if how == _MARKED:
             return ops.run_marked(self, p, result, options)
-        status = p.fn(self._handle, p.ref, self._stream())
-        if status != OK:
-            raise self._failed(status)
-        return result
+        return p
+
+    def _prepared_of(self, coll, inp, out, groups, counts, op, options, first_name, dtype):
+        """The _Prepared arguments of a call (_call's, making none)."""
+        return self._call(coll, inp, out, groups, counts, op, options, first_name, dtype,
+                          _PREPARED)
 
     def _run_prepared(self, p):
         """Makes the call of _Prepared `p` on the current stream (one crossing)."""
-        status = p.fn(self._handle, p.ref, self._stream())
+        status = self._lib.preconverted.run_call(self._handle, p.ref, self._stream_pointer())
         if status != OK:
             raise self._failed(status)
 
@@ -643,32 +726,30 @@ class Communicator:
         error.settled = True
         return error
 
-    def _prepared_of(self, coll, inp, out, groups, counts, op, options, first_name, dtype):
-        """(the _Prepared arguments of a call, what it returns): those of an earlier call with
-        the same key (below), else this rank's checks made and the arguments prepared (a failed
-        check refuses the call and raises)."""
+    def _prepared_by_key(self, call, coll, inp, out, groups, counts, op, options, first_name,
+                         dtype):
+        """(the _Prepared arguments of a call, what it returns): those kept under the call's key,
+        else this rank's checks made and the arguments prepared (a failed check refuses the call
+        and raises) and kept. `call`: _call's tuple of the call's arguments, its tensors
+        described (None: the call is not keyed). The entry found or made becomes self._last,
+        which the next call compares its arguments with."""
         # The key: everything the call's checks and prepared arguments depend on (the
-        # communicator, its rank and library, is the key's owner). An argument of a form it does
-        # not take (the per-group lists, an unhashable value) leaves the call unkeyed: prepared
-        # afresh. Counts as given: equal keys are equal counts (5 and 5.0 alike, as int() reads
-        # them).
+        # communicator, its rank and library, is the key's owner): the tensors' places, sizes,
+        # dtypes, devices and contiguity, the groups, counts, op, options and dtype. An argument
+        # of a form it does not take (the per-group lists, an unhashable value) leaves the call
+        # unkeyed: prepared afresh. Counts as given: equal keys are equal counts (5 and 5.0
+        # alike, as int() reads them).
         try:
-            key = (
-                coll,
-                None if inp is None else (inp.data_ptr(), inp.numel(), inp.dtype, inp.device,
-                                          inp.is_contiguous()),
-                None if out is None else (out.data_ptr(), out.numel(), out.dtype, out.device,
-                                          out.is_contiguous()),
+            key = call[:3] + (
                 groups.key if type(groups) is Groups else tuple(map(tuple, groups)),
                 None if counts is None else tuple(counts),
-                op,
-                options,
-                dtype,
-            )
-            p = self._prepared.get(key)
-        except (AttributeError, TypeError, ValueError):
-            p = key = None
-        if p is not None:
+            ) + call[5:]
+            kept = self._prepared.get(key)
+        except (TypeError, ValueError):  # call None, or a value that is not hashable
+            kept = key = None
+        if kept is not None:
+            self._last = kept
+            p = kept[1]
             return p, None if p.result == 0 else inp if p.result == 1 else out
         try:
             p, result = self._prepare(coll, inp, out, groups, counts, op, options, first_name,
@@ -676,7 +757,9 @@ class Communicator:
         except Exception as e:
             raise self.refuse(e) from None
         if key is not None:
-            _keep(self._prepared, key, p)
+            given = as_given(groups, counts)
+            compared = None if given is None else call[:3] + given + call[5:]
+            self._last = _keep(self._prepared, key, (compared, p))
         return p, result
 
     def _tensor_of(self, value, group, what, g):
@@ -775,7 +858,7 @@ class Communicator:
         # What a call with these arguments returns (the output, None on a helper) as a
         # _Prepared keeps it: of the tensors a keyed call passes, its input or its output.
         returned = 0 if not active else 1 if out is inp else 2
-        return _Prepared(lib.run_call, call, returned, (g, shape, opts)), out if active else None
+        return _Prepared(call, returned, (g, shape, opts)), out if active else None
 
     def _helper_dtype(self, inp, out, first_name, dtype):
         if dtype is not None:

@@ -28,6 +28,7 @@ of every tensor goes to the flat buffer's block k.
 import torch
 
 from .._layout import Groups
+from .communicator import as_given
 
 __all__ = [
     "all_reduce_tensors",
@@ -38,7 +39,8 @@ __all__ = [
 
 
 def _values(tensors, what):
-    """The tensors of a list or tuple (itself) or a dict (its values in order)."""
+    """The tensors of a list or tuple (itself) or a dict (its values in order). The helpers ask
+    only for what is not a list (a repeated call's usual argument calls nothing)."""
     kind = type(tensors)
     if kind is list or kind is tuple or isinstance(tensors, (list, tuple)):
         return tensors
@@ -131,8 +133,8 @@ class _Step:
         last = self.last
         if last is not None and last[0] == sp and last[1] == rp:
             return last[2]
-        p, _ = comm._prepared_of(packing.collective, send, recv, g, self.counts, op, options,
-                                 packing.first_name, self.dtype)
+        p = comm._prepared_of(packing.collective, send, recv, g, self.counts, op, options,
+                              packing.first_name, self.dtype)
         self.last = (sp, rp, p)
         return p
 
@@ -193,35 +195,51 @@ def _fused(comm, packing, ins, outs, groups, op, options, async_op, result):
     copied into and out of the flat buffers as `packing` lays them out (a helper calls with no
     tensors). The layout is kept per call structure (the tensors' shapes, dtypes, devices and
     contiguity, the groups, op and options) until a flat buffer grows: a repeated call copies
-    and calls, its checks' results known. With async_op the whole runs on the communicator's
-    operation stream (relay.torch.work): a repeated call that is one call and nothing else
-    (one dtype, one contiguous tensor; or on a helper) is that one async call, anything else
-    its steps between two marks. An error of its own checks refuses the call its peers make
-    now, so they fail at once (Communicator.refuse leaves alone one refused or reported
-    already). Returns `result`."""
-    plans = comm._flat.plans
+    and calls, its checks' results known. A repeated call that is one call and nothing else
+    (one dtype, one contiguous tensor; or on a helper) is that one call (with async_op: that
+    one async call); with async_op anything else runs on the communicator's operation stream
+    (relay.torch.work), its steps between two marks. An error of its own checks refuses the
+    call its peers make now, so they fail at once (Communicator.refuse leaves alone one refused
+    or reported already). Returns `result`.
+
+    The call's structure is compared with the last fused call's (comm._flat.last: that call's
+    as it was, and its plan) before its key is made (_kept)."""
+    flat = comm._flat
+    call = plan = key = None
     try:
-        key = (packing.key, _described(ins), None if outs is None else _described(outs),
-               groups.key if type(groups) is Groups else tuple(map(tuple, groups)), op,
-               options)
-        plan = plans.get(key)
-    except (AttributeError, TypeError):  # the checks of the plan say what is wrong
-        key = plan = None
-    if async_op:
-        if plan is not None and plan[3]:  # one call, on the caller's tensors or none
-            g, _, (step,), _ = plan
-            send = recv = None
-            if step.direct is not None:
-                i = step.direct[0]
-                send, recv = ins[i], outs[i] if outs is not None else None
+        call = (packing.key, _described(ins), None if outs is None else _described(outs), groups,
+                op, options)
+        last = flat.last
+        if last[0] == call:
+            plan = last[1]
+    except Exception:
+        pass  # not tensors: the plan's checks say what is wrong; values that do not compare: _kept
+    if plan is None:
+        plan, key = _kept(flat, call, groups)
+    if plan is not None and plan[3]:  # one call, on the caller's tensors or none
+        g, _, (step,), _ = plan
+        send = recv = None
+        if step.direct is not None:
+            i = step.direct[0]
+            send, recv = ins[i], outs[i] if outs is not None else None
+        if async_op:
             return comm._ops.run(comm, step.prepared(comm, packing, send, recv, g, op, options),
                                  result, (send, recv), None)
+        if comm._ops.pending:
+            comm._ops.join(comm)
+        try:
+            comm._run_prepared(step.prepared(comm, packing, send, recv, g, op, options))
+        except Exception as e:
+            raise comm.refuse(e) from None
+        return result
+    if async_op:
         ins, outs = list(ins), None if outs is None else list(outs)  # held as they are now
 
         def run():
             try:
-                _steps(comm, packing, plan or _planned(comm, packing, ins, outs, groups, key),
-                       ins, outs, op, options)
+                _steps(comm, packing,
+                       plan or _planned(comm, packing, ins, outs, groups, call, key), ins, outs,
+                       op, options)
             except Exception as e:
                 raise comm.refuse(e) from None
             return result
@@ -230,17 +248,33 @@ def _fused(comm, packing, ins, outs, groups, op, options, async_op, result):
     if comm._ops.pending:
         comm._ops.join(comm)
     try:
-        _steps(comm, packing, plan or _planned(comm, packing, ins, outs, groups, key), ins, outs,
-               op, options)
+        _steps(comm, packing, plan or _planned(comm, packing, ins, outs, groups, call, key), ins,
+               outs, op, options)
     except Exception as e:
         raise comm.refuse(e) from None
     return result
 
 
-def _planned(comm, packing, ins, outs, groups, key):
+def _kept(flat, call, groups):
+    """(the plan kept under the key of a fused call's structure `call`, _fused's tuple, or None;
+    that key, or None where the call is not keyed): the plan found becomes flat.last."""
+    try:
+        key = call[:3] + (groups.key if type(groups) is Groups else tuple(map(tuple, groups)),
+                          ) + call[4:]
+        kept = flat.plans.get(key)
+    except TypeError:  # call None, or a value that is not hashable
+        return None, None
+    if kept is None:
+        return None, key
+    flat.last = kept
+    return kept[1], key
+
+
+def _planned(comm, packing, ins, outs, groups, call, key):
     """A fused call's plan (its groups, the ranks per group, its steps, and whether it is one
     call and nothing else: one step, on contiguous tensors of the caller's or, where this rank
-    helps, none), kept under `key` (None: not kept)."""
+    helps, none), kept under `key` (None: not kept) with `call` (_fused's tuple) as the next
+    call compares with it."""
     g = comm.groups(groups)
     group, _ = g.group_of(comm.rank)
     active = len(g.groups[group if group is not None else 0])
@@ -249,10 +283,13 @@ def _planned(comm, packing, ins, outs, groups, key):
                                else steps[0].send is None and steps[0].recv is None)
     plan = g, active, steps, one
     if key is not None:
-        plans = comm._flat.plans
+        flat = comm._flat
+        plans = flat.plans
         if len(plans) >= _PLANS_KEPT:
             del plans[next(iter(plans))]
-        plans[key] = plan
+        given = as_given(groups, None)
+        compared = None if given is None else call[:3] + given[:1] + call[4:]
+        flat.last = plans[key] = (compared, plan)
     return plan
 
 
@@ -451,8 +488,8 @@ def all_reduce_tensors(comm, tensors, groups, op="sum", out=None, options=None, 
     into `out` (the same structure). Returns what was written (`out` or `tensors`); with
     async_op, a relay.torch.work.Work whose result that is (as for every helper here).
     `options`: a call's options (relay.torch.Options), as the Communicator methods take them."""
-    ins = _values(tensors, "tensors")
-    outs = _values(out, "out") if out is not None else None
+    ins = tensors if type(tensors) is list else _values(tensors, "tensors")
+    outs = None if out is None else out if type(out) is list else _values(out, "out")
     return _fused(comm, _ALL_REDUCE[outs is not None], ins, outs, groups, op, options, async_op,
                   out if out is not None else tensors)
 
@@ -461,8 +498,9 @@ def reduce_scatter_tensors(comm, inputs, outputs, groups, op="sum", options=None
                            async_op=False):
     """Reduce-scatter of every input (A blocks each) into its output (one block) within each
     group. Returns `outputs`."""
-    return _fused(comm, _REDUCE_SCATTER, _values(inputs, "inputs"), _values(outputs, "outputs"),
-                  groups, op, options, async_op, outputs)
+    ins = inputs if type(inputs) is list else _values(inputs, "inputs")
+    outs = outputs if type(outputs) is list else _values(outputs, "outputs")
+    return _fused(comm, _REDUCE_SCATTER, ins, outs, groups, op, options, async_op, outputs)
 
 
 def all_gather_tensors(comm, inputs, outputs, groups, in_place=False, options=None, *,
@@ -470,13 +508,16 @@ def all_gather_tensors(comm, inputs, outputs, groups, in_place=False, options=No
     """All-gather of every input into its output (A blocks: block k from active rank k) within
     each group. in_place packs the inputs straight into this rank's block of the flat output
     (the kernel's in-place path). Returns `outputs`."""
-    return _fused(comm, _ALL_GATHER[bool(in_place)], _values(inputs, "inputs"),
-                  _values(outputs, "outputs"), groups, None, options, async_op, outputs)
+    ins = inputs if type(inputs) is list else _values(inputs, "inputs")
+    outs = outputs if type(outputs) is list else _values(outputs, "outputs")
+    return _fused(comm, _ALL_GATHER[bool(in_place)], ins, outs, groups, None, options, async_op,
+                  outputs)
 
 
 def all_to_all_tensors(comm, inputs, outputs, groups, options=None, *, async_op=False):
     """All-to-all of every input (A segments: segment j to active rank j) into its output (A
     segments: segment j from active rank j) within each group; out of place. Returns
     `outputs`."""
-    return _fused(comm, _ALL_TO_ALL, _values(inputs, "inputs"), _values(outputs, "outputs"),
-                  groups, None, options, async_op, outputs)
+    ins = inputs if type(inputs) is list else _values(inputs, "inputs")
+    outs = outputs if type(outputs) is list else _values(outputs, "outputs")
+    return _fused(comm, _ALL_TO_ALL, ins, outs, groups, None, options, async_op, outputs)

@@ -40,7 +40,7 @@ communicator learned of any call before, not only of its own: failures are the c
 """
 
 import collections
-from ctypes import byref, c_int32
+from ctypes import byref, c_int32, c_uint64, c_void_p
 
 import torch
 
@@ -87,17 +87,30 @@ class Work:
     without async_op: it ran on the current stream). Its waits ask the library about the call
     by its number (relay_async_call); a call the library reported finished when it was made
     (the shm transport's, whose calls are done when they return) needs no stream ordered after
-    it."""
+    it.
 
-    __slots__ = ("result", "wire", "stream", "_number", "_comm", "_finished")
+    `wire` given to it is a Wire, None, or (the call's Options, a copy of their wire report's
+    bytes): read into a Wire when `wire` is first read, so that a call whose wire nobody reads
+    makes none."""
+
+    __slots__ = ("result", "stream", "_number", "_comm", "_finished", "_wire")
 
     def __init__(self, result, wire, stream, number, comm, finished=False):
         self.result = result
-        self.wire = wire
+        self._wire = wire
         self.stream = stream
         self._number = number
         self._comm = comm
         self._finished = finished
+
+    @property
+    def wire(self):
+        """The wire the call took (a Wire), None where it had no options."""
+        wire = self._wire
+        if wire is not None and type(wire) is not Wire:
+            options, report = wire
+            wire = self._wire = options.wire_from(self._comm._lib, report)
+        return wire
 
     @classmethod
     def done(cls, comm, result, wire=None):
@@ -112,11 +125,31 @@ class Work:
         torch.distributed's Work.wait does. `timeout` is accepted for that signature: relay's own
         timeout bounds every wait of the call."""
         comm = self._comm
+        handle = comm._handle
+        if not handle:
+            comm._h()  # raises: the communicator is closed
         lib = comm._lib
         if self._finished:
-            status = lib.comm_async_status(comm._h())
+            status = lib.preconverted.comm_async_status(handle)
         else:
-            status = comm._ops.join_call(comm, self._number, self.stream is not None)
+            # One crossing (relay_comm_join_call): the current stream ordered after the call, then
+            # the communicator's async status. Its stream as Communicator._stream_pointer reads it,
+            # written out here: a repeated call's wait calls no function of its own but the entry.
+            stream = comm._stream()
+            pointer = comm._stream_ptr
+            if pointer.value != stream:
+                pointer = comm._stream_ptr = c_void_p(stream)
+            number = self._number
+            status = lib.preconverted.comm_join_call(handle, c_uint64(number), pointer)
+            # The tensors go back only where the stream was ordered (the status is ok: a failure
+            # may be the ordering's), and only those of calls on the operation stream (not a mark
+            # of a call on the current stream).
+            held = comm._ops.held
+            if status == OK and held and self.stream is not None:
+                if held[-1][0] <= number:
+                    del held[:]
+                else:
+                    comm._ops.release(number)
         if status != OK:
             raise lib.error(status)
         return True
@@ -142,7 +175,8 @@ class Work:
             return True
         comm = self._comm
         finished = c_int32()
-        comm._lib.check(comm._lib.comm_call_finished(comm._h(), self._number, byref(finished)))
+        comm._lib.check(comm._lib.preconverted.comm_call_finished(
+            comm._h(), c_uint64(self._number), byref(finished)))
         if finished.value and self.stream is not None:
             comm._ops.release(self._number)
         return bool(finished.value)
@@ -150,7 +184,8 @@ class Work:
     @property
     def low_precision(self):
         """Whether the call ran on relay's fp8 wire."""
-        return self.wire is not None and self.wire.fp8
+        wire = self.wire
+        return wire is not None and wire.fp8
 
     def __repr__(self):
         state = "completed" if self.is_completed() else "in flight"
@@ -159,62 +194,91 @@ class Work:
 
 class Streams:
     """A communicator's async calls: its operation stream (made at its first async call on
-    CUDA; None on the CPU) and that stream's handle, the last async call not yet ordered before
+    CUDA; None on the CPU), that stream's handle, as an int and as the preconverted entries take
+    it (`handle_ptr`, a c_void_p; NULL on the CPU), the last async call not yet ordered before
     the current stream (`pending`, its number; 0: none), and the tensors of the async calls not
-    yet known to be over (`held`: (number, tensors), oldest first)."""
+    yet known to be over (`held`: (number, tensors), oldest first).
 
-    __slots__ = ("stream", "handle", "pending", "held", "_made", "_made_ref", "_started")
+    The library's entries a repeated call makes are its preconverted ones (relay._capi): each
+    argument a ctypes object, the stream's pointer as Communicator._stream_pointer reads it."""
+
+    __slots__ = ("stream", "handle", "handle_ptr", "pending", "held", "_made", "_made_ref",
+                 "_started")
 
     def __init__(self):
         self.stream = self.handle = None
+        self.handle_ptr = c_void_p()
         self._started = False  # whether _op_stream ran (the handle is known, None on the CPU)
         self.pending = 0
         self.held = []
         self._made = _capi.AsyncCall()
         self._made_ref = byref(self._made)
 
+    def use_stream(self, stream, handle):
+        """Runs the async calls on `stream` (a torch.cuda.Stream), whose handle (cudaStream_t) is
+        the int `handle`."""
+        self.stream, self.handle, self.handle_ptr = stream, handle, c_void_p(handle)
+        self._started = True
+
     def _op_stream(self, comm):
         """The operation stream's handle (made at the first async call on CUDA; None on the
         CPU)."""
         if self.handle is None and comm.device.type == "cuda":
-            self.stream = torch.cuda.Stream(comm.device)
-            self.handle = self.stream.cuda_stream
+            stream = torch.cuda.Stream(comm.device)
+            self.use_stream(stream, stream.cuda_stream)
         self._started = True
         return self.handle
 
     def run(self, comm, prepared, result, tensors, options):
         """One async call of `comm` (its _Prepared arguments, made with `options`) on the
         operation stream; its Work."""
-        handle = self.handle if self._started else self._op_stream(comm)
-        lib = comm._lib
-        status = lib.run_call_async(comm._handle, prepared.ref, comm._stream(), handle,
-                                    self._made_ref)
+        if not self._started:
+            self._op_stream(comm)
+        stream = comm._stream()  # its pointer as Communicator._stream_pointer reads it
+        pointer = comm._stream_ptr
+        if pointer.value != stream:
+            pointer = comm._stream_ptr = c_void_p(stream)
+        status = comm._lib.preconverted.run_call_async(comm._handle, prepared.ref, pointer,
+                                                       self.handle_ptr, self._made_ref)
         if status != OK:
             raise comm._failed(status)
-        return self._made_one(comm, result, tensors,
-                              options.wire_of(lib) if options is not None else None)
+        wire = None if options is None else (options, bytes(options._report))  # see Work
+        made = self._made
+        number = made.call
+        if self.held or number <= made.retired:  # tensors to let go of, or a finished call
+            return self._made_one(comm, result, tensors, wire)
+        # A call in flight with nothing held before it (a repeated call waited for each time):
+        # _made_one's last steps.
+        self.held.append((number, tensors))
+        if not comm._capturing:
+            self.pending = number
+        return Work(result, wire, self.stream, number, comm)
 
     def run_marked(self, comm, prepared, result, options):
         """One call of `comm` (its _Prepared arguments, made with `options`) on the current
         stream, numbered where it ends there by the same crossing (relay_run_call_async with
         the current stream as its operation stream: a call and relay_comm_mark in one); its
         Work, as mark_done's."""
-        stream = comm._stream()
-        lib = comm._lib
-        status = lib.run_call_async(comm._handle, prepared.ref, stream, stream, self._made_ref)
+        stream = comm._stream()  # its pointer as Communicator._stream_pointer reads it
+        pointer = comm._stream_ptr
+        if pointer.value != stream:
+            pointer = comm._stream_ptr = c_void_p(stream)
+        status = comm._lib.preconverted.run_call_async(comm._handle, prepared.ref, pointer,
+                                                       pointer, self._made_ref)
         if status != OK:
             raise comm._failed(status)
         made = self._made
-        return Work(result, options.wire_of(lib) if options is not None else None, None,
-                    made.call, comm, made.call <= made.retired)
+        number = made.call
+        return Work(result, None if options is None else (options, bytes(options._report)),
+                    None, number, comm, number <= made.retired)
 
     def run_steps(self, comm, run, tensors):
         """run() (calls of `comm` with torch's work around them, on the current stream) as one
         async call: on the operation stream, after the current stream's work so far, marked
         where it ends (relay_comm_mark, before and after); its Work."""
-        handle = self._op_stream(comm)
-        lib = comm._lib
-        lib.check(lib.comm_mark(comm._h(), comm._stream(), handle, self._made_ref))
+        self._op_stream(comm)
+        mark = comm._lib.preconverted.comm_mark
+        comm._lib.check(mark(comm._h(), comm._stream_pointer(), self.handle_ptr, self._made_ref))
         # Inside, the current stream is the operation stream, where nothing needs joining; the
         # pending call is the caller's stream's to join still.
         pending, self.pending = self.pending, 0
@@ -226,7 +290,7 @@ class Streams:
                 result = run()
         finally:
             self.pending = pending
-        lib.check(lib.comm_mark(comm._h(), handle, handle, self._made_ref))
+        comm._lib.check(mark(comm._h(), self.handle_ptr, self.handle_ptr, self._made_ref))
         return self._made_one(comm, result, tensors, None)
 
     def _made_one(self, comm, result, tensors, wire):
@@ -247,9 +311,9 @@ class Streams:
     def mark_done(self, comm, result, wire):
         """The Work of a call just made on the current stream: its number marks the call's end
         there."""
-        stream = comm._stream()
-        lib = comm._lib
-        lib.check(lib.comm_mark(comm._h(), stream, stream, self._made_ref))
+        pointer = comm._stream_pointer()
+        comm._lib.check(comm._lib.preconverted.comm_mark(comm._h(), pointer, pointer,
+                                                         self._made_ref))
         made = self._made
         return Work(result, wire, None, made.call, comm, made.call <= made.retired)
 
@@ -257,18 +321,10 @@ class Streams:
         """Orders the current stream after async call `number`. Where that call ran on the
         operation stream (not a mark of a call on the current stream), the current stream is
         then after every earlier call there too, and their tensors go back to their owners."""
-        comm._lib.check(comm._lib.comm_order_after(comm._h(), number, comm._stream()))
+        comm._lib.check(comm._lib.preconverted.comm_order_after(
+            comm._h(), c_uint64(number), comm._stream_pointer()))
         if on_op_stream and self.held:
             self.release(number)
-
-    def join_call(self, comm, number, on_op_stream=True):
-        """order_after, then the communicator's async status, in one crossing
-        (relay_comm_join_call); returns that status. The tensors go back only where the stream
-        was ordered (the status is ok: a failure may be the ordering's)."""
-        status = comm._lib.comm_join_call(comm._h(), number, comm._stream())
-        if status == OK and on_op_stream and self.held:
-            self.release(number)
-        return status
 
     def release(self, number):
         """Lets go of the tensors of the async calls up to `number` (the current stream is

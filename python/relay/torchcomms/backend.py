@@ -24,7 +24,7 @@ import logging
 import torch
 
 from ..errors import RelayError
-from ..torch.communicator import Communicator, Options
+from ..torch.communicator import _ASYNC, _MARKED, Communicator, Options
 from ..torch.work import Work, launch
 from . import _environment as env
 from ._base import TorchCommBackend
@@ -243,7 +243,7 @@ class TorchCommRelay(TorchCommBackend):
         except Exception as e:
             raise comm.refuse(e) from None
         work = comm._call(coll, x, y, groups, counts, op_name, opts, _FIRST_NAME[coll], dtype,
-                          async_op, not async_op)
+                          _ASYNC if async_op else _MARKED)
         if low_precision:
             log.debug("%s: low_precision: %s", what, work.wire)
         return work
@@ -401,7 +401,7 @@ class TorchCommRelay(TorchCommBackend):
         op_name = None if op is None else reduce_op_name(op)
         if after is None:  # one call, numbered where it ends without async_op (as _sharded's)
             return comm._call(coll, x, y, self._every, None, op_name, self._opts["native"],
-                              _FIRST_NAME[coll], None, async_op, not async_op)
+                              _FIRST_NAME[coll], None, _ASYNC if async_op else _MARKED)
         method = getattr(comm, _METHODS[coll])
         args = (x, *_out_arg(coll, y), self._every, *(() if op is None else (op_name,)))
 
