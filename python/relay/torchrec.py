@@ -45,7 +45,8 @@ class FusedShardedRelayMultiGroup:
             self._validate(what, num_groups, all_active_ranks, per_group_sizes,
                            ("tensors", tensors, 1, "per_group_sizes"),
                            ("output_tensors", output_tensors, 1, "per_group_sizes"))
-        return self._impl(what).sharded_relay_multi_group_all_reduce(
+        backend = self._backend if self._backend is not None else self._impl(what)
+        return backend.sharded_relay_multi_group_all_reduce(
             tensors, op, all_active_ranks, per_group_sizes, async_op=async_op,
             output_tensors=output_tensors, low_precision=low_precision)
 
@@ -59,7 +60,8 @@ class FusedShardedRelayMultiGroup:
             self._validate(what, num_groups, all_active_ranks, per_group_recv_counts,
                            ("input_tensors", input_tensors, "A", "per_group_recv_counts"),
                            ("output_tensors", output_tensors, 1, "per_group_recv_counts"))
-        return self._impl(what).sharded_relay_multi_group_reduce_scatter(
+        backend = self._backend if self._backend is not None else self._impl(what)
+        return backend.sharded_relay_multi_group_reduce_scatter(
             input_tensors, output_tensors, op, all_active_ranks, per_group_recv_counts,
             async_op=async_op, low_precision=low_precision)
 
@@ -73,7 +75,8 @@ class FusedShardedRelayMultiGroup:
                            ("input_tensors", input_tensors, "A", "per_group_segment_counts"),
                            ("output_tensors", output_tensors, "A", "per_group_segment_counts"),
                            distinct=True)
-        return self._impl(what).sharded_relay_multi_group_all_to_all(
+        backend = self._backend if self._backend is not None else self._impl(what)
+        return backend.sharded_relay_multi_group_all_to_all(
             input_tensors, output_tensors, all_active_ranks, per_group_segment_counts,
             async_op=async_op, low_precision=low_precision)
 
@@ -87,13 +90,16 @@ class FusedShardedRelayMultiGroup:
             self._validate(what, num_groups, all_active_ranks, per_group_send_counts,
                            ("input_tensors", input_tensors, 1, "per_group_send_counts"),
                            ("output_tensors", output_tensors, "A", "per_group_send_counts"))
-        return self._impl(what).sharded_relay_multi_group_all_gather(
+        backend = self._backend if self._backend is not None else self._impl(what)
+        return backend.sharded_relay_multi_group_all_gather(
             input_tensors, output_tensors, all_active_ranks, per_group_send_counts,
             async_op=async_op, low_precision=low_precision)
 
     # ---- checks ----------------------------------------------------------------------------
 
     def _impl(self, what):
+        """The backend (the methods read self._backend themselves where it is set); raises
+        without one."""
         if self._backend is None:
             raise RuntimeError(
                 f"{what}: no relay communicator (rcclx_comm is None); make one with "

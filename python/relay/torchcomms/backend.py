@@ -24,7 +24,7 @@ import logging
 import torch
 
 from ..errors import RelayError
-from ..torch.communicator import _ASYNC, _MARKED, Communicator, Options
+from ..torch.communicator import _ASYNC, _MARKED, Communicator, Options, as_given
 from ..torch.work import Work, launch
 from . import _environment as env
 from ._base import TorchCommBackend
@@ -82,9 +82,12 @@ class TorchCommRelay(TorchCommBackend):
         self._name = ""
         self._opts = {}
         self._native = None  # self._opts["native"], once adopted
-        self._shapes = {}  # (groups, counts) -> _groups_and_counts' answer
+        # (groups, counts) -> (them as given, for comparing: communicator.as_given; _worked_out's
+        # answer); the last call's entry.
+        self._shapes = {}
+        self._last_shape = (None, None)
         self._fp8 = {}  # dtype -> the options low_precision takes for it (_options)
-        self._empty = {}  # (dtype, device) -> a count-0 group's two empty tensors (_arguments)
+        self._empty = {}  # (dtype, device) -> a count-0 group's two empty tensors (_sharded)
 
     # ---- creation ------------------------------------------------------------------------------
 
@@ -233,46 +236,64 @@ class TorchCommRelay(TorchCommBackend):
     def _sharded(self, what, coll, ins, outs, op, groups, counts, async_op, low_precision):
         """One relay.torch call (Communicator._call, as its method for `coll` makes it): with
         async_op on the operation stream, else on the current stream with its end numbered by
-        the same crossing (a work without async_op)."""
+        the same crossing (a work without async_op). An entry of a group this rank helps in, or
+        of a group of count 0, is not passed on: relay never touches it. A repeated call's
+        checks are written out here (exact types first: the usual arguments pass without
+        isinstance), its groups' and counts' work looked up (_worked_out), so that it calls no
+        function of its own but Communicator._call; the rest raise through _tensor_list and
+        _lengths."""
         comm = self._comm if self._comm is not None else self.communicator  # (which raises)
         try:
-            groups, counts, x, y, dtype = self._arguments(what, coll, ins, outs, groups, counts)
+            if type(ins) not in _SEQUENCES:
+                _tensor_list(what, _INPUTS[coll], ins)
+            for t in ins:
+                if type(t) is not _Tensor:
+                    _tensor_list(what, _INPUTS[coll], ins)
+                    break
+            if outs is not None:
+                if type(outs) not in _SEQUENCES:
+                    _tensor_list(what, "output_tensors", outs)
+                for t in outs:
+                    if type(t) is not _Tensor:
+                        _tensor_list(what, "output_tensors", outs)
+                        break
+            n = len(ins)
+            if n == 0:
+                raise ValueError(f"{what}: the tensor list is empty; give one tensor per group")
+            found = None
+            try:
+                last = self._last_shape
+                if last[0] == (groups, counts):
+                    found = last[1]
+            except Exception:  # values that do not compare: _worked_out's key finds them
+                pass
+            if found is None:
+                found = self._worked_out(groups, counts)
+            g, counts, mine, typed, per_group = found
+            if not per_group or g.count != n or (outs is not None and len(outs) != n):
+                _lengths(what, n, g, counts, outs)
+            dtype = ins[typed].dtype
+            x = y = None
+            if mine is not None:
+                if counts[mine] > 0:
+                    x = ins[mine]
+                    if outs is not None:
+                        y = outs[mine]
+                else:  # nothing to move: empty buffers of the call's dtype, the placeholder
+                    # untouched
+                    x, y = self._empty_pair(dtype, ins[mine].device)
+                    if coll == "allreduce":
+                        y = None
             opts = self._options(what, dtype, low_precision) if low_precision else self._native
             op_name = (None if coll not in _REDUCING else op.lower() if type(op) is str
                        else reduce_op_name(op))
         except Exception as e:
             raise comm.refuse(e) from None
-        work = comm._call(coll, x, y, groups, counts, op_name, opts, _FIRST_NAME[coll], dtype,
+        work = comm._call(coll, x, y, g, counts, op_name, opts, _FIRST_NAME[coll], dtype,
                           _ASYNC if async_op else _MARKED)
-        if low_precision:
+        if low_precision and log.isEnabledFor(logging.DEBUG):  # work.wire read only for it
             log.debug("%s: low_precision: %s", what, work.wire)
         return work
-
-    def _arguments(self, what, coll, ins, outs, groups, counts):
-        """(groups, counts, this rank's input and output, the call's dtype). An entry of a group
-        this rank helps in, or of a group of count 0, is not passed on: relay never touches it."""
-        ins = _tensor_list(what, "input tensors" if coll != "allreduce" else "tensors", ins)
-        outs = _tensor_list(what, "output_tensors", outs) if outs is not None else None
-        n = len(ins)
-        if n == 0:
-            raise ValueError(f"{what}: the tensor list is empty; give one tensor per group")
-        groups, counts, mine, typed, per_group = self._groups_and_counts(groups, counts)
-        if not per_group or groups.count != n or (outs is not None and len(outs) != n):
-            for name, values in (("all_active_ranks", groups.groups), ("the counts", counts),
-                                 ("output_tensors", outs)):
-                if values is not None and len(values) != n:
-                    raise ValueError(f"{what}: {name} has {len(values)} entries for {n} groups")
-        dtype = ins[typed].dtype
-        x = y = None
-        if mine is not None:
-            if counts[mine] > 0:
-                x = ins[mine]
-                y = outs[mine] if outs is not None else None
-            else:  # nothing to move: empty buffers of the call's dtype, the placeholder untouched
-                x, y = self._empty_pair(dtype, ins[mine].device)
-                if coll == "allreduce":
-                    y = None
-        return groups, counts, x, y, dtype
 
     def _empty_pair(self, dtype, device):
         """Two empty tensors of `dtype` on `device` (a count-0 group's input and output: they
@@ -283,31 +304,36 @@ class TorchCommRelay(TorchCommBackend):
             pair = self._empty[(dtype, device)] = (x, x.new_empty(0))
         return pair
 
-    def _groups_and_counts(self, groups, counts):
+    def _worked_out(self, groups, counts):
         """(the communicator's Groups, the counts as ints, this rank's group or None, the group
-        whose tensor gives the call's dtype, whether there is one count per group): worked out
-        once per distinct groups and counts."""
+        whose tensor gives the call's dtype, whether there is one count per group) of a call's
+        groups and counts: kept per distinct groups and counts, worked out once. The entry found
+        or made becomes self._last_shape, which the next call compares its groups and counts
+        with (their key is made only where they differ)."""
         try:
             key = (tuple(map(tuple, groups)), tuple(counts))
-            found = self._shapes.get(key)
+            kept = self._shapes.get(key)
         except TypeError:  # an unhashable entry: worked out afresh
-            key = found = None
-        if found is None:
-            groups = [[int(r) for r in g] for g in groups]
-            counts = [int(c) for c in counts]
-            me = self.communicator.rank
-            mine = next((g for g, members in enumerate(groups) if me in members), None)
-            # The call's dtype: this rank's group's, else the first group with data's (a count-0
-            # group's placeholder need not share it), as TorchCommRCCLX takes it.
-            with_data = [g for g in range(len(counts)) if counts[g] > 0]
-            typed = (mine if mine is not None and mine < len(counts) and counts[mine] > 0
-                     else (with_data or [mine or 0])[0])
-            found = (self.communicator.groups(groups), tuple(counts), mine, typed,
-                     len(counts) == len(groups))
-            if key is not None:
-                if len(self._shapes) >= _SHAPES_KEPT:
-                    del self._shapes[next(iter(self._shapes))]
-                self._shapes[key] = found
+            key = kept = None
+        if kept is not None:
+            self._last_shape = kept
+            return kept[1]
+        given = as_given(groups, counts)
+        groups = [[int(r) for r in g] for g in groups]
+        counts = [int(c) for c in counts]
+        me = self.communicator.rank
+        mine = next((g for g, members in enumerate(groups) if me in members), None)
+        # The call's dtype: this rank's group's, else the first group with data's (a count-0
+        # group's placeholder need not share it), as TorchCommRCCLX takes it.
+        with_data = [g for g in range(len(counts)) if counts[g] > 0]
+        typed = (mine if mine is not None and mine < len(counts) and counts[mine] > 0
+                 else (with_data or [mine or 0])[0])
+        found = (self.communicator.groups(groups), tuple(counts), mine, typed,
+                 len(counts) == len(groups))
+        if key is not None:
+            if len(self._shapes) >= _SHAPES_KEPT:
+                del self._shapes[next(iter(self._shapes))]
+            self._last_shape = self._shapes[key] = (given, found)
         return found
 
     def _options(self, what, dtype, low_precision):
@@ -397,10 +423,11 @@ class TorchCommRelay(TorchCommBackend):
     def _whole(self, coll, x, y, op, async_op, after=None, keep=()):
         """One relay call of every rank; `after` (torch's work on its output, such as copies
         out) makes it steps of the call and that work (relay.torch.work.launch)."""
-        comm = self.communicator
-        op_name = None if op is None else reduce_op_name(op)
+        comm = self._comm if self._comm is not None else self.communicator  # (which raises)
+        op_name = (None if op is None else op.lower() if type(op) is str
+                   else reduce_op_name(op))
         if after is None:  # one call, numbered where it ends without async_op (as _sharded's)
-            return comm._call(coll, x, y, self._every, None, op_name, self._opts["native"],
+            return comm._call(coll, x, y, self._every, None, op_name, self._native,
                               _FIRST_NAME[coll], None, _ASYNC if async_op else _MARKED)
         method = getattr(comm, _METHODS[coll])
         args = (x, *_out_arg(coll, y), self._every, *(() if op is None else (op_name,)))
@@ -467,6 +494,9 @@ class TorchCommRelay(TorchCommBackend):
 _SHAPES_KEPT = 256  # distinct (groups, counts) of the four methods a backend keeps worked out
 
 _REDUCING = ("allreduce", "reduce-scatter")
+_SEQUENCES = (list, tuple)  # the tensor lists' exact types (subclasses: _tensor_list)
+_INPUTS = {"allreduce": "tensors", "reduce-scatter": "input tensors",
+           "all-gather": "input tensors", "all-to-all": "input tensors"}  # their names in errors
 _FIRST_NAME = {"allreduce": "tensor", "reduce-scatter": "input", "all-gather": "input",
                "all-to-all": "input"}  # the Communicator methods' name of their first tensor
 _METHODS = {"allreduce": "all_reduce", "reduce-scatter": "reduce_scatter",
@@ -486,6 +516,15 @@ def _out_arg(coll, y):
 def _unstack(flat, tensors):
     for t, part in zip(tensors, flat):
         t.copy_(part.view(t.shape))
+
+
+def _lengths(what, n, groups, counts, outs):
+    """Raises the ValueError of a call whose lists (groups, counts, output_tensors) are not
+    each of the input list's length `n`."""
+    for name, values in (("all_active_ranks", groups.groups), ("the counts", counts),
+                         ("output_tensors", outs)):
+        if values is not None and len(values) != n:
+            raise ValueError(f"{what}: {name} has {len(values)} entries for {n} groups")
 
 
 def _tensor_list(what, name, values):
