@@ -81,44 +81,47 @@ BUDGET = {
 
 # The most functions a repeated call calls, whole, as sys.setprofile sees them (CPython 3.11,
 # torch 1.13, the CPU): each Python function and each C function called from Python (a torch
-# method such as data_ptr, a builtin such as isinstance; making an instance of a type counts only
-# its Python __init__), and each crossing into the library as one (the counting wrapper's call).
-# Its parts: the key of a prepared call (two tensors' places, sizes, dtypes, devices and
-# contiguity: 6; its lookup 2), the method and the call (3, with the current stream); a work (its
-# Work; with options its wire), a wait (2, and its status's crossing); a fused helper's key (each
-# tensor's contiguity, 1 a tensor, 2 a list), the copies (1 each) and its step's places (1 a
-# tensor); torchcomms' argument checks (each list 1, the groups' and counts' lookup 3, the op 2).
-# A call that regains per-call work (a key or plan made again, a layer, a crossing, a check
-# repeated that the key covers) goes over.
+# method such as data_ptr, a builtin such as len; making an instance of a type counts only its
+# Python __init__), and each crossing into the library as two (the counting wrapper and its
+# record of the call). Its parts: the method and Communicator._call (2); the call's tensors
+# described for its key (data_ptr, numel and is_contiguous: 3 a tensor), which is compared with
+# the last call's (no lookup where it is that call again); the current stream (1) and the
+# crossing (2); a work (its Work; its run on the operation stream 1, and, where the call
+# finished when it returned, as on the CPU, its numbering 1), a wait (1, and its crossing); a
+# fused helper's structure (each list described, 2, and 1 a tensor), its copies (1 each), its
+# step's places (1, and 1 a tensor) and its call (1, and 1 for the current stream's pointer);
+# torchcomms' argument checks (each list's length 1, the op's name 1, a ReduceOp's looked up 3).
+# A call that regains per-call work (a key made or looked up again, a plan made again, a layer,
+# a crossing, a check repeated that the key covers) goes over.
 FUNCTIONS = {
-    "all_reduce": 13,
-    "all_reduce in place": 10,
-    "all_reduce async, options": 22,
-    "reduce_scatter": 13,
-    "all_gather": 13,
-    "all_to_all": 13,
-    "torch.ops.relay.all_reduce_": 31,
-    "all_reduce_tensors": 25,
-    "reduce_scatter_tensors": 27,
-    "all_gather_tensors": 27,
-    "all_gather_tensors, in place": 27,
-    "all_to_all_tensors": 29,
-    "all_reduce_tensors async": 43,
-    "all_reduce_tensors, one tensor": 20,
-    "all_reduce_tensors async, one tensor": 24,
-    "reduce_scatter_tensors, one tensor": 20,
-    "sharded all_reduce": 26,
-    "sharded all_reduce async": 31,
-    "sharded all_reduce, low_precision": 30,  # and the debug line (logging's level check)
-    "sharded reduce_scatter": 26,
-    "sharded all_gather": 25,
-    "sharded all_to_all": 25,
-    "torchcomms all_reduce": 22,
-    "torchcomms all_reduce async": 23,
-    "torchrec allreduce_multi_group": 25,  # a ReduceOp (its name looked up by its id)
-    "torchrec reduce_scatter_multi_group": 28,
-    "torchrec all_gather_multi_group": 27,
-    "torchrec all_to_all_multi_group": 27,
+    "all_reduce": 11,
+    "all_reduce in place": 8,
+    "all_reduce async, options": 17,
+    "reduce_scatter": 11,
+    "all_gather": 11,
+    "all_to_all": 11,
+    "torch.ops.relay.all_reduce_": 29,
+    "all_reduce_tensors": 23,
+    "reduce_scatter_tensors": 25,
+    "all_gather_tensors": 25,
+    "all_gather_tensors, in place": 25,
+    "all_to_all_tensors": 27,
+    "all_reduce_tensors async": 41,
+    "all_reduce_tensors, one tensor": 16,
+    "all_reduce_tensors async, one tensor": 20,
+    "reduce_scatter_tensors, one tensor": 16,
+    "sharded all_reduce": 17,
+    "sharded all_reduce async": 21,
+    "sharded all_reduce, low_precision": 20,  # its options looked up; logging's level asked
+    "sharded reduce_scatter": 17,
+    "sharded all_gather": 16,
+    "sharded all_to_all": 16,
+    "torchcomms all_reduce": 15,
+    "torchcomms all_reduce async": 16,
+    "torchrec allreduce_multi_group": 16,  # a ReduceOp (its name looked up by its id)
+    "torchrec reduce_scatter_multi_group": 18,
+    "torchrec all_gather_multi_group": 17,
+    "torchrec all_to_all_multi_group": 17,
 }
 
 class Counted:
