@@ -210,11 +210,12 @@ constexpr ratio busiest_device(const std::vector<ratio>& load, const topology& t
   for (const ratio& d : on)
     most = max(most, d);
   if (t.divided_devices) {
-    std::vector<int> ranks_on(max_ranks);  // topology::device_share, counted once per device
-    for (int q = 0; q < t.ranks && q < max_ranks; ++q)
-      ++ranks_on[t.device[static_cast<std::size_t>(q)]];
-    for (std::size_t r = 0; r < load.size(); ++r)
-      most = max(most, load[r] * ratio{std::max(ranks_on[t.device[r]], 1)});
+    std::vector<int> share(max_ranks);  // by device: its ranks (device_share), asked once
+    for (std::size_t r = 0; r < load.size(); ++r) {
+      int& s = share[t.device[r]];
+      if (s == 0) s = t.device_share(static_cast<int>(r));
+      most = max(most, load[r] * ratio{s});
+    }
   }
   return most;
 }
