@@ -88,8 +88,9 @@ BUDGET = {
 # the last call's (no lookup where it is that call again); the current stream (1) and the
 # crossing (2); a work (its Work; its run on the operation stream 1, and, where the call
 # finished when it returned, as on the CPU, its numbering 1), a wait (1, and its crossing); a
-# fused helper's structure (each list described, 2, and 1 a tensor), its copies (1 each), its
-# step's places (1, and 1 a tensor) and its call (1, and 1 for the current stream's pointer);
+# fused helper's structure (each list described, 1, and 1 a tensor; compared with the last
+# call's, 1), its copies (1 each), its step's places (1, and 1 a tensor) and its call (1, and 1
+# for the current stream's pointer);
 # torchcomms' argument checks (each list's length 1, the op's name 1, a ReduceOp's looked up 3).
 # A call that regains per-call work (a key made or looked up again, a plan made again, a layer,
 # a crossing, a check repeated that the key covers) goes over.
@@ -101,15 +102,15 @@ FUNCTIONS = {
     "all_gather": 11,
     "all_to_all": 11,
     "torch.ops.relay.all_reduce_": 29,
-    "all_reduce_tensors": 23,
-    "reduce_scatter_tensors": 25,
-    "all_gather_tensors": 25,
-    "all_gather_tensors, in place": 25,
-    "all_to_all_tensors": 27,
-    "all_reduce_tensors async": 41,
-    "all_reduce_tensors, one tensor": 16,
-    "all_reduce_tensors async, one tensor": 20,
-    "reduce_scatter_tensors, one tensor": 16,
+    "all_reduce_tensors": 22,
+    "reduce_scatter_tensors": 24,
+    "all_gather_tensors": 24,
+    "all_gather_tensors, in place": 24,
+    "all_to_all_tensors": 26,
+    "all_reduce_tensors async": 40,
+    "all_reduce_tensors, one tensor": 15,
+    "all_reduce_tensors async, one tensor": 19,
+    "reduce_scatter_tensors, one tensor": 15,
     "sharded all_reduce": 17,
     "sharded all_reduce async": 21,
     "sharded all_reduce, low_precision": 20,  # its options looked up; logging's level asked

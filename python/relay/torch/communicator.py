@@ -196,6 +196,17 @@ def as_given(groups, counts):
     return groups, counts
 
 
+def kept_for(last, given):
+    """last[1] where the arguments `given` equal last[0] (a cache's last entry: the arguments it
+    was found for, as as_given keeps them, and what was found), else None. Arguments that do not
+    compare (an array of several values raises) are not those: their key finds them.
+    Communicator._call writes these lines out."""
+    try:
+        return last[1] if last[0] == given else None
+    except Exception:
+        return None
+
+
 def _keep(cache, key, value):
     """Puts value in `cache` (of at most _KEPT entries: the oldest goes) and returns it."""
     if len(cache) >= _KEPT:
@@ -323,8 +334,8 @@ class Communicator:
         self._groups = {}
         self._shapes = {}  # (collective, groups, counts) -> _Shape
         self._counts = {}  # (collective, active, input elements, output elements) -> count
-        # A call's key (Communicator._prepared_by_key) -> (its arguments as _call compares them,
-        # or None: not compared; its _Prepared); the last call's entry.
+        # A call's key (Communicator._call) -> (its arguments as _call compares them, or None:
+        # not compared; its _Prepared); the last call's entry.
         self._prepared = {}
         self._last = (None, None)
         self._ops = Streams()  # the operation stream and the last async call not waited for
@@ -656,20 +667,27 @@ class Communicator:
         """One call (`how`: _SYNC on the current stream, after any async call not yet joined;
         _ASYNC on the operation stream, relay.torch.work; _MARKED on the current stream, after
         any async call not yet joined, numbered by the same crossing: Streams.run_marked) with
-        its prepared arguments (_prepared_by_key): those of an earlier call with the same key,
-        else this rank's checks made and the arguments prepared (a failed check refuses the call
-        and raises). Returns the output (None on a helper); _ASYNC and _MARKED: its Work;
+        its prepared arguments: those of an earlier call with the same key (below), else this
+        rank's checks made and the arguments prepared (_prepared_new; a failed check refuses the
+        call and raises). Returns the output (None on a helper); _ASYNC and _MARKED: its Work;
         _PREPARED makes no call and returns the _Prepared arguments. Each call is one crossing
         into the library.
 
         A repeated call's whole work is written out here, so that it calls no function of its
-        own but the crossing's: its tensors described (the key's part that changes call by
-        call), its arguments compared with the last call's (self._last: that call's as they
-        were, and its _Prepared), the crossing."""
+        own but the crossing's: its arguments, its tensors described, compared with the last
+        call's (self._last: that call's as they were, and its _Prepared), else its key made and
+        looked up; the crossing.
+
+        The key: everything the call's checks and prepared arguments depend on (the
+        communicator, its rank and library, is the key's owner): the tensors' places, sizes,
+        dtypes, devices and contiguity, the groups, counts, op, options and dtype. An argument
+        of a form it does not take (the per-group lists, an unhashable value) leaves the call
+        unkeyed: prepared afresh. Counts as given: equal keys are equal counts (5 and 5.0
+        alike, as int() reads them)."""
         ops = self._ops
         if ops.pending and (how == _SYNC or how == _MARKED):
             ops.join(self)
-        call = p = None
+        call = key = p = None
         try:
             call = (
                 coll,
@@ -683,14 +701,26 @@ class Communicator:
                 options,
                 dtype,
             )
-            last = self._last
-            if last[0] == call:
+            last = self._last  # kept_for(self._last, call), written out
+            try:
+                same = last[0] == call
+            except Exception:
+                same = False
+            if same:
                 p = last[1]
-        except Exception:
-            pass  # not tensors: not keyed; values that do not compare (arrays): the key finds them
+            else:
+                key = (coll, call[1], call[2],
+                       groups.key if type(groups) is Groups else tuple(map(tuple, groups)),
+                       None if counts is None else tuple(counts), op, options, dtype)
+                last = self._prepared.get(key)
+                if last is not None:
+                    self._last = last
+                    p = last[1]
+        except (AttributeError, TypeError, ValueError):  # not tensors, not hashable: not keyed
+            key = None
         if p is None:
-            p, result = self._prepared_by_key(call, coll, inp, out, groups, counts, op, options,
-                                              first_name, dtype)
+            p, result = self._prepared_new(call, key, coll, inp, out, groups, counts, op,
+                                           options, first_name, dtype)
         else:
             result = None if p.result == 0 else inp if p.result == 1 else out
         if how == _SYNC:
@@ -726,31 +756,12 @@ class Communicator:
         error.settled = True
         return error
 
-    def _prepared_by_key(self, call, coll, inp, out, groups, counts, op, options, first_name,
-                         dtype):
-        """(the _Prepared arguments of a call, what it returns): those kept under the call's key,
-        else this rank's checks made and the arguments prepared (a failed check refuses the call
-        and raises) and kept. `call`: _call's tuple of the call's arguments, its tensors
-        described (None: the call is not keyed). The entry found or made becomes self._last,
-        which the next call compares its arguments with."""
-        # The key: everything the call's checks and prepared arguments depend on (the
-        # communicator, its rank and library, is the key's owner): the tensors' places, sizes,
-        # dtypes, devices and contiguity, the groups, counts, op, options and dtype. An argument
-        # of a form it does not take (the per-group lists, an unhashable value) leaves the call
-        # unkeyed: prepared afresh. Counts as given: equal keys are equal counts (5 and 5.0
-        # alike, as int() reads them).
-        try:
-            key = call[:3] + (
-                groups.key if type(groups) is Groups else tuple(map(tuple, groups)),
-                None if counts is None else tuple(counts),
-            ) + call[5:]
-            kept = self._prepared.get(key)
-        except (TypeError, ValueError):  # call None, or a value that is not hashable
-            kept = key = None
-        if kept is not None:
-            self._last = kept
-            p = kept[1]
-            return p, None if p.result == 0 else inp if p.result == 1 else out
+    def _prepared_new(self, call, key, coll, inp, out, groups, counts, op, options, first_name,
+                      dtype):
+        """(the _Prepared arguments of a call no kept key has, what it returns): this rank's
+        checks made and the arguments prepared (a failed check refuses the call and raises),
+        kept under `key` (None: not kept) with `call` (_call's tuple of the arguments) as the
+        next call compares with it, and become self._last."""
         try:
             p, result = self._prepare(coll, inp, out, groups, counts, op, options, first_name,
                                       dtype)

@@ -28,7 +28,7 @@ of every tensor goes to the flat buffer's block k.
 import torch
 
 from .._layout import Groups
-from .communicator import as_given
+from .communicator import as_given, kept_for
 
 __all__ = [
     "all_reduce_tensors",
@@ -95,12 +95,6 @@ def _grow_all(comm, hold, wants):
 
 
 _PLANS_KEPT = 256  # fused call structures a communicator keeps the plans of (the oldest goes)
-
-
-def _described(tensors):
-    """What a fused call's plan depends on of its tensors: each one's shape, dtype, device and
-    contiguity (its data is copied afresh on every call, wherever it lies)."""
-    return tuple([(t.shape, t.dtype, t.device, t.is_contiguous()) for t in tensors])
 
 
 class _Step:
@@ -203,19 +197,28 @@ def _fused(comm, packing, ins, outs, groups, op, options, async_op, result):
     or reported already). Returns `result`.
 
     The call's structure is compared with the last fused call's (comm._flat.last: that call's
-    as it was, and its plan) before its key is made (_kept)."""
+    as it was, and its plan) before its key is made and looked up."""
     flat = comm._flat
-    call = plan = key = None
+    call = key = plan = None
     try:
-        call = (packing.key, _described(ins), None if outs is None else _described(outs), groups,
-                op, options)
-        last = flat.last
-        if last[0] == call:
-            plan = last[1]
-    except Exception:
-        pass  # not tensors: the plan's checks say what is wrong; values that do not compare: _kept
-    if plan is None:
-        plan, key = _kept(flat, call, groups)
+        # What the plan depends on of the tensors: each one's shape, dtype, device and contiguity
+        # (its data is copied afresh on every call, wherever it lies).
+        call = (packing.key,
+                tuple([(t.shape, t.dtype, t.device, t.is_contiguous()) for t in ins]),
+                None if outs is None else tuple([(t.shape, t.dtype, t.device, t.is_contiguous())
+                                                 for t in outs]),
+                groups, op, options)
+        plan = kept_for(flat.last, call)
+        if plan is None:
+            key = (call[0], call[1], call[2],
+                   groups.key if type(groups) is Groups else tuple(map(tuple, groups)), op,
+                   options)
+            kept = flat.plans.get(key)
+            if kept is not None:
+                flat.last = kept
+                plan = kept[1]
+    except (AttributeError, TypeError):  # the checks of the plan say what is wrong
+        key = None
     if plan is not None and plan[3]:  # one call, on the caller's tensors or none
         g, _, (step,), _ = plan
         send = recv = None
@@ -253,21 +256,6 @@ def _fused(comm, packing, ins, outs, groups, op, options, async_op, result):
     except Exception as e:
         raise comm.refuse(e) from None
     return result
-
-
-def _kept(flat, call, groups):
-    """(the plan kept under the key of a fused call's structure `call`, _fused's tuple, or None;
-    that key, or None where the call is not keyed): the plan found becomes flat.last."""
-    try:
-        key = call[:3] + (groups.key if type(groups) is Groups else tuple(map(tuple, groups)),
-                          ) + call[4:]
-        kept = flat.plans.get(key)
-    except TypeError:  # call None, or a value that is not hashable
-        return None, None
-    if kept is None:
-        return None, key
-    flat.last = kept
-    return kept[1], key
 
 
 def _planned(comm, packing, ins, outs, groups, call, key):
