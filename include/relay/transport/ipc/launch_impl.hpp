@@ -60,16 +60,13 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_ll_kernel(dtype type, unsigned 
                                                            const ipc_env& env) {
   return visit_dtype(type, [&](auto x) {
     using T = decltype(x);
+    auto launch = [&](auto kernel) {
+      return gpu::rt::launch(kernel, grid, ipc::pull_block_threads, stream, a, peers, env);
+    };
     switch (ll_kernel_members(a.members)) {
-      case 2:
-        return gpu::rt::launch(ipc_ll_kernel<T, 2>, grid, ipc::pull_block_threads, stream, a, peers,
-                               env);
-      case ll_node_members:
-        return gpu::rt::launch(ipc_ll_kernel<T, ll_node_members>, grid, ipc::pull_block_threads,
-                               stream, a, peers, env);
-      default:
-        return gpu::rt::launch(ipc_ll_kernel<T, max_reduce_inputs>, grid, ipc::pull_block_threads,
-                               stream, a, peers, env);
+      case 2: return launch(ipc_ll_kernel<T, 2>);
+      case ll_node_members: return launch(ipc_ll_kernel<T, ll_node_members>);
+      default: return launch(ipc_ll_kernel<T, max_reduce_inputs>);
     }
   });
 }

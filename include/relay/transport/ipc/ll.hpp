@@ -33,7 +33,12 @@
 //
 // The kernel is compiled for a pair (Most = 2, the common group), for up to a node's 8 GPUs and
 // for up to max_reduce_inputs members (ll_kernel_members): each group runs loops of its own size.
-// The first two spill no registers; the last, which holds 16 vectors a thread, does.
+// The pair's spills no registers, the 8's at most 8 bytes; the last, which holds 16 vectors a
+// thread, spills more. What a call rarely runs is compiled out of line (RELAY_IPC_COLD): a
+// wait's look at the clock and the peers, the verdict of records that made no promise, a vector
+// the caller's buffers do not take whole, an abort's marks; and the wait for a member's words is
+// one loop, not one copy per member: the pair's kernel is 34 KB of machine code (sm_90) where
+// it was 49, the 16's 69 KB with its out-of-line parts where it was 149.
 //
 // Why no barrier at the end, and no flag: a member writes its slot of call s + 2 in a peer only
 // after its own call s + 1 read that peer's entry of s + 1, which the peer's kernel wrote after
@@ -65,23 +70,26 @@ namespace detail {
 
 using ll_vec = gpu::vec16;
 
-// Vector v of the `bytes` at p: one 16-byte load where p is 16-byte aligned and the vector lies
-// within; else byte by byte, zeros past the end (the last vector of an input not a multiple of
-// 16 bytes, an input aligned to its elements only).
-__device__ inline ll_vec ll_load(const unsigned char* p, std::uint64_t v, std::uint64_t bytes,
-                                 bool aligned) {
+// Vector v of the `bytes` at p where it is not one aligned 16-byte load (the last vector of an
+// input not a multiple of 16 bytes, an input aligned to its elements only): byte by byte, zeros
+// past the end. Out of line, as the waits' rare paths are (RELAY_IPC_COLD): inlined at each of
+// its three uses, its loads and shifts lay between the hot path's instructions.
+RELAY_IPC_COLD __device__ inline ll_vec ll_load_bytes(const unsigned char* p, std::uint64_t v,
+                                                      std::uint64_t bytes) {
   const std::uint64_t at = v * 16;
-  if (aligned && at + 16 <= bytes) return reinterpret_cast<const ll_vec*>(p)[v];
-  ll_vec x{};
-  auto* b = reinterpret_cast<unsigned char*>(&x);
+  unsigned char b[16];
 #pragma unroll
   for (int i = 0; i < 16; ++i)
     b[i] = at + i < bytes ? p[at + i] : 0;
-  return x;
+  return gpu::vec16_of(b);
 }
 
-__device__ inline std::uint32_t ll_part(const ll_vec& x, int j) {
-  return reinterpret_cast<const std::uint32_t*>(&x)[j];
+// Vector v of the `bytes` at p: one 16-byte load where p is 16-byte aligned and the vector lies
+// within, else ll_load_bytes.
+__device__ inline ll_vec ll_load(const unsigned char* p, std::uint64_t v, std::uint64_t bytes,
+                                 bool aligned) {
+  if (aligned && v * 16 + 16 <= bytes) return reinterpret_cast<const ll_vec*>(p)[v];
+  return ll_load_bytes(p, v, bytes);
 }
 
 // What a wait for a vector of a peer's words came to.
@@ -89,6 +97,7 @@ enum class ll_taken : std::uint8_t {
   landed,   // all 4 words name the call: the vector is its data
   stopped,  // the peer's entry of the call rules out `go` beside this rank's record
   failed,   // this rank gave up (ipc_wait_for's failures)
+  waiting,  // neither yet (a look's answer: ll_look)
 };
 
 // A peer's entry that a thread reads while it polls its words (thread q reads peer q's): its
@@ -100,17 +109,36 @@ struct ll_entry_watch {
   ipc::pull_entry entry;
   std::uint64_t mark = 0;
 };
+// The watched entry has been read: its peer's signal word loaded for the last look.
+__device__ inline void ll_entry_read(const ipc_env& env, ll_entry_watch& watch) {
+  watch.due = false;
+  watch.mark = signal_peek(&env.me->signal[watch.peer], env.system != 0);
+}
 __device__ inline void ll_watch(const ipc_env& env, std::uint64_t call, ll_entry_watch& watch) {
-  if (watch.due && ipc_read_entry_words(env, watch.peer, call, watch.entry)) {
-    watch.due = false;
-    watch.mark = signal_peek(&env.me->signal[watch.peer], env.system != 0);
-  }
+  if (watch.due && ipc_read_entry_words(env, watch.peer, call, watch.entry))
+    ll_entry_read(env, watch);
+}
+
+// A wait for peer q's words, every ipc_spins_per_look polls: whether this rank gave up
+// (ipc_wait_tick's failures: failed), or q's entry of the call rules out `go` beside this rank's
+// record (stopped: a peer that refuses pushes no words, and one that called with another shape
+// pushes them elsewhere); else waiting. Out of line, with the clock's state it keeps (`start`,
+// `scan`, `host`): the polls between looks run through the hot path's instructions alone.
+RELAY_IPC_COLD __device__ inline ll_taken ll_look(const ipc_env& env, std::uint64_t call,
+                                                  std::uint32_t q, std::uint64_t& start,
+                                                  std::uint64_t& scan, std::uint64_t& host) {
+  ipc_wait w;
+  w.peer = q;
+  if (ipc_aborted(env) != 0 || ipc_wait_tick(env, w, call, start, scan, host))
+    return ll_taken::failed;
+  ipc::pull_entry e;
+  if (ipc_read_entry_words(env, q, call, e) && records_rule_out_go(env.record, e.record))
+    return ll_taken::stopped;
+  return ll_taken::waiting;
 }
 
 // Vector v of peer q's words in `slot`, polled until all 4 name `call`; each poll reads the
-// watched entry too, until it is read. Where the words are slow, every look at the clock also
-// reads q's entry words: a peer that refuses pushes no words, and one that called with another
-// shape pushes them elsewhere.
+// watched entry too, until it is read, and every ipc_spins_per_look polls ll_look looks further.
 __device__ inline ll_taken ll_take(const ipc_env& env, const std::uint64_t* slot, std::uint64_t v,
                                    std::uint64_t vectors, std::uint64_t call, std::uint32_t q,
                                    ll_entry_watch& watch, ll_vec& x) {
@@ -118,8 +146,6 @@ __device__ inline ll_taken ll_take(const ipc_env& env, const std::uint64_t* slot
 #pragma unroll
   for (int j = 0; j < 4; ++j)
     word[j] = signal_peek(&slot[ll_word(v, j, vectors)], env.system != 0);
-  ipc_wait w;
-  w.peer = q;
   std::uint64_t start = 0, scan = 0, host = 0;
   std::uint32_t spins = 0;
   for (;;) {
@@ -130,13 +156,9 @@ __device__ inline ll_taken ll_take(const ipc_env& env, const std::uint64_t* slot
       landed = landed && ll_word_is(word[j], call);
     if (landed) break;
     signal_backoff(++spins);
-    if (spins % ipc_spins_per_look == 0) {
-      if (ipc_aborted(env) != 0 || ipc_wait_tick(env, w, call, start, scan, host))
-        return ll_taken::failed;
-      ipc::pull_entry e;
-      if (ipc_read_entry_words(env, q, call, e) && records_rule_out_go(env.record, e.record))
-        return ll_taken::stopped;
-    }
+    if (spins % ipc_spins_per_look == 0)
+      if (const ll_taken t = ll_look(env, call, q, start, scan, host); t != ll_taken::waiting)
+        return t;
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       if (!ll_word_is(word[j], call))
@@ -172,20 +194,28 @@ __device__ inline ll_vec ll_input(const ll_walk& w, std::uint64_t v) {
   return ll_load(w.in, v, w.bytes, w.in_aligned);
 }
 
+// Vector v of the output element by element, where it is not one aligned store (out of line,
+// as ll_load_bytes).
+template <class T>
+RELAY_IPC_COLD __device__ inline void ll_store_elements(ll_vec y, T* out, std::uint64_t v,
+                                                        std::uint64_t count) {
+  constexpr int E = 16 / sizeof(T);
+  const std::uint64_t first = v * E;
+#pragma unroll
+  for (int i = 0; i < E; ++i)
+    if (first + i < count) out[first + i] = gpu::vec16_element<T>(y, i);
+}
+
 // Vector v of the output: whole where the output is aligned and the vector lies within, else
-// element by element.
+// ll_store_elements.
 template <class T>
 __device__ inline void ll_store(const ll_vec& y, T* out, std::uint64_t v, std::uint64_t count,
                                 bool aligned) {
   constexpr int E = 16 / sizeof(T);
-  const std::uint64_t first = v * E;
-  if (aligned && first + E <= count) {
+  if (aligned && v * E + E <= count)
     reinterpret_cast<ll_vec*>(out)[v] = y;
-    return;
-  }
-#pragma unroll
-  for (int i = 0; i < E; ++i)
-    if (first + i < count) out[first + i] = gpu::vec16_element<T>(y, i);
+  else
+    ll_store_elements<T>(y, out, v, count);
 }
 
 // What a thread casts in the block's vote (gpu::block_vote) before the verdict. A thread whose
@@ -194,6 +224,14 @@ __device__ inline void ll_store(const ll_vec& y, T* out, std::uint64_t v, std::u
 inline constexpr std::uint32_t ll_failed = 1;  // a wait failed, or the rank had given up
 inline constexpr std::uint32_t ll_judge = 2;   // a record (this rank's or a peer's) made no promise
 using ll_vote = gpu::block_vote<ipc::pull_block_threads, 2>;
+
+// The verdict of every record (ipc_decide: thread 0 judges, between two barriers), where one made
+// no promise: out of line, as a refusal or a mismatch is rare and judge() is long.
+RELAY_IPC_COLD __device__ inline bool ll_decide(const ipc_env& env, std::uint64_t call,
+                                                std::uint32_t& give_up,
+                                                const entry_record* records) {
+  return ipc_decide(env, call, give_up, records, false);
+}
 
 // Steps 2 to 4 for this block, Most members at most (a pair runs loops of its own size). `head`:
 // this thread's first vector of this rank's input, loaded in step 1; `gave_up_in`: this rank's
@@ -222,27 +260,28 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
   // one vector), the others read again for the sum (they stay until call + 2).
   ll_vec held[Most];
   bool stopped = false;  // a peer's entry ruled out `go` (its thread casts ll_judge)
+  // One wait's code for every member (the loop over members not unrolled), its vector put in
+  // place by an unrolled select: held[] is indexed by constants only, so it stays in registers.
   if (a.members > 0 && env.record.code == 0)
-    for (std::uint64_t v = w.first; !failed && !stopped && v < w.vectors; v += w.stride) {
-#pragma unroll
-      for (std::uint32_t k = 0; k < Most; ++k) {
-        if (k >= a.members || k == a.mine || failed || stopped) continue;
+    for (std::uint64_t v = w.first; !failed && !stopped && v < w.vectors; v += w.stride)
+      for (std::uint32_t k = 0; k < a.members && !failed && !stopped; ++k) {
+        if (k == a.mine) continue;
         ll_vec x;
         const ll_taken t = ll_take(env, slot(k), v, w.vectors, call, a.member[k], watch, x);
         failed = t == ll_taken::failed;
         stopped = t == ll_taken::stopped;
-        if (v == w.first) held[k] = x;
+        if (v == w.first)
+#pragma unroll
+          for (std::uint32_t i = 0; i < Most; ++i)
+            if (i == k) held[i] = x;
       }
-    }
   ipc_pull_trace(stamps, 2);
   // The entry, where it came after the words or the thread polled none.
   if (watch.due && !failed) {
-    if (ipc_pull_wait_entry(env, q, call, watch.entry)) {
-      watch.due = false;
-      watch.mark = signal_peek(&env.me->signal[q], env.system != 0);
-    } else {
+    if (ipc_pull_wait_entry(env, q, call, watch.entry))
+      ll_entry_read(env, watch);
+    else
       failed = true;
-    }
   }
   const bool peer_read = q < env.ranks && q != env.rank && !watch.due && !failed;
   if (peer_read) {
@@ -268,7 +307,7 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
   if ((said & ll_failed) != 0) return true;
   if ((said & ll_judge) != 0) {
     __syncthreads();  // every thread has read the vote
-    if (ipc_decide(env, call, give_up, records, false)) return true;
+    if (ll_decide(env, call, give_up, records)) return true;
   }
   ipc_pull_trace(stamps, 6);
   if (a.members == 0) return false;
@@ -295,6 +334,12 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
   }
   ipc_pull_trace(stamps, 7);
   return false;
+}
+
+// This rank's abort mark of the call it gave up in, published to every peer once more (a rank
+// that gave up: rare, out of line).
+RELAY_IPC_COLD __device__ inline void ll_raise_abort(const ipc_env& env, std::uint64_t gave_up) {
+  ipc_raise_all(env, signal_mark(gave_up, signal_abort));
 }
 
 }  // namespace detail
@@ -342,12 +387,12 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
           std::uint64_t* slot = peers.controls[a.member[k]]->ll[parity][env.rank];
 #pragma unroll
           for (int j = 0; j < 4; ++j)
-            signal_store(&slot[ll_word(v, j, w.vectors)], ll_word_of(call, detail::ll_part(x, j)),
+            signal_store(&slot[ll_word(v, j, w.vectors)], ll_word_of(call, x.w[j]),
                          env.system != 0);
         }
       }
   } else if (blockIdx.x == 0 && threadIdx.x == 0) {
-    detail::ipc_raise_all(env, signal_mark(gave_up_in, signal_abort));
+    detail::ll_raise_abort(env, gave_up_in);
   }
   detail::ipc_pull_trace(stamps, 1);
   // 2 to 4.
@@ -363,7 +408,7 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
     }
     if (blockIdx.x == 0 && stopped)
       if (const std::uint64_t gave_up = detail::ipc_aborted(env); gave_up != 0)
-        detail::ipc_raise_all(env, signal_mark(gave_up, signal_abort));
+        detail::ll_raise_abort(env, gave_up);
   }
   detail::ipc_pull_trace(stamps, 8);
   detail::ipc_pull_trace_flush(env, call, stamps);
