@@ -346,3 +346,16 @@ def test_a_works_wire_is_its_own_calls_when_read_after_later_calls():
     assert first.wire is first.wire  # read once
     assert str(second.wire) == ("wire: native (fp8_e4m3 asked; below the threshold of 4096 bytes "
                                 "at 64)")
+
+
+def test_the_default_streams_pointer_is_made_once_for_repeated_calls():
+    # The default stream's handle is 0, whose c_void_p reads None: a repeated call compares its
+    # stream with the kept pointer's and must find them the same, not make a pointer per call.
+    comm = _Comm(stream=0)
+    work = _call(comm, (torch.ones(4), None))
+    kept = comm._stream_ptr
+    assert kept.value is None
+    work.wait()
+    _call(comm, (torch.ones(4), None)).wait()
+    assert comm._stream_ptr is kept
+    assert comm._lib.calls[0] == ("run_call_async", None, 9)  # NULL: the default stream

@@ -411,7 +411,7 @@ class Communicator:
         only when the handle differs; the hot paths write these lines out."""
         stream = self._stream()
         pointer = self._stream_ptr
-        if pointer.value != stream:
+        if pointer.value != (stream or None):  # the default stream, 0, reads None
             pointer = self._stream_ptr = c_void_p(stream)
         return pointer
 
@@ -726,7 +726,7 @@ class Communicator:
         if how == _SYNC:
             stream = self._stream()  # its pointer as _stream_pointer reads it
             pointer = self._stream_ptr
-            if pointer.value != stream:
+            if pointer.value != (stream or None):  # the default stream, 0, reads None
                 pointer = self._stream_ptr = c_void_p(stream)
             status = self._lib.preconverted.run_call(self._handle, p.ref, pointer)
             if status != OK:

@@ -137,7 +137,7 @@ class Work:
             # written out here: a repeated call's wait calls no function of its own but the entry.
             stream = comm._stream()
             pointer = comm._stream_ptr
-            if pointer.value != stream:
+            if pointer.value != (stream or None):  # the default stream, 0, reads None
                 pointer = comm._stream_ptr = c_void_p(stream)
             number = self._number
             status = lib.preconverted.comm_join_call(handle, c_uint64(number), pointer)
@@ -236,7 +236,7 @@ class Streams:
             self._op_stream(comm)
         stream = comm._stream()  # its pointer as Communicator._stream_pointer reads it
         pointer = comm._stream_ptr
-        if pointer.value != stream:
+        if pointer.value != (stream or None):  # the default stream, 0, reads None
             pointer = comm._stream_ptr = c_void_p(stream)
         status = comm._lib.preconverted.run_call_async(comm._handle, prepared.ref, pointer,
                                                        self.handle_ptr, self._made_ref)
@@ -261,7 +261,7 @@ class Streams:
         Work, as mark_done's."""
         stream = comm._stream()  # its pointer as Communicator._stream_pointer reads it
         pointer = comm._stream_ptr
-        if pointer.value != stream:
+        if pointer.value != (stream or None):  # the default stream, 0, reads None
             pointer = comm._stream_ptr = c_void_p(stream)
         status = comm._lib.preconverted.run_call_async(comm._handle, prepared.ref, pointer,
                                                        pointer, self._made_ref)
