@@ -37,8 +37,8 @@
 // thread, spills more. What a call rarely runs is compiled out of line (RELAY_IPC_COLD): a
 // wait's look at the clock and the peers, the verdict of records that made no promise, a vector
 // the caller's buffers do not take whole, an abort's marks; and the wait for a member's words is
-// one loop, not one copy per member: the pair's kernel is 34 KB of machine code (sm_90) where
-// it was 49, the 16's 69 KB with its out-of-line parts where it was 149.
+// one loop, not one copy per member. So the pair's kernel is 34 KB of machine code (sm_90), the
+// 16's 69 KB with its out-of-line parts (bench/results/2026-12-07-h100-ll-cold-paths).
 //
 // Why no barrier at the end, and no flag: a member writes its slot of call s + 2 in a peer only
 // after its own call s + 1 read that peer's entry of s + 1, which the peer's kernel wrote after
@@ -73,7 +73,7 @@ using ll_vec = gpu::vec16;
 // Vector v of the `bytes` at p where it is not one aligned 16-byte load (the last vector of an
 // input not a multiple of 16 bytes, an input aligned to its elements only): byte by byte, zeros
 // past the end. Out of line, as the waits' rare paths are (RELAY_IPC_COLD): inlined at each of
-// its three uses, its loads and shifts lay between the hot path's instructions.
+// its three uses, its loads and shifts would lie between the hot path's instructions.
 RELAY_IPC_COLD __device__ inline ll_vec ll_load_bytes(const unsigned char* p, std::uint64_t v,
                                                       std::uint64_t bytes) {
   const std::uint64_t at = v * 16;
