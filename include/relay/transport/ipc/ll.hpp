@@ -137,15 +137,29 @@ RELAY_IPC_COLD __device__ inline ll_taken ll_look(const ipc_env& env, std::uint6
   return ll_taken::waiting;
 }
 
+// The 4 words of vector v in a peer's `slot`, as loaded: each carries its call in its upper half
+// (ll_word_is) and 4 bytes of the vector in its lower (ll_payload).
+__device__ inline void ll_peek_words(const ipc_env& env, const std::uint64_t* slot, std::uint64_t v,
+                                     std::uint64_t vectors, std::uint64_t (&word)[4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    word[j] = signal_peek(&slot[ll_word(v, j, vectors)], env.system != 0);
+}
+__device__ inline ll_vec ll_payload(const std::uint64_t (&word)[4]) {
+  ll_vec x;
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    x.w[j] = static_cast<std::uint32_t>(word[j]);
+  return x;
+}
+
 // Vector v of peer q's words in `slot`, polled until all 4 name `call`; each poll reads the
 // watched entry too, until it is read, and every ipc_spins_per_look polls ll_look looks further.
 __device__ inline ll_taken ll_take(const ipc_env& env, const std::uint64_t* slot, std::uint64_t v,
                                    std::uint64_t vectors, std::uint64_t call, std::uint32_t q,
                                    ll_entry_watch& watch, ll_vec& x) {
   std::uint64_t word[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    word[j] = signal_peek(&slot[ll_word(v, j, vectors)], env.system != 0);
+  ll_peek_words(env, slot, v, vectors, word);
   std::uint64_t start = 0, scan = 0, host = 0;
   std::uint32_t spins = 0;
   for (;;) {
@@ -164,9 +178,7 @@ __device__ inline ll_taken ll_take(const ipc_env& env, const std::uint64_t* slot
       if (!ll_word_is(word[j], call))
         word[j] = signal_peek(&slot[ll_word(v, j, vectors)], env.system != 0);
   }
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    x.w[j] = static_cast<std::uint32_t>(word[j]);
+  x = ll_payload(word);
   return ll_taken::landed;
 }
 
@@ -322,10 +334,9 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
       if (v == w.first) {
         x[k] = held[k];
       } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          x[k].w[j] = static_cast<std::uint32_t>(
-              signal_peek(&slot(k)[ll_word(v, j, w.vectors)], env.system != 0));
+        std::uint64_t word[4];
+        ll_peek_words(env, slot(k), v, w.vectors, word);
+        x[k] = ll_payload(word);
       }
     }
     const ll_vec y = ipc_vector_sum<T, Most>(
