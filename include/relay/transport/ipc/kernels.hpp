@@ -152,7 +152,8 @@ struct ipc_env {
   std::uint32_t link_mbps = 0;
   entry_record record;  // this rank's word in the call's agreement (sequence: set by the entry)
   // 1: some rank is on another device, so marks are ordered at system scope; 0: every rank
-  // shares this device, and device scope suffices (transport/ipc/signals.hpp).
+  // shares this device, and device scope suffices for the fences, acquire loads and atomics
+  // (transport/ipc/signals.hpp).
   std::uint32_t system = 1;
   // Non-zero for a later piece of a call in pieces (plan/pieces.hpp): void where the call's first
   // piece was skipped (ipc_void_piece).

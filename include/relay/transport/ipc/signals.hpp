@@ -23,9 +23,12 @@
 // release `buffer_wbl2 sc0 sc1` (LLVM's AMDGPUUsage, memory model GFX942; docs/amd.md gives the
 // argument per read, and tests/gpu/transport/ipc/signal_isa.py checks the code objects). Where
 // every rank of the job shares this device, NVIDIA orders at device scope (one memory system, a
-// cheaper fence); AMD always orders at system scope (one rule the code objects can be checked
-// against). The loads are the compilers' atomic builtins and inline PTX rather than
-// cuda::atomic_ref: the same code compiles under hipcc, which has no libcu++.
+// cheaper fence, acquire load and atomic); its relaxed loads and stores of words (signal_peek,
+// signal_store) are at system scope always, which is never weaker: one instruction where choosing
+// took two and a branch at every word of the ll kernel's polls. AMD always orders at system scope
+// (one rule the code objects can be checked against). The loads are the compilers' atomic builtins
+// and inline PTX rather than cuda::atomic_ref: the same code compiles under hipcc, which has no
+// libcu++.
 //
 // Every wait polls with backoff (signal_backoff: s_sleep on AMD, __nanosleep on NVIDIA) once it
 // has lasted a few polls, so that ranks sharing a device leave issue slots to the kernels they
@@ -139,17 +142,15 @@ __device__ inline std::uint64_t signal_poll(const std::uint64_t* word, bool syst
 }
 
 // A load of a word a peer writes with no ordering of its own: the loads of a group in flight at
-// once, then signal_acquire before anything depends on them.
+// once, then signal_acquire before anything depends on them. At system scope whatever `system`
+// says (the top says why); `system` stays in the signature for the fences beside it.
 __device__ inline std::uint64_t signal_peek(const std::uint64_t* word, bool system) {
-#if defined(RELAY_GPU_HIP)
   (void)system;
+#if defined(RELAY_GPU_HIP)
   return __hip_atomic_load(word, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
   std::uint64_t v = 0;
-  if (system)
-    asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
-  else
-    asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
+  asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
   return v;
 #endif
 }
@@ -192,16 +193,14 @@ __device__ inline void signal_raise(std::uint64_t* word, std::uint64_t value, bo
     atomicMax(reinterpret_cast<unsigned long long*>(word), static_cast<unsigned long long>(value));
 }
 
-// Stores a flag a peer polls (a pull flag, an entry word), after signal_release.
+// Stores a flag a peer polls (a pull flag, an entry word), after signal_release. At system scope
+// whatever `system` says, as signal_peek.
 __device__ inline void signal_store(std::uint64_t* word, std::uint64_t value, bool system) {
-#if defined(RELAY_GPU_HIP)
   (void)system;
+#if defined(RELAY_GPU_HIP)
   __hip_atomic_store(word, value, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
-  if (system)
-    asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(word), "l"(value) : "memory");
-  else
-    asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(word), "l"(value) : "memory");
+  asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(word), "l"(value) : "memory");
 #endif
 }
 
