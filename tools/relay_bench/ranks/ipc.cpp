@@ -57,6 +57,10 @@ class ipc_rank final : public stream_rank {
                              : vendor_ == ipc_vendor::floor_ll ? floor_algorithm::ll
                                                                : floor_algorithm::barrier;
       floor_how_.whole_job_entry = vendor_ == ipc_vendor::floor_job;
+      // RELAY_BENCH_FLOOR_EARLY_LAUNCH=0: the ll floor launched the ordinary way, for the
+      // accounting of relay's launch (RELAY_IPC_EARLY_LAUNCH=0 is relay's).
+      if (const char* v = std::getenv("RELAY_BENCH_FLOOR_EARLY_LAUNCH"); v != nullptr)
+        floor_how_.early_launch = std::string(v) != "0";
       floor_ = std::make_unique<bench::floor::floor_allreduce>();
       floor_status_ = floor_->open(boot(), device(), timeout());
       return {};

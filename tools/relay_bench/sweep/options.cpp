@@ -160,10 +160,12 @@ where
                           a device of its own, else none). The floors, -x ipc allreduce
                           only, are single-kernel one-shot allreduces among each group:
                           floor-ll pushes words that carry their call's epoch to every
-                          member (no barrier; up to 1 MiB); floor-barrier reads the inputs
-                          in place between an entry and an exit barrier; floor: floor-ll up
-                          to 1 MiB, floor-barrier above; floor-job: floor-barrier whose
-                          entry meets every rank, as one relay call's agreement does
+                          member (no barrier; up to 1 MiB; launched early, as relay's ll
+                          kernel, unless RELAY_BENCH_FLOOR_EARLY_LAUNCH=0); floor-barrier
+                          reads the inputs in place between an entry and an exit barrier;
+                          floor: floor-ll up to 1 MiB, floor-barrier above; floor-job:
+                          floor-barrier whose entry meets every rank, as one relay call's
+                          agreement does
 
 output
       --csv FILE          one row per size and form (FILE - : standard output)

@@ -30,6 +30,7 @@ struct kernel_launch {
   dtype type = dtype::float32;
   bool fp8 = false;    // step: the stage has fp8 ends
   bool paced = false;  // step: the stage has paced pushes (mesh emulation)
+  bool early = false;  // ll: launched early (ipc::options::early_launch)
   unsigned grid = 1;
   gpu::rt::stream_t stream = nullptr;
   const ipc_stage* stages = nullptr;  // step: the stage; one_shot: the first of `count`
@@ -56,7 +57,7 @@ inline gpu::rt::error_t launch_kernel(const kernel_launch& l) {
     case kernel_launch::kernel::pull:
       return launch_pull_kernel(l.type, l.stream, *l.pull, *l.peers, l.copy, l.in_tiles, l.env);
     case kernel_launch::kernel::ll:
-      return launch_ll_kernel(l.type, l.grid, l.stream, l.ll, *l.peers, l.env);
+      return launch_ll_kernel(l.type, l.grid, l.stream, l.ll, *l.peers, l.env, l.early);
   }
   return gpu::rt::success;
 }

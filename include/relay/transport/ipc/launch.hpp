@@ -47,11 +47,12 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_pull_kernel(
     dtype type, gpu::rt::stream_t stream, const ipc_pull& pl, const ipc_peers& peers,
     const gpu::copy_desc& in, std::uint64_t in_tiles, const ipc_env& env);
 
-// A whole call of the ll form (ipc_ll_kernel), `grid` blocks (the pull form's grid).
+// A whole call of the ll form (ipc_ll_kernel), `grid` blocks (the pull form's grid); `early`:
+// launched early (gpu::rt::launch_early).
 RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_ll_kernel(dtype type, unsigned grid,
                                                            gpu::rt::stream_t stream,
                                                            const ipc_ll& a, const ipc_peers& peers,
-                                                           const ipc_env& env);
+                                                           const ipc_env& env, bool early);
 
 // Loads every kernel an ipc transport launches, for every type, on the current device. A
 // process that hosts ranks (hosted/) runs several ranks' kernels at once, each waiting for the

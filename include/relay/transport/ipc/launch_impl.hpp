@@ -57,11 +57,13 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_pull_kernel(
 RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_ll_kernel(dtype type, unsigned grid,
                                                            gpu::rt::stream_t stream,
                                                            const ipc_ll& a, const ipc_peers& peers,
-                                                           const ipc_env& env) {
+                                                           const ipc_env& env, bool early) {
   return visit_dtype(type, [&](auto x) {
     using T = decltype(x);
     auto launch = [&](auto kernel) {
-      return gpu::rt::launch(kernel, grid, ipc::pull_block_threads, stream, a, peers, env);
+      return early ? gpu::rt::launch_early(kernel, grid, ipc::pull_block_threads, stream, a, peers,
+                                           env)
+                   : gpu::rt::launch(kernel, grid, ipc::pull_block_threads, stream, a, peers, env);
     };
     switch (ll_kernel_members(a.members)) {
       case 2: return launch(ipc_ll_kernel<T, 2>);

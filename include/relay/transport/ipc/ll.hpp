@@ -37,8 +37,15 @@
 // thread, spills more. What a call rarely runs is compiled out of line (RELAY_IPC_COLD): a
 // wait's look at the clock and the peers, the verdict of records that made no promise, a vector
 // the caller's buffers do not take whole, an abort's marks; and the wait for a member's words is
-// one loop, not one copy per member. So the pair's kernel is 34 KB of machine code (sm_90), the
-// 16's 69 KB with its out-of-line parts (bench/results/2026-12-07-h100-ll-cold-paths).
+// one loop, not one copy per member. So the pair's kernel is 45 KB of machine code with its
+// out-of-line parts, 22 KB before the first of them (sm_90), the 16's 59 KB
+// (bench/results/2026-12-07-h100-ll-cold-paths, 2026-12-07-h100-early-launch).
+//
+// The kernel is launched early where the runtime can (launch_ll_kernel, gpu/grid_dependency.hpp):
+// it waits for the kernel ahead of it before it reads anything, and each block lets the next
+// kernel in once it has its verdict. Past the verdict a block waits for no other rank, so the
+// next kernel's blocks, which may then take room on the device, never hold up a peer's kernel
+// that this one still waits for.
 //
 // Why no barrier at the end, and no flag: a member writes its slot of call s + 2 in a peer only
 // after its own call s + 1 read that peer's entry of s + 1, which the peer's kernel wrote after
@@ -59,6 +66,7 @@
 
 #include "relay/core/reduction.hpp"
 #include "relay/gpu/block_vote.hpp"
+#include "relay/gpu/grid_dependency.hpp"
 #include "relay/gpu/kernels.hpp"
 #include "relay/transport/ipc/kernels.hpp"
 #include "relay/transport/ipc/ll_plan.hpp"
@@ -322,6 +330,9 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
     if (ll_decide(env, call, give_up, records)) return true;
   }
   ipc_pull_trace(stamps, 6);
+  // Past the verdict this block waits for no other rank: a next kernel launched early may take
+  // its room (nothing where it was launched the ordinary way).
+  gpu::allow_next_grid();
   if (a.members == 0) return false;
   // 4. The sums.
   T* out = static_cast<T*>(a.out);
@@ -370,6 +381,9 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
   __shared__ detail::ll_vote vote;
   __shared__ detail::ipc_entry_shared entry;
   __shared__ std::uint64_t stamps[ipc::trace_points];
+  // Launched early (ipc::options::early_launch), this kernel may be resident before the kernel
+  // ahead of it on its stream has ended: it reads nothing before that kernel's writes are visible.
+  gpu::wait_for_prior_grids();
   if (detail::ipc_void_piece(env)) return;
   detail::ipc_pull_trace(stamps, 0);
   const std::uint64_t call = *static_cast<volatile std::uint64_t*>(&env.me->call) + 1;

@@ -45,6 +45,10 @@ struct options {
   // once, or 16, as four copy tiles one after another (RELAY_IPC_PACED_MOVE_KIB, 16 or 64).
   int paced_blocks = 0;
   int paced_move_kib = 64;
+  // The ll form's launch (RELAY_IPC_EARLY_LAUNCH): 1, early (gpu::rt::launch_early: the kernel
+  // may be made resident once every block of the ll kernel ahead of it on its stream has its
+  // verdict, past which that kernel waits for no other rank); 0, ordinary.
+  int early_launch = 1;
 };
 
 namespace detail {
@@ -94,6 +98,10 @@ inline status options_from_environment(options& o) {
     return s;
   if (status s = detail::whole_from_environment("RELAY_IPC_PACED_MOVE_KIB", 16, 64, "16 or 64",
                                                 o.paced_move_kib);
+      !s)
+    return s;
+  if (status s =
+          detail::whole_from_environment("RELAY_IPC_EARLY_LAUNCH", 0, 1, "0 or 1", o.early_launch);
       !s)
     return s;
   if (o.paced_move_kib != 16 && o.paced_move_kib != 64)

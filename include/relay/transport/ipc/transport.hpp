@@ -68,6 +68,7 @@ class transport final : public relay::transport, public hosted::stream_side {
     t->setting_.costs = o.costs;
     t->setting_.one_shot_tiles = static_cast<std::uint64_t>(std::max(0, o.one_shot_tiles));
     t->share_at_least_ = std::max(1, o.device_share);
+    t->early_launch_ = o.early_launch != 0;
     if (status s = t->area_.open(boot, device, o.bytes_per_rank, timeout); !s) return s;
     if (gpu::rt::error_t e = ticks_per_ms(&t->ticks_per_ms_, device); e != gpu::rt::success)
       return gpu::failure("reading the device clock's rate", device, e);
@@ -603,6 +604,7 @@ class transport final : public relay::transport, public hosted::stream_side {
       l.ll.member[k] = pl.member[k];
     l.peers = &peers_;
     l.env = env;
+    l.early = early_launch_;
     l.name = "launching the ipc ll kernel";
     ++counts_.calls;
     ++counts_.one_shot;
@@ -620,9 +622,10 @@ class transport final : public relay::transport, public hosted::stream_side {
   std::vector<unsigned char*> areas_;  // [rank]: its data area as this process maps it
   std::uint64_t ticks_per_ms_ = 1;
   int stepped_grid_ = 1;
-  int ranks_on_device_ = 1;  // this communicator's ranks on this rank's device, itself included
-  int share_at_least_ = 1;   // options::device_share: the job's ranks there, at least
-  int device_share_ = 1;     // the ranks the grids divide the device among: the larger of those
+  int ranks_on_device_ = 1;    // this communicator's ranks on this rank's device, itself included
+  int share_at_least_ = 1;     // options::device_share: the job's ranks there, at least
+  int device_share_ = 1;       // the ranks the grids divide the device among: the larger of those
+  bool early_launch_ = false;  // options::early_launch
   std::uint64_t one_shot_grid_ = 1;  // this rank's one-shot launch grid (stepped_grid_: stepped)
   program_setting setting_;  // what the programs are built against (the form's inputs: alike)
   call_counts counts_;

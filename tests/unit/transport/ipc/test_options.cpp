@@ -117,6 +117,13 @@ TEST_CASE("ipc options: mesh emulation's walkers, for diagnosis", "[transport][i
     CHECK(o.paced_blocks == 4);
     CHECK(o.paced_move_kib == 16);
   }
+  {
+    ipc::options o;
+    CHECK(o.early_launch == 1);  // launched early unless asked not to
+    const scoped_env env{{"RELAY_IPC_EARLY_LAUNCH", "0"}};
+    REQUIRE(options_from_environment(o));
+    CHECK(o.early_launch == 0);
+  }
   auto refused = [](const char* var, const char* value) {
     const scoped_env env{{var, value}};
     ipc::options o;
@@ -132,6 +139,10 @@ TEST_CASE("ipc options: mesh emulation's walkers, for diagnosis", "[transport][i
   CHECK(s.message() == "RELAY_IPC_PACED_MOVE_KIB must be 16 or 64, not 32");
   s = refused("RELAY_IPC_PACED_MOVE_KIB", "8");
   CHECK_THAT(s.message(), Catch::StartsWith("RELAY_IPC_PACED_MOVE_KIB must be a number from 16"));
+  s = refused("RELAY_IPC_EARLY_LAUNCH", "2");
+  CHECK_THAT(s.message(), Catch::StartsWith("RELAY_IPC_EARLY_LAUNCH must be a number from 0"));
+  s = refused("RELAY_IPC_EARLY_LAUNCH", "0.5");
+  CHECK(s.message() == "RELAY_IPC_EARLY_LAUNCH must be 0 or 1");
 }
 
 TEST_CASE("ipc options: mesh emulation refuses the pull form, and rates of parts of a MB/s",
