@@ -76,3 +76,44 @@ mps() {
     echo "== MPS off"
   fi
 }
+
+# step NAME LIMIT CMD...: a record script's step: CMD run within LIMIT seconds, its output in
+# $OUT/l/NAME.log, whose last ${TAILN:-1} lines are shown with its exit status and seconds. Its
+# status is CMD's (124: out of time).
+step() {
+  local name=$1 limit=$2 t=$SECONDS rc
+  shift 2
+  echo "== $name: $*"
+  timeout "$limit" "$@" >"$OUT/l/$name.log" 2>&1
+  rc=$?
+  tail -"${TAILN:-1}" "$OUT/l/$name.log" | cut -c1-250
+  echo "-- $name: exit $rc, $((SECONDS - t)) s"
+  return $rc
+}
+
+# ipc_suites RUN TESTS: relay_ipc_tests (the binary TESTS) under relay-run (RUN), one step each:
+# property with 2 and 8 processes; every failure scenario with 2 processes and refused, mismatch
+# and late with 8; graphs and unaligned with 2 and 8; hosted helpers at A = 2 bit for bit against
+# helper processes. The steps' names end in ${SUITE_TAG} where set. Ranks share the first GPU:
+# run it under MPS (mps on). Its status is the number of steps that failed.
+ipc_suites() {
+  local run=$1 tests=$2 tag=${SUITE_TAG:+_$SUITE_TAG} failed=0 s
+  step property_2$tag 60 "$run" -n 2 --timeout 55 -- "$tests" property 400 || ((++failed))
+  step property_8$tag 90 "$run" -n 8 --timeout 85 -- "$tests" property 200 || ((++failed))
+  for s in late refused refuse_plan refuse_early mismatch stall; do
+    RELAY_TIMEOUT=2 step "${s}_2$tag" 30 "$run" -n 2 --timeout 25 -- "$tests" $s || ((++failed))
+  done
+  for s in refused mismatch late; do
+    RELAY_TIMEOUT=2 step "${s}_8$tag" 40 "$run" -n 8 --timeout 35 -- "$tests" $s || ((++failed))
+  done
+  for s in 2 8; do
+    step "graph_$s$tag" 90 "$run" -n $s --timeout 85 -- "$tests" graph 20 10 || ((++failed))
+    step "unaligned_$s$tag" 60 "$run" -n $s --timeout 55 -- "$tests" unaligned || ((++failed))
+  done
+  step "record_a2$tag" 60 "$run" -n 8 --timeout 55 -- "$tests" hosted_record 2 150 20261221 \
+    /tmp/relay-a2 || ((++failed))
+  RELAY_HELPER_DEVICES=0,0,0,0,0,0 RELAY_TIMEOUT=8 step "hosted_a2$tag" 60 "$run" -n 2 \
+    --timeout 55 -- "$tests" hosted 2 150 20261221 /tmp/relay-a2 || ((++failed))
+  rm -f /tmp/relay-a2.*
+  return $failed
+}
