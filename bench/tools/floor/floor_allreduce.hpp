@@ -634,8 +634,7 @@ class floor_allreduce : relay::no_copy {
       using T = decltype(x);
       if constexpr (is_summed<T>) {
         auto launch = [&](auto kernel, const auto& arguments) {
-          return how.early_launch ? gpu::rt::launch_early(kernel, grid, threads, stream, arguments)
-                                  : gpu::rt::launch(kernel, grid, threads, stream, arguments);
+          return gpu::rt::launch_early(how.early_launch, kernel, grid, threads, stream, arguments);
         };
         if (!how.relay_sized_arguments) return launch(ll_kernel<T>, a);
         padded<ll_args> p{};

@@ -237,30 +237,33 @@ inline error_t launch(void (*kernel)(Params...), unsigned grid, unsigned block, 
   return get_last_error();
 }
 
-// launch(), where the kernel may be made resident before the kernel ahead of it on `stream` has
-// ended (CUDA's programmatic stream serialization, gpu/grid_dependency.hpp): the kernel must call
-// gpu::wait_for_prior_grids before it reads anything that kernel may write. HIP has no such
-// launch: there it is an ordinary one.
+// launch(), where `early`, of a kernel that may be made resident before the kernel ahead of it on
+// `stream` has ended (CUDA's programmatic stream serialization, gpu/grid_dependency.hpp): the
+// kernel must call gpu::wait_for_prior_grids before it reads anything that kernel may write. HIP
+// has no such launch: there, as where `early` is false, it is an ordinary one.
 template <class... Params, class... Args>
-inline error_t launch_early(void (*kernel)(Params...), unsigned grid, unsigned block,
+inline error_t launch_early(bool early, void (*kernel)(Params...), unsigned grid, unsigned block,
                             stream_t stream, Args&&... args) {
 #if defined(RELAY_GPU_CUDA)
-  cudaLaunchAttribute early{};
-  early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  early.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(block);
-  config.stream = stream;
-  config.attrs = &early;
-  config.numAttrs = 1;
-  if (const error_t e = cudaLaunchKernelEx(&config, kernel, static_cast<Args&&>(args)...);
-      e != success)
-    return e;
-  return get_last_error();
+  if (early) {
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(block);
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    if (const error_t e = cudaLaunchKernelEx(&config, kernel, static_cast<Args&&>(args)...);
+        e != success)
+      return e;
+    return get_last_error();
+  }
 #else
-  return launch(kernel, grid, block, stream, static_cast<Args&&>(args)...);
+  (void)early;
 #endif
+  return launch(kernel, grid, block, stream, static_cast<Args&&>(args)...);
 }
 
 // ---- the ipc transport's calls (transport/ipc/memory.hpp) and graph capture --------------------

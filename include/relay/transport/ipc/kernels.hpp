@@ -270,7 +270,7 @@ __device__ inline bool ipc_void_piece(const ipc_env& env) {
 // Whether peer q gave up on `call` (a look at this rank's own copy of its word); if so this rank
 // gives up too (true).
 __device__ inline bool ipc_peer_gave_up(const ipc_env& env, std::uint32_t q, std::uint64_t call) {
-  const std::uint64_t v = signal_peek(&env.me->signal[q], env.system != 0);
+  const std::uint64_t v = signal_peek(&env.me->signal[q]);
   if (!signal_aborted(v)) return false;  // the cheap test first (a dead mark reads aborted too)
   signal_acquire(env.system != 0);
   const bool alarmed =
@@ -453,7 +453,7 @@ __device__ inline void ipc_write_entry_words_into(ipc_control* peer, const ipc_e
   std::uint64_t* w = peer->pull_entries[call & 1][env.rank];
 #pragma unroll
   for (int i = 0; i < ipc::pull_entry_words; ++i)
-    signal_store(&w[i], words[i], env.system != 0);
+    signal_store(&w[i], words[i]);
 }
 // The same into peer q's, as env.controls names it.
 __device__ inline void ipc_write_entry_words(const ipc_env& env, std::uint32_t q,
@@ -469,7 +469,7 @@ __device__ inline bool ipc_read_entry_words(const ipc_env& env, std::uint32_t q,
   std::uint64_t words[ipc::pull_entry_words];
 #pragma unroll
   for (int i = 0; i < ipc::pull_entry_words; ++i)
-    words[i] = signal_peek(&w[i], env.system != 0);
+    words[i] = signal_peek(&w[i]);
   return ipc::pull_entry_decode(call, words, e);
 }
 

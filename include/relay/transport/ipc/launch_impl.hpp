@@ -61,9 +61,8 @@ RELAY_IPC_LAUNCH_LINKAGE gpu::rt::error_t launch_ll_kernel(dtype type, unsigned 
   return visit_dtype(type, [&](auto x) {
     using T = decltype(x);
     auto launch = [&](auto kernel) {
-      return early ? gpu::rt::launch_early(kernel, grid, ipc::pull_block_threads, stream, a, peers,
-                                           env)
-                   : gpu::rt::launch(kernel, grid, ipc::pull_block_threads, stream, a, peers, env);
+      return gpu::rt::launch_early(early, kernel, grid, ipc::pull_block_threads, stream, a, peers,
+                                   env);
     };
     switch (ll_kernel_members(a.members)) {
       case 2: return launch(ipc_ll_kernel<T, 2>);

@@ -120,7 +120,7 @@ struct ll_entry_watch {
 // The watched entry has been read: its peer's signal word loaded for the last look.
 __device__ inline void ll_entry_read(const ipc_env& env, ll_entry_watch& watch) {
   watch.due = false;
-  watch.mark = signal_peek(&env.me->signal[watch.peer], env.system != 0);
+  watch.mark = signal_peek(&env.me->signal[watch.peer]);
 }
 __device__ inline void ll_watch(const ipc_env& env, std::uint64_t call, ll_entry_watch& watch) {
   if (watch.due && ipc_read_entry_words(env, watch.peer, call, watch.entry))
@@ -147,11 +147,11 @@ RELAY_IPC_COLD __device__ inline ll_taken ll_look(const ipc_env& env, std::uint6
 
 // The 4 words of vector v in a peer's `slot`, as loaded: each carries its call in its upper half
 // (ll_word_is) and 4 bytes of the vector in its lower (ll_payload).
-__device__ inline void ll_peek_words(const ipc_env& env, const std::uint64_t* slot, std::uint64_t v,
+__device__ inline void ll_peek_words(const std::uint64_t* slot, std::uint64_t v,
                                      std::uint64_t vectors, std::uint64_t (&word)[4]) {
 #pragma unroll
   for (int j = 0; j < 4; ++j)
-    word[j] = signal_peek(&slot[ll_word(v, j, vectors)], env.system != 0);
+    word[j] = signal_peek(&slot[ll_word(v, j, vectors)]);
 }
 __device__ inline ll_vec ll_payload(const std::uint64_t (&word)[4]) {
   ll_vec x;
@@ -167,7 +167,7 @@ __device__ inline ll_taken ll_take(const ipc_env& env, const std::uint64_t* slot
                                    std::uint64_t vectors, std::uint64_t call, std::uint32_t q,
                                    ll_entry_watch& watch, ll_vec& x) {
   std::uint64_t word[4];
-  ll_peek_words(env, slot, v, vectors, word);
+  ll_peek_words(slot, v, vectors, word);
   std::uint64_t start = 0, scan = 0, host = 0;
   std::uint32_t spins = 0;
   for (;;) {
@@ -183,8 +183,7 @@ __device__ inline ll_taken ll_take(const ipc_env& env, const std::uint64_t* slot
         return t;
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-      if (!ll_word_is(word[j], call))
-        word[j] = signal_peek(&slot[ll_word(v, j, vectors)], env.system != 0);
+      if (!ll_word_is(word[j], call)) word[j] = signal_peek(&slot[ll_word(v, j, vectors)]);
   }
   x = ll_payload(word);
   return ll_taken::landed;
@@ -346,7 +345,7 @@ __device__ inline bool ll_join(const ipc_env& env, const ipc_ll& a, const ll_wal
         x[k] = held[k];
       } else {
         std::uint64_t word[4];
-        ll_peek_words(env, slot(k), v, w.vectors, word);
+        ll_peek_words(slot(k), v, w.vectors, word);
         x[k] = ll_payload(word);
       }
     }
@@ -412,8 +411,7 @@ __global__ void __launch_bounds__(ipc::pull_block_threads, 1)
           std::uint64_t* slot = peers.controls[a.member[k]]->ll[parity][env.rank];
 #pragma unroll
           for (int j = 0; j < 4; ++j)
-            signal_store(&slot[ll_word(v, j, w.vectors)], ll_word_of(call, x.w[j]),
-                         env.system != 0);
+            signal_store(&slot[ll_word(v, j, w.vectors)], ll_word_of(call, x.w[j]));
         }
       }
   } else if (blockIdx.x == 0 && threadIdx.x == 0) {

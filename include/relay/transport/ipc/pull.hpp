@@ -92,8 +92,7 @@ __device__ inline void ipc_pull_tell(const ipc_env& env, std::uint64_t mask, int
   __syncthreads();
   if (threadIdx.x < env.ranks && ((mask >> threadIdx.x) & 1) != 0) {
     signal_release(env.system != 0);
-    signal_store(&env.controls[threadIdx.x]->pull_flags[which][blockIdx.x][env.rank], call,
-                 env.system != 0);
+    signal_store(&env.controls[threadIdx.x]->pull_flags[which][blockIdx.x][env.rank], call);
   }
 }
 

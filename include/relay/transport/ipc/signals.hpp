@@ -142,10 +142,9 @@ __device__ inline std::uint64_t signal_poll(const std::uint64_t* word, bool syst
 }
 
 // A load of a word a peer writes with no ordering of its own: the loads of a group in flight at
-// once, then signal_acquire before anything depends on them. At system scope whatever `system`
-// says (the top says why); `system` stays in the signature for the fences beside it.
-__device__ inline std::uint64_t signal_peek(const std::uint64_t* word, bool system) {
-  (void)system;
+// once, then signal_acquire before anything depends on them. At system scope always (the top says
+// why).
+__device__ inline std::uint64_t signal_peek(const std::uint64_t* word) {
 #if defined(RELAY_GPU_HIP)
   return __hip_atomic_load(word, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
@@ -194,9 +193,8 @@ __device__ inline void signal_raise(std::uint64_t* word, std::uint64_t value, bo
 }
 
 // Stores a flag a peer polls (a pull flag, an entry word), after signal_release. At system scope
-// whatever `system` says, as signal_peek.
-__device__ inline void signal_store(std::uint64_t* word, std::uint64_t value, bool system) {
-  (void)system;
+// always, as signal_peek.
+__device__ inline void signal_store(std::uint64_t* word, std::uint64_t value) {
 #if defined(RELAY_GPU_HIP)
   __hip_atomic_store(word, value, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
